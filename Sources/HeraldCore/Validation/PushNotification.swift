@@ -1,0 +1,96 @@
+/// One notification as a provider sends it: the body plus the APNs request headers, not yet addressed to a device.
+///
+/// Call ``prepare()`` to validate it and encode the body once; the result can then go to any number of devices.
+public struct PushNotification: Sendable, Hashable {
+    /// The body: a typed payload, or JSON bytes the caller already has.
+    public enum Body: Sendable, Hashable {
+        case payload(Payload)
+        case raw([UInt8])
+    }
+
+    public var body: Body
+    /// `apns-push-type`.
+    public var pushType: APNSPushType
+    /// `apns-topic`: the bundle id plus the push type's suffix.
+    public var topic: String
+    /// `apns-priority`; `nil` sends no header (APNs assumes 10).
+    public var priority: APNSPriority?
+    /// `apns-expiration`; `nil` sends no header (APNs applies its own storage policy).
+    public var expiration: APNSExpiration?
+    /// `apns-collapse-id`: at most 64 bytes of UTF-8.
+    public var collapseID: String?
+    /// `apns-id`; `nil` lets the sender pick one (kept the same across retries).
+    public var apnsID: APNSID?
+
+    public init(
+        _ payload: Payload, pushType: APNSPushType = .alert, topic: String, priority: APNSPriority? = nil,
+        expiration: APNSExpiration? = nil, collapseID: String? = nil, apnsID: APNSID? = nil
+    ) {
+        self.init(body: .payload(payload), pushType: pushType, topic: topic, priority: priority,
+                  expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+    }
+
+    public init(
+        body: Body, pushType: APNSPushType, topic: String, priority: APNSPriority? = nil,
+        expiration: APNSExpiration? = nil, collapseID: String? = nil, apnsID: APNSID? = nil
+    ) {
+        self.body = body
+        self.pushType = pushType
+        self.topic = topic
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+    }
+
+    /// The priority APNs will apply: the header's, or 10 when absent.
+    public var effectivePriority: APNSPriority { priority ?? .default }
+
+    /// Validates the headers and payload against APNs' rules and encodes the body.
+    ///
+    /// Raw bodies are parsed to check them too; their bytes are sent unchanged.
+    /// - Throws: the first ``NotificationValidationError`` found, naming the field and, where Apple documents one,
+    ///   the reason APNs would have answered.
+    public func prepare() throws(NotificationValidationError) -> PreparedNotification {
+        let bytes: [UInt8]
+        let payload: Payload
+        switch body {
+        case .payload(let typed):
+            payload = typed
+            bytes = typed.jsonBytes()
+            try NotificationValidator.checkSize(bytes.count, pushType: pushType)
+        case .raw(let raw):
+            bytes = raw
+            try NotificationValidator.checkSize(raw.count, pushType: pushType)
+            payload = try Payload(jsonBytes: raw)
+        }
+        try NotificationValidator.checkHeaders(of: self)
+        try NotificationValidator.checkPayload(payload, of: self)
+        return PreparedNotification(
+            body: bytes, pushType: pushType, topic: topic, priority: priority, expiration: expiration,
+            collapseID: collapseID, apnsID: apnsID)
+    }
+}
+
+/// A validated notification with its body encoded: what the sender puts on the wire.
+public struct PreparedNotification: Sendable, Hashable, CustomStringConvertible {
+    /// The JSON body, ready to send.
+    public let body: [UInt8]
+    public let pushType: APNSPushType
+    public let topic: String
+    public let priority: APNSPriority?
+    public let expiration: APNSExpiration?
+    public let collapseID: String?
+    public let apnsID: APNSID?
+
+    /// Headers and body size; the body itself stays out of logs.
+    public var description: String {
+        "PreparedNotification(\(pushType), topic: \(topic), \(body.count) bytes, priority: \(priority.map(String.init(describing:)) ?? "default"), apns-id: \(apnsID.map(String.init(describing:)) ?? "unset"))"
+    }
+
+    /// The same notification with an `apns-id`, for a sender that assigns one before the first attempt.
+    public func with(apnsID: APNSID) -> PreparedNotification {
+        PreparedNotification(body: body, pushType: pushType, topic: topic, priority: priority, expiration: expiration,
+                             collapseID: collapseID, apnsID: apnsID)
+    }
+}
