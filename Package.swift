@@ -12,10 +12,19 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        .library(name: "HeraldEmulator", targets: ["HeraldEmulator"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // The shared APNs vocabulary: tokens, headers, payload, validation, JWT, encryption. No NIO, no HTTP.
@@ -24,16 +33,45 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: upcomingFeatures
         ),
+        // A local APNs over HTTP/2 + TLS. Must not import the APNs client: both are checked against one outcome table.
+        .target(
+            name: "HeraldEmulator",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
         .target(
             name: "HeraldTesting",
-            dependencies: ["HeraldCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldEmulatorTests",
+            dependencies: ["HeraldEmulator", "HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
-            resources: [.copy("Fixtures")],
             swiftSettings: upcomingFeatures
         ),
     ],

@@ -241,7 +241,8 @@ struct ProviderTokenTests {
     }
 
     func runPython(_ arguments: [String]) throws -> String {
-        let script = try #require(Bundle.module.url(forResource: "jwt_interop", withExtension: "py", subdirectory: "Fixtures"))
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/jwt_interop.py")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", script.path] + arguments

@@ -1,0 +1,198 @@
+public import Foundation
+public import HeraldCore
+import NIOCore
+import NIOSSL
+public import ServiceLifecycle
+import Synchronization
+
+/// A local APNs: Apple's provider API over HTTP/2 and TLS, with virtual devices, inboxes and injected faults.
+///
+/// Serves both environments at once, each on its own port, so a development token sent to the production port
+/// fails with `BadDeviceToken` exactly as at Apple. Use it from tests with ``withRunning(_:_:)``, or as a
+/// `Service` in a `ServiceGroup` (that is what `herald emulator` does).
+public final class APNSEmulator: Service, Sendable {
+    public let configuration: EmulatorConfiguration
+    let registry: DeviceRegistry
+    let faultInjector: FaultInjector
+    private let verifier: ProviderTokenVerifier
+    private let serverTLS: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey, caPEM: String?)
+    private let clientCertificateAuthority: [NIOSSLCertificate]?
+    private let state = Mutex(RunState())
+
+    private struct RunState {
+        var channels: [any Channel] = []
+        var ports: [String: Int] = [:]
+        var started = false
+    }
+
+    /// Prepares the emulator: checks the configuration and makes the TLS identity. Binds nothing yet.
+    /// - Throws: ``EmulatorError`` when the configuration or the certificate files are not usable.
+    public init(configuration: EmulatorConfiguration) throws(EmulatorError) {
+        self.configuration = configuration
+        let faults = try configuration.faults.validated()
+        guard configuration.maxConcurrentStreams >= 1 else { throw EmulatorError("maxConcurrentStreams must be at least 1.") }
+        if case .recording(let capacity) = configuration.inbox, capacity < 1 {
+            throw EmulatorError("The inbox capacity must be at least 1 (or use counting-only mode).")
+        }
+        registry = DeviceRegistry(mode: configuration.deviceMode, inbox: configuration.inbox, seed: configuration.seed)
+        faultInjector = FaultInjector(configuration: faults, seed: configuration.seed)
+        verifier = ProviderTokenVerifier(trustedKeys: configuration.trustedKeys)
+        do {
+            switch configuration.tls {
+            case .generated(let caFile):
+                let authority = try LocalCertificateAuthority()
+                let server = try authority.issueServerCertificate(dnsNames: ["localhost", configuration.host])
+                serverTLS = (
+                    [try NIOSSLCertificate(bytes: Array(server.certificatePEM.utf8), format: .pem)],
+                    try NIOSSLPrivateKey(bytes: Array(server.privateKeyPEM.utf8), format: .pem),
+                    authority.certificatePEM)
+                if let caFile {
+                    try authority.certificatePEM.write(to: caFile, atomically: true, encoding: .utf8)
+                }
+            case .files(let chain, let key):
+                serverTLS = (try NIOSSLCertificate.fromPEMFile(chain.path), try NIOSSLPrivateKey(file: key.path, format: .pem), nil)
+            }
+            clientCertificateAuthority = try configuration.clientCertificateAuthorityPEM.map {
+                try NIOSSLCertificate.fromPEMBytes(Array($0.utf8))
+            }
+        } catch let error as EmulatorError {
+            throw error
+        } catch {
+            throw EmulatorError("Cannot set up TLS: \(error). Check the certificate and key files (PEM).")
+        }
+    }
+
+    // MARK: Lifecycle
+
+    /// Binds the production, development and admin ports. Returns once they accept connections.
+    public func start() async throws {
+        guard state.withLock({ state in
+            defer { state.started = true }
+            return !state.started
+        }) else { throw EmulatorError("The emulator is already started.") }
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: serverTLS.chain.map { .certificate($0) }, privateKey: .privateKey(serverTLS.key))
+        tls.applicationProtocols = ["h2"]
+        tls.minimumTLSVersion = .tlsv12
+        if let authority = clientCertificateAuthority {
+            tls.certificateVerification = .optionalVerification
+            tls.trustRoots = .certificates(authority)
+        }
+        let sslContext = try NIOSSLContext(configuration: tls)
+        var bound: [(String, any Channel)] = []
+        do {
+            for (name, environment, port) in [("production", APNSEnvironment.production, configuration.productionPort),
+                                              ("development", .development, configuration.developmentPort)] {
+                let processor = RequestProcessor(environment: environment, verifier: verifier, registry: registry, faults: faultInjector)
+                let context = EmulatorListener.Context(
+                    processor: processor, sslContext: sslContext, maxConcurrentStreams: configuration.maxConcurrentStreams,
+                    faults: faultInjector, registry: registry, clock: configuration.clock)
+                bound.append((name, try await EmulatorListener.bind(host: configuration.host, port: port, context: context)))
+            }
+            if let adminPort = configuration.adminPort {
+                bound.append(("admin", try await AdminServer.bind(host: configuration.host, port: adminPort, emulator: self)))
+            }
+        } catch {
+            for (_, channel) in bound { try? await channel.close() }
+            throw EmulatorError("Cannot listen on \(configuration.host): \(error). Is the port in use? Pass 0 to pick a free one.")
+        }
+        state.withLock { state in
+            for (name, channel) in bound {
+                state.channels.append(channel)
+                state.ports[name] = channel.localAddress?.port
+            }
+        }
+    }
+
+    /// Closes every port and connection.
+    public func shutdown() async {
+        let channels = state.withLock { state in
+            defer { state.channels = [] }
+            return state.channels
+        }
+        for channel in channels { try? await channel.close() }
+    }
+
+    /// Serves until the task is cancelled or a graceful shutdown is triggered.
+    public func run() async throws {
+        try await start()
+        try? await gracefulShutdown()
+        await shutdown()
+    }
+
+    /// Starts an emulator, runs `body` with it, and shuts it down, also when `body` throws.
+    public static func withRunning<Result: Sendable>(
+        _ configuration: EmulatorConfiguration, _ body: (APNSEmulator) async throws -> Result
+    ) async throws -> Result {
+        let emulator = try APNSEmulator(configuration: configuration)
+        try await emulator.start()
+        do {
+            let result = try await body(emulator)
+            await emulator.shutdown()
+            return result
+        } catch {
+            await emulator.shutdown()
+            throw error
+        }
+    }
+
+    // MARK: Where it listens
+
+    /// The port standing in for an environment's APNs host; `nil` before ``start()``.
+    public func port(for environment: APNSEnvironment) -> Int? {
+        state.withLock { $0.ports[environment.name] }
+    }
+
+    /// The admin API's port; `nil` when off or before ``start()``.
+    public var adminPort: Int? { state.withLock { $0.ports["admin"] } }
+
+    /// The PEM of the generated CA that signed the server certificate (nil with certificate files).
+    public var certificateAuthorityPEM: String? { serverTLS.caPEM }
+
+    // MARK: Devices
+
+    /// Creates a device: the given token, or a random one of `byteCount` bytes.
+    public func createDevice(token: DeviceToken? = nil, byteCount: Int = 32, environment: APNSEnvironment, topic: String) throws(EmulatorError) -> VirtualDevice {
+        guard (DeviceToken.minimumByteCount...DeviceToken.maximumByteCount).contains(byteCount) else {
+            throw EmulatorError("A token has \(DeviceToken.minimumByteCount) to \(DeviceToken.maximumByteCount) bytes.")
+        }
+        guard RequestProcessor.isWellFormedTopic(topic), !topic.isEmpty else { throw EmulatorError("\"\(topic)\" is not a topic: use a bundle id such as com.example.app.") }
+        return try registry.create(token: token, byteCount: byteCount, environment: environment, topic: topic)
+    }
+
+    public func devices() -> [VirtualDevice] { registry.devices() }
+    public func device(_ token: DeviceToken) -> VirtualDevice? { registry.device(token) }
+    @discardableResult public func removeDevice(_ token: DeviceToken) -> Bool { registry.remove(token) }
+
+    /// From now on APNs answers 410 `Unregistered` with this timestamp (the app was removed).
+    public func markUnregistered(_ token: DeviceToken, at date: Date? = nil) throws(EmulatorError) {
+        try registry.setState(token, .unregistered(since: date ?? configuration.clock.now()))
+    }
+
+    /// From now on APNs answers 410 `ExpiredToken`.
+    public func markExpired(_ token: DeviceToken) throws(EmulatorError) { try registry.setState(token, .expired) }
+
+    /// Makes the token valid again (the app was reinstalled and registered).
+    public func reactivate(_ token: DeviceToken) throws(EmulatorError) { try registry.setState(token, .active) }
+
+    /// Takes the device offline (it keeps only the newest notification) or back online (that one arrives unless
+    /// its expiration passed).
+    public func setOnline(_ token: DeviceToken, _ online: Bool) throws(EmulatorError) {
+        try registry.setOnline(token, online, now: configuration.clock.now())
+    }
+
+    /// What the device received, oldest first.
+    public func inbox(for token: DeviceToken) throws(EmulatorError) -> [InboxEntry] { try registry.inbox(token) }
+    public func clearInbox(for token: DeviceToken) throws(EmulatorError) { try registry.clearInbox(token) }
+
+    // MARK: Counters and faults
+
+    public var counters: EmulatorCounters { registry.counters() }
+    public func resetCounters() { registry.resetCounters() }
+
+    public var faults: FaultConfiguration { faultInjector.configuration }
+
+    /// Changes the injected faults while running.
+    public func setFaults(_ faults: FaultConfiguration) throws(EmulatorError) {
+        faultInjector.update(try faults.validated())
+    }
+}

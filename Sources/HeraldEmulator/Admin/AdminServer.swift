@@ -1,0 +1,198 @@
+import Foundation
+import HeraldCore
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The inspection and control API: plain HTTP/1.1 JSON on its own loopback port (documented in docs/emulator.md).
+enum AdminServer {
+    static func bind(host: String, port: Int, emulator: APNSEmulator) async throws -> any Channel {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(AdminHandler(api: AdminAPI(emulator: emulator)))
+                }
+            }
+            .bind(host: host, port: port).get()
+    }
+}
+
+/// Collects one HTTP/1.1 request and answers it with the ``AdminAPI``.
+final class AdminHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let api: AdminAPI
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    private static let maximumBody = 1 << 20
+
+    init(api: AdminAPI) { self.api = api }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body.removeAll(keepingCapacity: true)
+        case .body(let buffer):
+            if body.count + buffer.readableBytes <= Self.maximumBody { body.append(contentsOf: buffer.readableBytesView) }
+        case .end:
+            guard let head else { return }
+            let (status, json) = api.handle(method: head.method.rawValue, uri: head.uri, body: body)
+            var headers = HTTPHeaders()
+            headers.add(name: "content-type", value: "application/json")
+            let bytes = json.map { $0.jsonBytes + [0x0A] } ?? []
+            headers.add(name: "content-length", value: String(bytes.count))
+            let keepAlive = head.isKeepAlive
+            if !keepAlive { headers.add(name: "connection", value: "close") }
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .init(statusCode: status), headers: headers))), promise: nil)
+            var buffer = context.channel.allocator.buffer(capacity: bytes.count)
+            buffer.writeBytes(bytes)
+            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            let boundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                if !keepAlive { boundContext.value.close(promise: nil) }
+            }
+            self.head = nil
+        }
+    }
+}
+
+/// The admin routes, as a pure function of method, path and body over an emulator.
+struct AdminAPI: Sendable {
+    let emulator: APNSEmulator
+
+    func handle(method: String, uri: String, body: [UInt8]) -> (Int, JSONValue?) {
+        let path = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
+        let parts = path.split(separator: "/").map(String.init)
+        // "/devices/<token>/inbox" routes as "devices/:token/inbox", with the token kept aside.
+        let token = parts.count >= 2 && parts[0] == "devices" ? parts[1] : ""
+        var shape = parts
+        if !token.isEmpty { shape[1] = ":token" }
+        let route = method + " /" + shape.joined(separator: "/")
+        do {
+            switch route {
+            case "GET /health":
+                return (200, ["status": "ok"])
+            case "GET /devices":
+                return (200, .array(emulator.devices().map(Self.json)))
+            case "POST /devices":
+                return (201, Self.json(try createDevice(body)))
+            case "GET /devices/:token":
+                guard let device = emulator.device(try Self.token(token)) else { return Self.notFound(token) }
+                return (200, Self.json(device))
+            case "DELETE /devices/:token":
+                return emulator.removeDevice(try Self.token(token)) ? (204, nil) : Self.notFound(token)
+            case "POST /devices/:token/unregister":
+                let fields = try Self.object(body, allowEmpty: true)
+                let date = fields["timestamp"]?.doubleValue.map { Date(timeIntervalSince1970: $0 / 1000) }
+                try emulator.markUnregistered(try Self.token(token), at: date)
+                return (200, Self.json(emulator.device(try Self.token(token))!))
+            case "POST /devices/:token/expire":
+                try emulator.markExpired(try Self.token(token))
+                return (200, Self.json(emulator.device(try Self.token(token))!))
+            case "POST /devices/:token/reactivate":
+                try emulator.reactivate(try Self.token(token))
+                return (200, Self.json(emulator.device(try Self.token(token))!))
+            case "POST /devices/:token/offline", "POST /devices/:token/online":
+                try emulator.setOnline(try Self.token(token), parts[2] == "online")
+                return (200, Self.json(emulator.device(try Self.token(token))!))
+            case "GET /devices/:token/inbox":
+                return (200, .array(try emulator.inbox(for: try Self.token(token)).map(Self.json)))
+            case "DELETE /devices/:token/inbox":
+                try emulator.clearInbox(for: try Self.token(token))
+                return (204, nil)
+            case "GET /counters":
+                return (200, Self.json(emulator.counters))
+            case "DELETE /counters":
+                emulator.resetCounters()
+                return (204, nil)
+            case "GET /faults":
+                return (200, try JSONValue(parsing: Array(JSONEncoder().encode(emulator.faults))))
+            case "PUT /faults":
+                let faults: FaultConfiguration
+                do {
+                    faults = try JSONDecoder().decode(FaultConfiguration.self, from: Data(body))
+                } catch {
+                    throw EmulatorError("The body is not a fault configuration: \(error). GET /faults shows the shape.")
+                }
+                try emulator.setFaults(faults)
+                return (200, try JSONValue(parsing: Array(JSONEncoder().encode(emulator.faults))))
+            default:
+                return (404, ["error": .string("No route \(method) \(path). See docs/emulator.md for the admin API.")])
+            }
+        } catch let error as EmulatorError {
+            return (400, ["error": .string(error.message)])
+        } catch {
+            return (400, ["error": .string("\(error)")])
+        }
+    }
+
+    private func createDevice(_ body: [UInt8]) throws -> VirtualDevice {
+        let fields = try Self.object(body, allowEmpty: false)
+        guard let environmentName = fields["environment"]?.stringValue, let environment = APNSEnvironment(name: environmentName) else {
+            throw EmulatorError("\"environment\" must be \"development\" or \"production\".")
+        }
+        guard let topic = fields["topic"]?.stringValue else { throw EmulatorError("\"topic\" (the bundle id and push-type suffix) is required.") }
+        let token = try fields["token"]?.stringValue.map { try Self.token($0) }
+        return try emulator.createDevice(token: token, byteCount: fields["bytes"]?.intValue ?? 32, environment: environment, topic: topic)
+    }
+
+    private static func object(_ body: [UInt8], allowEmpty: Bool) throws -> [String: JSONValue] {
+        if body.isEmpty, allowEmpty { return [:] }
+        guard case .object(let fields)? = try? JSONValue(parsing: body) else { throw EmulatorError("The body must be a JSON object.") }
+        return fields
+    }
+
+    private static func token(_ text: String) throws -> DeviceToken {
+        do { return try DeviceToken(hex: text) } catch { throw EmulatorError(error.description) }
+    }
+
+    private static func notFound(_ token: String) -> (Int, JSONValue?) {
+        (404, ["error": .string("No device with token …\(token.suffix(8)).")])
+    }
+
+    static func milliseconds(_ date: Date) -> JSONValue { .integer(Int((date.timeIntervalSince1970 * 1000).rounded(.down))) }
+
+    static func json(_ device: VirtualDevice) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "token": .string(device.token.hex), "environment": .string(device.environment.name),
+            "topic": .string(device.topic), "online": .bool(device.isOnline),
+        ]
+        switch device.state {
+        case .active: object["state"] = "active"
+        case .expired: object["state"] = "expired"
+        case .unregistered(let since):
+            object["state"] = "unregistered"
+            object["unregisteredAt"] = milliseconds(since)
+        }
+        return .object(object)
+    }
+
+    static func json(_ entry: InboxEntry) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "apnsId": .string(entry.apnsID), "topic": .string(entry.topic), "receivedAt": milliseconds(entry.receivedAt),
+            "payload": (try? JSONValue(parsing: entry.payload)) ?? .string(entry.payloadString),
+        ]
+        if let value = entry.pushType { object["pushType"] = .string(value) }
+        if let value = entry.priority { object["priority"] = .integer(value) }
+        if let value = entry.expiration { object["expiration"] = .integer(value) }
+        if let value = entry.collapseID { object["collapseId"] = .string(value) }
+        return .object(object)
+    }
+
+    static func json(_ counters: EmulatorCounters) -> JSONValue {
+        [
+            "accepted": .integer(counters.accepted),
+            "rejected": .object(counters.rejected.mapValues { .integer($0) }),
+            "totalRejected": .integer(counters.totalRejected),
+            "duplicateApnsIds": .integer(counters.duplicateAPNSIDs),
+            "droppedFromInbox": .integer(counters.droppedFromInbox),
+            "connections": .integer(counters.connections),
+            "goAways": .integer(counters.goAways),
+            "faults": .object(counters.faults.mapValues { .integer($0) }),
+        ]
+    }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import HeraldCore
+import Synchronization
+
+/// The emulator's devices, inboxes and counters. Called from event-loop threads, so every operation is a short
+/// critical section under one lock; no I/O happens inside it.
+final class DeviceRegistry: Sendable {
+    struct Key: Hashable {
+        let environment: APNSEnvironment
+        let token: String
+    }
+
+    fileprivate struct Record {
+        var device: VirtualDevice
+        var inbox: [InboxEntry] = []
+        var pending: InboxEntry?
+    }
+
+    private struct State {
+        var records: [Key: Record] = [:]
+        var counters = EmulatorCounters()
+        var seenAPNSIDs = Set<UInt64>()
+        var random: SeededRandom
+    }
+
+    enum Lookup {
+        case deliver
+        case reject(APNSReason, timestamp: Date?)
+    }
+
+    private let state: Mutex<State>
+    private let mode: EmulatorConfiguration.DeviceMode
+    private let inboxMode: EmulatorConfiguration.InboxMode
+
+    init(mode: EmulatorConfiguration.DeviceMode, inbox: EmulatorConfiguration.InboxMode, seed: UInt64) {
+        self.mode = mode
+        self.inboxMode = inbox
+        state = Mutex(State(random: SeededRandom(seed: seed ^ 0xD3A1_5EED)))
+    }
+
+    // MARK: Delivery
+
+    /// Checks the token against the registry (§10 step 5). In permissive mode an unknown token becomes a device
+    /// of this environment and topic on first use.
+    func admit(token: DeviceToken, environment: APNSEnvironment, topic: String) -> Lookup {
+        state.withLock { state in
+            let key = Key(environment: environment, token: token.hex)
+            if state.records[key] == nil {
+                let other = Key(environment: environment.other, token: token.hex)
+                if state.records[other] != nil || mode == .strict { return .reject(.badDeviceToken, timestamp: nil) }
+                state.records[key] = Record(device: VirtualDevice(token: token, environment: environment, topic: topic, state: .active, isOnline: true))
+            }
+            let device = state.records[key]!.device
+            guard device.topic == topic else { return .reject(.deviceTokenNotForTopic, timestamp: nil) }
+            switch device.state {
+            case .active: return .deliver
+            case .unregistered(let since): return .reject(.unregistered, timestamp: since)
+            case .expired: return .reject(.expiredToken, timestamp: nil)
+            }
+        }
+    }
+
+    /// Records an accepted notification: counters always, the inbox unless counting only.
+    func deliver(_ notification: InboxEntry, to token: DeviceToken, environment: APNSEnvironment) {
+        state.withLock { state in
+            if Self.isDuplicate(notification.apnsID, in: &state.seenAPNSIDs) { state.counters.duplicateAPNSIDs += 1 }
+            state.counters.accepted += 1
+            guard case .recording(let capacity) = inboxMode else { return }
+            let key = Key(environment: environment, token: token.hex)
+            guard let record = state.records[key] else { return }
+            if record.device.isOnline {
+                state.records[key]!.append(notification, capacity: capacity, dropped: &state.counters.droppedFromInbox)
+            } else if notification.expiration != 0 {
+                // Offline: APNs stores one notification per app and device; the newest replaces the older.
+                state.records[key]!.pending = notification
+            }
+        }
+    }
+
+    func countRejection(_ reason: APNSReason) {
+        state.withLock { $0.counters.rejected[reason.rawValue, default: 0] += 1 }
+    }
+
+    func countFault(_ name: String) {
+        state.withLock { $0.counters.faults[name, default: 0] += 1 }
+    }
+
+    func countConnection() { state.withLock { $0.counters.connections += 1 } }
+    func countGoAway() { state.withLock { $0.counters.goAways += 1 } }
+
+    private static func isDuplicate(_ apnsID: String, in seen: inout Set<UInt64>) -> Bool {
+        // An 8-byte fingerprint keeps a million ids in a few MB; collisions are ~1e-8 at that count.
+        var hasher = Hasher()
+        hasher.combine(apnsID.lowercased())
+        let fingerprint = UInt64(bitPattern: Int64(hasher.finalize()))
+        return !seen.insert(fingerprint).inserted
+    }
+
+    // MARK: Administration
+
+    func create(token: DeviceToken?, byteCount: Int, environment: APNSEnvironment, topic: String) throws(EmulatorError) -> VirtualDevice {
+        try state.withLock { state throws(EmulatorError) in
+            let resolved: DeviceToken
+            if let token {
+                resolved = token
+            } else {
+                let bytes = (0..<byteCount).map { _ in UInt8.random(in: 0...255, using: &state.random) }
+                do throws(DeviceTokenError) {
+                    resolved = try DeviceToken(data: bytes)
+                } catch {
+                    throw EmulatorError(error.description)
+                }
+            }
+            let key = Key(environment: environment, token: resolved.hex)
+            if let existing = state.records[Key(environment: environment.other, token: resolved.hex)] {
+                throw EmulatorError("Token \(resolved.redacted) already exists in \(existing.device.environment): a token belongs to one environment.")
+            }
+            let device = VirtualDevice(token: resolved, environment: environment, topic: topic, state: .active, isOnline: true)
+            state.records[key] = Record(device: device)
+            return device
+        }
+    }
+
+    func devices() -> [VirtualDevice] {
+        state.withLock { $0.records.values.map(\.device).sorted { $0.token < $1.token } }
+    }
+
+    func device(_ token: DeviceToken) -> VirtualDevice? {
+        state.withLock { state in findKey(token, in: state).flatMap { state.records[$0]?.device } }
+    }
+
+    func remove(_ token: DeviceToken) -> Bool {
+        state.withLock { state in
+            guard let key = findKey(token, in: state) else { return false }
+            state.records[key] = nil
+            return true
+        }
+    }
+
+    func setState(_ token: DeviceToken, _ newState: VirtualDevice.State) throws(EmulatorError) {
+        try mutate(token) { $0.device.state = newState }
+    }
+
+    /// Takes a device offline or back online; coming online delivers the stored notification unless it expired.
+    func setOnline(_ token: DeviceToken, _ online: Bool, now: Date) throws(EmulatorError) {
+        let capacity: Int
+        if case .recording(let value) = inboxMode { capacity = value } else { capacity = 0 }
+        try state.withLock { state throws(EmulatorError) in
+            guard let key = findKey(token, in: state) else { throw Self.unknown(token) }
+            state.records[key]!.device.isOnline = online
+            if online, let pending = state.records[key]!.pending {
+                state.records[key]!.pending = nil
+                let expired = pending.expiration.map { $0 != 0 && Double($0) < now.timeIntervalSince1970 } ?? false
+                if !expired, capacity > 0 {
+                    state.records[key]!.append(pending, capacity: capacity, dropped: &state.counters.droppedFromInbox)
+                }
+            }
+        }
+    }
+
+    func inbox(_ token: DeviceToken) throws(EmulatorError) -> [InboxEntry] {
+        try state.withLock { state throws(EmulatorError) in
+            guard let key = findKey(token, in: state) else { throw Self.unknown(token) }
+            return state.records[key]!.inbox
+        }
+    }
+
+    func clearInbox(_ token: DeviceToken) throws(EmulatorError) {
+        try mutate(token) { $0.inbox.removeAll() }
+    }
+
+    func counters() -> EmulatorCounters { state.withLock { $0.counters } }
+
+    func resetCounters() {
+        state.withLock { state in
+            state.counters = EmulatorCounters()
+            state.seenAPNSIDs.removeAll()
+        }
+    }
+
+    private func mutate(_ token: DeviceToken, _ body: (inout Record) -> Void) throws(EmulatorError) {
+        try state.withLock { state throws(EmulatorError) in
+            guard let key = findKey(token, in: state) else { throw Self.unknown(token) }
+            body(&state.records[key]!)
+        }
+    }
+
+    private func findKey(_ token: DeviceToken, in state: State) -> Key? {
+        for environment in APNSEnvironment.all {
+            let key = Key(environment: environment, token: token.hex)
+            if state.records[key] != nil { return key }
+        }
+        return nil
+    }
+
+    private static func unknown(_ token: DeviceToken) -> EmulatorError {
+        EmulatorError("No device with token \(token.redacted): create it first, or send to it in permissive mode.")
+    }
+}
+
+extension DeviceRegistry.Record {
+    /// Appends honouring `apns-collapse-id` (the newer replaces the older) and the inbox capacity.
+    fileprivate mutating func append(_ entry: InboxEntry, capacity: Int, dropped: inout Int) {
+        if let collapseID = entry.collapseID, let index = inbox.firstIndex(where: { $0.collapseID == collapseID }) {
+            inbox.remove(at: index)
+        }
+        inbox.append(entry)
+        if inbox.count > capacity {
+            let excess = inbox.count - capacity
+            inbox.removeFirst(excess)
+            dropped += excess
+        }
+    }
+}

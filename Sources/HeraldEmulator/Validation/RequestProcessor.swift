@@ -1,0 +1,192 @@
+import Foundation
+import HeraldCore
+
+/// A device-push request as the transport received it.
+struct EmulatedRequest {
+    var method: String
+    var path: String
+    /// Regular (non-pseudo) headers in arrival order, names lowercase.
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+}
+
+/// What to answer, and what else to do.
+struct EmulatedResponse {
+    var status: Int
+    var reason: APNSReason?
+    /// For 410 `Unregistered`: when APNs learned the token was dead.
+    var timestamp: Date?
+    var apnsID: String
+    var uniqueID: String?
+    var fault: FaultInjector.Decision = .none
+    var delayMilliseconds: Double = 0
+
+    /// The JSON body of an error response.
+    var body: [UInt8]? {
+        guard let reason else { return nil }
+        var object: [String: JSONValue] = ["reason": .string(reason.rawValue)]
+        if let timestamp { object["timestamp"] = .integer(Int((timestamp.timeIntervalSince1970 * 1000).rounded(.down))) }
+        return JSONValue.object(object).jsonBytes
+    }
+}
+
+/// Checks a `POST /3/device/<token>` request in the order of apns-protocol.md §10 and delivers it.
+///
+/// Written from the protocol document, not from Herald's sender: the two are checked against one outcome table,
+/// so a misunderstanding they shared would fail a test instead of agreeing with itself.
+struct RequestProcessor: Sendable {
+    let environment: APNSEnvironment
+    let verifier: ProviderTokenVerifier
+    let registry: DeviceRegistry
+    let faults: FaultInjector
+    /// APNs' 20-minute limit on switching provider tokens per connection.
+    static let tokenChangeInterval: TimeInterval = 20 * 60
+
+    func process(_ request: EmulatedRequest, connection: inout ConnectionAuthentication, now: Date) -> EmulatedResponse {
+        let suppliedID = request.headers.first { $0.name == "apns-id" }?.value
+        let apnsID = suppliedID ?? UUID().uuidString.lowercased()
+        var response = check(request, connection: &connection, now: now, apnsID: apnsID)
+        if environment.sendsUniqueID { response.uniqueID = UUID().uuidString.lowercased() }
+        if let reason = response.reason { registry.countRejection(reason) }
+        return response
+    }
+
+    private func reject(_ reason: APNSReason, _ apnsID: String, timestamp: Date? = nil) -> EmulatedResponse {
+        EmulatedResponse(status: reason.status ?? 400, reason: reason, timestamp: timestamp, apnsID: apnsID)
+    }
+
+    private func check(_ request: EmulatedRequest, connection: inout ConnectionAuthentication, now: Date, apnsID: String) -> EmulatedResponse {
+        // 1. Method and path.
+        guard request.method == "POST" else { return reject(.methodNotAllowed, apnsID) }
+        let prefix = "/3/device/"
+        guard request.path.hasPrefix(prefix) || request.path == "/3/device" else { return reject(.badPath, apnsID) }
+        let tokenText = request.path.dropFirst(min(prefix.count, request.path.count))
+        if tokenText.isEmpty { return reject(.missingDeviceToken, apnsID) }
+        if tokenText.contains("/") || tokenText.contains("?") { return reject(.badPath, apnsID) }
+
+        // 2. Duplicate headers.
+        var headers = [String: String]()
+        headers.reserveCapacity(request.headers.count)
+        for (name, value) in request.headers {
+            if headers.updateValue(value, forKey: name) != nil { return reject(.duplicateHeaders, apnsID) }
+        }
+
+        // 3. Authentication.
+        if case .token = connection.method {
+            let verified: ProviderTokenVerifier.Verified
+            do {
+                verified = try verifier.verify(authorization: headers["authorization"], now: now)
+            } catch {
+                return reject(error.reason, apnsID)
+            }
+            if let bound = connection.boundKey {
+                guard verified.key.teamID == bound.teamID else { return reject(.invalidProviderToken, apnsID) }
+                guard verified.key.keyID == bound.keyID else { return reject(.unrelatedKeyIDInToken, apnsID) }
+            }
+            if let restricted = verified.key.environment, restricted != environment {
+                return reject(.badEnvironmentKeyIDInToken, apnsID)
+            }
+            if connection.currentJWT != verified.jwt {
+                if let last = connection.lastTokenChange, connection.currentJWT != nil,
+                    now.timeIntervalSince(last) < Self.tokenChangeInterval
+                {
+                    return reject(.tooManyProviderTokenUpdates, apnsID)
+                }
+                connection.currentJWT = verified.jwt
+                connection.lastTokenChange = now
+            }
+            connection.boundKey = verified.key
+        }
+        connection.hasValidatedRequest = true
+
+        // 4. Headers.
+        if let id = headers["apns-id"], APNSID(headerValue: id) == nil { return reject(.badMessageID, apnsID) }
+        var pushType = APNSPushType.alert
+        if let value = headers["apns-push-type"] {
+            guard let parsed = APNSPushType(headerValue: value) else { return reject(.invalidPushType, apnsID) }
+            pushType = parsed
+        }
+        var priority = APNSPriority.immediate
+        if let value = headers["apns-priority"] {
+            guard let parsed = APNSPriority(headerValue: value) else { return reject(.badPriority, apnsID) }
+            priority = parsed
+        }
+        if pushType == .background, priority != .considerPower { return reject(.badPriority, apnsID) }
+        if pushType == .liveactivity, priority == .prioritizePowerOver { return reject(.badPriority, apnsID) }
+        var expiration: Int?
+        if let value = headers["apns-expiration"] {
+            guard let parsed = APNSExpiration(headerValue: value) else { return reject(.badExpirationDate, apnsID) }
+            expiration = parsed.secondsSince1970
+        }
+        let collapseID = headers["apns-collapse-id"]
+        if let collapseID, collapseID.isEmpty || collapseID.utf8.count > 64 { return reject(.badCollapseID, apnsID) }
+        let topic: String
+        switch (headers["apns-topic"], connection.method) {
+        case (let value?, _) where !value.isEmpty:
+            topic = value
+        case (_, .certificate(_, let defaultTopic)):
+            topic = defaultTopic
+        default:
+            return reject(.missingTopic, apnsID)
+        }
+        guard Self.isWellFormedTopic(topic) else { return reject(.badTopic, apnsID) }
+        switch connection.method {
+        case .token:
+            let bundleID = pushType.bundleID(fromTopic: topic) ?? topic
+            if let key = connection.boundKey, !key.covers(bundleID: bundleID) { return reject(.topicDisallowed, apnsID) }
+        case .certificate(let topics, _):
+            if !topics.contains(topic) || pushType == .location { return reject(.topicDisallowed, apnsID) }
+        }
+        if pushType.bundleID(fromTopic: topic) == nil { return reject(.deviceTokenNotForTopic, apnsID) }
+
+        // 5. Token.
+        guard tokenText.utf8.allSatisfy(Self.isHexDigit), let token = try? DeviceToken(hex: tokenText) else {
+            return reject(.badDeviceToken, apnsID)
+        }
+        if case .reject(let reason, let timestamp) = registry.admit(token: token, environment: environment, topic: topic) {
+            return reject(reason, apnsID, timestamp: timestamp)
+        }
+
+        // 6. Body.
+        if request.body.isEmpty { return reject(.payloadEmpty, apnsID) }
+        if request.body.count > pushType.maximumPayloadSize { return reject(.payloadTooLarge, apnsID) }
+        guard case .object? = try? JSONValue(parsing: request.body) else { return reject(.badRequestPayload, apnsID) }
+
+        // 7. Injected faults stand in for APNs' own transient failures.
+        let (fault, delay) = faults.decide()
+        switch fault {
+        case .status(let reason):
+            registry.countFault(reason.rawValue)
+            var response = reject(reason, apnsID)
+            response.delayMilliseconds = delay
+            return response
+        case .reset, .noResponse:
+            registry.countFault(fault == .reset ? "reset" : "noResponse")
+            var response = EmulatedResponse(status: 0, reason: nil, apnsID: apnsID, fault: fault)
+            response.delayMilliseconds = delay
+            return response
+        case .goAway, .none:
+            break
+        }
+
+        // 8. Accept and deliver.
+        let entry = InboxEntry(
+            apnsID: apnsID, pushType: headers["apns-push-type"], topic: topic,
+            priority: headers["apns-priority"].flatMap { Int($0) }, expiration: expiration, collapseID: collapseID,
+            receivedAt: now, payload: request.body)
+        registry.deliver(entry, to: token, environment: environment)
+        return EmulatedResponse(status: 200, reason: nil, apnsID: apnsID, fault: fault, delayMilliseconds: delay)
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    static func isWellFormedTopic(_ topic: String) -> Bool {
+        topic.utf8.count <= 255 && !topic.hasPrefix(".") && !topic.hasSuffix(".")
+            && topic.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
+    }
+}
