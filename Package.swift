@@ -11,6 +11,7 @@ let package = Package(
     name: "herald",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
+        .executable(name: "herald", targets: ["HeraldCLI"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldEmulator", targets: ["HeraldEmulator"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
@@ -51,6 +52,20 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // The `herald` command: thin commands over the libraries.
+        .executableTarget(
+            name: "HeraldCLI",
+            dependencies: [
+                "HeraldCore",
+                "HeraldEmulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
         .target(
             name: "HeraldTesting",
@@ -66,7 +81,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldEmulatorTests",
-            dependencies: ["HeraldEmulator", "HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["HeraldEmulator", "HeraldCore", "HeraldTesting", "HeraldCLI", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -241,20 +241,8 @@ struct ProviderTokenTests {
     }
 
     func runPython(_ arguments: [String]) throws -> String {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/jwt_interop.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "python3 failed: \(errorText) (is the cryptography package installed?)")
-        return String(decoding: data, as: UTF8.self)
+        let result = try ProcessRunner.run("python3", [ProcessRunner.jwtScript(relativeTo: #filePath).path] + arguments)
+        try #require(result.status == 0, "python3 failed: \(result.standardError) (is the cryptography package installed?)")
+        return result.standardOutput
     }
 }

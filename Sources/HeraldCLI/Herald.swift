@@ -1,0 +1,12 @@
+import ArgumentParser
+
+/// `herald`: the provider's command line.
+@main
+struct Herald: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "herald",
+        abstract: "A self-hosted Apple push notification provider.",
+        discussion: "Run `herald emulator` for a local APNs that needs no Apple account.",
+        subcommands: [EmulatorCommand.self]
+    )
+}
