@@ -1,4 +1,5 @@
 import Benchmark
+import CoreFixtures
 import Foundation
 import HeraldCore
 import HeraldTesting
@@ -6,15 +7,8 @@ import HeraldTesting
 // Hot paths of HeraldCore, each beside a baseline in the same run so docs/benchmarks.md can quote ratios.
 // Results are reported per operation: each sample runs `scaledIterations` operations.
 
-/// A typical alert: title, body, badge, sound, thread id and one custom key; 203 bytes encoded.
-let payload = Payload(
-    aps: APS(
-        alert: .content(AlertContent(
-            title: "Your order has shipped",
-            body: "Order A-1042 left our warehouse today and should arrive on Thursday.")),
-        badge: 3, sound: .default, threadID: "orders"),
-    custom: ["orderID": "A-1042-7731"])
-let topic = "com.example.shop"
+let payload = CoreFixtures.payload
+let topic = CoreFixtures.topic
 
 /// The same payload as a Codable value, for Foundation's encoder and decoder.
 struct CodablePayload: Codable {
@@ -46,10 +40,6 @@ let codablePayload = CodablePayload(
             body: "Order A-1042 left our warehouse today and should arrive on Thursday."),
         badge: 3, sound: "default", threadID: "orders"),
     orderID: "A-1042-7731")
-
-/// A 32-byte token (the common size) and a 100-byte one (Apple says not to assume a size).
-let shortTokenHex = String(repeating: "0123456789abcdef", count: 4)
-let longTokenHex = String(repeating: "0123456789ABCDEF", count: 12) + "a1b2c3d4"
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
@@ -130,13 +120,13 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("DeviceToken.parse.64hex") { benchmark in
         for _ in benchmark.scaledIterations {
-            blackHole(try DeviceToken(hex: shortTokenHex))
+            blackHole(try DeviceToken(hex: CoreFixtures.shortTokenHex))
         }
     }
 
     Benchmark("DeviceToken.parse.200hex") { benchmark in
         for _ in benchmark.scaledIterations {
-            blackHole(try DeviceToken(hex: longTokenHex))
+            blackHole(try DeviceToken(hex: CoreFixtures.longTokenHex))
         }
     }
 }
