@@ -43,6 +43,18 @@ struct DeviceTokenTests {
         }
     }
 
+    @Test("substrings parse like strings")
+    func substrings() throws {
+        let line = "token=" + Self.token32.uppercased() + "!"
+        let hex = line.dropFirst("token=".count)
+        #expect(try DeviceToken(hex: hex.dropLast()).hex == Self.token32)
+        #expect {
+            try DeviceToken(hex: hex)
+        } throws: { error in
+            (error as? DeviceTokenError)?.code == .invalidCharacter("!", offset: 64)
+        }
+    }
+
     @Test("data round trip and Data.description-style input")
     func dataRoundTrip() throws {
         let bytes = (0..<100).map { UInt8($0 * 7 % 256) }

@@ -24,6 +24,19 @@ struct JSONTests {
         }
     }
 
+    @Test("strings keep raw UTF-8 and reject invalid UTF-8")
+    func utf8() throws {
+        let value = try JSONValue(parsing: Array(#"{"t":"Grüße 😀","a":"plain"}"#.utf8))
+        #expect(value["t"] == "Grüße 😀" && value["a"] == "plain")
+        for invalid: [UInt8] in [[0x22, 0x61, 0xC3, 0x22], [0x22, 0xFF, 0x22]] {
+            #expect {
+                try JSONValue(parsing: invalid)
+            } throws: { error in
+                (error as? JSONParseError)?.offset == 1
+            }
+        }
+    }
+
     @Test("integers stay integers and control characters are escaped")
     func writer() throws {
         let value: JSONValue = ["n": 1, "d": 1.5, "s": "tab\there\u{01}"]

@@ -253,7 +253,10 @@ struct FieldReader {
             .invalidField, field: field, reason: nil, message: "Must be \(expected), but it is \(value.typeName).")
     }
 
-    mutating func take(_ key: String) -> JSONValue? { remaining.removeValue(forKey: key) }
+    mutating func take(_ key: String) -> JSONValue? {
+        // Readers ask for every known key, most of them absent; once all members are taken, skip hashing them.
+        remaining.isEmpty ? nil : remaining.removeValue(forKey: key)
+    }
 
     mutating func string(_ key: String) throws(NotificationValidationError) -> String? {
         guard let value = take(key) else { return nil }

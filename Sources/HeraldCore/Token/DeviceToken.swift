@@ -21,11 +21,38 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
     /// - Throws: ``DeviceTokenError`` when the text is empty, has an odd number of digits, contains a character
     ///   that is not a hex digit, or is shorter or longer than the bounds above.
     public init(hex text: some StringProtocol) throws(DeviceTokenError) {
+        // Scanning one contiguous buffer keeps the loop free of generic calls: walking a `some StringProtocol`'s
+        // UTF-8 view looked up type metadata for every character, about 1,400 instructions each.
+        let scan: HexScan
+        if let contiguous = text.utf8.withContiguousStorageIfAvailable(Self.scanHex) {
+            scan = contiguous
+        } else {
+            var copy = String(text)
+            scan = copy.withUTF8(Self.scanHex)
+        }
+        switch scan {
+        case .digits(let digits):
+            try self.init(validatedDigits: digits)
+        case .invalidCharacter(let utf8Offset):
+            let (character, offset) = Self.character(in: text, atUTF8Offset: utf8Offset)
+            throw DeviceTokenError(.invalidCharacter(character, offset: offset))
+        case .unbalancedBracket:
+            throw DeviceTokenError(.unbalancedBracket)
+        }
+    }
+
+    private enum HexScan {
+        /// Lowercase hex digits, not yet checked for count.
+        case digits([UInt8])
+        case invalidCharacter(atUTF8Offset: Int)
+        case unbalancedBracket
+    }
+
+    private static func scanHex(_ utf8: UnsafeBufferPointer<UInt8>) -> HexScan {
         var digits = [UInt8]()
-        digits.reserveCapacity(text.utf8.count)
-        let trimmed = text.utf8
+        digits.reserveCapacity(utf8.count)
         var leadingBracket = false
-        for (index, byte) in trimmed.enumerated() {
+        for (index, byte) in utf8.enumerated() {
             switch byte {
             case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"):
                 digits.append(byte)
@@ -37,21 +64,16 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
                 leadingBracket = true
             case UInt8(ascii: ">") where leadingBracket:
                 // Only trailing whitespace may follow the closing bracket.
-                let rest = trimmed.dropFirst(index + 1)
+                let rest = utf8.dropFirst(index + 1)
                 guard rest.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\n") }) else {
-                    let (character, offset) = Self.character(in: text, atUTF8Offset: index)
-                    throw DeviceTokenError(.invalidCharacter(character, offset: offset))
+                    return .invalidCharacter(atUTF8Offset: index)
                 }
-                leadingBracket = false
-                try self.init(validatedDigits: digits)
-                return
+                return .digits(digits)
             default:
-                let (character, offset) = Self.character(in: text, atUTF8Offset: index)
-                throw DeviceTokenError(.invalidCharacter(character, offset: offset))
+                return .invalidCharacter(atUTF8Offset: index)
             }
         }
-        if leadingBracket { throw DeviceTokenError(.unbalancedBracket) }
-        try self.init(validatedDigits: digits)
+        return leadingBracket ? .unbalancedBracket : .digits(digits)
     }
 
     /// The character at a UTF-8 offset and its position in characters, for error messages only.

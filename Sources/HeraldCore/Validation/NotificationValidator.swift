@@ -127,13 +127,8 @@ enum NotificationValidator {
                 .valueOutOfRange, field: "aps.badge", reason: nil,
                 message: "The badge is \(badge); it must be 0 (clears the badge) or more.")
         }
-        for (sound, field) in [(aps.sound, "aps.sound"), (aps.alert?.content.sound, "aps.alert.sound")] {
-            if case .critical(let critical)? = sound, let volume = critical.volume, !(0...1).contains(volume) {
-                throw NotificationValidationError(
-                    .valueOutOfRange, field: "\(field).volume", reason: nil,
-                    message: "The critical sound volume is \(volume); it must be between 0.0 (silent) and 1.0 (full).")
-            }
-        }
+        try checkVolume(of: aps.sound, field: "aps.sound")
+        if case .content(let content)? = aps.alert { try checkVolume(of: content.sound, field: "aps.alert.sound") }
         if let score = aps.relevanceScore {
             if !score.isFinite {
                 throw NotificationValidationError(
@@ -144,6 +139,14 @@ enum NotificationValidator {
                     .valueOutOfRange, field: "aps.relevance-score", reason: nil,
                     message: "The relevance score is \(score); for notifications it must be between 0 and 1 (only Live Activities use other numbers).")
             }
+        }
+    }
+
+    private static func checkVolume(of sound: Sound?, field: String) throws(NotificationValidationError) {
+        if case .critical(let critical)? = sound, let volume = critical.volume, !(0...1).contains(volume) {
+            throw NotificationValidationError(
+                .valueOutOfRange, field: "\(field).volume", reason: nil,
+                message: "The critical sound volume is \(volume); it must be between 0.0 (silent) and 1.0 (full).")
         }
     }
 
