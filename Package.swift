@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
+        .library(name: "HeraldClient", targets: ["HeraldClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -24,6 +25,13 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: upcomingFeatures
         ),
+        // The SDK apps link: registration upload, environment detection, decoding, service-extension helpers.
+        // Core only: never NIO, Hummingbird or the stores. Apple glue compiles only where UserNotifications exists.
+        .target(
+            name: "HeraldClient",
+            dependencies: ["HeraldCore"],
+            swiftSettings: upcomingFeatures
+        ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
         .target(
             name: "HeraldTesting",
@@ -33,6 +41,12 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
+            resources: [.copy("Fixtures")],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldClientTests",
+            dependencies: ["HeraldClient", "HeraldCore", "HeraldTesting"],
             resources: [.copy("Fixtures")],
             swiftSettings: upcomingFeatures
         ),
