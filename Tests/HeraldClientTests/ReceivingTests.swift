@@ -140,6 +140,15 @@ struct ReceivingTests {
         #expect(try JSONValue(parsing: decoded.jsonBytes()) == (try JSONValue(parsing: example.json)))
     }
 
+    @Test("a payload turned back into userInfo decodes to itself", arguments: PayloadExample.all)
+    func userInfoRoundTrip(example: PayloadExample) throws {
+        let userInfo = example.expected.userInfo
+        #expect(try Payload(userInfo: userInfo) == example.expected)
+        // What JSONSerialization would write from it is the payload's own JSON.
+        let data = try JSONSerialization.data(withJSONObject: userInfo)
+        #expect(try JSONValue(parsing: data) == (try JSONValue(parsing: example.expected.jsonBytes())))
+    }
+
     @Test("JSONSerialization's objects convert to exactly what core's parser reads")
     func sameAsParser() throws {
         let json = #"{"a":1,"b":true,"c":false,"d":0,"e":1.5,"f":1.0,"g":-7,"h":12345678901234,"i":null,"j":[1,true,"x",[]],"k":{"l":{}},"m":"1","n":1e3}"#

@@ -105,3 +105,21 @@ extension JSONValue {
         }
     }
 }
+
+extension JSONValue {
+    /// The value as the Foundation objects `JSONSerialization` would produce, for APIs that take `userInfo`.
+    ///
+    /// Booleans become `NSNumber` Booleans (`CFBoolean` on Apple platforms), integers and other numbers `NSNumber`s,
+    /// `null` becomes `NSNull`, so ``init(foundationValue:path:)`` reads the result back unchanged.
+    public var foundationValue: Any {
+        switch self {
+        case .null: NSNull()
+        case .bool(let flag): NSNumber(value: flag)
+        case .integer(let number): NSNumber(value: number)
+        case .number(let number): NSNumber(value: number)
+        case .string(let text): text
+        case .array(let elements): elements.map(\.foundationValue)
+        case .object(let members): members.mapValues(\.foundationValue)
+        }
+    }
+}

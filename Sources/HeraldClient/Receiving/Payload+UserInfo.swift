@@ -52,3 +52,17 @@ public struct NotificationDecodingError: Error, Sendable, Hashable, CustomString
 
     public var description: String { message }
 }
+
+extension Payload {
+    /// The payload as a notification's `userInfo`: `aps` (when present) and the custom keys, as Foundation objects.
+    ///
+    /// A service extension that decrypted custom keys puts this on the content it hands back, so the app sees the
+    /// decrypted keys when the user taps the notification.
+    public var userInfo: [AnyHashable: Any] {
+        // The encoder is core's: no second copy of the key mapping here.
+        guard let json = try? JSONValue(parsing: jsonBytes()), case .object(let members) = json else { return [:] }
+        var userInfo = [AnyHashable: Any]()
+        for (key, value) in members { userInfo[key] = value.foundationValue }
+        return userInfo
+    }
+}
