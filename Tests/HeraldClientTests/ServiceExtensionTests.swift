@@ -38,17 +38,19 @@ struct ServiceExtensionTests {
         }
     }
 
-    @Test("without an extension in the URL, the content type names one; with neither, a typed error", arguments: [
-        ("video/mp4", "mp4"), ("image/png; charset=binary", "png"), ("audio/mpeg", "mp3"),
+    @Test("without a media extension in the URL, the content type names one; with neither, a typed error", arguments: [
+        ("media", "video/mp4", "mp4"), ("media", "image/png; charset=binary", "png"), ("media", "audio/mpeg", "mp3"),
+        ("image.php", "image/png", "png"), ("clip.mov", "application/octet-stream", "mov"),
+        ("track.xyz", "application/octet-stream", "xyz"),
     ])
-    func extensionFromType(type: String, expected: String) async throws {
+    func extensionFromType(path: String, type: String, expected: String) async throws {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         try await withLoopbackServer({ request, _ in
             .respond(.init(status: 200, headers: ["Content-Type": request.path == "/blob" ? "application/octet-stream" : type], body: Data("media".utf8)))
         }) { server async throws in
             let downloader = Self.downloader(in: directory.url)
-            #expect(try await downloader.download(from: Self.media(server, "media")).fileURL.pathExtension == expected)
+            #expect(try await downloader.download(from: Self.media(server, path)).fileURL.pathExtension == expected)
             await #expect {
                 try await downloader.download(from: Self.media(server, "blob"))
             } throws: { ($0 as? MediaDownloadError)?.code == .unknownType }

@@ -43,7 +43,8 @@ public struct NotificationCategory: Sendable, Hashable, Identifiable {
     /// The most actions a category may have: what the expanded notification can show.
     public static let maximumActions = 10
 
-    /// The book's invitation category: `AcceptOrReject` with `accept` and `reject`, both requiring an unlocked device.
+    /// The book's invitation category: `AcceptOrReject` with `accept` and `reject`, both requiring an unlocked device
+    /// as in the book; `reject` is also marked destructive, so the system shows it in red.
     /// - Parameters:
     ///   - acceptTitle: the localized title of the accept button.
     ///   - rejectTitle: the localized title of the reject button.

@@ -123,10 +123,12 @@ extension Registration {
         } else {
             return nil
         }
+        // `.some(nil)`: absent or null; `.some(text)`: a string; `nil`: another type, which refuses the whole body.
         func string(_ key: String) -> String?? {
             guard let value = members[key], value != .null else { return .some(nil) }
             return value.stringValue.map { .some($0) }
         }
+        // `[]` when absent or null; `nil` when not an array of strings.
         func strings(_ key: String) -> [String]? {
             guard let value = members[key], value != .null else { return [] }
             guard let elements = value.arrayValue else { return nil }
@@ -190,7 +192,7 @@ extension Registration {
             if !condition { throw RegistrationError.invalidRegistration(field: field, message) }
         }
         if let topic {
-            try check(!topic.isEmpty && topic.utf8.count <= Limits.maximumTopicBytes && !topic.contains(" "), Field.topic,
+            try check(!topic.isEmpty && topic.utf8.count <= Limits.maximumTopicBytes && !topic.contains(where: \.isWhitespace), Field.topic,
                 "The topic must be the app's bundle id (1 to \(Limits.maximumTopicBytes) bytes, no spaces), such as com.example.app.")
         }
         if let userID {

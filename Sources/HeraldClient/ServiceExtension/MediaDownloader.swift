@@ -172,14 +172,18 @@ public final class MediaDownloader: Sendable {
         }
     }
 
-    /// The extension for the attachment file: the URL's own, or one for the content type.
+    /// The extension for the attachment file: the URL's own when it names a media type (`photo.jpg`), else one for
+    /// the content type (`image.php` serving `image/png` becomes `png`), else the URL's own whatever it is.
     static func fileExtension(for url: URL, mimeType: String?) -> String? {
         let own = url.pathExtension.lowercased()
-        if !own.isEmpty { return own }
-        guard let mimeType else { return nil }
-        let essence = mimeType.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        return knownExtensions[essence]
+        if mediaExtensions.contains(own) { return own }
+        let essence = mimeType?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if let essence, let known = knownExtensions[essence] { return known }
+        return own.isEmpty ? nil : own
     }
+
+    /// Extensions the system recognises as attachment media.
+    static let mediaExtensions: Set<String> = Set(knownExtensions.values).union(["jpeg", "tif", "tiff", "mpeg", "mp4a"])
 
     /// The media types notification attachments support, with the extension the system recognises.
     static let knownExtensions: [String: String] = [
