@@ -12,6 +12,7 @@ public final class CountSignal: Sendable {
 
     private let state = Mutex(State())
 
+    /// Starts at 0.
     public init() {}
 
     /// The last count reported.

@@ -71,16 +71,27 @@ public struct Registration: Sendable, Hashable {
 extension Registration {
     /// The JSON field names of the registration body.
     public enum Field {
+        /// The hex token.
         public static let token = "token"
+        /// The book's Boolean: `true` for development.
         public static let debug = "debug"
+        /// `development` or `production`.
         public static let environment = "environment"
+        /// The bundle id.
         public static let topic = "topic"
+        /// The app's user id.
         public static let userID = "userId"
+        /// BCP 47 tags, most preferred first.
         public static let preferredLanguages = "preferredLanguages"
+        /// The app's version.
         public static let appVersion = "appVersion"
+        /// `iOS`, `macOS`, `tvOS`, `watchOS` or `visionOS`.
         public static let platform = "platform"
+        /// The per-installation UUID.
         public static let installationID = "installationId"
+        /// What the token addresses.
         public static let tokenKind = "tokenKind"
+        /// Labels the server can target.
         public static let tags = "tags"
     }
 
