@@ -26,7 +26,7 @@ public final class CountSignal: Sendable {
             state.waiters.removeAll { $0.threshold <= count }
             return ready
         }
-        ready.forEach { $0.resume() }
+        for continuation in ready { continuation.resume() }
     }
 
     /// Returns once the count is at least `threshold`.

@@ -105,7 +105,7 @@ public final class ManualClock: Clock, Sendable {
             sleepers.update(state.sleepers.count)
             return due.values.map(\.continuation)
         }
-        due.forEach { $0.resume() }
+        for continuation in due { continuation.resume() }
     }
 
     /// Returns once at least `count` sleepers are suspended: the moment a test can advance past their deadlines.

@@ -9,11 +9,13 @@ struct ProvisioningProfileTests {
         try #require(Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Fixtures"))
     }
 
-    @Test("the aps-environment entitlement decides, in iOS and macOS profiles", arguments: [
-        ("development.mobileprovision", APNSEnvironment.development, "Herald Demo Development"),
-        ("production.mobileprovision", .production, "Herald Demo App Store"),
-        ("macos-production.provisionprofile", .production, "Herald Demo Mac"),
-    ])
+    @Test(
+        "the aps-environment entitlement decides, in iOS and macOS profiles",
+        arguments: [
+            ("development.mobileprovision", APNSEnvironment.development, "Herald Demo Development"),
+            ("production.mobileprovision", .production, "Herald Demo App Store"),
+            ("macos-production.provisionprofile", .production, "Herald Demo Mac"),
+        ])
     func profiles(file: String, environment: APNSEnvironment, name: String) throws {
         let url = try Self.fixture(file)
         let profile = try ProvisioningProfile(contentsOf: url)
@@ -41,7 +43,8 @@ struct ProvisioningProfileTests {
         #expect(none.environment == .production)
         #expect(none.source == .fallback(reason: "the app has no embedded provisioning profile"))
 
-        let noPush = ResolvedEnvironment.resolve(profileAt: try Self.fixture("no-push.mobileprovision"), fallback: .production)
+        let noPush = ResolvedEnvironment.resolve(
+            profileAt: try Self.fixture("no-push.mobileprovision"), fallback: .production)
         #expect(noPush.environment == .production)
         guard case .fallback(let reason) = noPush.source else {
             Issue.record("expected a fallback, got \(noPush.source)")
@@ -73,7 +76,8 @@ struct ProvisioningProfileTests {
     func embeddedLookup() throws {
         let bundleURL = FileManager.default.temporaryDirectory.appendingPathComponent("Demo-\(UUID().uuidString).app")
         defer { try? FileManager.default.removeItem(at: bundleURL) }
-        try FileManager.default.createDirectory(at: bundleURL.appendingPathComponent("Contents"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: bundleURL.appendingPathComponent("Contents"), withIntermediateDirectories: true)
         let bundle = try #require(Bundle(url: bundleURL))
         #expect(ProvisioningProfile.embeddedProfileURL(in: bundle) == nil)
         #expect(ResolvedEnvironment.resolve(bundle: bundle, fallback: .development).environment == .development)

@@ -16,18 +16,23 @@ struct RegistrationClientTests {
     static let registration = try! Registration(
         deviceToken: Data((0..<32).map { UInt8($0) }), environment: .development, topic: "com.example.herald.demo",
         userID: "user-42", platform: .iOS)
-    static let echo = #"{"token":"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f","debug":true,"environment":"development","topic":"com.example.herald.demo","id":7}"#
+    static let echo =
+        #"{"token":"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f","debug":true,"environment":"development","topic":"com.example.herald.demo","id":7}"#
 
     /// A client of `server` with an automatic clock, a fixed jitter and its own storage.
     static func client(
-        of server: LoopbackHTTPServer, storage: any KeyValueStorage = InMemoryStorage(), clock: ManualClock = ManualClock(advancesAutomatically: true),
+        of server: LoopbackHTTPServer, storage: any KeyValueStorage = InMemoryStorage(),
+        clock: ManualClock = ManualClock(advancesAutomatically: true),
         key: String? = nil, attempts: Int = 4
     ) throws -> RegistrationClient {
         let configuration = try RegistrationClient.Configuration(
             serverURL: server.baseURL, registrationKey: key, allowsInsecureHTTP: true,
-            retry: RetryPolicy(maximumAttempts: attempts, initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30), jitter: 0.5))
+            retry: RetryPolicy(
+                maximumAttempts: attempts, initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30),
+                jitter: 0.5))
         return RegistrationClient(
-            configuration: configuration, session: URLSession(configuration: .ephemeral), storage: storage, clock: clock,
+            configuration: configuration, session: URLSession(configuration: .ephemeral), storage: storage,
+            clock: clock,
             wallClock: ManualWallClock(), randomFraction: { 0.5 })
     }
 
@@ -36,13 +41,17 @@ struct RegistrationClientTests {
         let clock = ManualClock(advancesAutomatically: true)
         let storage = InMemoryStorage()
         try await withLoopbackServer({ _, index in
-            index < 2 ? .respond(.json(503, #"{"error":"Starting up","reason":"unavailable"}"#)) : .respond(.json(201, Self.echo))
+            index < 2
+                ? .respond(.json(503, #"{"error":"Starting up","reason":"unavailable"}"#))
+                : .respond(.json(201, Self.echo))
         }) { server async throws in
             let client = try Self.client(of: server, storage: storage, clock: clock, key: "app-key-1")
             let receipt = try await client.register(Self.registration)
             #expect(receipt.attempts == 3 && receipt.isNew)
             #expect(receipt.registration?.token == Self.registration.token)
-            #expect(clock.requestedSleeps == [.milliseconds(750), .milliseconds(1500)], "1 s and 2 s, each less a quarter of jitter")
+            #expect(
+                clock.requestedSleeps == [.milliseconds(750), .milliseconds(1500)],
+                "1 s and 2 s, each less a quarter of jitter")
             #expect(try client.pendingOperation() == nil)
 
             let requests = server.requests
@@ -57,7 +66,8 @@ struct RegistrationClientTests {
 
     @Test("a network error (connection dropped) is retried like a 5xx")
     func networkErrorRetried() async throws {
-        try await withLoopbackServer({ _, index in index == 0 ? .dropConnection : .respond(.json(200, Self.echo)) }) { server async throws in
+        try await withLoopbackServer({ _, index in index == 0 ? .dropConnection : .respond(.json(200, Self.echo)) }) {
+            server async throws in
             let receipt = try await Self.client(of: server).register(Self.registration)
             #expect(receipt.attempts == 2 && !receipt.isNew)
         }
@@ -78,11 +88,14 @@ struct RegistrationClientTests {
 
     @Test("a server that always fails: the client gives up, remembers the registration, and a later retry succeeds")
     func givesUpThenRetriesPending() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-pending-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "herald-pending-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let healthy = Atomic<Bool>(false)
         try await withLoopbackServer({ _, _ in
-            healthy.load(ordering: .relaxed) ? .respond(.json(200, Self.echo)) : .respond(.json(500, #"{"error":"Database down","reason":"internal"}"#))
+            healthy.load(ordering: .relaxed)
+                ? .respond(.json(200, Self.echo))
+                : .respond(.json(500, #"{"error":"Database down","reason":"internal"}"#))
         }) { server async throws in
             let client = try Self.client(of: server, storage: FileStorage(directory: directory), attempts: 3)
             await #expect {
@@ -116,7 +129,8 @@ struct RegistrationClientTests {
         }
     }
 
-    @Test("a 400 is not retried, surfaces the server's reason, and clears what was pending",
+    @Test(
+        "a 400 is not retried, surfaces the server's reason, and clears what was pending",
         arguments: [400, 401, 403, 413])
     func clientErrorNotRetried(status: Int) async throws {
         let storage = InMemoryStorage()
@@ -137,7 +151,9 @@ struct RegistrationClientTests {
                     && error.serverMessage == "The token is not hex" && error.attempts == 1 && !error.isPendingSaved
                     && error.message.contains("badDeviceToken")
             }
-            #expect(server.requests.count == 2, "one request each: the 503 with one attempt allowed, the \(status) never retried")
+            #expect(
+                server.requests.count == 2,
+                "one request each: the 503 with one attempt allowed, the \(status) never retried")
             #expect(try client.pendingOperation() == nil)
         }
     }
@@ -152,7 +168,10 @@ struct RegistrationClientTests {
             let client = try Self.client(of: server)
             await #expect {
                 try await client.register(Self.registration)
-            } throws: { ($0 as? RegistrationError)?.reason == "invalidField" && ($0 as? RegistrationError)?.serverMessage == "Bad topic" }
+            } throws: {
+                ($0 as? RegistrationError)?.reason == "invalidField"
+                    && ($0 as? RegistrationError)?.serverMessage == "Bad topic"
+            }
             await #expect {
                 try await client.register(Self.registration)
             } throws: { ($0 as? RegistrationError)?.status == 400 && ($0 as? RegistrationError)?.reason == nil }
@@ -203,7 +222,9 @@ struct RegistrationClientTests {
             task.cancel()
             await #expect {
                 try await task.value
-            } throws: { ($0 as? RegistrationError)?.code == .cancelled && ($0 as? RegistrationError)?.isPendingSaved == true }
+            } throws: {
+                ($0 as? RegistrationError)?.code == .cancelled && ($0 as? RegistrationError)?.isPendingSaved == true
+            }
             #expect(try client.pendingOperation()?.kind == .register(Self.registration))
         }
     }

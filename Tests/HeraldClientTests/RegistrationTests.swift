@@ -20,8 +20,8 @@ struct RegistrationTests {
     @Test("the body carries every field under its contract name, environment and debug agreeing")
     func fullBody() throws {
         let registration = try Registration(
-            deviceToken: Self.tokenBytes, environment: .development, topic: "com.example.herald.demo", userID: "user-42",
-            preferredLanguages: ["zh-Hans-CN", "en"], appVersion: "2.4.1", platform: .iOS,
+            deviceToken: Self.tokenBytes, environment: .development, topic: "com.example.herald.demo",
+            userID: "user-42", preferredLanguages: ["zh-Hans-CN", "en"], appVersion: "2.4.1", platform: .iOS,
             installationID: Self.installation, tokenKind: .device, tags: ["beta", "sports"])
         let expected: JSONValue = [
             "token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9",
@@ -54,12 +54,19 @@ struct RegistrationTests {
         let hex = "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9"
         let book = try #require(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true}"#)))
         #expect(book.environment == .development && book.tokenKind == .device && book.topic == nil)
-        let echo = try #require(Registration(json: try JSONValue(parsing: #"{"id":17,"token":"\#(hex)","debug":true,"environment":"production","createdAt":"2026-01-01T00:00:00Z"}"#)))
+        let echo = try #require(
+            Registration(
+                json: try JSONValue(
+                    parsing:
+                        #"{"id":17,"token":"\#(hex)","debug":true,"environment":"production","createdAt":"2026-01-01T00:00:00Z"}"#
+                )))
         #expect(echo.environment == .production, "environment wins over debug")
         #expect(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)"}"#)) == nil, "no environment")
         #expect(Registration(json: try JSONValue(parsing: #"{"token":"xyz","debug":true}"#)) == nil, "not hex")
         #expect(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true,"tags":[1]}"#)) == nil)
-        #expect(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true,"platform":"Android"}"#)) == nil)
+        #expect(
+            Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true,"platform":"Android"}"#)) == nil
+        )
     }
 
     @Test("every platform and token kind round-trips through its wire name")
@@ -67,31 +74,40 @@ struct RegistrationTests {
         #expect(Platform.all.map(\.name) == ["iOS", "macOS", "tvOS", "watchOS", "visionOS"])
         #expect(Platform.all.allSatisfy { Platform(name: $0.name) == $0 })
         #expect(Platform(name: "ios") == .iOS && Platform(name: "android") == nil)
-        #expect(TokenKind.all.map(\.name) == [
-            "device", "voip", "liveactivity-start", "liveactivity", "widgets", "controls", "location", "pushtotalk",
-            "complication", "fileprovider",
-        ])
+        #expect(
+            TokenKind.all.map(\.name) == [
+                "device", "voip", "liveactivity-start", "liveactivity", "widgets", "controls", "location", "pushtotalk",
+                "complication", "fileprovider",
+            ])
         #expect(TokenKind.all.allSatisfy { TokenKind(name: $0.name) == $0 })
     }
 
-    @Test("each token kind names the push types it can receive", arguments: [
-        (TokenKind.device, [APNSPushType.alert, .background]), (.voip, [.voip]), (.liveActivityStart, [.liveactivity]),
-        (.liveActivity, [.liveactivity]), (.widgets, [.widgets]), (.controls, [.controls]), (.location, [.location]),
-        (.pushToTalk, [.pushtotalk]), (.complication, [.complication]), (.fileProvider, [.fileprovider]),
-    ])
+    @Test(
+        "each token kind names the push types it can receive",
+        arguments: [
+            (TokenKind.device, [APNSPushType.alert, .background]), (.voip, [.voip]),
+            (.liveActivityStart, [.liveactivity]), (.liveActivity, [.liveactivity]), (.widgets, [.widgets]),
+            (.controls, [.controls]), (.location, [.location]), (.pushToTalk, [.pushtotalk]),
+            (.complication, [.complication]), (.fileProvider, [.fileprovider]),
+        ])
     func pushTypes(kind: TokenKind, types: [APNSPushType]) {
         #expect(kind.pushTypes == types)
     }
 
-    @Test("fields beyond the documented limits are refused before any request", arguments: [
-        ("topic", { @Sendable (r: inout Registration) in r.topic = "com.example app" }),
-        ("userId", { @Sendable (r: inout Registration) in r.userID = "" }),
-        ("appVersion", { @Sendable (r: inout Registration) in r.appVersion = String(repeating: "9", count: 65) }),
-        ("preferredLanguages", { @Sendable (r: inout Registration) in r.preferredLanguages = ["en_US"] }),
-        ("preferredLanguages", { @Sendable (r: inout Registration) in r.preferredLanguages = Array(repeating: "en", count: 21) }),
-        ("tags", { @Sendable (r: inout Registration) in r.tags = [""] }),
-        ("tags", { @Sendable (r: inout Registration) in r.tags = (0..<51).map { "t\($0)" } }),
-    ] as [(String, @Sendable (inout Registration) -> Void)])
+    @Test(
+        "fields beyond the documented limits are refused before any request",
+        arguments: [
+            ("topic", { @Sendable (r: inout Registration) in r.topic = "com.example app" }),
+            ("userId", { @Sendable (r: inout Registration) in r.userID = "" }),
+            ("appVersion", { @Sendable (r: inout Registration) in r.appVersion = String(repeating: "9", count: 65) }),
+            ("preferredLanguages", { @Sendable (r: inout Registration) in r.preferredLanguages = ["en_US"] }),
+            (
+                "preferredLanguages",
+                { @Sendable (r: inout Registration) in r.preferredLanguages = Array(repeating: "en", count: 21) }
+            ),
+            ("tags", { @Sendable (r: inout Registration) in r.tags = [""] }),
+            ("tags", { @Sendable (r: inout Registration) in r.tags = (0..<51).map { "t\($0)" } }),
+        ] as [(String, @Sendable (inout Registration) -> Void)])
     func limits(field: String, breakIt: @Sendable (inout Registration) -> Void) throws {
         var registration = try Registration(deviceToken: Self.tokenBytes, environment: .production)
         try registration.validate()
@@ -124,7 +140,8 @@ struct RegistrationTests {
         } throws: { ($0 as? RegistrationError)?.code == .invalidServerURL }
     }
 
-    @Test("backoff doubles up to the cap, jitter only shortens it, and Retry-After is honoured up to the cap",
+    @Test(
+        "backoff doubles up to the cap, jitter only shortens it, and Retry-After is honoured up to the cap",
         arguments: [
             (1, 0.0, nil, Duration.seconds(1)), (2, 0.0, nil, .seconds(2)), (3, 0.0, nil, .seconds(4)),
             (10, 0.0, nil, .seconds(30)), (3, 1.0, nil, .seconds(2)), (3, 0.5, nil, .seconds(3)),
@@ -132,7 +149,8 @@ struct RegistrationTests {
             (3, 0.0, .seconds(1), .seconds(4)),
         ] as [(Int, Double, Duration?, Duration)])
     func backoff(attempt: Int, random: Double, retryAfter: Duration?, expected: Duration) {
-        let policy = RetryPolicy(maximumAttempts: 10, initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30), jitter: 0.5)
+        let policy = RetryPolicy(
+            maximumAttempts: 10, initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30), jitter: 0.5)
         #expect(policy.delay(afterAttempt: attempt, randomFraction: random, retryAfter: retryAfter) == expected)
     }
 

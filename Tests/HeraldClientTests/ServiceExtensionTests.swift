@@ -12,7 +12,8 @@ struct ServiceExtensionTests {
         in directory: URL, maximumBytes: Int = 100_000, clock: ManualClock = ManualClock()
     ) -> MediaDownloader {
         MediaDownloader(
-            configuration: .init(maximumBytes: maximumBytes, timeLimit: .seconds(20), allowsInsecureHTTP: true, directory: directory),
+            configuration: .init(
+                maximumBytes: maximumBytes, timeLimit: .seconds(20), allowsInsecureHTTP: true, directory: directory),
             clock: clock)
     }
 
@@ -29,25 +30,34 @@ struct ServiceExtensionTests {
         try await withLoopbackServer({ _, _ in
             .respond(.init(status: 200, headers: ["Content-Type": "image/jpeg"], body: Self.jpeg))
         }) { server async throws in
-            let file = try await Self.downloader(in: directory.url).download(from: Self.media(server, "photos/beach.JPG"))
+            let file = try await Self.downloader(in: directory.url).download(
+                from: Self.media(server, "photos/beach.JPG"))
             #expect(file.fileURL.pathExtension == "jpg")
-            #expect(file.fileURL.deletingLastPathComponent().standardizedFileURL.path == directory.url.standardizedFileURL.path)
+            #expect(
+                file.fileURL.deletingLastPathComponent().standardizedFileURL.path
+                    == directory.url.standardizedFileURL.path)
             #expect(file.byteCount == Self.jpeg.count && file.mimeType == "image/jpeg")
             #expect(try Data(contentsOf: file.fileURL) == Self.jpeg)
             #expect(server.requests.first?.path == "/photos/beach.JPG")
         }
     }
 
-    @Test("without a media extension in the URL, the content type names one; with neither, a typed error", arguments: [
-        ("media", "video/mp4", "mp4"), ("media", "image/png; charset=binary", "png"), ("media", "audio/mpeg", "mp3"),
-        ("image.php", "image/png", "png"), ("clip.mov", "application/octet-stream", "mov"),
-        ("track.xyz", "application/octet-stream", "xyz"),
-    ])
+    @Test(
+        "without a media extension in the URL, the content type names one; with neither, a typed error",
+        arguments: [
+            ("media", "video/mp4", "mp4"), ("media", "image/png; charset=binary", "png"),
+            ("media", "audio/mpeg", "mp3"),
+            ("image.php", "image/png", "png"), ("clip.mov", "application/octet-stream", "mov"),
+            ("track.xyz", "application/octet-stream", "xyz"),
+        ])
     func extensionFromType(path: String, type: String, expected: String) async throws {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         try await withLoopbackServer({ request, _ in
-            .respond(.init(status: 200, headers: ["Content-Type": request.path == "/blob" ? "application/octet-stream" : type], body: Data("media".utf8)))
+            .respond(
+                .init(
+                    status: 200, headers: ["Content-Type": request.path == "/blob" ? "application/octet-stream" : type],
+                    body: Data("media".utf8)))
         }) { server async throws in
             let downloader = Self.downloader(in: directory.url)
             #expect(try await downloader.download(from: Self.media(server, path)).fileURL.pathExtension == expected)
@@ -81,7 +91,10 @@ struct ServiceExtensionTests {
         let directory = TemporaryDirectory()
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         try await withLoopbackServer({ _, _ in
-            .respond(.init(status: 200, headers: ["Content-Type": "video/mp4"], body: Data(count: 300_000), declaresLength: false))
+            .respond(
+                .init(
+                    status: 200, headers: ["Content-Type": "video/mp4"], body: Data(count: 300_000),
+                    declaresLength: false))
         }) { server async throws in
             let downloader = Self.downloader(in: directory.url)
             await #expect {
@@ -169,7 +182,8 @@ struct ServiceExtensionTests {
             let original = Payload(
                 alert: AlertContent(title: "Agent 13", body: "Meet at the bridge"), badge: 2,
                 custom: ["media-url": .string(Self.media(server, "bridge.jpg").absoluteString)])
-            let received = try Payload(jsonBytes: try original.encryptingContent(with: key, customKeys: ["media-url"]).jsonBytes())
+            let received = try Payload(
+                jsonBytes: try original.encryptingContent(with: key, customKeys: ["media-url"]).jsonBytes())
             #expect(received.custom["media-url"] == nil, "the URL travels encrypted")
 
             let processor = NotificationServiceProcessor(
@@ -224,31 +238,40 @@ struct ActionsTests {
         #expect(localized.actions.map(\.title) == ["接受", "拒绝"])
     }
 
-    @Test("a response's action identifier maps to tap, dismiss, one of the buttons, or unknown", arguments: [
-        (NotificationResponseAction.defaultIdentifier, "AcceptOrReject", NotificationResponseAction.open),
-        (NotificationResponseAction.dismissIdentifier, "AcceptOrReject", .dismiss),
-        ("accept", "AcceptOrReject", .action(NotificationCategory.acceptOrReject().actions[0])),
-        ("reject", "AcceptOrReject", .action(NotificationCategory.acceptOrReject().actions[1])),
-        ("accept", "OtherCategory", .unknown("accept")),
-        ("snooze", "AcceptOrReject", .unknown("snooze")),
-    ])
+    @Test(
+        "a response's action identifier maps to tap, dismiss, one of the buttons, or unknown",
+        arguments: [
+            (NotificationResponseAction.defaultIdentifier, "AcceptOrReject", NotificationResponseAction.open),
+            (NotificationResponseAction.dismissIdentifier, "AcceptOrReject", .dismiss),
+            ("accept", "AcceptOrReject", .action(NotificationCategory.acceptOrReject().actions[0])),
+            ("reject", "AcceptOrReject", .action(NotificationCategory.acceptOrReject().actions[1])),
+            ("accept", "OtherCategory", .unknown("accept")),
+            ("snooze", "AcceptOrReject", .unknown("snooze")),
+        ])
     func responses(identifier: String, category: String, expected: NotificationResponseAction) {
         let action = NotificationResponseAction(
             identifier: identifier, categoryIdentifier: category, categories: [.acceptOrReject()])
         #expect(action == expected)
     }
 
-    @Test("mistakes the system would swallow are caught", arguments: [
-        NotificationCategory(identifier: "", actions: []),
-        NotificationCategory(identifier: "Dup", actions: [
-            NotificationAction(identifier: "a", title: "A"), NotificationAction(identifier: "a", title: "B"),
-        ]),
-        NotificationCategory(identifier: "Blank", actions: [NotificationAction(identifier: "a", title: "")]),
-        NotificationCategory(identifier: "System", actions: [
-            NotificationAction(identifier: NotificationResponseAction.defaultIdentifier, title: "Open"),
-        ]),
-        NotificationCategory(identifier: "Many", actions: (0..<11).map { NotificationAction(identifier: "a\($0)", title: "A") }),
-    ])
+    @Test(
+        "mistakes the system would swallow are caught",
+        arguments: [
+            NotificationCategory(identifier: "", actions: []),
+            NotificationCategory(
+                identifier: "Dup",
+                actions: [
+                    NotificationAction(identifier: "a", title: "A"), NotificationAction(identifier: "a", title: "B"),
+                ]),
+            NotificationCategory(identifier: "Blank", actions: [NotificationAction(identifier: "a", title: "")]),
+            NotificationCategory(
+                identifier: "System",
+                actions: [
+                    NotificationAction(identifier: NotificationResponseAction.defaultIdentifier, title: "Open")
+                ]),
+            NotificationCategory(
+                identifier: "Many", actions: (0..<11).map { NotificationAction(identifier: "a\($0)", title: "A") }),
+        ])
     func invalid(category: NotificationCategory) {
         #expect(throws: NotificationCategoryError.self) { try category.validate() }
     }

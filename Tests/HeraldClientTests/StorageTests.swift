@@ -46,7 +46,9 @@ struct StorageTests {
         try FileStorage(directory: directory.url).set(Data("42".utf8), forKey: "shared")
         #expect(try FileStorage(directory: directory.url).data(forKey: "shared") == Data("42".utf8))
         let names = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
-        #expect(!names.contains { $0.hasSuffix(".tmp") || $0.contains("~") }, "no temporary files are left behind: \(names)")
+        #expect(
+            !names.contains { $0.hasSuffix(".tmp") || $0.contains("~") }, "no temporary files are left behind: \(names)"
+        )
     }
 
     @Test("an unwritable directory is a typed error that says what to check")

@@ -48,12 +48,15 @@ public struct NotificationCategory: Sendable, Hashable, Identifiable {
     /// - Parameters:
     ///   - acceptTitle: the localized title of the accept button.
     ///   - rejectTitle: the localized title of the reject button.
-    public static func acceptOrReject(acceptTitle: String = "Accept", rejectTitle: String = "Reject") -> NotificationCategory {
+    public static func acceptOrReject(acceptTitle: String = "Accept", rejectTitle: String = "Reject")
+        -> NotificationCategory
+    {
         NotificationCategory(
             identifier: "AcceptOrReject",
             actions: [
                 NotificationAction(identifier: "accept", title: acceptTitle, options: [.authenticationRequired]),
-                NotificationAction(identifier: "reject", title: rejectTitle, options: [.authenticationRequired, .destructive]),
+                NotificationAction(
+                    identifier: "reject", title: rejectTitle, options: [.authenticationRequired, .destructive]),
             ])
     }
 
@@ -66,21 +69,29 @@ public struct NotificationCategory: Sendable, Hashable, Identifiable {
     /// - Throws: ``NotificationCategoryError`` naming the category and the action at fault.
     public func validate() throws(NotificationCategoryError) {
         guard !identifier.isEmpty else {
-            throw NotificationCategoryError("A category has an empty identifier: use the value payloads send as aps.category.")
+            throw NotificationCategoryError(
+                "A category has an empty identifier: use the value payloads send as aps.category.")
         }
         guard actions.count <= Self.maximumActions else {
-            throw NotificationCategoryError("The category \(identifier) has \(actions.count) actions; the system shows at most \(Self.maximumActions): drop the least used.")
+            throw NotificationCategoryError(
+                "The category \(identifier) has \(actions.count) actions; the system shows at most \(Self.maximumActions): drop the least used."
+            )
         }
         var seen = Set<String>()
         for action in actions {
             guard !action.identifier.isEmpty, !action.title.isEmpty else {
-                throw NotificationCategoryError("An action of the category \(identifier) has an empty identifier or title: give each action both.")
+                throw NotificationCategoryError(
+                    "An action of the category \(identifier) has an empty identifier or title: give each action both.")
             }
             guard !NotificationResponseAction.systemIdentifiers.contains(action.identifier) else {
-                throw NotificationCategoryError("The action \(action.identifier) of the category \(identifier) uses a system identifier: choose your own.")
+                throw NotificationCategoryError(
+                    "The action \(action.identifier) of the category \(identifier) uses a system identifier: choose your own."
+                )
             }
             guard seen.insert(action.identifier).inserted else {
-                throw NotificationCategoryError("The category \(identifier) has two actions named \(action.identifier): the app could not tell them apart.")
+                throw NotificationCategoryError(
+                    "The category \(identifier) has two actions named \(action.identifier): the app could not tell them apart."
+                )
             }
         }
     }

@@ -15,7 +15,9 @@ extension UNMutableNotificationContent {
     public func apply(_ processed: ProcessedNotification) {
         let content = processed.content
         if let alert = content.alert {
-            if let title = Self.text(alert.title, key: alert.titleLocKey, arguments: alert.titleLocArgs) { self.title = title }
+            if let title = Self.text(alert.title, key: alert.titleLocKey, arguments: alert.titleLocArgs) {
+                self.title = title
+            }
             if let subtitle = Self.text(alert.subtitle, key: alert.subtitleLocKey, arguments: alert.subtitleLocArgs) {
                 self.subtitle = subtitle
             }

@@ -15,7 +15,8 @@ extension UNNotificationCategory {
 extension UNNotificationAction {
     /// The system action for a platform-neutral description.
     public convenience init(_ action: NotificationAction) {
-        self.init(identifier: action.identifier, title: action.title, options: UNNotificationActionOptions(action.options))
+        self.init(
+            identifier: action.identifier, title: action.title, options: UNNotificationActionOptions(action.options))
     }
 }
 

@@ -208,7 +208,8 @@ private final class CenterDelegate: NSObject, UNUserNotificationCenterDelegate, 
         let content = response.notification.request.content
         guard let payload = try? Payload(userInfo: content.userInfo) else { return }
         let action = NotificationResponseAction(
-            identifier: response.actionIdentifier, categoryIdentifier: content.categoryIdentifier, categories: categories)
+            identifier: response.actionIdentifier, categoryIdentifier: content.categoryIdentifier,
+            categories: categories)
         onEvent(.response(payload, action))
     }
 }

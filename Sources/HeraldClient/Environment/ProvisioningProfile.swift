@@ -27,17 +27,22 @@ public struct ProvisioningProfile: Sendable, Hashable {
         guard let range = Self.propertyListRange(in: data) else {
             throw ProvisioningProfileError(
                 .noPropertyList,
-                "The provisioning profile holds no XML property list (no <?xml … </plist>): check that the file is an embedded.mobileprovision or embedded.provisionprofile.")
+                "The provisioning profile holds no XML property list (no <?xml … </plist>): check that the file is an embedded.mobileprovision or embedded.provisionprofile."
+            )
         }
         let plist: Any
         do {
             plist = try PropertyListSerialization.propertyList(from: data.subdata(in: range), format: nil)
         } catch {
             throw ProvisioningProfileError(
-                .invalidPropertyList, "The provisioning profile's property list does not parse (\(error.localizedDescription)): the file may be damaged.")
+                .invalidPropertyList,
+                "The provisioning profile's property list does not parse (\(error.localizedDescription)): the file may be damaged."
+            )
         }
         guard let root = plist as? [String: Any] else {
-            throw ProvisioningProfileError(.invalidPropertyList, "The provisioning profile's property list is not a dictionary: the file may be damaged.")
+            throw ProvisioningProfileError(
+                .invalidPropertyList,
+                "The provisioning profile's property list is not a dictionary: the file may be damaged.")
         }
         let entitlements = root["Entitlements"] as? [String: Any] ?? [:]
         name = root["Name"] as? String
@@ -54,7 +59,8 @@ public struct ProvisioningProfile: Sendable, Hashable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw ProvisioningProfileError(.unreadable, "Could not read the provisioning profile at \(url.path) (\(error.localizedDescription)).")
+            throw ProvisioningProfileError(
+                .unreadable, "Could not read the provisioning profile at \(url.path) (\(error.localizedDescription)).")
         }
         try self.init(data: data)
     }

@@ -28,7 +28,8 @@ public struct ResolvedEnvironment: Sendable, Hashable, CustomStringConvertible {
     ///     TestFlight (no embedded profile) that is `.production`; in the Simulator it is `.development`.
     public static func resolve(profileAt profileURL: URL?, fallback: APNSEnvironment) -> ResolvedEnvironment {
         guard let profileURL else {
-            return ResolvedEnvironment(environment: fallback, source: .fallback(reason: "the app has no embedded provisioning profile"))
+            return ResolvedEnvironment(
+                environment: fallback, source: .fallback(reason: "the app has no embedded provisioning profile"))
         }
         let profile: ProvisioningProfile
         do {
@@ -39,11 +40,18 @@ public struct ResolvedEnvironment: Sendable, Hashable, CustomStringConvertible {
         guard let value = profile.apsEnvironmentValue else {
             return ResolvedEnvironment(
                 environment: fallback,
-                source: .fallback(reason: "the provisioning profile has no aps-environment entitlement: add the Push Notifications capability to the app"))
+                source: .fallback(
+                    reason:
+                        "the provisioning profile has no aps-environment entitlement: add the Push Notifications capability to the app"
+                ))
         }
         guard let environment = APNSEnvironment(name: value) else {
             return ResolvedEnvironment(
-                environment: fallback, source: .fallback(reason: "the provisioning profile's aps-environment is \"\(value)\", which is neither development nor production"))
+                environment: fallback,
+                source: .fallback(
+                    reason:
+                        "the provisioning profile's aps-environment is \"\(value)\", which is neither development nor production"
+                ))
         }
         return ResolvedEnvironment(environment: environment, source: .provisioningProfile(profileURL))
     }

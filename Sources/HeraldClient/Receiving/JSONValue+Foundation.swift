@@ -43,13 +43,16 @@ extension JSONValue {
             } else {
                 throw NotificationDecodingError(
                     .unsupportedValue, path: path,
-                    "\(path) is a \(type(of: foundationValue)), which a notification payload cannot hold: payloads carry only strings, numbers, Booleans, null, arrays and dictionaries.")
+                    "\(path) is a \(type(of: foundationValue)), which a notification payload cannot hold: payloads carry only strings, numbers, Booleans, null, arrays and dictionaries."
+                )
             }
         }
     }
 
     /// The members of a dictionary whose keys are all strings.
-    static func members(of dictionary: [AnyHashable: Any], path: String) throws(NotificationDecodingError) -> [String: JSONValue] {
+    static func members(of dictionary: [AnyHashable: Any], path: String) throws(NotificationDecodingError) -> [String:
+        JSONValue]
+    {
         var members = [String: JSONValue]()
         members.reserveCapacity(dictionary.count)
         for (key, value) in dictionary {

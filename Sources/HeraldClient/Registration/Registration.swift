@@ -105,7 +105,9 @@ extension Registration {
         ]
         if let topic { members[Field.topic] = .string(topic) }
         if let userID { members[Field.userID] = .string(userID) }
-        if !preferredLanguages.isEmpty { members[Field.preferredLanguages] = .array(preferredLanguages.map { .string($0) }) }
+        if !preferredLanguages.isEmpty {
+            members[Field.preferredLanguages] = .array(preferredLanguages.map { .string($0) })
+        }
         if let appVersion { members[Field.appVersion] = .string(appVersion) }
         if let platform { members[Field.platform] = .string(platform.name) }
         if let installationID { members[Field.installationID] = .string(installationID.uuidString.lowercased()) }
@@ -203,31 +205,41 @@ extension Registration {
             if !condition { throw RegistrationError.invalidRegistration(field: field, message) }
         }
         if let topic {
-            try check(!topic.isEmpty && topic.utf8.count <= Limits.maximumTopicBytes && !topic.contains(where: \.isWhitespace), Field.topic,
-                "The topic must be the app's bundle id (1 to \(Limits.maximumTopicBytes) bytes, no spaces), such as com.example.app.")
+            try check(
+                !topic.isEmpty && topic.utf8.count <= Limits.maximumTopicBytes
+                    && !topic.contains(where: \.isWhitespace), Field.topic,
+                "The topic must be the app's bundle id (1 to \(Limits.maximumTopicBytes) bytes, no spaces), such as com.example.app."
+            )
         }
         if let userID {
-            try check(!userID.isEmpty && userID.utf8.count <= Limits.maximumUserIDBytes, Field.userID,
+            try check(
+                !userID.isEmpty && userID.utf8.count <= Limits.maximumUserIDBytes, Field.userID,
                 "The user id must be 1 to \(Limits.maximumUserIDBytes) bytes: leave it nil when no user is signed in.")
         }
         if let appVersion {
-            try check(!appVersion.isEmpty && appVersion.utf8.count <= Limits.maximumAppVersionBytes, Field.appVersion,
+            try check(
+                !appVersion.isEmpty && appVersion.utf8.count <= Limits.maximumAppVersionBytes, Field.appVersion,
                 "The app version must be 1 to \(Limits.maximumAppVersionBytes) bytes, such as 2.4.1.")
         }
-        try check(preferredLanguages.count <= Limits.maximumLanguages, Field.preferredLanguages,
+        try check(
+            preferredLanguages.count <= Limits.maximumLanguages, Field.preferredLanguages,
             "Send at most \(Limits.maximumLanguages) preferred languages, most preferred first.")
         for tag in preferredLanguages {
-            let valid = !tag.isEmpty && tag.utf8.count <= Limits.maximumLanguageTagBytes
+            let valid =
+                !tag.isEmpty && tag.utf8.count <= Limits.maximumLanguageTagBytes
                 && tag.utf8.allSatisfy { byte in
                     (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                         || byte == UInt8(ascii: "-")
                 }
-            try check(valid, Field.preferredLanguages,
-                "\"\(tag)\" is not a BCP 47 language tag: use tags such as en, zh-Hans-CN or pt-BR (Locale.preferredLanguages).")
+            try check(
+                valid, Field.preferredLanguages,
+                "\"\(tag)\" is not a BCP 47 language tag: use tags such as en, zh-Hans-CN or pt-BR (Locale.preferredLanguages)."
+            )
         }
         try check(tags.count <= Limits.maximumTags, Field.tags, "Send at most \(Limits.maximumTags) tags.")
         for tag in tags {
-            try check(!tag.isEmpty && tag.utf8.count <= Limits.maximumTagBytes, Field.tags,
+            try check(
+                !tag.isEmpty && tag.utf8.count <= Limits.maximumTagBytes, Field.tags,
                 "Every tag must be 1 to \(Limits.maximumTagBytes) bytes.")
         }
     }

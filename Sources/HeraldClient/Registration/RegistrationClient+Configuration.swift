@@ -35,12 +35,14 @@ extension RegistrationClient {
             guard scheme == "https" || scheme == "http", let host = serverURL.host, !host.isEmpty else {
                 throw RegistrationError(
                     .invalidServerURL,
-                    "The server URL \"\(serverURL.absoluteString)\" is not an absolute http(s) URL: use the server's base URL, such as https://push.example.com.")
+                    "The server URL \"\(serverURL.absoluteString)\" is not an absolute http(s) URL: use the server's base URL, such as https://push.example.com."
+                )
             }
             if scheme == "http" && !allowsInsecureHTTP {
                 throw RegistrationError(
                     .insecureURL,
-                    "The server URL \(serverURL.absoluteString) uses plain HTTP, which would send device tokens unencrypted: use https, or set allowsInsecureHTTP to true for a development server on your own network (and add an App Transport Security exception for it).")
+                    "The server URL \(serverURL.absoluteString) uses plain HTTP, which would send device tokens unencrypted: use https, or set allowsInsecureHTTP to true for a development server on your own network (and add an App Transport Security exception for it)."
+                )
             }
             self.serverURL = serverURL
             self.registrationKey = registrationKey

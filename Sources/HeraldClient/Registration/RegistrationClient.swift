@@ -107,7 +107,8 @@ public struct RegistrationClient: Sendable {
         do {
             return try pending.load()
         } catch {
-            throw RegistrationError(.storageFailed, "Could not read the pending registration: \(error.message)", underlying: error)
+            throw RegistrationError(
+                .storageFailed, "Could not read the pending registration: \(error.message)", underlying: error)
         }
     }
 
@@ -198,7 +199,8 @@ public struct RegistrationClient: Sendable {
                 guard RetryPolicy.isRetryable(status: http.statusCode) else {
                     throw RegistrationError(
                         .rejected, Self.rejectionMessage(what, status: http.statusCode, problem: problem),
-                        status: http.statusCode, reason: problem.reason, serverMessage: problem.message, attempts: attempt)
+                        status: http.statusCode, reason: problem.reason, serverMessage: problem.message,
+                        attempts: attempt)
                 }
                 failure = "the server answered \(http.statusCode)\(problem.reason.map { " (\($0))" } ?? "")"
                 retryAfter = http.value(forHTTPHeaderField: "Retry-After").flatMap(Int.init).map { .seconds($0) }
@@ -206,7 +208,8 @@ public struct RegistrationClient: Sendable {
                 throw error
             } catch {
                 if Task.isCancelled {
-                    throw RegistrationError(.cancelled, "The \(what) was cancelled.", attempts: attempt, underlying: error)
+                    throw RegistrationError(
+                        .cancelled, "The \(what) was cancelled.", attempts: attempt, underlying: error)
                 }
                 failure = "the request failed (\(error.localizedDescription))"
                 underlying = error
@@ -221,7 +224,9 @@ public struct RegistrationClient: Sendable {
             do {
                 try await clock.sleep(for: delay)
             } catch {
-                throw RegistrationError(.cancelled, "The \(what) was cancelled while waiting to retry after \(failure).", status: status, attempts: attempt)
+                throw RegistrationError(
+                    .cancelled, "The \(what) was cancelled while waiting to retry after \(failure).", status: status,
+                    attempts: attempt)
             }
         }
     }

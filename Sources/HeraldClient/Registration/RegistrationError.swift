@@ -66,7 +66,8 @@ public struct RegistrationError: Error, Sendable, CustomStringConvertible, Custo
     func savedForLater() -> RegistrationError {
         RegistrationError(
             code, message + " It was saved and will be sent again by retryPending().", status: status, reason: reason,
-            serverMessage: serverMessage, field: field, attempts: attempts, isPendingSaved: true, underlying: underlying)
+            serverMessage: serverMessage, field: field, attempts: attempts, isPendingSaved: true, underlying: underlying
+        )
     }
 
     public var description: String { message }

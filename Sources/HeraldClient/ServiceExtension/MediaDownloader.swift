@@ -88,13 +88,16 @@ public final class MediaDownloader: Sendable {
             guard let fileExtension = Self.fileExtension(for: url, mimeType: received.mimeType) else {
                 throw MediaDownloadError(
                     .unknownType, url: url,
-                    "The media at \(url.redactedForLog) has no file extension and the content type \(received.mimeType ?? "(none)") is not one the SDK knows: put the extension in the URL (photo.jpg).")
+                    "The media at \(url.redactedForLog) has no file extension and the content type \(received.mimeType ?? "(none)") is not one the SDK knows: put the extension in the URL (photo.jpg)."
+                )
             }
             let file = partial.deletingPathExtension().appendingPathExtension(fileExtension)
             do {
                 try FileManager.default.moveItem(at: partial, to: file)
             } catch {
-                throw MediaDownloadError(.fileSystem, url: url, "Could not name the downloaded file \(file.lastPathComponent) (\(error.localizedDescription)).")
+                throw MediaDownloadError(
+                    .fileSystem, url: url,
+                    "Could not name the downloaded file \(file.lastPathComponent) (\(error.localizedDescription)).")
             }
             return MediaAttachmentFile(fileURL: file, byteCount: received.byteCount, mimeType: received.mimeType)
         } catch {
@@ -112,9 +115,11 @@ public final class MediaDownloader: Sendable {
         case "http":
             throw MediaDownloadError(
                 .insecureURL, url: url,
-                "The media URL \(url.redactedForLog) uses plain HTTP: serve media over https, or set allowsInsecureHTTP for a development server.")
+                "The media URL \(url.redactedForLog) uses plain HTTP: serve media over https, or set allowsInsecureHTTP for a development server."
+            )
         default:
-            throw MediaDownloadError(.unsupportedURL, url: url, "The media URL \(url.redactedForLog) is not an https URL.")
+            throw MediaDownloadError(
+                .unsupportedURL, url: url, "The media URL \(url.redactedForLog) is not an https URL.")
         }
     }
 
@@ -138,7 +143,10 @@ public final class MediaDownloader: Sendable {
         } catch let error as MediaDownloadError {
             throw error
         } catch is TimeLimitReached {
-            throw MediaDownloadError(.timedOut, url: nil, "The media download did not finish within \(limit): the attachment is left out; use smaller media or a faster server.")
+            throw MediaDownloadError(
+                .timedOut, url: nil,
+                "The media download did not finish within \(limit): the attachment is left out; use smaller media or a faster server."
+            )
         } catch {
             throw MediaDownloadError(.cancelled, url: nil, "The media download was cancelled.")
         }
@@ -151,7 +159,10 @@ public final class MediaDownloader: Sendable {
         guard FileManager.default.createFile(atPath: file.path, contents: nil),
             let handle = try? FileHandle(forWritingTo: file)
         else {
-            throw MediaDownloadError(.fileSystem, url: url, "Could not create a file in \(configuration.directory.path): check that the directory exists and is writable.")
+            throw MediaDownloadError(
+                .fileSystem, url: url,
+                "Could not create a file in \(configuration.directory.path): check that the directory exists and is writable."
+            )
         }
         defer { try? handle.close() }
         let task = session.dataTask(with: URLRequest(url: url))
@@ -250,10 +261,19 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         let verdict: ((Transfer) -> MediaDownloadError)? = transfers.withLock { transfers in
             guard var transfer = transfers[dataTask.taskIdentifier] else { return nil }
             if !(200...299).contains(status) {
-                return { MediaDownloadError(.httpStatus, url: $0.url, status: status, "The media server answered \(status) for \($0.url.redactedForLog): check the URL.") }
+                return {
+                    MediaDownloadError(
+                        .httpStatus, url: $0.url, status: status,
+                        "The media server answered \(status) for \($0.url.redactedForLog): check the URL.")
+                }
             }
             if declared > Int64(transfer.limit) {
-                return { MediaDownloadError(.tooLarge, url: $0.url, "The media at \($0.url.redactedForLog) is \(declared) bytes, more than the \($0.limit)-byte limit: send a smaller file or raise maximumBytes.") }
+                return {
+                    MediaDownloadError(
+                        .tooLarge, url: $0.url,
+                        "The media at \($0.url.redactedForLog) is \(declared) bytes, more than the \($0.limit)-byte limit: send a smaller file or raise maximumBytes."
+                    )
+                }
             }
             transfer.mimeType = response.mimeType
             transfers[dataTask.taskIdentifier] = transfer
@@ -268,7 +288,11 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        enum Outcome { case written, tooLarge, writeFailed(String), gone }
+        enum Outcome {
+            case written, tooLarge
+            case writeFailed(String)
+            case gone
+        }
         let outcome: Outcome = transfers.withLock { transfers in
             guard var transfer = transfers[dataTask.taskIdentifier] else { return .gone }
             transfer.received += data.count
@@ -285,9 +309,18 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
         case .written, .gone:
             break
         case .tooLarge:
-            fail(dataTask) { MediaDownloadError(.tooLarge, url: $0.url, "The media at \($0.url.redactedForLog) is larger than the \($0.limit)-byte limit: send a smaller file or raise maximumBytes.") }
+            fail(dataTask) {
+                MediaDownloadError(
+                    .tooLarge, url: $0.url,
+                    "The media at \($0.url.redactedForLog) is larger than the \($0.limit)-byte limit: send a smaller file or raise maximumBytes."
+                )
+            }
         case .writeFailed(let problem):
-            fail(dataTask) { MediaDownloadError(.fileSystem, url: $0.url, "Could not write the downloaded media (\(problem)): the disk may be full.") }
+            fail(dataTask) {
+                MediaDownloadError(
+                    .fileSystem, url: $0.url, "Could not write the downloaded media (\(problem)): the disk may be full."
+                )
+            }
         }
     }
 
@@ -298,9 +331,13 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
             transfer.continuation.resume(
                 throwing: cancelled
                     ? MediaDownloadError(.cancelled, url: transfer.url, "The media download was cancelled.")
-                    : MediaDownloadError(.network, url: transfer.url, "The media download from \(transfer.url.redactedForLog) failed (\(error.localizedDescription)): the attachment is left out."))
+                    : MediaDownloadError(
+                        .network, url: transfer.url,
+                        "The media download from \(transfer.url.redactedForLog) failed (\(error.localizedDescription)): the attachment is left out."
+                    ))
         } else {
-            transfer.continuation.resume(returning: ReceivedFile(byteCount: transfer.received, mimeType: transfer.mimeType))
+            transfer.continuation.resume(
+                returning: ReceivedFile(byteCount: transfer.received, mimeType: transfer.mimeType))
         }
     }
 }

@@ -67,8 +67,11 @@ public struct NotificationServiceProcessor: Sendable {
                     problems.append(.media(error))
                 }
             } else {
-                problems.append(.media(MediaDownloadError(
-                    .unsupportedURL, url: nil, "The payload's \(mediaURLKey) is not a URL string: send the media's https URL.")))
+                problems.append(
+                    .media(
+                        MediaDownloadError(
+                            .unsupportedURL, url: nil,
+                            "The payload's \(mediaURLKey) is not a URL string: send the media's https URL.")))
             }
         }
         return ProcessedNotification(content: content, badge: badge, attachment: attachment, problems: problems)

@@ -32,7 +32,10 @@ public struct FileStorage: KeyValueStorage {
         do {
             return try Data(contentsOf: file)
         } catch {
-            throw StorageError(.readFailed, "Could not read \(file.path) (\(error.localizedDescription)): check that the file is readable by this app.")
+            throw StorageError(
+                .readFailed,
+                "Could not read \(file.path) (\(error.localizedDescription)): check that the file is readable by this app."
+            )
         }
     }
 
@@ -54,7 +57,10 @@ public struct FileStorage: KeyValueStorage {
                 try FileManager.default.removeItem(at: file)
             }
         } catch {
-            throw StorageError(.writeFailed, "Could not write \(file.path) (\(error.localizedDescription)): check that the directory is writable and the disk is not full.")
+            throw StorageError(
+                .writeFailed,
+                "Could not write \(file.path) (\(error.localizedDescription)): check that the directory is writable and the disk is not full."
+            )
         }
         return result
     }
@@ -65,7 +71,10 @@ public struct FileStorage: KeyValueStorage {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            throw StorageError(.writeFailed, "Could not create the storage directory \(directory.path) (\(error.localizedDescription)): check the App Group identifier or choose a writable directory.")
+            throw StorageError(
+                .writeFailed,
+                "Could not create the storage directory \(directory.path) (\(error.localizedDescription)): check the App Group identifier or choose a writable directory."
+            )
         }
     }
 }
@@ -78,14 +87,18 @@ private struct FileLock {
     init(path: String) throws(StorageError) {
         let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw StorageError(.lockFailed, "Could not open the lock file \(path) (errno \(errno)): check that the storage directory is writable.")
+            throw StorageError(
+                .lockFailed,
+                "Could not open the lock file \(path) (errno \(errno)): check that the storage directory is writable.")
         }
         var result: Int32
         repeat { result = flock(descriptor, LOCK_EX) } while result != 0 && errno == EINTR
         guard result == 0 else {
             let code = errno
             close(descriptor)
-            throw StorageError(.lockFailed, "Could not lock \(path) (errno \(code)): the file system may not support locks; use another directory.")
+            throw StorageError(
+                .lockFailed,
+                "Could not lock \(path) (errno \(code)): the file system may not support locks; use another directory.")
         }
         self.descriptor = descriptor
     }

@@ -60,7 +60,8 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
 
     /// Checks that a key can name a file on every platform.
     static func checkKey(_ key: String) throws(StorageError) {
-        let valid = !key.isEmpty && key.utf8.count <= 128 && !key.hasPrefix(".")
+        let valid =
+            !key.isEmpty && key.utf8.count <= 128 && !key.hasPrefix(".")
             && key.utf8.allSatisfy { byte in
                 (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                     || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
@@ -68,7 +69,8 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         guard valid else {
             throw StorageError(
                 .invalidKey,
-                "The storage key \"\(key)\" is not usable: use 1 to 128 letters, digits, '.', '-' or '_', not starting with '.'.")
+                "The storage key \"\(key)\" is not usable: use 1 to 128 letters, digits, '.', '-' or '_', not starting with '.'."
+            )
         }
     }
 }

@@ -173,7 +173,8 @@ final class LoopbackHTTPServer: Sendable {
         var headers = [String: String]()
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         if headers["expect"]?.lowercased() == "100-continue" {
             write(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8), to: connection)
@@ -220,7 +221,8 @@ final class LoopbackHTTPServer: Sendable {
 
     private static func firstIndex(of needle: [UInt8], in haystack: [UInt8]) -> Int? {
         guard haystack.count >= needle.count else { return nil }
-        for start in 0...(haystack.count - needle.count) where haystack[start..<(start + needle.count)].elementsEqual(needle) {
+        for start in 0...(haystack.count - needle.count)
+        where haystack[start..<(start + needle.count)].elementsEqual(needle) {
             return start
         }
         return nil
