@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
         .library(name: "HeraldEmulator", targets: ["HeraldEmulator"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
+        .library(name: "HeraldClient", targets: ["HeraldClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -66,6 +67,13 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // The SDK apps link: registration upload, environment detection, decoding, service-extension helpers.
+        // Core only: never NIO, Hummingbird or the stores. Apple glue compiles only where UserNotifications exists.
+        .target(
+            name: "HeraldClient",
+            dependencies: ["HeraldCore"],
+            swiftSettings: upcomingFeatures
+        ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
         .target(
             name: "HeraldTesting",
@@ -87,6 +95,12 @@ let package = Package(
         .testTarget(
             name: "HeraldCoreTests",
             dependencies: ["HeraldCore", "HeraldTesting", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldClientTests",
+            dependencies: ["HeraldClient", "HeraldCore", "HeraldTesting"],
+            resources: [.copy("Fixtures")],
             swiftSettings: upcomingFeatures
         ),
     ],

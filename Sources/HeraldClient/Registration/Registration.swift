@@ -1,0 +1,246 @@
+public import Foundation
+public import HeraldCore
+
+/// One token's registration with the Herald server: the body of `POST /api/token`.
+///
+/// The wire format is specified in docs/api-registration.md. Register at every launch: the server treats a
+/// registration as an idempotent upsert keyed by the token, and each POST describes the registration completely.
+///
+/// ```swift
+/// let registration = try Registration(
+///     deviceToken: tokenData, environment: .development, topic: "com.example.app",
+///     userID: "42", preferredLanguages: Locale.preferredLanguages)
+/// ```
+public struct Registration: Sendable, Hashable {
+    /// The push address. Sent as lowercase hex under `token`.
+    public var token: DeviceToken
+    /// Which APNs the token belongs to. Sent twice, consistently: `environment` and the book's `debug` flag.
+    public var environment: APNSEnvironment
+    /// The app's bundle id, without any push-type suffix.
+    public var topic: String?
+    /// The app's own identifier of the signed-in user, so the server can reach every device of that user.
+    public var userID: String?
+    /// BCP 47 language tags, most preferred first (`Locale.preferredLanguages`), for server-side localization.
+    public var preferredLanguages: [String]
+    /// The app's version (`CFBundleShortVersionString`).
+    public var appVersion: String?
+    /// The platform the app runs on.
+    public var platform: Platform?
+    /// The per-installation id from ``InstallationID``: lets the server replace this installation's previous token.
+    public var installationID: UUID?
+    /// What the token addresses; `.device` for the token from `registerForRemoteNotifications()`.
+    public var tokenKind: TokenKind
+    /// Free-form labels the server can target (`"beta"`, `"sports"`).
+    public var tags: [String]
+
+    /// Describes a token's registration.
+    public init(
+        token: DeviceToken, environment: APNSEnvironment, topic: String? = nil, userID: String? = nil,
+        preferredLanguages: [String] = [], appVersion: String? = nil, platform: Platform? = Platform.current,
+        installationID: UUID? = nil, tokenKind: TokenKind = .device, tags: [String] = []
+    ) {
+        self.token = token
+        self.environment = environment
+        self.topic = topic
+        self.userID = userID
+        self.preferredLanguages = preferredLanguages
+        self.appVersion = appVersion
+        self.platform = platform
+        self.installationID = installationID
+        self.tokenKind = tokenKind
+        self.tags = tags
+    }
+
+    /// Describes the registration of the raw token bytes that
+    /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)` delivers.
+    /// - Throws: ``DeviceTokenError`` when the data is empty or outside the token length bounds.
+    public init(
+        deviceToken: Data, environment: APNSEnvironment, topic: String? = nil, userID: String? = nil,
+        preferredLanguages: [String] = [], appVersion: String? = nil, platform: Platform? = Platform.current,
+        installationID: UUID? = nil, tokenKind: TokenKind = .device, tags: [String] = []
+    ) throws(DeviceTokenError) {
+        self.init(
+            token: try DeviceToken(data: deviceToken), environment: environment, topic: topic, userID: userID,
+            preferredLanguages: preferredLanguages, appVersion: appVersion, platform: platform,
+            installationID: installationID, tokenKind: tokenKind, tags: tags)
+    }
+}
+
+// MARK: - Wire format
+
+extension Registration {
+    /// The JSON field names of the registration body.
+    public enum Field {
+        /// The hex token.
+        public static let token = "token"
+        /// The book's Boolean: `true` for development.
+        public static let debug = "debug"
+        /// `development` or `production`.
+        public static let environment = "environment"
+        /// The bundle id.
+        public static let topic = "topic"
+        /// The app's user id.
+        public static let userID = "userId"
+        /// BCP 47 tags, most preferred first.
+        public static let preferredLanguages = "preferredLanguages"
+        /// The app's version.
+        public static let appVersion = "appVersion"
+        /// `iOS`, `macOS`, `tvOS`, `watchOS` or `visionOS`.
+        public static let platform = "platform"
+        /// The per-installation UUID.
+        public static let installationID = "installationId"
+        /// What the token addresses.
+        public static let tokenKind = "tokenKind"
+        /// Labels the server can target.
+        public static let tags = "tags"
+    }
+
+    /// The request body as a JSON value. Absent optional fields and empty lists are left out.
+    public var json: JSONValue {
+        var members: [String: JSONValue] = [
+            Field.token: .string(token.hex),
+            Field.debug: .bool(environment.isDevelopment),
+            Field.environment: .string(environment.name),
+            Field.tokenKind: .string(tokenKind.name),
+        ]
+        if let topic { members[Field.topic] = .string(topic) }
+        if let userID { members[Field.userID] = .string(userID) }
+        if !preferredLanguages.isEmpty {
+            members[Field.preferredLanguages] = .array(preferredLanguages.map { .string($0) })
+        }
+        if let appVersion { members[Field.appVersion] = .string(appVersion) }
+        if let platform { members[Field.platform] = .string(platform.name) }
+        if let installationID { members[Field.installationID] = .string(installationID.uuidString.lowercased()) }
+        if !tags.isEmpty { members[Field.tags] = .array(tags.map { .string($0) }) }
+        return .object(members)
+    }
+
+    /// The compact JSON request body.
+    public var jsonBytes: [UInt8] { json.jsonBytes }
+
+    /// Reads a registration back from its JSON form: a saved pending registration, or the server's echo.
+    ///
+    /// Lenient on purpose: unknown fields (a server-side `id`, timestamps) are ignored, and `environment` wins
+    /// over `debug` when both are present. Returns `nil` when the token or the environment is missing or invalid,
+    /// or a known field has the wrong type.
+    public init?(json: JSONValue) {
+        guard case .object(let members) = json,
+            let hex = members[Field.token]?.stringValue, let token = try? DeviceToken(hex: hex)
+        else { return nil }
+        let environment: APNSEnvironment
+        if let name = members[Field.environment]?.stringValue {
+            guard let named = APNSEnvironment(name: name) else { return nil }
+            environment = named
+        } else if let debug = members[Field.debug]?.boolValue {
+            environment = debug ? .development : .production
+        } else {
+            return nil
+        }
+        // `.some(nil)`: absent or null; `.some(text)`: a string; `nil`: another type, which refuses the whole body.
+        func string(_ key: String) -> String?? {
+            guard let value = members[key], value != .null else { return .some(nil) }
+            return value.stringValue.map { .some($0) }
+        }
+        // `[]` when absent or null; `nil` when not an array of strings.
+        func strings(_ key: String) -> [String]? {
+            guard let value = members[key], value != .null else { return [] }
+            guard let elements = value.arrayValue else { return nil }
+            let texts = elements.compactMap(\.stringValue)
+            return texts.count == elements.count ? texts : nil
+        }
+        guard let topic = string(Field.topic), let userID = string(Field.userID),
+            let appVersion = string(Field.appVersion), let platformName = string(Field.platform),
+            let installation = string(Field.installationID), let kindName = string(Field.tokenKind),
+            let languages = strings(Field.preferredLanguages), let tags = strings(Field.tags)
+        else { return nil }
+        var platform: Platform?
+        if let platformName {
+            guard let parsed = Platform(name: platformName) else { return nil }
+            platform = parsed
+        }
+        var installationID: UUID?
+        if let installation {
+            guard let parsed = UUID(uuidString: installation) else { return nil }
+            installationID = parsed
+        }
+        var tokenKind = TokenKind.device
+        if let kindName {
+            guard let parsed = TokenKind(name: kindName) else { return nil }
+            tokenKind = parsed
+        }
+        self.init(
+            token: token, environment: environment, topic: topic, userID: userID, preferredLanguages: languages,
+            appVersion: appVersion, platform: platform, installationID: installationID, tokenKind: tokenKind,
+            tags: tags)
+    }
+}
+
+// MARK: - Limits
+
+extension Registration {
+    /// The bounds the server enforces (docs/api-registration.md); ``validate()`` checks them before any request.
+    public enum Limits {
+        /// The most bytes a request body may have; larger bodies are answered with 413.
+        public static let maximumBodyBytes = 16 * 1024
+        /// The longest topic (bundle id), in UTF-8 bytes.
+        public static let maximumTopicBytes = 255
+        /// The longest user id, in UTF-8 bytes.
+        public static let maximumUserIDBytes = 256
+        /// The longest app version, in UTF-8 bytes.
+        public static let maximumAppVersionBytes = 64
+        /// The most preferred languages.
+        public static let maximumLanguages = 20
+        /// The longest language tag.
+        public static let maximumLanguageTagBytes = 35
+        /// The most tags.
+        public static let maximumTags = 50
+        /// The longest tag, in UTF-8 bytes.
+        public static let maximumTagBytes = 64
+    }
+
+    /// Checks the registration against ``Limits`` so that a request the server would refuse is never sent.
+    /// - Throws: ``RegistrationError`` (`invalidRegistration`) naming the field at fault.
+    public func validate() throws(RegistrationError) {
+        func check(_ condition: Bool, _ field: String, _ message: String) throws(RegistrationError) {
+            if !condition { throw RegistrationError.invalidRegistration(field: field, message) }
+        }
+        if let topic {
+            try check(
+                !topic.isEmpty && topic.utf8.count <= Limits.maximumTopicBytes
+                    && !topic.contains(where: \.isWhitespace), Field.topic,
+                "The topic must be the app's bundle id (1 to \(Limits.maximumTopicBytes) bytes, no spaces), such as com.example.app."
+            )
+        }
+        if let userID {
+            try check(
+                !userID.isEmpty && userID.utf8.count <= Limits.maximumUserIDBytes, Field.userID,
+                "The user id must be 1 to \(Limits.maximumUserIDBytes) bytes: leave it nil when no user is signed in.")
+        }
+        if let appVersion {
+            try check(
+                !appVersion.isEmpty && appVersion.utf8.count <= Limits.maximumAppVersionBytes, Field.appVersion,
+                "The app version must be 1 to \(Limits.maximumAppVersionBytes) bytes, such as 2.4.1.")
+        }
+        try check(
+            preferredLanguages.count <= Limits.maximumLanguages, Field.preferredLanguages,
+            "Send at most \(Limits.maximumLanguages) preferred languages, most preferred first.")
+        for tag in preferredLanguages {
+            let valid =
+                !tag.isEmpty && tag.utf8.count <= Limits.maximumLanguageTagBytes
+                && tag.utf8.allSatisfy { byte in
+                    (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                        || byte == UInt8(ascii: "-")
+                }
+            try check(
+                valid, Field.preferredLanguages,
+                "\"\(tag)\" is not a BCP 47 language tag: use tags such as en, zh-Hans-CN or pt-BR (Locale.preferredLanguages)."
+            )
+        }
+        try check(tags.count <= Limits.maximumTags, Field.tags, "Send at most \(Limits.maximumTags) tags.")
+        for tag in tags {
+            try check(
+                !tag.isEmpty && tag.utf8.count <= Limits.maximumTagBytes, Field.tags,
+                "Every tag must be 1 to \(Limits.maximumTagBytes) bytes.")
+        }
+    }
+}

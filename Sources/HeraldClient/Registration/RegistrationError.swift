@@ -1,0 +1,82 @@
+/// Why a registration or unregistration did not reach the server, and whether it will be tried again.
+///
+/// `description` is safe to log: it never contains the full token or the registration key.
+public struct RegistrationError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure, for callers that branch on it.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The server URL uses plain HTTP and plain HTTP was not allowed.
+        public static let insecureURL = Code("insecureURL")
+        /// The server URL is not an absolute http(s) URL.
+        public static let invalidServerURL = Code("invalidServerURL")
+        /// The registration breaks a documented limit; nothing was sent.
+        public static let invalidRegistration = Code("invalidRegistration")
+        /// The server refused the request with a 4xx status that retrying cannot fix.
+        public static let rejected = Code("rejected")
+        /// Every attempt failed with a network error, 429 or 5xx; the operation was saved to try again later.
+        public static let gaveUp = Code("gaveUp")
+        /// The task was cancelled between attempts; the operation was saved to try again later.
+        public static let cancelled = Code("cancelled")
+        /// The pending-operation record could not be read or written.
+        public static let storageFailed = Code("storageFailed")
+    }
+
+    /// What failed.
+    public let code: Code
+    /// What went wrong and what to do.
+    public let message: String
+    /// The last HTTP status received, if any.
+    public let status: Int?
+    /// The server's machine-readable `reason`, if it sent one.
+    public let reason: String?
+    /// The server's human-readable `error`, if it sent one.
+    public let serverMessage: String?
+    /// The registration field at fault, for `invalidRegistration`.
+    public let field: String?
+    /// How many requests were made.
+    public let attempts: Int
+    /// Whether the operation was saved so that ``RegistrationClient/retryPending()`` can try it again later.
+    public let isPendingSaved: Bool
+    /// The last network or storage error, if any.
+    public let underlying: (any Error)?
+
+    init(
+        _ code: Code, _ message: String, status: Int? = nil, reason: String? = nil, serverMessage: String? = nil,
+        field: String? = nil, attempts: Int = 0, isPendingSaved: Bool = false, underlying: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.status = status
+        self.reason = reason
+        self.serverMessage = serverMessage
+        self.field = field
+        self.attempts = attempts
+        self.isPendingSaved = isPendingSaved
+        self.underlying = underlying
+    }
+
+    static func invalidRegistration(field: String, _ message: String) -> RegistrationError {
+        RegistrationError(.invalidRegistration, "\(field): \(message)", field: field)
+    }
+
+    /// The same failure, noting that the operation was saved to try again later.
+    func savedForLater() -> RegistrationError {
+        RegistrationError(
+            code, message + " It was saved and will be sent again by retryPending().", status: status, reason: reason,
+            serverMessage: serverMessage, field: field, attempts: attempts, isPendingSaved: true, underlying: underlying
+        )
+    }
+
+    public var description: String { message }
+
+    public var debugDescription: String {
+        var parts = ["RegistrationError(\(code))", message]
+        if let status { parts.append("status \(status)") }
+        if let reason { parts.append("reason \(reason)") }
+        if let underlying { parts.append("underlying: \(String(reflecting: underlying))") }
+        return parts.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,43 @@
+import Synchronization
+
+/// A count that tests can wait on: "return once at least N requests arrived", "once N sleepers are waiting".
+///
+/// The producer reports the current count with ``update(_:)``; ``wait(untilAtLeast:)`` returns as soon as the count
+/// reaches the threshold, at once if it already has. Waiting on events this way replaces sleeping in tests.
+public final class CountSignal: Sendable {
+    private struct State {
+        var count = 0
+        var waiters: [(threshold: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Starts at 0.
+    public init() {}
+
+    /// The last count reported.
+    public var count: Int { state.withLock { $0.count } }
+
+    /// Reports the current count and wakes every waiter whose threshold it reaches.
+    public func update(_ count: Int) {
+        let ready = state.withLock { state in
+            state.count = count
+            let ready = state.waiters.filter { $0.threshold <= count }.map(\.continuation)
+            state.waiters.removeAll { $0.threshold <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Returns once the count is at least `threshold`.
+    public func wait(untilAtLeast threshold: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let reached = state.withLock { state in
+                if state.count >= threshold { return true }
+                state.waiters.append((threshold, continuation))
+                return false
+            }
+            if reached { continuation.resume() }
+        }
+    }
+}

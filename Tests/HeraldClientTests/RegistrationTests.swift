@@ -1,0 +1,161 @@
+import Foundation
+import HeraldClient
+import HeraldCore
+import Testing
+
+@Suite("Registration body and settings")
+struct RegistrationTests {
+    static let tokenBytes = Data((0..<32).map { UInt8($0 * 7 & 0xFF) })
+    static let installation = UUID(uuidString: "6F9619FF-8B86-4011-B42D-00C04FC964FF")!
+
+    @Test("token bytes become lowercase hex through core's DeviceToken, whatever their length")
+    func tokenHex() throws {
+        let registration = try Registration(deviceToken: Self.tokenBytes, environment: .production)
+        #expect(registration.token.hex == "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9")
+        let long = try Registration(deviceToken: Data(repeating: 0xAB, count: 100), environment: .production)
+        #expect(long.token.hex.count == 200)
+        #expect(throws: DeviceTokenError.self) { try Registration(deviceToken: Data(), environment: .production) }
+    }
+
+    @Test("the body carries every field under its contract name, environment and debug agreeing")
+    func fullBody() throws {
+        let registration = try Registration(
+            deviceToken: Self.tokenBytes, environment: .development, topic: "com.example.herald.demo",
+            userID: "user-42", preferredLanguages: ["zh-Hans-CN", "en"], appVersion: "2.4.1", platform: .iOS,
+            installationID: Self.installation, tokenKind: .device, tags: ["beta", "sports"])
+        let expected: JSONValue = [
+            "token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9",
+            "debug": true,
+            "environment": "development",
+            "topic": "com.example.herald.demo",
+            "userId": "user-42",
+            "preferredLanguages": ["zh-Hans-CN", "en"],
+            "appVersion": "2.4.1",
+            "platform": "iOS",
+            "installationId": "6f9619ff-8b86-4011-b42d-00c04fc964ff",
+            "tokenKind": "device",
+            "tags": ["beta", "sports"],
+        ]
+        #expect(try JSONValue(parsing: registration.jsonBytes) == expected)
+        #expect(Registration(json: expected) == registration)
+    }
+
+    @Test("the minimal body is the book's {token, debug} plus environment and kind", arguments: APNSEnvironment.all)
+    func minimalBody(environment: APNSEnvironment) throws {
+        let registration = try Registration(deviceToken: Self.tokenBytes, environment: environment, platform: nil)
+        let body = try JSONValue(parsing: registration.jsonBytes)
+        #expect(body.objectValue?.keys.sorted() == ["debug", "environment", "token", "tokenKind"])
+        #expect(body["debug"] == .bool(environment == .development))
+        #expect(body["environment"] == .string(environment.name))
+    }
+
+    @Test("decoding accepts the book's body and the server's echo, and refuses broken ones")
+    func decodeLeniently() throws {
+        let hex = "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9"
+        let book = try #require(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true}"#)))
+        #expect(book.environment == .development && book.tokenKind == .device && book.topic == nil)
+        let echo = try #require(
+            Registration(
+                json: try JSONValue(
+                    parsing:
+                        #"{"id":17,"token":"\#(hex)","debug":true,"environment":"production","createdAt":"2026-01-01T00:00:00Z"}"#
+                )))
+        #expect(echo.environment == .production, "environment wins over debug")
+        #expect(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)"}"#)) == nil, "no environment")
+        #expect(Registration(json: try JSONValue(parsing: #"{"token":"xyz","debug":true}"#)) == nil, "not hex")
+        #expect(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true,"tags":[1]}"#)) == nil)
+        #expect(
+            Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true,"platform":"Android"}"#)) == nil
+        )
+    }
+
+    @Test("every platform and token kind round-trips through its wire name")
+    func names() {
+        #expect(Platform.all.map(\.name) == ["iOS", "macOS", "tvOS", "watchOS", "visionOS"])
+        #expect(Platform.all.allSatisfy { Platform(name: $0.name) == $0 })
+        #expect(Platform(name: "ios") == .iOS && Platform(name: "android") == nil)
+        #expect(
+            TokenKind.all.map(\.name) == [
+                "device", "voip", "liveactivity-start", "liveactivity", "widgets", "controls", "location", "pushtotalk",
+                "complication", "fileprovider",
+            ])
+        #expect(TokenKind.all.allSatisfy { TokenKind(name: $0.name) == $0 })
+    }
+
+    @Test(
+        "each token kind names the push types it can receive",
+        arguments: [
+            (TokenKind.device, [APNSPushType.alert, .background]), (.voip, [.voip]),
+            (.liveActivityStart, [.liveactivity]), (.liveActivity, [.liveactivity]), (.widgets, [.widgets]),
+            (.controls, [.controls]), (.location, [.location]), (.pushToTalk, [.pushtotalk]),
+            (.complication, [.complication]), (.fileProvider, [.fileprovider]),
+        ])
+    func pushTypes(kind: TokenKind, types: [APNSPushType]) {
+        #expect(kind.pushTypes == types)
+    }
+
+    @Test(
+        "fields beyond the documented limits are refused before any request",
+        arguments: [
+            ("topic", { @Sendable (r: inout Registration) in r.topic = "com.example app" }),
+            ("userId", { @Sendable (r: inout Registration) in r.userID = "" }),
+            ("appVersion", { @Sendable (r: inout Registration) in r.appVersion = String(repeating: "9", count: 65) }),
+            ("preferredLanguages", { @Sendable (r: inout Registration) in r.preferredLanguages = ["en_US"] }),
+            (
+                "preferredLanguages",
+                { @Sendable (r: inout Registration) in r.preferredLanguages = Array(repeating: "en", count: 21) }
+            ),
+            ("tags", { @Sendable (r: inout Registration) in r.tags = [""] }),
+            ("tags", { @Sendable (r: inout Registration) in r.tags = (0..<51).map { "t\($0)" } }),
+        ] as [(String, @Sendable (inout Registration) -> Void)])
+    func limits(field: String, breakIt: @Sendable (inout Registration) -> Void) throws {
+        var registration = try Registration(deviceToken: Self.tokenBytes, environment: .production)
+        try registration.validate()
+        breakIt(&registration)
+        #expect {
+            try registration.validate()
+        } throws: { error in
+            guard let error = error as? RegistrationError else { return false }
+            return error.code == .invalidRegistration && error.field == field && error.message.contains(field)
+        }
+    }
+
+    @Test("plain HTTP is refused with an explanation unless explicitly allowed")
+    func insecureURL() throws {
+        let local = URL(string: "http://192.168.1.1:8080")!
+        #expect {
+            try RegistrationClient.Configuration(serverURL: local)
+        } throws: { error in
+            guard let error = error as? RegistrationError else { return false }
+            return error.code == .insecureURL && error.message.contains("allowsInsecureHTTP")
+        }
+        let allowed = try RegistrationClient.Configuration(serverURL: local, allowsInsecureHTTP: true)
+        #expect(allowed.serverURL == local)
+        _ = try RegistrationClient.Configuration(serverURL: URL(string: "https://push.example.com/herald")!)
+        #expect {
+            try RegistrationClient.Configuration(serverURL: URL(string: "ftp://push.example.com")!)
+        } throws: { ($0 as? RegistrationError)?.code == .invalidServerURL }
+        #expect {
+            try RegistrationClient.Configuration(serverURL: URL(string: "/api/token")!)
+        } throws: { ($0 as? RegistrationError)?.code == .invalidServerURL }
+    }
+
+    @Test(
+        "backoff doubles up to the cap, jitter only shortens it, and Retry-After is honoured up to the cap",
+        arguments: [
+            (1, 0.0, nil, Duration.seconds(1)), (2, 0.0, nil, .seconds(2)), (3, 0.0, nil, .seconds(4)),
+            (10, 0.0, nil, .seconds(30)), (3, 1.0, nil, .seconds(2)), (3, 0.5, nil, .seconds(3)),
+            (1, 0.0, Duration.seconds(7), .seconds(7)), (1, 0.0, .seconds(3600), .seconds(30)),
+            (3, 0.0, .seconds(1), .seconds(4)),
+        ] as [(Int, Double, Duration?, Duration)])
+    func backoff(attempt: Int, random: Double, retryAfter: Duration?, expected: Duration) {
+        let policy = RetryPolicy(
+            maximumAttempts: 10, initialDelay: .seconds(1), multiplier: 2, maximumDelay: .seconds(30), jitter: 0.5)
+        #expect(policy.delay(afterAttempt: attempt, randomFraction: random, retryAfter: retryAfter) == expected)
+    }
+
+    @Test("only 429 and 5xx are retryable", arguments: [200, 201, 400, 401, 403, 404, 413, 429, 500, 502, 503, 599])
+    func retryable(status: Int) {
+        #expect(RetryPolicy.isRetryable(status: status) == (status == 429 || status >= 500))
+    }
+}
