@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "herald", targets: ["HeraldCLI"]),
         .library(name: "HeraldCore", targets: ["HeraldCore"]),
+        .library(name: "HeraldAPNS", targets: ["HeraldAPNS"]),
         .library(name: "HeraldEmulator", targets: ["HeraldEmulator"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
@@ -27,12 +28,30 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         // The shared APNs vocabulary: tokens, headers, payload, validation, JWT, encryption. No NIO, no HTTP.
         .target(
             name: "HeraldCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: upcomingFeatures
+        ),
+        // The sender: pooled, multiplexed HTTP/2 to APNs with retries. Core + NIO only: not the server, not the emulator.
+        .target(
+            name: "HeraldAPNS",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         // A local APNs over HTTP/2 + TLS. Must not import the APNs client: both are checked against one outcome table.
@@ -85,6 +104,11 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldAPNSTests",
+            dependencies: ["HeraldAPNS", "HeraldEmulator", "HeraldCore", "HeraldTesting", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

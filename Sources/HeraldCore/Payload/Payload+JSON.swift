@@ -27,7 +27,7 @@ extension Payload {
             value = try JSONValue(parsing: jsonBytes)
         } catch {
             throw NotificationValidationError(
-                .payloadNotJSON, field: "payload", reason: nil,
+                .payloadNotJSON, field: "payload", reason: .badRequestPayload,
                 message: "The payload is not valid JSON (\(error.description)): send a JSON object such as {\"aps\":{\"alert\":\"Hello\"}}.")
         }
         try self.init(json: value)
@@ -42,7 +42,7 @@ extension Payload {
     public init(json: JSONValue) throws(NotificationValidationError) {
         guard case .object(var members) = json else {
             throw NotificationValidationError(
-                .payloadNotObject, field: "payload", reason: nil,
+                .payloadNotObject, field: "payload", reason: .badRequestPayload,
                 message: "The payload is \(json.typeName), but APNs needs a JSON object with an aps dictionary.")
         }
         if let apsValue = members.removeValue(forKey: "aps") {

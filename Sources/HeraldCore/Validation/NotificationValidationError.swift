@@ -2,7 +2,9 @@
 ///
 /// Names the header or payload field at fault (`apns-priority`, `aps.sound.volume`), says what to do, and carries the
 /// reason APNs would have answered where Apple has one (``reason``); some rules catch mistakes APNs accepts
-/// silently (a background push with an alert is dropped on the device), and those have no reason.
+/// silently (a background push with an alert is dropped on the device), and those have no reason. Apple does not
+/// document the reason for a device-push body that is not a JSON object; Herald (here and in its emulator) uses
+/// `BadRequestPayload`, the broadcast endpoints' reason for it.
 public struct NotificationValidationError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Which rule failed, for callers that branch on it.
     public struct Code: Sendable, Hashable, CustomStringConvertible {

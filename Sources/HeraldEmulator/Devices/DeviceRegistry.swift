@@ -20,7 +20,7 @@ final class DeviceRegistry: Sendable {
         var records: [Key: Record] = [:]
         var counters = EmulatorCounters()
         var seenAPNSIDs = Set<UInt64>()
-        var random: SeededRandom
+        var random: SeededRandomNumberGenerator
     }
 
     enum Lookup {
@@ -35,7 +35,7 @@ final class DeviceRegistry: Sendable {
     init(mode: EmulatorConfiguration.DeviceMode, inbox: EmulatorConfiguration.InboxMode, seed: UInt64) {
         self.mode = mode
         self.inboxMode = inbox
-        state = Mutex(State(random: SeededRandom(seed: seed ^ 0xD3A1_5EED)))
+        state = Mutex(State(random: SeededRandomNumberGenerator(seed: seed ^ 0xD3A1_5EED)))
     }
 
     // MARK: Delivery

@@ -14,13 +14,13 @@ final class FaultInjector: Sendable {
 
     private struct State {
         var configuration: FaultConfiguration
-        var random: SeededRandom
+        var random: SeededRandomNumberGenerator
     }
 
     private let state: Mutex<State>
 
     init(configuration: FaultConfiguration, seed: UInt64) {
-        state = Mutex(State(configuration: configuration, random: SeededRandom(seed: seed)))
+        state = Mutex(State(configuration: configuration, random: SeededRandomNumberGenerator(seed: seed)))
     }
 
     var configuration: FaultConfiguration {

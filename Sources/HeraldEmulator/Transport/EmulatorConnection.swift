@@ -40,8 +40,12 @@ final class EmulatorConnection {
         closeIfDrained()
     }
 
+    /// Closes after the current read cycle: stream channels flush their answers when it ends, and closing
+    /// before that would drop answers already given.
     func closeIfDrained() {
-        if goAwayLastStreamID != nil, inFlight == 0 { parent.close(promise: nil) }
+        guard goAwayLastStreamID != nil, inFlight == 0 else { return }
+        let parent = self.parent
+        parent.eventLoop.execute { parent.close(promise: nil) }
     }
 }
 

@@ -65,7 +65,10 @@ final class EmulatorStreamHandler: ChannelInboundHandler {
 
         switch response.fault {
         case .reset:
-            connection.parent.close(promise: nil)
+            // Answers already given go out first (stream writes are flushed when the read cycle ends, so the close
+            // waits for that): the fault is that this stream, and the ones not yet read, get no answer.
+            let parent = connection.parent
+            context.eventLoop.execute { parent.close(promise: nil) }
             return
         case .noResponse:
             return

@@ -1,0 +1,98 @@
+public import Foundation
+public import HeraldCore
+
+/// What happened to one notification for one device.
+public struct APNSDelivery: Sendable, CustomStringConvertible {
+    /// The device it was for.
+    public let token: DeviceToken
+    /// The `apns-id` it was sent with (the same on every attempt).
+    public let apnsID: String
+    public let outcome: APNSOutcome
+    /// How many times it was sent (1 when the first attempt decided).
+    public let attempts: Int
+
+    public var description: String { "\(token.redacted) \(apnsID): \(outcome) after \(attempts) attempt\(attempts == 1 ? "" : "s")" }
+}
+
+/// The end of a send: accepted, rejected by APNs, or failed to get an answer.
+public enum APNSOutcome: Sendable, CustomStringConvertible {
+    /// APNs accepted it (which is not yet delivery). `uniqueID` is the sandbox's `apns-unique-id`.
+    case accepted(apnsID: String, uniqueID: String?)
+    /// APNs refused it with a status and reason.
+    case rejected(APNSRejection)
+    /// No answer could be had: connection failures or timeouts on every allowed attempt, or invalid credentials
+    /// configuration.
+    case failed(APNSClientError)
+
+    public var isAccepted: Bool { if case .accepted = self { true } else { false } }
+
+    /// The rejection, if APNs refused.
+    public var rejection: APNSRejection? { if case .rejected(let rejection) = self { rejection } else { nil } }
+
+    public var description: String {
+        switch self {
+        case .accepted(let id, _): "accepted (apns-id \(id))"
+        case .rejected(let rejection): "rejected: \(rejection)"
+        case .failed(let error): "failed: \(error)"
+        }
+    }
+}
+
+/// An APNs error response, decoded so that even an empty or non-JSON body keeps the status and apns-id.
+public struct APNSRejection: Sendable, Hashable, CustomStringConvertible {
+    public let status: Int
+    /// The `reason` string; `.unknown`-style raw text when Apple adds one Herald does not know.
+    public let reason: APNSReason
+    /// For 410 `Unregistered`: when APNs last confirmed the token was invalid.
+    public let timestamp: Date?
+    public let apnsID: String
+    public let uniqueID: String?
+
+    public var description: String {
+        var text = "\(status) \(reason)"
+        if let timestamp { text += " since \(Int(timestamp.timeIntervalSince1970 * 1000)) ms" }
+        return text
+    }
+}
+
+/// Why a notification could not get an answer from APNs, or the client could not start.
+public struct APNSClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+        /// The attempt had no response within ``APNSClientConfiguration/requestTimeout``.
+        public static let timeout = Code("timeout")
+        /// The connection closed before the response (it may or may not have been processed).
+        public static let connectionClosed = Code("connectionClosed")
+        /// The server refused the stream or it was above a GOAWAY's last stream id: not processed, safe to resend.
+        public static let notProcessed = Code("notProcessed")
+        /// A connection could not be opened (DNS, TCP, TLS, ALPN).
+        public static let connectFailed = Code("connectFailed")
+        /// The response was not an APNs response.
+        public static let badResponse = Code("badResponse")
+        /// The client was shut down.
+        public static let shutdown = Code("shutdown")
+        /// The configuration or credentials are not usable.
+        public static let configuration = Code("configuration")
+        /// The notification failed validation before sending.
+        public static let invalidNotification = Code("invalidNotification")
+    }
+
+    public let code: Code
+    public let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    static func configuration(_ message: String) -> APNSClientError { APNSClientError(.configuration, message) }
+
+    /// Whether sending again may succeed.
+    public var isRetryable: Bool {
+        code == .timeout || code == .connectionClosed || code == .notProcessed || code == .connectFailed
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,172 @@
+import Foundation
+@testable import HeraldAPNS
+import HeraldCore
+import HeraldEmulator
+import HeraldTesting
+import Synchronization
+import Testing
+
+@Suite("Sender: faults, connections and provider tokens", .timeLimit(.minutes(3)))
+struct SenderResilienceTests {
+    let harness = SenderHarness()
+
+    /// Sends `count` notifications to distinct devices (permissive mode) with the bulk API and returns them.
+    func burst(_ client: APNSClient, count: Int, maximumInFlight: Int = 200) async throws -> [APNSDelivery] {
+        let notification = harness.alert()
+        let items = (0..<count).map { index in
+            (notification, try! DeviceToken(hex: String(format: "%064x", index + 1)))
+        }
+        let deliveries = Mutex<[APNSDelivery]>([])
+        try await client.sendAll(items.asyncSequence, maximumInFlight: maximumInFlight) { delivery in
+            deliveries.withLock { $0.append(delivery) }
+        }
+        return deliveries.withLock { $0 }
+    }
+
+    /// Every notification ended accepted, reached the emulator, and reached it once, unless `forcedResends` allows
+    /// re-sends the protocol forces (a connection cut after APNs answered but before the answer arrived).
+    func expectNothingLost(_ deliveries: [APNSDelivery], count: Int, emulator: APNSEmulator, forcedResends: Bool = false,
+                           sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(deliveries.count == count, sourceLocation: sourceLocation)
+        #expect(Set(deliveries.map(\.apnsID)).count == count, "one delivery per notification", sourceLocation: sourceLocation)
+        let accepted = deliveries.filter(\.outcome.isAccepted).count
+        #expect(accepted == count, "\(deliveries.filter { !$0.outcome.isAccepted }.prefix(3))", sourceLocation: sourceLocation)
+        let counters = emulator.counters
+        #expect(counters.accepted - counters.duplicateAPNSIDs == accepted, "every notification reached APNs", sourceLocation: sourceLocation)
+        if forcedResends {
+            let resent = deliveries.filter { $0.attempts > 1 }.count
+            #expect(counters.duplicateAPNSIDs <= resent, "duplicates only from re-sends", sourceLocation: sourceLocation)
+        } else {
+            #expect(counters.duplicateAPNSIDs == 0, sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test("a burst starts at one stream and fans out once the server raises the limit")
+    func fanOut() async throws {
+        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, inbox: .countingOnly)) { emulator, client in
+            let deliveries = try await burst(client, count: 2000)
+            expectNothingLost(deliveries, count: 2000, emulator: emulator)
+            #expect(deliveries.allSatisfy { $0.attempts == 1 })
+            #expect(client.connectionCount <= 2)
+        }
+    }
+
+    @Test("GOAWAY mid-burst: streams above last-stream-id go out again on another connection, none twice")
+    func goAway() async throws {
+        let faults = FaultConfiguration(goAwayAfterStreams: 150)
+        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly)) { emulator, client in
+            let deliveries = try await burst(client, count: 1000)
+            expectNothingLost(deliveries, count: 1000, emulator: emulator)
+            #expect(emulator.counters.goAways >= 5)
+            #expect(deliveries.contains { $0.attempts > 1 }, "some streams were above the GOAWAY and were re-sent")
+        }
+    }
+
+    @Test("connection resets: in-flight notifications are re-sent with the same apns-id")
+    func resets() async throws {
+        let faults = FaultConfiguration(resetProbability: 0.01)
+        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly)) { emulator, client in
+            let deliveries = try await burst(client, count: 1000)
+            // A reset can lose answers APNs already sent (the kernel drops unread data on RST): those notifications
+            // must go out again, and arrive twice. The same apns-id lets the receiver tell.
+            expectNothingLost(deliveries, count: 1000, emulator: emulator, forcedResends: true)
+            #expect(emulator.counters.faults["reset", default: 0] > 0)
+        }
+    }
+
+    @Test("streams that never answer time out and are retried like a 5xx")
+    func unansweredStreams() async throws {
+        let faults = FaultConfiguration(noResponseProbability: 0.05)
+        try await harness.run(
+            emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly),
+            client: { harness.clientConfiguration($0, requestTimeout: .seconds(2)) }
+        ) { emulator, client in
+            let deliveries = try await burst(client, count: 300, maximumInFlight: 50)
+            expectNothingLost(deliveries, count: 300, emulator: emulator)
+            #expect(emulator.counters.faults["noResponse", default: 0] > 0)
+        }
+    }
+
+    @Test("429, 500 and 503 storms are retried with backoff until accepted")
+    func storms() async throws {
+        let faults = FaultConfiguration(tooManyRequests: 0.15, internalServerError: 0.15, serviceUnavailable: 0.1, shutdown: 0.05)
+        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly)) { emulator, client in
+            let deliveries = try await burst(client, count: 600)
+            expectNothingLost(deliveries, count: 600, emulator: emulator)
+            #expect(deliveries.contains { $0.attempts >= 3 })
+            #expect(!harness.backoffClock.requestedSleeps.isEmpty, "retries waited on the injected clock")
+        }
+    }
+
+    @Test("a retry policy that runs out ends with the last rejection, never silently")
+    func exhausted() async throws {
+        try await harness.run(
+            emulator: harness.emulatorConfiguration(faults: FaultConfiguration(serviceUnavailable: 1)),
+            client: { harness.clientConfiguration($0, retry: RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10))) }
+        ) { emulator, client in
+            let delivery = await client.send(harness.alert(), to: harness.developmentDevice)
+            #expect(delivery.attempts == 3)
+            #expect(delivery.outcome.rejection?.reason == .serviceUnavailable)
+            #expect(harness.backoffClock.requestedSleeps.count == 2)
+        }
+    }
+
+    @Test("10,000 notifications over an hour never trip the 20-minute token rule")
+    func jwtOverAnHour() async throws {
+        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, inbox: .countingOnly)) { emulator, client in
+            let notification = harness.alert()
+            var rejected = 0
+            for batch in 0..<100 {
+                let items = (0..<100).map { index in (notification, try! DeviceToken(hex: String(format: "%064x", batch * 100 + index + 1))) }
+                try await client.sendAll(items.asyncSequence, maximumInFlight: 100) { delivery in
+                    if !delivery.outcome.isAccepted { rejected += 1 }
+                }
+                harness.clock.advance(by: .seconds(36))
+            }
+            #expect(rejected == 0)
+            #expect(emulator.counters.accepted == 10_000)
+            #expect(emulator.counters.rejected["TooManyProviderTokenUpdates"] == nil)
+            #expect(harness.tokens.signatureCount == 2, "one token at the start, one after 50 minutes")
+        }
+    }
+
+    @Test("certificate authentication with a client certificate")
+    func certificate() async throws {
+        let authority = try LocalCertificateAuthority(commonName: "Test WWDR")
+        let issued = try authority.issueClientCertificate(bundleID: APNSOutcomeTable.bundleID)
+        try await harness.run(
+            emulator: harness.emulatorConfiguration(clientCA: authority.certificatePEM),
+            client: { harness.clientConfiguration($0, credentials: .certificate(chainPEM: issued.certificatePEM, privateKeyPEM: issued.privateKeyPEM)) }
+        ) { emulator, client in
+            let delivery = await client.send(harness.alert(), to: harness.developmentDevice)
+            #expect(delivery.outcome.isAccepted)
+            let other = await client.send(harness.alert(topic: "com.other.app"), to: harness.developmentDevice)
+            #expect(other.outcome.rejection?.reason == .topicDisallowed)
+        }
+    }
+
+    @Test("the production host and a development token: BadDeviceToken, not retried")
+    func environments() async throws {
+        try await harness.run(client: { harness.clientConfiguration($0, environment: .production) }) { emulator, client in
+            #expect(await client.send(harness.alert(), to: harness.productionDevice).outcome.isAccepted)
+            let wrong = await client.send(harness.alert(), to: harness.developmentDevice)
+            #expect(wrong.outcome.rejection?.reason == .badDeviceToken && wrong.attempts == 1)
+        }
+    }
+
+    @Test("an unreachable host fails with connectFailed after the retries, and says where")
+    func unreachable() async throws {
+        let configuration = APNSClientConfiguration(
+            destination: .custom(host: "127.0.0.1", port: 1, environment: .development), credentials: .token(harness.tokens),
+            retry: RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(1)))
+        try await APNSClient.withClient(configuration: configuration, clock: harness.backoffClock) { client in
+            let delivery = await client.send(harness.alert(), to: harness.developmentDevice)
+            guard case .failed(let error) = delivery.outcome else {
+                Issue.record("expected a failure, got \(delivery.outcome)")
+                return
+            }
+            #expect(error.code == .connectFailed && error.description.contains("127.0.0.1:1"))
+            #expect(delivery.attempts == 3)
+        }
+    }
+}
