@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "HeraldEmulator", targets: ["HeraldEmulator"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
+        .library(name: "HeraldStore", targets: ["HeraldStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -72,6 +73,16 @@ let package = Package(
         .target(
             name: "HeraldClient",
             dependencies: ["HeraldCore"],
+            swiftSettings: upcomingFeatures
+        ),
+        // The token registry and delivery records behind one interface; the SQL both backends share.
+        .target(
+            name: "HeraldStore",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
