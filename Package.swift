@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -28,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // The shared APNs vocabulary: tokens, headers, payload, validation, JWT, encryption. No NIO, no HTTP.
@@ -85,12 +87,25 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // The embedded backend: SQLite through GRDB (the system's libsqlite3).
+        .target(
+            name: "HeraldStoreSQLite",
+            dependencies: [
+                "HeraldStore",
+                "HeraldCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
         .target(
             name: "HeraldTesting",
             dependencies: [
                 "HeraldCore",
+                "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -112,6 +127,11 @@ let package = Package(
             name: "HeraldClientTests",
             dependencies: ["HeraldClient", "HeraldCore", "HeraldTesting"],
             resources: [.copy("Fixtures")],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldStoreSQLiteTests",
+            dependencies: ["HeraldStoreSQLite", "HeraldStore", "HeraldCore", "HeraldTesting"],
             swiftSettings: upcomingFeatures
         ),
     ],
