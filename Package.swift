@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
+        .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -30,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The shared APNs vocabulary: tokens, headers, payload, validation, JWT, encryption. No NIO, no HTTP.
@@ -98,6 +100,19 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // The backend for several instances: PostgreSQL through postgres-nio's connection pool.
+        .target(
+            name: "HeraldStorePostgres",
+            dependencies: [
+                "HeraldStore",
+                "HeraldCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
         .target(
             name: "HeraldTesting",
@@ -132,6 +147,14 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreSQLiteTests",
             dependencies: ["HeraldStoreSQLite", "HeraldStore", "HeraldCore", "HeraldTesting"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldStorePostgresTests",
+            dependencies: [
+                "HeraldStorePostgres", "HeraldStore", "HeraldCore", "HeraldTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: upcomingFeatures
         ),
     ],
