@@ -22,7 +22,9 @@ extension PostgresStore {
         ///   - client: Server, credentials, TLS and pool settings.
         ///   - schema: Herald's schema, or `nil` for the default search path.
         ///   - clock: Where record times come from; default the system clock.
-        public init(client: PostgresClient.Configuration, schema: String? = nil, clock: any WallClock = SystemWallClock()) {
+        public init(
+            client: PostgresClient.Configuration, schema: String? = nil, clock: any WallClock = SystemWallClock()
+        ) {
             self.client = client
             self.schema = schema
             self.clock = clock
@@ -59,13 +61,16 @@ extension PostgresStore {
                 host: host, port: components.port ?? 5432, username: user, password: components.password,
                 database: database.isEmpty ? nil : database, tls: tls)
             if let pool = options["pool"] {
-                guard let size = Int(pool), size > 0 else { throw invalid("has a pool size that is not a positive number") }
+                guard let size = Int(pool), size > 0 else {
+                    throw invalid("has a pool size that is not a positive number")
+                }
                 client.options.maximumConnections = size
             }
             if let schema = options["schema"], !Self.isValidSchema(schema) {
                 throw StoreError(
                     .invalidURL,
-                    "The schema name in the PostgreSQL URL is not allowed: use lowercase letters, digits and _, starting with a letter.")
+                    "The schema name in the PostgreSQL URL is not allowed: use lowercase letters, digits and _, starting with a letter."
+                )
             }
             self.init(client: client, schema: options["schema"], clock: clock)
         }

@@ -10,7 +10,8 @@ extension PostgresStore {
         return try await transaction("store a registration") { session in
             // Locks the row when it exists; a concurrent first registration meets the insert's conflict instead.
             let previous = try await session.rows(StoreSQL.selectDeviceState(registration.token, .postgres)).first
-            let createdAt = try await session.rows(StoreSQL.upsertDevice(registration, at: now, .postgres))[0].integer(0)
+            let createdAt = try await session.rows(StoreSQL.upsertDevice(registration, at: now, .postgres))[0].integer(
+                0)
             for statement in StoreSQL.rewriteTags(registration, storedTags: try previous?.text(0), .postgres) {
                 try await session.execute(statement)
             }

@@ -37,9 +37,14 @@ public final class PostgresStore: Store {
     /// - Parameters:
     ///   - configuration: Server, pool, schema and clock.
     ///   - logger: Where postgres-nio logs connection events; nothing by default. Herald never logs queries.
-    public init(configuration: Configuration, logger: Logger = Logger(label: "herald.store", factory: { _ in
-        SwiftLogNoOpLogHandler()
-    })) {
+    public init(
+        configuration: Configuration,
+        logger: Logger = Logger(
+            label: "herald.store",
+            factory: { _ in
+                SwiftLogNoOpLogHandler()
+            })
+    ) {
         var clientConfiguration = configuration.client
         if let schema = configuration.schema {
             clientConfiguration.options.additionalStartupParameters.append(("search_path", schema))
@@ -161,7 +166,8 @@ public final class PostgresStore: Store {
     /// operation runs to its end.
     private func leased<T: Sendable>(
         _ action: String,
-        _ operation: @escaping @Sendable (PostgresClient, Logger, _ acquired: @escaping @Sendable () -> Void)
+        _ operation:
+            @escaping @Sendable (PostgresClient, Logger, _ acquired: @escaping @Sendable () -> Void)
             async throws -> T
     ) async throws -> T {
         try ensureOpen()
@@ -185,7 +191,8 @@ public final class PostgresStore: Store {
                         group.cancelAll()
                         throw StoreError(
                             .unavailable,
-                            "PostgreSQL could not \(action): no connection within \(timeout). Check the database URL, that the server runs and accepts connections, or raise the pool size.")
+                            "PostgreSQL could not \(action): no connection within \(timeout). Check the database URL, that the server runs and accepts connections, or raise the pool size."
+                        )
                     }
                 }
                 throw CancellationError()
@@ -204,7 +211,8 @@ public final class PostgresStore: Store {
     private static func map(_ error: any Error, _ action: String) -> any Error {
         if error is StoreError || error is CancellationError { return error }
         if let error = error as? PostgresTransactionError {
-            return map(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? error, action)
+            return map(
+                error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? error, action)
         }
         guard let psql = error as? PSQLError else {
             return StoreError(.backend, "PostgreSQL could not \(action).", underlying: error)

@@ -76,7 +76,8 @@ extension SQLiteStore {
                 let scheme = url.firstIndex(of: ":").map { "a \(url[..<$0]): URL" } ?? "this"
                 throw StoreError(
                     .invalidURL,
-                    "The database URL is \(scheme), not a SQLite URL: write sqlite:///path/to/herald.sqlite or sqlite::memory:.")
+                    "The database URL is \(scheme), not a SQLite URL: write sqlite:///path/to/herald.sqlite or sqlite::memory:."
+                )
             }
             var rest = url.dropFirst("sqlite:".count)
             if rest == ":memory:" {

@@ -56,7 +56,8 @@ extension SQLiteStore {
             let result = InvalidationResult.decide(
                 registeredAt: StoreTime.date(try state.integer(2)), apnsTimestamp: apnsTimestamp)
             if result == .removed {
-                try db.execute(StoreSQL.invalidate(token, reason: reason, apnsTimestamp: apnsTimestamp, at: now, .sqlite))
+                try db.execute(
+                    StoreSQL.invalidate(token, reason: reason, apnsTimestamp: apnsTimestamp, at: now, .sqlite))
             }
             return result
         }

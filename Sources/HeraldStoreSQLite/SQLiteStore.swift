@@ -93,7 +93,12 @@ public final class SQLiteStore: Store {
     }
 
     public func close() async {
-        guard closed.withLock({ closed in defer { closed = true }; return !closed }) else { return }
+        guard
+            closed.withLock({ closed in
+                defer { closed = true }
+                return !closed
+            })
+        else { return }
         try? writer.close()
     }
 

@@ -27,7 +27,8 @@ struct SQLiteStoreTests {
 
     @Test("an in-memory store behaves the same for a single instance", arguments: [0, 4, 14])
     func memory(_ index: Int) async throws {
-        let fixture = StoreFixture(open: { clock in try SQLiteStore(url: "sqlite::memory:", clock: clock) }, cleanup: {})
+        let fixture = StoreFixture(
+            open: { clock in try SQLiteStore(url: "sqlite::memory:", clock: clock) }, cleanup: {})
         try await StoreConformance.run(StoreConformance.cases[index], on: fixture)
     }
 

@@ -1,6 +1,7 @@
 /// A change to a send's status or description: the input of ``DeliveryStore/updateSend(_:_:)``.
 ///
-/// Fields left `nil` keep their stored value. Counts are not here: they follow ``DeliveryStore/recordOutcomes(_:for:checkpoint:)``.
+/// Fields left `nil` keep their stored value. Counts are not here: they follow
+/// ``DeliveryStore/recordOutcomes(_:for:checkpoint:)``.
 public struct SendUpdate: Sendable, Hashable {
     /// The new status. A final status (or `queued`) also releases the worker's lease.
     public var status: SendStatus?

@@ -1,5 +1,5 @@
 import Crypto
-public import Foundation
+import Foundation
 
 /// The secret half of an API key: generated once, shown once, stored only as its SHA-256.
 ///

@@ -65,7 +65,8 @@ package enum StoreSQL {
         var statement = SQLStatement(dialect)
         let tokenPlaceholder = statement.bind(token.hex)
         let rows = tags.map { "(\(statement.bind($0)), \(tokenPlaceholder))" }
-        statement.sql = "INSERT INTO device_tags (tag, token) VALUES " + rows.joined(separator: ", ")
+        statement.sql =
+            "INSERT INTO device_tags (tag, token) VALUES " + rows.joined(separator: ", ")
             + " ON CONFLICT DO NOTHING"
         return statement
     }
@@ -228,14 +229,16 @@ package enum StoreSQL {
                 ]
                 return "(\(sendPlaceholder), " + values.map { statement.bind($0) }.joined(separator: ", ") + ")"
             }
-            statement.sql = "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES "
+            statement.sql =
+                "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES "
                 + rows.joined(separator: ", ")
             return statement
         }
     }
 
     /// The columns of `send_outcomes` after `send_id`, in the order ``StoredRow/outcome()`` reads them.
-    package static let outcomeColumns = "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at"
+    package static let outcomeColumns =
+        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at"
 
     /// One page of a send's outcomes (one row more than the limit).
     package static func outcomes(

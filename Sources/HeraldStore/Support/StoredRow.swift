@@ -29,7 +29,9 @@ extension StoredRow {
 
     /// The error for a column that holds a value of the wrong type.
     package static func unexpectedType(_ index: Int) -> StoreError {
-        StoreError(.corruptRecord, "Column \(index + 1) of a stored row has an unexpected type: was the table changed by hand?")
+        StoreError(
+            .corruptRecord, "Column \(index + 1) of a stored row has an unexpected type: was the table changed by hand?"
+        )
     }
 
     private static func unexpectedNull(_ index: Int) -> StoreError {
@@ -43,7 +45,8 @@ extension StoredRow {
             installationID: optionalText(5), preferredLanguages: StoredList.decode(text(6)),
             appVersion: optionalText(7), platform: optionalText(8), tags: StoredList.decode(text(9)),
             registeredAt: integer(10), createdAt: integer(11), updatedAt: integer(12),
-            invalidatedAt: optionalInteger(13), invalidationReason: optionalText(14), apnsTimestamp: optionalInteger(15))
+            invalidatedAt: optionalInteger(13), invalidationReason: optionalText(14), apnsTimestamp: optionalInteger(15)
+        )
     }
 
     /// A send from the columns of ``StoreSQL/sendColumns``.

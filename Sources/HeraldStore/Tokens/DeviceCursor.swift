@@ -1,4 +1,4 @@
-public import HeraldCore
+package import HeraldCore
 
 /// Where a page of ``TokenStore/devices(matching:after:limit:)`` ended: pass it back to get the next page.
 ///

@@ -43,14 +43,16 @@ extension DeviceQuery {
             if let cursor {
                 if ordersByEnvironment {
                     let environment = statement.bind(cursor.environment.name)
-                    conditions.append("(d.environment, d.token) > (\(environment), \(statement.bind(cursor.token.hex)))")
+                    conditions.append(
+                        "(d.environment, d.token) > (\(environment), \(statement.bind(cursor.token.hex)))")
                 } else {
                     conditions.append("\(key) > \(statement.bind(cursor.token.hex))")
                 }
             }
         }
         let order = ordersByEnvironment ? "d.environment, d.token" : key
-        statement.sql = "SELECT \(Self.columns) FROM devices d\(join(&statement)) WHERE "
+        statement.sql =
+            "SELECT \(Self.columns) FROM devices d\(join(&statement)) WHERE "
             + conditions.joined(separator: " AND ")
             + " ORDER BY \(order) LIMIT \(statement.bind(.integer(Int64(limit + 1))))"
         return PageStatement(statement: statement, limit: limit, nextChunk: nextChunk)
@@ -77,7 +79,8 @@ extension DeviceQuery {
             var statement = SQLStatement(dialect)
             var conditions = filters(into: &statement)
             if let chunk { conditions.append("d.token IN (\(statement.bindList(chunk.map(\.hex))))") }
-            statement.sql = "SELECT count(*) FROM devices d\(join(&statement)) WHERE "
+            statement.sql =
+                "SELECT count(*) FROM devices d\(join(&statement)) WHERE "
                 + conditions.joined(separator: " AND ")
             return statement
         }

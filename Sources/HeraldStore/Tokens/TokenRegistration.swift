@@ -89,7 +89,8 @@ public struct TokenRegistration: Sendable, Hashable {
                 language.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" })
             else {
                 throw invalid(
-                    "preferredLanguages", "each is a BCP 47 tag of 1 to \(Self.maximumLanguageCharacters) letters, digits and '-'"
+                    "preferredLanguages",
+                    "each is a BCP 47 tag of 1 to \(Self.maximumLanguageCharacters) letters, digits and '-'"
                 )
             }
         }

@@ -15,7 +15,8 @@ extension StoreConformance {
     }
 
     static func outcome(_ n: Int, _ result: DeliveryOutcome.Result, at date: Date) -> DeliveryOutcome {
-        DeliveryOutcome(token: token(n), environment: n.isMultiple(of: 2) ? .development : .production, result: result, at: date)
+        DeliveryOutcome(
+            token: token(n), environment: n.isMultiple(of: 2) ? .development : .production, result: result, at: date)
     }
 
     static func deliveryRecords(_ context: Context) async throws {
@@ -64,7 +65,9 @@ extension StoreConformance {
     static func sendUpdates(_ context: Context) async throws {
         let store = context.store
         let send = try await store.createSend(NewSend(target: "user 42", summary: "background", status: .running))
-        await #expect(throws: StoreError.self) { try await store.createSend(NewSend(id: send.id, target: "x", summary: "y")) }
+        await #expect(throws: StoreError.self) {
+            try await store.createSend(NewSend(id: send.id, target: "x", summary: "y"))
+        }
         context.clock.advance(by: .seconds(2))
         let counted = try await store.updateSend(send.id, SendUpdate(targetCount: 3))
         #expect(counted.status == .running && counted.targetCount == 3 && counted.updatedAt == context.clock.now())
@@ -74,10 +77,13 @@ extension StoreConformance {
 
         let missing = SendID()
         #expect(try await store.send(missing) == nil)
-        let update = await #expect(throws: StoreError.self) { try await store.updateSend(missing, SendUpdate(status: .completed)) }
+        let update = await #expect(throws: StoreError.self) {
+            try await store.updateSend(missing, SendUpdate(status: .completed))
+        }
         #expect(update?.code == .notFound)
         let record = await #expect(throws: StoreError.self) {
-            try await store.recordOutcomes([outcome(1, .failed(message: "x"), at: context.clock.now())], for: missing, checkpoint: nil)
+            try await store.recordOutcomes(
+                [outcome(1, .failed(message: "x"), at: context.clock.now())], for: missing, checkpoint: nil)
         }
         #expect(record?.code == .notFound)
         #expect(try await store.outcomes(of: missing, after: nil, limit: 5).outcomes.isEmpty, "nothing was written")
@@ -87,33 +93,43 @@ extension StoreConformance {
         let store = context.store
         for n in 1...30 { _ = try await store.upsert(registration(n)) }
         let send = try await store.createSend(NewSend(target: "topic", summary: "resumable"))
-        let claimed = try #require(try await store.claimNextQueuedSend(worker: "a", leaseUntil: context.clock.now().addingTimeInterval(30)))
+        let claimed = try #require(
+            try await store.claimNextQueuedSend(worker: "a", leaseUntil: context.clock.now().addingTimeInterval(30)))
         #expect(claimed.id == send.id && claimed.status == .running && claimed.worker == "a")
 
         // Worker a sends the first page, records it with its checkpoint, then dies.
         let first = try await store.devices(matching: .topic(topic), after: claimed.checkpoint, limit: 12)
-        let outcomes = first.devices.map { outcome(0, .accepted(apnsID: APNSID()), at: context.clock.now()).with(token: $0.token) }
+        let outcomes = first.devices.map {
+            outcome(0, .accepted(apnsID: APNSID()), at: context.clock.now()).with(token: $0.token)
+        }
         _ = try await store.recordOutcomes(outcomes, for: send.id, checkpoint: first.next)
 
         context.clock.advance(by: .seconds(31))
         try await context.withSecondInstance { other in
-            let resumed = try #require(try await other.claimNextQueuedSend(worker: "b", leaseUntil: context.clock.now().addingTimeInterval(30)))
+            let resumed = try #require(
+                try await other.claimNextQueuedSend(worker: "b", leaseUntil: context.clock.now().addingTimeInterval(30))
+            )
             #expect(resumed.id == send.id && resumed.worker == "b")
             #expect(resumed.counts.accepted == 12)
             let checkpoint = try #require(resumed.checkpoint)
             #expect(checkpoint == first.next)
             let rest = try await all(other, .topic(topic)).filter { $0.token > checkpoint.token }
             let resumedPage = try await other.devices(matching: .topic(topic), after: checkpoint, limit: 100)
-            #expect(resumedPage.devices == rest && rest.count == 18, "the resumed walk starts right after the checkpoint")
-            #expect(try await !store.renewLease(of: send.id, worker: "a", until: context.clock.now().addingTimeInterval(60)),
+            #expect(
+                resumedPage.devices == rest && rest.count == 18, "the resumed walk starts right after the checkpoint")
+            #expect(
+                try await !store.renewLease(
+                    of: send.id, worker: "a", until: context.clock.now().addingTimeInterval(60)),
                 "the dead worker's lease is gone")
-            #expect(try await other.renewLease(of: send.id, worker: "b", until: context.clock.now().addingTimeInterval(60)))
+            #expect(
+                try await other.renewLease(of: send.id, worker: "b", until: context.clock.now().addingTimeInterval(60)))
         }
     }
 
     static func claims(_ context: Context) async throws {
         let store = context.store
-        #expect(try await store.claimNextQueuedSend(worker: "a", leaseUntil: context.clock.now()) == nil, "nothing waits")
+        #expect(
+            try await store.claimNextQueuedSend(worker: "a", leaseUntil: context.clock.now()) == nil, "nothing waits")
         let older = try await store.createSend(NewSend(target: "t1", summary: "first"))
         context.clock.advance(by: .seconds(1))
         let newer = try await store.createSend(NewSend(target: "t2", summary: "second"))
@@ -124,18 +140,23 @@ extension StoreConformance {
         let b = try await store.claimNextQueuedSend(worker: "b", leaseUntil: lease)
         #expect(a?.id == older.id && b?.id == newer.id, "oldest first, never the same send")
         #expect(a?.leaseUntil == lease && b?.worker == "b")
-        #expect(try await store.claimNextQueuedSend(worker: "c", leaseUntil: lease) == nil, "running sends stay with their worker")
+        #expect(
+            try await store.claimNextQueuedSend(worker: "c", leaseUntil: lease) == nil,
+            "running sends stay with their worker")
 
         #expect(try await store.renewLease(of: older.id, worker: "a", until: lease.addingTimeInterval(60)))
         context.clock.advance(by: .seconds(45))
-        let stolen = try await store.claimNextQueuedSend(worker: "c", leaseUntil: context.clock.now().addingTimeInterval(30))
+        let stolen = try await store.claimNextQueuedSend(
+            worker: "c", leaseUntil: context.clock.now().addingTimeInterval(30))
         #expect(stolen?.id == newer.id, "b's lease ran out; a renewed its lease")
-        #expect(try await !store.renewLease(of: newer.id, worker: "b", until: context.clock.now().addingTimeInterval(30)))
+        #expect(
+            try await !store.renewLease(of: newer.id, worker: "b", until: context.clock.now().addingTimeInterval(30)))
 
         let finished = try await store.updateSend(older.id, SendUpdate(status: .completed))
         #expect(finished.worker == nil && finished.leaseUntil == nil, "a final status releases the lease")
         context.clock.advance(by: .seconds(3_600))
-        let last = try await store.claimNextQueuedSend(worker: "d", leaseUntil: context.clock.now().addingTimeInterval(30))
+        let last = try await store.claimNextQueuedSend(
+            worker: "d", leaseUntil: context.clock.now().addingTimeInterval(30))
         #expect(last?.id == newer.id, "c's lease ran out too")
         #expect(
             try await store.claimNextQueuedSend(worker: "e", leaseUntil: context.clock.now()) == nil,
@@ -151,7 +172,8 @@ extension StoreConformance {
                 for (index, instance) in [store, other, store, other].enumerated() {
                     group.addTask {
                         var mine: [SendID] = []
-                        while let send = try await instance.claimNextQueuedSend(worker: "w\(index)", leaseUntil: lease) {
+                        while let send = try await instance.claimNextQueuedSend(worker: "w\(index)", leaseUntil: lease)
+                        {
                             mine.append(send.id)
                         }
                         return mine

@@ -13,8 +13,10 @@ extension StoreConformance {
 
     static func apiKeys(_ context: Context) async throws {
         let store = context.store
-        let created = try await store.createAPIKey(name: "backend", scopes: [.send, .register], at: context.clock.now())
-        let other = try await store.createAPIKey(name: "ops", scopes: [.admin], at: context.clock.now().addingTimeInterval(1))
+        let created = try await store.createAPIKey(
+            name: "backend", scopes: [.send, .register], at: context.clock.now())
+        let other = try await store.createAPIKey(
+            name: "ops", scopes: [.admin], at: context.clock.now().addingTimeInterval(1))
         let secret = created.secret.value
         #expect(secret.hasPrefix(APIKeySecret.prefix) && secret.count == APIKeySecret.prefix.count + 43)
         #expect(secret != other.secret.value)
@@ -50,7 +52,8 @@ extension StoreConformance {
         try await context.withSecondInstance { (other) async throws in
             #expect(try await other.latestProviderToken(keyID: "ABC123DEFG") == token("a.b.c", at: 0))
             #expect(try await !other.saveProviderToken(token("old.old.old", at: -60)), "an older token is not saved")
-            #expect(try await !other.saveProviderToken(token("same.same.same", at: 0)), "nor one issued at the same time")
+            #expect(
+                try await !other.saveProviderToken(token("same.same.same", at: 0)), "nor one issued at the same time")
             #expect(try await other.saveProviderToken(token("d.e.f", at: 1_500)))
         }
         #expect(try await store.latestProviderToken(keyID: "ABC123DEFG") == token("d.e.f", at: 1_500))

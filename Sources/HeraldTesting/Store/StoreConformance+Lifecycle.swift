@@ -20,7 +20,8 @@ extension StoreConformance {
             async let second: Void = other.migrate()
             _ = try await (first, second)
             let health = try await other.health()
-            #expect(health.isMigrated && health.schemaVersion == health.latestSchemaVersion && health.schemaVersion >= 1)
+            #expect(
+                health.isMigrated && health.schemaVersion == health.latestSchemaVersion && health.schemaVersion >= 1)
             #expect(try await other.device(token(1))?.tags == ["kept"], "migrating again keeps the data")
         }
         let health = try await store.health()

@@ -7,15 +7,19 @@ extension StoreConformance {
     static var tokenCases: [Case] {
         [
             Case("an upsert creates a registration, and the next one updates it completely", upsertCreatesThenUpdates),
-            Case("registering the same body twice stores one record; tags are replaced, not merged", upsertIsIdempotent),
-            Case("a new token for an installation, topic and kind moves the old one aside", installationMovesTokenAside),
+            Case(
+                "registering the same body twice stores one record; tags are replaced, not merged", upsertIsIdempotent),
+            Case(
+                "a new token for an installation, topic and kind moves the old one aside", installationMovesTokenAside),
             Case("Live Activity and Push to Talk tokens of one installation coexist", severalTokensPerInstallation),
             Case("remove deletes a token and its tags, and says whether it existed", removeDeletes),
-            Case("2,500 tokens page by 1,000 with no duplicate and no gap, even with inserts between pages", pagination),
+            Case(
+                "2,500 tokens page by 1,000 with no duplicate and no gap, even with inserts between pages", pagination),
             Case("queries select by user, tag, topic, environment and kind, and counts agree", queries),
             Case("explicit token lists skip unknown tokens and page in chunks", explicitTokens),
             Case("a 410 older than the last registration keeps the token", invalidationKeepsReregistered),
-            Case("a 410 newer than the last registration invalidates until the app registers again", invalidationRemoves),
+            Case(
+                "a 410 newer than the last registration invalidates until the app registers again", invalidationRemoves),
             Case("ExpiredToken invalidates without a timestamp; unknown tokens are not found", expiredToken),
             Case("the BadDeviceToken correction moves a token to the other environment", environmentCorrection),
             Case("purging deletes only tokens invalidated before the cutoff", purge),
@@ -134,7 +138,8 @@ extension StoreConformance {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for n in chunk..<(chunk + 100) {
                     group.addTask {
-                        _ = try await store.upsert(registration(2 * n + 2, environment: n % 3 == 0 ? .development : .production))
+                        _ = try await store.upsert(
+                            registration(2 * n + 2, environment: n % 3 == 0 ? .development : .production))
                     }
                 }
                 try await group.waitForAll()
@@ -208,14 +213,17 @@ extension StoreConformance {
 
     static func explicitTokens(_ context: Context) async throws {
         let store = context.store
-        for n in 1...5 { _ = try await store.upsert(registration(n, environment: n.isMultiple(of: 2) ? .development : .production)) }
+        for n in 1...5 {
+            _ = try await store.upsert(registration(n, environment: n.isMultiple(of: 2) ? .development : .production))
+        }
         let query = DeviceQuery.tokens([token(5), token(1), token(99), token(3), token(1)])
         #expect(try await all(store, query, pageSize: 1).map(\.token) == [token(1), token(3), token(5)])
         #expect(try await all(store, query).map(\.token) == [token(1), token(3), token(5)])
         #expect(try await store.count(matching: query) == 3)
         #expect(try await store.count(matching: .tokens([])) == 0)
         #expect(try await store.devices(matching: .tokens([]), after: nil, limit: 10).devices.isEmpty)
-        #expect(try await all(store, .tokens([token(2), token(3)]).environment(.development)).map(\.token) == [token(2)])
+        #expect(
+            try await all(store, .tokens([token(2), token(3)]).environment(.development)).map(\.token) == [token(2)])
         let many = (1...2_100).map { token($0) }
         #expect(try await store.count(matching: .tokens(many)) == 5, "long lists are counted in chunks")
         #expect(try await all(store, .tokens(many)).count == 5)
@@ -240,7 +248,8 @@ extension StoreConformance {
         context.clock.advance(by: .seconds(5))
         let apnsTimestamp = context.clock.now().addingTimeInterval(-1)
         #expect(try await store.invalidate(token: token(1), reason: .unregistered, at: apnsTimestamp) == .removed)
-        #expect(try await store.invalidate(token: token(2), reason: .unregistered, at: registeredAt) == .removed,
+        #expect(
+            try await store.invalidate(token: token(2), reason: .unregistered, at: registeredAt) == .removed,
             "a registration at the very moment of the timestamp does not save the token")
 
         let invalidated = try #require(try await store.device(token(1)))
@@ -252,7 +261,8 @@ extension StoreConformance {
             #expect(try await store.count(matching: query) == 0, "\(query) leaves invalidated tokens out")
             #expect(try await all(store, query.includingInvalidated()).count == 2)
         }
-        #expect(try await store.invalidate(token: token(1), reason: .unregistered, at: nil) == .removed,
+        #expect(
+            try await store.invalidate(token: token(1), reason: .unregistered, at: nil) == .removed,
             "invalidating again is harmless")
         #expect(try await store.device(token(1))?.invalidation == invalidated.invalidation, "the first verdict is kept")
 
@@ -269,7 +279,8 @@ extension StoreConformance {
         #expect(try await store.invalidate(token: token(1), reason: .expiredToken, at: nil) == .removed)
         let record = try await store.device(token(1))
         #expect(record?.invalidation?.reason == .expiredToken && record?.invalidation?.apnsTimestamp == nil)
-        #expect(try await store.invalidate(token: token(9), reason: .unregistered, at: context.clock.now()) == .notFound)
+        #expect(
+            try await store.invalidate(token: token(9), reason: .unregistered, at: context.clock.now()) == .notFound)
     }
 
     static func environmentCorrection(_ context: Context) async throws {

@@ -1,6 +1,6 @@
+public import Foundation
 public import HeraldCore
 public import HeraldStore
-public import Foundation
 import ServiceLifecycle
 
 /// The behaviour every ``HeraldStore/Store`` backend must have, as one function per behaviour.
