@@ -77,7 +77,10 @@ package enum StoreSQL {
         _ registration: TokenRegistration, storedTags: String?, _ dialect: SQLStatement.Dialect
     ) -> [SQLStatement] {
         guard storedTags != StoredList.encode(registration.tags) else { return [] }
-        var statements = storedTags == nil ? [] : [deleteTags(registration.token, dialect)]
+        // On PostgreSQL a token that looked new may have been inserted meanwhile by a concurrent registration (its
+        // insert then became an update), with tags of its own: clear them too.
+        let clear = storedTags != nil || dialect == .postgres
+        var statements = clear ? [deleteTags(registration.token, dialect)] : []
         if let insert = insertTags(registration.tags, for: registration.token, dialect) { statements.append(insert) }
         return statements
     }

@@ -310,20 +310,31 @@ extension StoreConformance {
 
     static func concurrentUpserts(_ context: Context) async throws {
         let store = context.store
-        let results = try await withThrowingTaskGroup(of: UpsertResult.self) { group in
-            for attempt in 0..<16 {
-                group.addTask {
-                    try await store.upsert(registration(1, user: "u\(attempt % 2)", tags: ["t\(attempt % 3)"]))
+        // First registrations of five tokens race each other, from two instances, each with its own tag.
+        let results = try await context.withSecondInstance { other in
+            try await withThrowingTaskGroup(of: UpsertResult.self) { group in
+                for n in 1...5 {
+                    for attempt in 0..<8 {
+                        let instance = attempt.isMultiple(of: 2) ? store : other
+                        group.addTask {
+                            try await instance.upsert(registration(n, user: "u\(attempt)", tags: ["t\(attempt)"]))
+                        }
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(results.count == 16)
+        #expect(results.count == 40)
         #expect(results.contains { $0.change == .created })
-        #expect(try await store.count(matching: .topic(topic)) == 1)
-        let stored = try #require(try await store.device(token(1)))
-        let tagged = try await (0..<3).asyncFlatMap { try await all(store, .tag("t\($0)")).map(\.token) }
-        #expect(tagged == [token(1)], "tag rows agree with the record's tags \(stored.tags)")
+        #expect(try await store.count(matching: .topic(topic)) == 5, "one record per token")
+        var joined: [DeviceToken: [String]] = [:]
+        for attempt in 0..<8 {
+            for device in try await all(store, .tag("t\(attempt)")) { joined[device.token, default: []].append("t\(attempt)") }
+        }
+        for n in 1...5 {
+            let stored = try #require(try await store.device(token(n)))
+            #expect(joined[token(n)] == stored.tags, "the tag rows of token \(n) agree with its record")
+        }
     }
 
     static func invalidRegistration(_ context: Context) async throws {
@@ -340,10 +351,3 @@ extension StoreConformance {
     }
 }
 
-extension Range where Bound == Int {
-    fileprivate func asyncFlatMap<T>(_ transform: (Int) async throws -> [T]) async throws -> [T] {
-        var result: [T] = []
-        for value in self { result += try await transform(value) }
-        return result
-    }
-}
