@@ -17,6 +17,9 @@ let package = Package(
         .library(name: "HeraldEmulator", targets: ["HeraldEmulator"]),
         .library(name: "HeraldTesting", targets: ["HeraldTesting"]),
         .library(name: "HeraldClient", targets: ["HeraldClient"]),
+        .library(name: "HeraldStore", targets: ["HeraldStore"]),
+        .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
+        .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -30,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The shared APNs vocabulary: tokens, headers, payload, validation, JWT, encryption. No NIO, no HTTP.
@@ -93,12 +98,48 @@ let package = Package(
             dependencies: ["HeraldCore"],
             swiftSettings: upcomingFeatures
         ),
+        // The token registry and delivery records behind one interface; the SQL both backends share.
+        .target(
+            name: "HeraldStore",
+            dependencies: [
+                "HeraldCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
+        // The embedded backend: SQLite through GRDB (the system's libsqlite3).
+        .target(
+            name: "HeraldStoreSQLite",
+            dependencies: [
+                "HeraldStore",
+                "HeraldCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
+        // The backend for several instances: PostgreSQL through postgres-nio's connection pool.
+        .target(
+            name: "HeraldStorePostgres",
+            dependencies: [
+                "HeraldStore",
+                "HeraldCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
         // Test support that ships as a library: manual clocks, fixtures, harnesses.
         .target(
             name: "HeraldTesting",
             dependencies: [
                 "HeraldCore",
+                "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
@@ -125,6 +166,19 @@ let package = Package(
             name: "HeraldClientTests",
             dependencies: ["HeraldClient", "HeraldCore", "HeraldTesting"],
             resources: [.copy("Fixtures")],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldStoreSQLiteTests",
+            dependencies: ["HeraldStoreSQLite", "HeraldStore", "HeraldCore", "HeraldTesting"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldStorePostgresTests",
+            dependencies: [
+                "HeraldStorePostgres", "HeraldStore", "HeraldCore", "HeraldTesting",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: upcomingFeatures
         ),
     ],

@@ -89,8 +89,13 @@ struct SenderResilienceTests {
 
     @Test("429, 500 and 503 storms are retried with backoff until accepted")
     func storms() async throws {
-        let faults = FaultConfiguration(tooManyRequests: 0.15, internalServerError: 0.15, serviceUnavailable: 0.1, shutdown: 0.05)
-        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly)) { emulator, client in
+        // 30 % of answers are transient errors; with 12 attempts a notification fails all of them with odds of
+        // 0.3^12 ≈ 5e-7, so the test does not flake, while hundreds of notifications need several attempts.
+        let faults = FaultConfiguration(tooManyRequests: 0.1, internalServerError: 0.1, serviceUnavailable: 0.05, shutdown: 0.05)
+        try await harness.run(
+            emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly),
+            client: { harness.clientConfiguration($0, retry: RetryPolicy(maximumAttempts: 12, initialBackoff: .milliseconds(100))) }
+        ) { emulator, client in
             let deliveries = try await burst(client, count: 600)
             expectNothingLost(deliveries, count: 600, emulator: emulator)
             #expect(deliveries.contains { $0.attempts >= 3 })

@@ -69,31 +69,6 @@ struct RegistrationTests {
         )
     }
 
-    @Test("every platform and token kind round-trips through its wire name")
-    func names() {
-        #expect(Platform.all.map(\.name) == ["iOS", "macOS", "tvOS", "watchOS", "visionOS"])
-        #expect(Platform.all.allSatisfy { Platform(name: $0.name) == $0 })
-        #expect(Platform(name: "ios") == .iOS && Platform(name: "android") == nil)
-        #expect(
-            TokenKind.all.map(\.name) == [
-                "device", "voip", "liveactivity-start", "liveactivity", "widgets", "controls", "location", "pushtotalk",
-                "complication", "fileprovider",
-            ])
-        #expect(TokenKind.all.allSatisfy { TokenKind(name: $0.name) == $0 })
-    }
-
-    @Test(
-        "each token kind names the push types it can receive",
-        arguments: [
-            (TokenKind.device, [APNSPushType.alert, .background]), (.voip, [.voip]),
-            (.liveActivityStart, [.liveactivity]), (.liveActivity, [.liveactivity]), (.widgets, [.widgets]),
-            (.controls, [.controls]), (.location, [.location]), (.pushToTalk, [.pushtotalk]),
-            (.complication, [.complication]), (.fileProvider, [.fileprovider]),
-        ])
-    func pushTypes(kind: TokenKind, types: [APNSPushType]) {
-        #expect(kind.pushTypes == types)
-    }
-
     @Test(
         "fields beyond the documented limits are refused before any request",
         arguments: [

@@ -1,4 +1,4 @@
-/// The Apple platform a registration comes from, sent as `platform`.
+/// The Apple platform a registration comes from: the `platform` of a registration.
 public struct Platform: Sendable, Hashable, CustomStringConvertible {
     private enum Base: String, Sendable, Hashable {
         case iOS, macOS, tvOS, watchOS, visionOS

@@ -1,6 +1,4 @@
-public import HeraldCore
-
-/// What a registered token is the address of, sent as `tokenKind`.
+/// What a registered token is the address of: the `tokenKind` of a registration.
 ///
 /// An app can hold several tokens at once: its device token, a PushKit VoIP token, a push-to-start token and one
 /// update token per Live Activity, widget and control tokens. Each is registered separately with its kind, so the
@@ -57,6 +55,18 @@ public struct TokenKind: Sendable, Hashable, CustomStringConvertible {
     public var name: String { base.rawValue }
 
     public var description: String { name }
+
+    /// Whether an installation holds at most one token of this kind at a time.
+    ///
+    /// When an app reports a new token of such a kind for the same installation, the old one is dead (restore from
+    /// backup, reinstall of the OS) and a registry replaces it. Live Activity update tokens (one per running
+    /// activity) and Push to Talk tokens (one per joined channel) are the exceptions: several coexist.
+    public var isOnePerInstallation: Bool {
+        switch base {
+        case .liveActivity, .pushToTalk: false
+        default: true
+        }
+    }
 
     /// The `apns-push-type` values a token of this kind can receive; its topic is the bundle id plus each type's suffix.
     public var pushTypes: [APNSPushType] {

@@ -1,0 +1,81 @@
+public import Foundation
+public import HeraldCore
+
+/// How one notification to one token ended.
+public struct DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// The answer, or the lack of one.
+    public enum Result: Sendable, Hashable {
+        /// APNs answered 200 with this `apns-id`.
+        case accepted(apnsID: APNSID)
+        /// APNs answered with an error: its status, reason and (for 410) timestamp.
+        case rejected(status: Int, reason: APNSReason, timestamp: Date?)
+        /// No answer: what went wrong, safe to show (no token, no key).
+        case failed(message: String)
+
+        /// `accepted`, `rejected` or `failed`, as stored.
+        package var kind: String {
+            switch self {
+            case .accepted: "accepted"
+            case .rejected: "rejected"
+            case .failed: "failed"
+            }
+        }
+    }
+
+    /// The token it was sent to.
+    public var token: DeviceToken
+    /// The environment it was sent to.
+    public var environment: APNSEnvironment
+    /// How it ended.
+    public var result: Result
+    /// When it ended.
+    public var at: Date
+
+    public init(token: DeviceToken, environment: APNSEnvironment, result: Result, at: Date) {
+        self.token = token
+        self.environment = environment
+        self.result = result
+        self.at = at
+    }
+
+    /// Safe to log: the token is redacted.
+    public var description: String { "DeliveryOutcome(\(token.redacted), \(environment), \(result.kind))" }
+}
+
+extension DeliveryOutcome {
+    /// Rebuilds an outcome from its stored columns.
+    /// - Throws: ``StoreError`` `.corruptRecord` when a column holds something no store writes.
+    package init(
+        token: String, environment: String, kind: String, apnsID: String?, status: Int?, reason: String?,
+        apnsTimestamp: Int64?, message: String?, at: Int64
+    ) throws {
+        guard let parsedToken = try? DeviceToken(hex: token), let parsedEnvironment = APNSEnvironment(name: environment)
+        else { throw StoreError(.corruptRecord, "A stored delivery outcome has an unreadable token or environment.") }
+        let result: Result
+        switch kind {
+        case "accepted":
+            guard let id = apnsID.flatMap({ APNSID(headerValue: $0) }) else {
+                throw StoreError(.corruptRecord, "A stored accepted outcome has no valid apns-id.")
+            }
+            result = .accepted(apnsID: id)
+        case "rejected":
+            result = .rejected(
+                status: status ?? 0, reason: APNSReason(reason ?? ""), timestamp: apnsTimestamp.map(StoreTime.date))
+        case "failed":
+            result = .failed(message: message ?? "")
+        default:
+            throw StoreError(.corruptRecord, "A stored delivery outcome has the unknown kind '\(kind)'.")
+        }
+        self.init(token: parsedToken, environment: parsedEnvironment, result: result, at: StoreTime.date(at))
+    }
+
+    /// The stored columns that depend on the result: apns-id, status, reason, timestamp (µs), message.
+    package var resultColumns: (apnsID: String?, status: Int?, reason: String?, timestamp: Int64?, message: String?) {
+        switch result {
+        case .accepted(let id): (id.headerValue, nil, nil, nil, nil)
+        case .rejected(let status, let reason, let timestamp):
+            (nil, status, reason.rawValue, timestamp.map(StoreTime.microseconds), nil)
+        case .failed(let message): (nil, nil, nil, nil, message)
+        }
+    }
+}

@@ -1,0 +1,59 @@
+public import Foundation
+
+/// Delivery records: each send, its progress, and the outcome of every notification; and the bookkeeping that lets
+/// a background send survive a crash and be shared by several server instances.
+///
+/// A durable send goes like this: the server calls ``createSend(_:)`` with status `queued` and its serialized job;
+/// a worker calls ``claimNextQueuedSend(worker:leaseUntil:)``, walks the targets from the send's
+/// ``SendRecord/checkpoint``, records each batch with ``recordOutcomes(_:for:checkpoint:)`` (outcomes, counts and
+/// checkpoint in one transaction), renews its lease with ``renewLease(of:worker:until:)``, and finishes with
+/// ``updateSend(_:_:)``. If the worker dies, its lease runs out and another worker claims the send and resumes
+/// after the checkpoint.
+///
+/// Methods throw ``StoreError`` (or `CancellationError`).
+public protocol DeliveryStore: Sendable {
+    /// Records a new send.
+    /// - Throws: ``StoreError`` `.invalidRecord` when a send with that id exists.
+    func createSend(_ send: NewSend) async throws -> SendRecord
+
+    /// Changes a send's status, target count or message.
+    /// - Returns: The send as stored now.
+    /// - Throws: ``StoreError`` `.notFound` when there is no such send.
+    func updateSend(_ id: SendID, _ update: SendUpdate) async throws -> SendRecord
+
+    /// Appends a batch of outcomes to a send, adds them to its counts and moves its checkpoint, in one transaction.
+    ///
+    /// Outcomes are numbered in the order given, after those already recorded. Write batches (hundreds of outcomes),
+    /// not single outcomes: the cost is one transaction per call.
+    /// - Parameters:
+    ///   - checkpoint: The last target the batch covers; `nil` keeps the stored checkpoint.
+    /// - Returns: The send's counts after the batch.
+    /// - Throws: ``StoreError`` `.notFound` when there is no such send (nothing is written).
+    func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, checkpoint: DeviceCursor?) async throws
+        -> OutcomeCounts
+
+    /// A send, or `nil` when unknown.
+    func send(_ id: SendID) async throws -> SendRecord?
+
+    /// One page of a send's outcomes, in the order recorded.
+    /// - Parameters:
+    ///   - cursor: The previous page's ``OutcomePage/next``, or `nil` for the first page.
+    ///   - limit: The most outcomes to return, at least 1.
+    func outcomes(of id: SendID, after cursor: OutcomeCursor?, limit: Int) async throws -> OutcomePage
+
+    /// Takes the oldest send that is waiting — queued, or running under a lease that ran out — and gives its lease
+    /// to a worker.
+    ///
+    /// Two workers never get the same send while its lease holds: PostgreSQL locks the row
+    /// (`FOR UPDATE SKIP LOCKED`, so workers do not wait on each other); SQLite has a single writer.
+    /// - Parameters:
+    ///   - worker: A name unique to the worker (host and process).
+    ///   - leaseUntil: Until when the send is the worker's; renew it well before.
+    /// - Returns: The claimed send, now `running`, or `nil` when nothing waits.
+    func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord?
+
+    /// Extends a worker's lease on a running send.
+    /// - Returns: `false` when the worker no longer holds the send (its lease ran out and another worker claimed
+    ///   it, or the send ended): the worker must stop working on it.
+    func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool
+}

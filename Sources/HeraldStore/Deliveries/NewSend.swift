@@ -1,0 +1,35 @@
+/// What ``DeliveryStore/createSend(_:)`` needs to record a send.
+public struct NewSend: Sendable, Hashable {
+    /// The id to record it under; a new one by default.
+    public var id: SendID
+    /// The target in words, safe to show: "topic com.example.app (production)", "user 42", "3 tokens".
+    public var target: String
+    /// The notification in words, safe to show: push type, title, no secrets.
+    public var summary: String
+    /// What a worker needs to perform the send after a restart, serialized by the server (JSON). The store keeps
+    /// it as it is.
+    public var job: String?
+    /// `queued` for a background send a worker will claim, `running` for one the caller performs itself.
+    public var status: SendStatus
+    /// How many targets the send has, when known.
+    public var targetCount: Int?
+
+    public init(
+        id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
+        targetCount: Int? = nil
+    ) {
+        self.id = id
+        self.target = target
+        self.summary = summary
+        self.job = job
+        self.status = status
+        self.targetCount = targetCount
+    }
+}
+
+extension NewSend {
+    /// The error for a send whose id is taken.
+    package static func alreadyExists(_ id: SendID) -> StoreError {
+        StoreError(.invalidRecord, "A send with id \(id) exists already: create the send with a new id.")
+    }
+}

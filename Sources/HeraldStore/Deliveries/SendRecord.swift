@@ -1,0 +1,51 @@
+public import Foundation
+
+/// One send as stored: what it targets, how far it got, who works on it.
+public struct SendRecord: Sendable, Hashable {
+    /// Its id.
+    public var id: SendID
+    /// When it was created.
+    public var createdAt: Date
+    /// When it last changed.
+    public var updatedAt: Date
+    /// The target in words.
+    public var target: String
+    /// The notification in words.
+    public var summary: String
+    /// The server's serialized job, for resuming.
+    public var job: String?
+    /// Where it is in its life.
+    public var status: SendStatus
+    /// How many targets it has, when known.
+    public var targetCount: Int?
+    /// How many outcomes of each kind were recorded.
+    public var counts: OutcomeCounts
+    /// The last target whose outcome is recorded: a resumed send starts after it.
+    public var checkpoint: DeviceCursor?
+    /// The worker holding the lease, while running.
+    public var worker: String?
+    /// Until when the worker's lease holds. After it, another worker may claim the send.
+    public var leaseUntil: Date?
+    /// Why it failed, or a note about how it ended.
+    public var message: String?
+
+    public init(
+        id: SendID, createdAt: Date, updatedAt: Date, target: String, summary: String, job: String?,
+        status: SendStatus, targetCount: Int?, counts: OutcomeCounts, checkpoint: DeviceCursor?, worker: String?,
+        leaseUntil: Date?, message: String?
+    ) {
+        self.id = id
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.target = target
+        self.summary = summary
+        self.job = job
+        self.status = status
+        self.targetCount = targetCount
+        self.counts = counts
+        self.checkpoint = checkpoint
+        self.worker = worker
+        self.leaseUntil = leaseUntil
+        self.message = message
+    }
+}

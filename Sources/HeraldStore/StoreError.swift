@@ -1,0 +1,73 @@
+/// Why a store operation failed, with a message that says what to do.
+///
+/// `description` is safe to log and to show a person: it never contains a full device token, an API key secret or a
+/// provider token (tokens appear as ``HeraldCore/DeviceToken/redacted``). The underlying driver error, which may
+/// quote SQL, is kept in ``underlying`` and shown only by `debugDescription`.
+public struct StoreError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// What kind of failure this is, for callers that branch on it. New codes may be added.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Base: String, Sendable, Hashable {
+            case invalidURL, unavailable, migrationFailed, schemaTooNew, invalidRecord, notFound, corruptRecord
+            case closed, backend
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) { self.base = base }
+
+        /// The database URL is malformed or names an unsupported backend.
+        public static let invalidURL = Code(.invalidURL)
+        /// The database cannot be reached or opened.
+        public static let unavailable = Code(.unavailable)
+        /// Applying a schema migration failed; nothing of that migration was kept.
+        public static let migrationFailed = Code(.migrationFailed)
+        /// The database was migrated by a newer Herald than this one.
+        public static let schemaTooNew = Code(.schemaTooNew)
+        /// A value handed to the store is outside its limits (an empty topic, too many tags, …).
+        public static let invalidRecord = Code(.invalidRecord)
+        /// The record the operation needs does not exist.
+        public static let notFound = Code(.notFound)
+        /// A stored row cannot be read back (edited by hand, or written by an incompatible version).
+        public static let corruptRecord = Code(.corruptRecord)
+        /// The store was closed.
+        public static let closed = Code(.closed)
+        /// The database driver reported an error.
+        public static let backend = Code(.backend)
+
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// What went wrong and what to do, safe to log.
+    public let message: String
+    /// The driver's error, if any. May contain SQL; not part of `description`.
+    public let underlying: (any Error)?
+    /// Where the error was raised.
+    public let file: String
+    /// The line where the error was raised.
+    public let line: Int
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: The kind of failure.
+    ///   - message: A sentence saying what went wrong and what to do. Never include a full token or secret.
+    ///   - underlying: The driver error behind it, if any.
+    public init(
+        _ code: Code, _ message: String, underlying: (any Error)? = nil, file: String = #fileID, line: Int = #line
+    ) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.file = file
+        self.line = line
+    }
+
+    public var description: String { message }
+
+    public var debugDescription: String {
+        var text = "StoreError(\(code)): \(message) [\(file):\(line)]"
+        if let underlying { text += " underlying: \(String(reflecting: underlying))" }
+        return text
+    }
+}

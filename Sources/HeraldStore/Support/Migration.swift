@@ -1,0 +1,28 @@
+/// One versioned step of a backend's schema: applied once, in order, recorded in `herald_migrations`.
+package struct Migration: Sendable {
+    /// Its version, counting from 1 without gaps.
+    package let version: Int
+    /// What it does, recorded with it.
+    package let name: String
+    /// The SQL statements, run in one transaction.
+    package let statements: [String]
+
+    package init(version: Int, name: String, statements: [String]) {
+        self.version = version
+        self.name = name
+        self.statements = statements
+    }
+
+    /// The migrations of a list that a database with these versions applied still lacks, in order.
+    /// - Throws: ``StoreError`` `.schemaTooNew` when the database has a version this build does not know.
+    package static func pending(_ migrations: [Migration], applied: Set<Int>) throws -> [Migration] {
+        let latest = migrations.map(\.version).max() ?? 0
+        if let unknown = applied.first(where: { $0 > latest }) {
+            throw StoreError(
+                .schemaTooNew,
+                "The database has schema version \(unknown), newer than the \(latest) this Herald knows: upgrade Herald, or point it at another database."
+            )
+        }
+        return migrations.filter { !applied.contains($0.version) }.sorted { $0.version < $1.version }
+    }
+}

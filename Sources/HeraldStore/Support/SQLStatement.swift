@@ -1,0 +1,58 @@
+import Foundation
+
+/// A statement both backends can run: SQL text with numbered placeholders, and the values to bind.
+///
+/// The SQL text Herald writes is the same for SQLite and PostgreSQL; only placeholders differ (`?1` and `$1`).
+package struct SQLStatement: Sendable {
+    /// How a backend numbers its placeholders.
+    package enum Dialect: Sendable {
+        /// SQLite's `?1`, `?2`, …
+        case sqlite
+        /// PostgreSQL's `$1`, `$2`, …
+        case postgres
+    }
+
+    /// A value to bind.
+    package enum Value: Sendable, Hashable {
+        case text(String)
+        case integer(Int64)
+        case null
+    }
+
+    package let dialect: Dialect
+    package var sql = ""
+    package private(set) var binds: [Value] = []
+
+    /// An empty statement, built with ``bind(_:)-(Value)``.
+    package init(_ dialect: Dialect) { self.dialect = dialect }
+
+    /// A statement from SQL written with `$1`, `$2`, … placeholders (and no other `$`).
+    package init(_ dialect: Dialect, _ sql: String, _ binds: [Value] = []) {
+        self.dialect = dialect
+        self.sql = dialect == .sqlite ? sql.replacingOccurrences(of: "$", with: "?") : sql
+        self.binds = binds
+    }
+
+    /// Adds a value and returns its placeholder.
+    package mutating func bind(_ value: Value) -> String {
+        binds.append(value)
+        return (dialect == .sqlite ? "?" : "$") + String(binds.count)
+    }
+
+    /// Adds a text value and returns its placeholder.
+    package mutating func bind(_ text: String) -> String { bind(.text(text)) }
+
+    /// Adds values and returns their placeholders separated by commas, for `IN (…)`.
+    package mutating func bindList(_ texts: [String]) -> String {
+        texts.map { bind(.text($0)) }.joined(separator: ", ")
+    }
+}
+
+extension SQLStatement.Value {
+    /// Text, or `NULL` for `nil`.
+    package static func textOrNull(_ value: String?) -> Self { value.map(Self.text) ?? .null }
+    /// An integer, or `NULL` for `nil`.
+    package static func integerOrNull(_ value: Int64?) -> Self { value.map(Self.integer) ?? .null }
+    /// An integer from an `Int`, or `NULL` for `nil`.
+    package static func integerOrNull(_ value: Int?) -> Self { value.map { .integer(Int64($0)) } ?? .null }
+}

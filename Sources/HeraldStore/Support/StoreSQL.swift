@@ -1,0 +1,355 @@
+package import Foundation
+package import HeraldCore
+
+/// Every statement the stores run, written once for both backends.
+///
+/// The SQL is the common ground of SQLite 3.35+ and PostgreSQL 12+: `ON CONFLICT` upserts, `RETURNING`, row values,
+/// partial indexes. Times are integer microseconds (``StoreTime``), lists are JSON text (``StoredList``). Where the
+/// two differ (row locks), the statement takes the dialect into account.
+package enum StoreSQL {
+    typealias Value = SQLStatement.Value
+
+    // MARK: Devices
+
+    /// A token's registration.
+    package static func selectDevice(_ token: DeviceToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "SELECT \(DeviceQuery.columns) FROM devices d WHERE d.token = $1", [.text(token.hex)])
+    }
+
+    /// What an upsert or an invalidation needs to know about a stored row: tags, invalidation, registration time.
+    /// Locks the row on PostgreSQL.
+    package static func selectDeviceState(_ token: DeviceToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "SELECT tags, invalidated_at, registered_at FROM devices WHERE token = $1" + lock(dialect),
+            [.text(token.hex)])
+    }
+
+    /// Writes a registration: inserts it, or replaces every reported field and clears any invalidation. Returns
+    /// `created_at`.
+    package static func upsertDevice(
+        _ registration: TokenRegistration, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        let binds: [Value] = [
+            .text(registration.token.hex), .text(registration.topic), .text(registration.environment.name),
+            .text(registration.tokenKind.name), .textOrNull(registration.userID),
+            .textOrNull(registration.installationID?.uuidString.lowercased()),
+            .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
+            .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
+            .integer(StoreTime.microseconds(now)),
+        ]
+        return SQLStatement(
+            dialect,
+            """
+            INSERT INTO devices (token, topic, environment, token_kind, user_id, installation_id, preferred_languages, \
+            app_version, platform, tags, registered_at, created_at, updated_at) \
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $11) \
+            ON CONFLICT (token) DO UPDATE SET topic = excluded.topic, environment = excluded.environment, \
+            token_kind = excluded.token_kind, user_id = excluded.user_id, installation_id = excluded.installation_id, \
+            preferred_languages = excluded.preferred_languages, app_version = excluded.app_version, \
+            platform = excluded.platform, tags = excluded.tags, registered_at = excluded.registered_at, \
+            updated_at = excluded.updated_at, invalidated_at = NULL, invalidation_reason = NULL, apns_timestamp = NULL \
+            RETURNING created_at
+            """, binds)
+    }
+
+    /// Deletes a token's tag rows.
+    package static func deleteTags(_ token: DeviceToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "DELETE FROM device_tags WHERE token = $1", [.text(token.hex)])
+    }
+
+    /// Inserts a token's tag rows; `nil` when it has none.
+    package static func insertTags(_ tags: [String], for token: DeviceToken, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement?
+    {
+        guard !tags.isEmpty else { return nil }
+        var statement = SQLStatement(dialect)
+        let tokenPlaceholder = statement.bind(token.hex)
+        let rows = tags.map { "(\(statement.bind($0)), \(tokenPlaceholder))" }
+        statement.sql =
+            "INSERT INTO device_tags (tag, token) VALUES " + rows.joined(separator: ", ")
+            + " ON CONFLICT DO NOTHING"
+        return statement
+    }
+
+    /// The statements that bring a token's tag rows in line with a registration, given the stored `tags` column
+    /// (`nil` for a new token): none when the tags did not change.
+    package static func rewriteTags(
+        _ registration: TokenRegistration, storedTags: String?, _ dialect: SQLStatement.Dialect
+    ) -> [SQLStatement] {
+        guard storedTags != StoredList.encode(registration.tags) else { return [] }
+        // On PostgreSQL a token that looked new may have been inserted meanwhile by a concurrent registration (its
+        // insert then became an update), with tags of its own: clear them too.
+        let clear = storedTags != nil || dialect == .postgres
+        var statements = clear ? [deleteTags(registration.token, dialect)] : []
+        if let insert = insertTags(registration.tags, for: registration.token, dialect) { statements.append(insert) }
+        return statements
+    }
+
+    /// Deletes the other tokens of a registration's installation, topic and kind; returns their tokens. `nil` when
+    /// the registration has no installation id or its kind allows several tokens.
+    package static func moveAside(_ registration: TokenRegistration, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement?
+    {
+        guard let installation = registration.installationID, registration.tokenKind.isOnePerInstallation else {
+            return nil
+        }
+        return SQLStatement(
+            dialect,
+            """
+            DELETE FROM devices WHERE installation_id = $1 AND topic = $2 AND token_kind = $3 AND token <> $4 \
+            RETURNING token
+            """,
+            [
+                .text(installation.uuidString.lowercased()), .text(registration.topic),
+                .text(registration.tokenKind.name), .text(registration.token.hex),
+            ])
+    }
+
+    /// Deletes a token; returns it when it existed.
+    package static func deleteDevice(_ token: DeviceToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "DELETE FROM devices WHERE token = $1 RETURNING token", [.text(token.hex)])
+    }
+
+    /// Marks a token invalidated, keeping an earlier invalidation.
+    package static func invalidate(
+        _ token: DeviceToken, reason: APNSReason, apnsTimestamp: Date?, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE devices SET invalidated_at = $2, invalidation_reason = $3, apns_timestamp = $4, updated_at = $2 \
+            WHERE token = $1 AND invalidated_at IS NULL
+            """,
+            [
+                .text(token.hex), .integer(StoreTime.microseconds(now)), .text(reason.rawValue),
+                .integerOrNull(apnsTimestamp.map(StoreTime.microseconds)),
+            ])
+    }
+
+    /// Moves a token to an environment.
+    package static func updateEnvironment(
+        _ token: DeviceToken, to environment: APNSEnvironment, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect, "UPDATE devices SET environment = $2, updated_at = $3 WHERE token = $1 RETURNING token",
+            [.text(token.hex), .text(environment.name), .integer(StoreTime.microseconds(now))])
+    }
+
+    /// Deletes tokens invalidated before a moment; returns them.
+    package static func purgeInvalidated(before date: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            "DELETE FROM devices WHERE invalidated_at IS NOT NULL AND invalidated_at < $1 RETURNING token",
+            [.integer(StoreTime.microseconds(date))])
+    }
+
+    // MARK: Sends
+
+    /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
+    package static let sendColumns = """
+        id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
+        checkpoint, worker, lease_until, message
+        """
+
+    /// Inserts a send unless its id exists; returns it.
+    package static func insertSend(_ send: NewSend, at now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
+            """,
+            [
+                .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target),
+                .text(send.summary), .textOrNull(send.job), .text(send.status.rawValue),
+                .integerOrNull(send.targetCount),
+            ])
+    }
+
+    /// A send.
+    package static func selectSend(_ id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "SELECT \(sendColumns) FROM sends WHERE id = $1", [.text(id.description)])
+    }
+
+    /// Applies a ``SendUpdate``; a final or queued status also releases the lease. Returns the send.
+    package static func updateSend(
+        _ id: SendID, _ update: SendUpdate, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        let releases = update.status.map { $0.isFinal || $0 == .queued } ?? false
+        return SQLStatement(
+            dialect,
+            """
+            UPDATE sends SET status = coalesce($2, status), target_count = coalesce($3, target_count), \
+            message = coalesce($4, message), updated_at = $5, \
+            worker = CASE WHEN $6 = 1 THEN NULL ELSE worker END, \
+            lease_until = CASE WHEN $6 = 1 THEN NULL ELSE lease_until END \
+            WHERE id = $1 RETURNING \(sendColumns)
+            """,
+            [
+                .text(id.description), .textOrNull(update.status?.rawValue), .integerOrNull(update.targetCount),
+                .textOrNull(update.message), .integer(StoreTime.microseconds(now)), .integer(releases ? 1 : 0),
+            ])
+    }
+
+    /// Adds a batch's counts to a send and moves its checkpoint; returns the new counts.
+    package static func addCounts(
+        _ counts: OutcomeCounts, to id: SendID, checkpoint: DeviceCursor?, at now: Date,
+        _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE sends SET accepted = accepted + $2, rejected = rejected + $3, failed = failed + $4, \
+            checkpoint = coalesce($5, checkpoint), updated_at = $6 WHERE id = $1 RETURNING accepted, rejected, failed
+            """,
+            [
+                .text(id.description), .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)),
+                .integer(Int64(counts.failed)), .textOrNull(checkpoint?.description),
+                .integer(StoreTime.microseconds(now)),
+            ])
+    }
+
+    /// The most outcomes one insert statement carries (10 values each).
+    package static let outcomeChunk = 100
+
+    /// Inserts a batch of outcomes, numbered after those already recorded, in statements of at most
+    /// ``outcomeChunk`` rows.
+    /// - Parameter counts: The send's counts that ``addCounts(_:to:checkpoint:at:_:)`` returned, this batch included.
+    package static func insertOutcomes(
+        _ outcomes: [DeliveryOutcome], of id: SendID, countsAfter counts: OutcomeCounts, _ dialect: SQLStatement.Dialect
+    ) -> [SQLStatement] {
+        let firstSequence = Int64(counts.total - outcomes.count + 1)
+        return stride(from: 0, to: outcomes.count, by: outcomeChunk).map { start in
+            var statement = SQLStatement(dialect)
+            let sendPlaceholder = statement.bind(id.description)
+            let rows = outcomes[start..<min(start + outcomeChunk, outcomes.count)].enumerated().map { offset, outcome in
+                let columns = outcome.resultColumns
+                let values: [Value] = [
+                    .integer(firstSequence + Int64(start + offset)), .text(outcome.token.hex),
+                    .text(outcome.environment.name), .text(outcome.result.kind), .textOrNull(columns.apnsID),
+                    .integerOrNull(columns.status), .textOrNull(columns.reason), .integerOrNull(columns.timestamp),
+                    .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
+                ]
+                return "(\(sendPlaceholder), " + values.map { statement.bind($0) }.joined(separator: ", ") + ")"
+            }
+            statement.sql =
+                "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES "
+                + rows.joined(separator: ", ")
+            return statement
+        }
+    }
+
+    /// The columns of `send_outcomes` after `send_id`, in the order ``StoredRow/outcome()`` reads them.
+    package static let outcomeColumns =
+        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at"
+
+    /// One page of a send's outcomes (one row more than the limit).
+    package static func outcomes(
+        of id: SendID, after cursor: OutcomeCursor?, limit: Int, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            "SELECT \(outcomeColumns) FROM send_outcomes WHERE send_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            [.text(id.description), .integer(cursor?.sequence ?? 0), .integer(Int64(limit + 1))])
+    }
+
+    /// Gives the oldest waiting send to a worker; returns it. On PostgreSQL, concurrent claimers skip the row
+    /// another one locked instead of waiting for it.
+    package static func claimSend(
+        worker: String, leaseUntil: Date, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE sends SET status = 'running', worker = $1, lease_until = $2, updated_at = $3 \
+            WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
+            AND (status = 'queued' OR lease_until < $3) \
+            ORDER BY created_at, id LIMIT 1\(dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")) \
+            RETURNING \(sendColumns)
+            """,
+            [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))])
+    }
+
+    /// Extends a worker's lease; returns the send's id when the worker holds it.
+    package static func renewLease(
+        of id: SendID, worker: String, until: Date, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE sends SET lease_until = $3, updated_at = $4 \
+            WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING id
+            """,
+            [
+                .text(id.description), .text(worker), .integer(StoreTime.microseconds(until)),
+                .integer(StoreTime.microseconds(now)),
+            ])
+    }
+
+    // MARK: API keys
+
+    /// The columns of `api_keys` that ``StoredRow/apiKey()`` reads: never the hash.
+    package static let apiKeyColumns = "id, name, scopes, prefix, created_at, revoked_at"
+
+    /// Stores a key under its secret's hash.
+    package static func insertAPIKey(_ key: APIKey, secretHash: String, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            "INSERT INTO api_keys (id, name, secret_hash, scopes, prefix, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            [
+                .text(key.storedID), .text(key.name), .text(secretHash), .text(key.storedScopes), .text(key.prefix),
+                .integer(StoreTime.microseconds(key.createdAt)),
+            ])
+    }
+
+    /// Every key, oldest first.
+    package static func apiKeys(_ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "SELECT \(apiKeyColumns) FROM api_keys ORDER BY created_at, id")
+    }
+
+    /// Revokes an active key; returns its id when it was active.
+    package static func revokeAPIKey(_ id: UUID, at now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id",
+            [.text(id.uuidString.lowercased()), .integer(StoreTime.microseconds(now))])
+    }
+
+    /// The active key with a secret hash.
+    package static func apiKey(secretHash: String, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "SELECT \(apiKeyColumns) FROM api_keys WHERE secret_hash = $1 AND revoked_at IS NULL",
+            [.text(secretHash)])
+    }
+
+    // MARK: Provider tokens
+
+    /// The stored token of a key id.
+    package static func latestProviderToken(keyID: String, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "SELECT jwt, key_id, team_id, issued_at FROM provider_tokens WHERE key_id = $1", [.text(keyID)])
+    }
+
+    /// Stores a token unless a token issued at the same time or later is stored; returns the key id when saved.
+    package static func saveProviderToken(_ token: ProviderToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            INSERT INTO provider_tokens (key_id, team_id, jwt, issued_at) VALUES ($1, $2, $3, $4) \
+            ON CONFLICT (key_id) DO UPDATE SET team_id = excluded.team_id, jwt = excluded.jwt, \
+            issued_at = excluded.issued_at WHERE provider_tokens.issued_at < excluded.issued_at RETURNING key_id
+            """,
+            [
+                .text(token.keyID), .text(token.teamID), .text(token.jwt),
+                .integer(StoreTime.microseconds(token.issuedAt)),
+            ])
+    }
+
+    // MARK: Helpers
+
+    private static func lock(_ dialect: SQLStatement.Dialect) -> String {
+        // SQLite has one writer at a time, so a write transaction already holds everything it reads.
+        dialect == .postgres ? " FOR UPDATE" : ""
+    }
+}

@@ -1,0 +1,125 @@
+/// The schema both backends share, as versioned migrations. Append new migrations; never edit an applied one.
+///
+/// The DDL is the common ground of SQLite and PostgreSQL: `TEXT` and `BIGINT` columns (SQLite gives `BIGINT` integer
+/// affinity), times as integer microseconds since 1970 UTC, lists as JSON text. docs/storage.md describes it.
+package enum StoreSchema {
+    /// The table that records which migrations are applied.
+    package static let createMigrationsTable = """
+        CREATE TABLE IF NOT EXISTS herald_migrations (\
+        version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)
+        """
+
+    /// The applied versions.
+    package static let selectVersions = "SELECT version FROM herald_migrations ORDER BY version"
+
+    /// Records a migration as applied.
+    package static func recordMigration(
+        _ migration: Migration, at microseconds: Int64, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect, "INSERT INTO herald_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+            [.integer(Int64(migration.version)), .text(migration.name), .integer(microseconds)])
+    }
+
+    /// Every migration, in order.
+    package static let migrations: [Migration] = [
+        Migration(
+            version: 1, name: "token registry, delivery records, API keys, provider tokens",
+            statements: [
+                """
+                CREATE TABLE devices (
+                    token TEXT NOT NULL PRIMARY KEY,
+                    topic TEXT NOT NULL,
+                    environment TEXT NOT NULL CHECK (environment IN ('development', 'production')),
+                    token_kind TEXT NOT NULL,
+                    user_id TEXT,
+                    installation_id TEXT,
+                    preferred_languages TEXT NOT NULL DEFAULT '[]',
+                    app_version TEXT,
+                    platform TEXT,
+                    tags TEXT NOT NULL DEFAULT '[]',
+                    registered_at BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    invalidated_at BIGINT,
+                    invalidation_reason TEXT,
+                    apns_timestamp BIGINT
+                )
+                """,
+                // Fan-out to a topic pages through this index in (environment, token) order.
+                "CREATE INDEX devices_topic_environment_token ON devices (topic, environment, token)",
+                "CREATE INDEX devices_user_token ON devices (user_id, token) WHERE user_id IS NOT NULL",
+                """
+                CREATE INDEX devices_installation ON devices (installation_id, topic, token_kind) \
+                WHERE installation_id IS NOT NULL
+                """,
+                "CREATE INDEX devices_invalidated_at ON devices (invalidated_at) WHERE invalidated_at IS NOT NULL",
+                """
+                CREATE TABLE device_tags (
+                    tag TEXT NOT NULL,
+                    token TEXT NOT NULL REFERENCES devices (token) ON DELETE CASCADE,
+                    PRIMARY KEY (tag, token)
+                )
+                """,
+                "CREATE INDEX device_tags_token ON device_tags (token)",
+                """
+                CREATE TABLE sends (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    target TEXT NOT NULL,
+                    summary TEXT NOT NULL,
+                    job TEXT,
+                    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'completed', 'failed')),
+                    target_count BIGINT,
+                    accepted BIGINT NOT NULL DEFAULT 0,
+                    rejected BIGINT NOT NULL DEFAULT 0,
+                    failed BIGINT NOT NULL DEFAULT 0,
+                    checkpoint TEXT,
+                    worker TEXT,
+                    lease_until BIGINT,
+                    message TEXT
+                )
+                """,
+                "CREATE INDEX sends_waiting ON sends (created_at, id) WHERE status IN ('queued', 'running')",
+                """
+                CREATE TABLE send_outcomes (
+                    send_id TEXT NOT NULL REFERENCES sends (id) ON DELETE CASCADE,
+                    seq BIGINT NOT NULL,
+                    token TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    outcome TEXT NOT NULL,
+                    apns_id TEXT,
+                    status BIGINT,
+                    reason TEXT,
+                    apns_timestamp BIGINT,
+                    message TEXT,
+                    at BIGINT NOT NULL,
+                    PRIMARY KEY (send_id, seq)
+                )
+                """,
+                """
+                CREATE TABLE api_keys (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    secret_hash TEXT NOT NULL UNIQUE,
+                    scopes TEXT NOT NULL,
+                    prefix TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT
+                )
+                """,
+                """
+                CREATE TABLE provider_tokens (
+                    key_id TEXT NOT NULL PRIMARY KEY,
+                    team_id TEXT NOT NULL,
+                    jwt TEXT NOT NULL,
+                    issued_at BIGINT NOT NULL
+                )
+                """,
+            ])
+    ]
+
+    /// The highest version this build knows.
+    package static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
+}

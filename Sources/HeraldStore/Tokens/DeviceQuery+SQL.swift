@@ -1,0 +1,113 @@
+import HeraldCore
+
+extension DeviceQuery {
+    /// The columns of `devices` every backend selects, in the order backends decode them.
+    package static let columns = """
+        d.token, d.topic, d.environment, d.token_kind, d.user_id, d.installation_id, d.preferred_languages, \
+        d.app_version, d.platform, d.tags, d.registered_at, d.created_at, d.updated_at, d.invalidated_at, \
+        d.invalidation_reason, d.apns_timestamp
+        """
+
+    /// The most explicit tokens one statement binds; longer lists are walked in chunks.
+    package static let tokenChunk = 1_000
+
+    /// A page of the query as one statement, plus what the backend needs to finish the page.
+    package struct PageStatement: Sendable {
+        /// `nil` when the page is known to be empty without asking the database.
+        package var statement: SQLStatement?
+        /// The statement asks for one row more than the page holds, to know whether another page follows.
+        package var limit: Int
+        /// For explicit token lists: the cursor of the next chunk, when tokens remain after this one.
+        package var nextChunk: DeviceCursor?
+    }
+
+    /// The statement for one page: keyset pagination on `(environment, token)` or `token`, over an index.
+    package func pageStatement(after cursor: DeviceCursor?, limit: Int, dialect: SQLStatement.Dialect)
+        -> PageStatement
+    {
+        let limit = max(1, limit)
+        var statement = SQLStatement(dialect)
+        var nextChunk: DeviceCursor?
+        let key = selectorIsTag ? "t.token" : "d.token"
+        var conditions = filters(into: &statement)
+        switch selector {
+        case .tokens(let tokens):
+            let remaining = Set(tokens).filter { cursor == nil || $0 > cursor!.token }.sorted()
+            if remaining.isEmpty { return PageStatement(statement: nil, limit: limit, nextChunk: nil) }
+            let chunk = remaining.prefix(Swift.min(limit, Self.tokenChunk))
+            if chunk.count < remaining.count {
+                nextChunk = DeviceCursor(environment: .development, token: chunk.last!)
+            }
+            conditions.append("d.token IN (\(statement.bindList(chunk.map(\.hex))))")
+        default:
+            if let cursor {
+                if ordersByEnvironment {
+                    let environment = statement.bind(cursor.environment.name)
+                    conditions.append(
+                        "(d.environment, d.token) > (\(environment), \(statement.bind(cursor.token.hex)))")
+                } else {
+                    conditions.append("\(key) > \(statement.bind(cursor.token.hex))")
+                }
+            }
+        }
+        let order = ordersByEnvironment ? "d.environment, d.token" : key
+        statement.sql =
+            "SELECT \(Self.columns) FROM devices d\(join(&statement)) WHERE "
+            + conditions.joined(separator: " AND ")
+            + " ORDER BY \(order) LIMIT \(statement.bind(.integer(Int64(limit + 1))))"
+        return PageStatement(statement: statement, limit: limit, nextChunk: nextChunk)
+    }
+
+    /// The page of rows a statement returned (at most one more than the limit).
+    package func page(of rows: [DeviceRegistration], for statement: PageStatement) -> DevicePage {
+        guard rows.count > statement.limit else { return DevicePage(devices: rows, next: statement.nextChunk) }
+        let devices = Array(rows.prefix(statement.limit))
+        let last = devices[devices.count - 1]
+        return DevicePage(devices: devices, next: DeviceCursor(environment: last.environment, token: last.token))
+    }
+
+    /// The statements whose counts add up to the number of matches (several for a long token list).
+    package func countStatements(dialect: SQLStatement.Dialect) -> [SQLStatement] {
+        var chunks: [[DeviceToken]?] = [nil]
+        if case .tokens(let tokens) = selector {
+            let unique = Array(Set(tokens))
+            chunks = stride(from: 0, to: unique.count, by: Self.tokenChunk).map {
+                Array(unique[$0..<Swift.min($0 + Self.tokenChunk, unique.count)])
+            }
+        }
+        return chunks.map { chunk in
+            var statement = SQLStatement(dialect)
+            var conditions = filters(into: &statement)
+            if let chunk { conditions.append("d.token IN (\(statement.bindList(chunk.map(\.hex))))") }
+            statement.sql =
+                "SELECT count(*) FROM devices d\(join(&statement)) WHERE "
+                + conditions.joined(separator: " AND ")
+            return statement
+        }
+    }
+
+    private var selectorIsTag: Bool {
+        if case .tag = selector { return true }
+        return false
+    }
+
+    private func join(_ statement: inout SQLStatement) -> String {
+        guard case .tag(let tag) = selector else { return "" }
+        return " JOIN device_tags t ON t.token = d.token AND t.tag = \(statement.bind(tag))"
+    }
+
+    /// The conditions shared by pages and counts. Binds in the order the SQL text uses them, except the tag of the
+    /// join, which numbered placeholders make order-independent.
+    private func filters(into statement: inout SQLStatement) -> [String] {
+        var conditions: [String] = []
+        if case .user(let user) = selector { conditions.append("d.user_id = \(statement.bind(user))") }
+        if let topic { conditions.append("d.topic = \(statement.bind(topic))") }
+        if let environment { conditions.append("d.environment = \(statement.bind(environment.name))") }
+        if let kinds = sortedKindNames {
+            conditions.append(kinds.isEmpty ? "1 = 0" : "d.token_kind IN (\(statement.bindList(kinds)))")
+        }
+        if !includesInvalidated { conditions.append("d.invalidated_at IS NULL") }
+        if conditions.isEmpty { conditions.append("1 = 1") }
+        return conditions
+    }
+}

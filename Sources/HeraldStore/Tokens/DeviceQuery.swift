@@ -1,0 +1,99 @@
+public import HeraldCore
+
+/// Which registrations a send or an admin lookup targets: explicit tokens, a user's devices, a tag, or every
+/// device of a topic, optionally narrowed to one environment and some token kinds.
+///
+/// ```swift
+/// let query = DeviceQuery.topic("com.example.app").environment(.production).kinds([.device])
+/// ```
+///
+/// Invalidated tokens are left out unless ``includingInvalidated()`` is used.
+public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
+    /// What the query selects before its filters.
+    package enum Selector: Sendable, Hashable {
+        case tokens([DeviceToken])
+        case user(String)
+        case tag(String)
+        case topic
+    }
+
+    package let selector: Selector
+    /// Only registrations of this topic. Always set for ``topic(_:)`` queries.
+    public private(set) var topic: String?
+    /// Only registrations of this environment, when set.
+    public private(set) var environment: APNSEnvironment?
+    /// Only registrations of these kinds, when set.
+    public private(set) var tokenKinds: Set<TokenKind>?
+    /// Whether invalidated tokens are included.
+    public private(set) var includesInvalidated = false
+
+    private init(_ selector: Selector, topic: String? = nil) {
+        self.selector = selector
+        self.topic = topic
+    }
+
+    /// The registrations of these tokens (unknown ones are skipped).
+    public static func tokens(_ tokens: [DeviceToken]) -> DeviceQuery { DeviceQuery(.tokens(tokens)) }
+    /// The registrations of one user id, across topics unless narrowed with ``inTopic(_:)``.
+    public static func user(_ userID: String) -> DeviceQuery { DeviceQuery(.user(userID)) }
+    /// The registrations carrying a tag, across topics unless narrowed with ``inTopic(_:)``.
+    public static func tag(_ tag: String) -> DeviceQuery { DeviceQuery(.tag(tag)) }
+    /// Every registration of a topic.
+    public static func topic(_ topic: String) -> DeviceQuery { DeviceQuery(.topic, topic: topic) }
+
+    /// The same query, narrowed to a topic.
+    public func inTopic(_ topic: String) -> DeviceQuery {
+        var copy = self
+        copy.topic = topic
+        return copy
+    }
+
+    /// The same query, narrowed to one environment.
+    public func environment(_ environment: APNSEnvironment?) -> DeviceQuery {
+        var copy = self
+        copy.environment = environment
+        return copy
+    }
+
+    /// The same query, narrowed to some token kinds (`nil`: every kind).
+    public func kinds(_ kinds: Set<TokenKind>?) -> DeviceQuery {
+        var copy = self
+        copy.tokenKinds = kinds
+        return copy
+    }
+
+    /// The same query, with invalidated tokens included (admin lookups).
+    public func includingInvalidated(_ include: Bool = true) -> DeviceQuery {
+        var copy = self
+        copy.includesInvalidated = include
+        return copy
+    }
+
+    /// Whether pages are ordered by environment, then token, rather than by token alone.
+    ///
+    /// A topic query without an environment walks the `(topic, environment, token)` index in its order, so each
+    /// page is one index range scan; every other query orders by token.
+    package var ordersByEnvironment: Bool {
+        if case .topic = selector, environment == nil { return true }
+        return false
+    }
+
+    /// The kinds filter in a stable order, for binding.
+    package var sortedKindNames: [String]? { tokenKinds.map { $0.map(\.name).sorted() } }
+
+    /// Safe to log: explicit tokens are counted, not listed.
+    public var description: String {
+        var parts: [String]
+        switch selector {
+        case .tokens(let tokens): parts = ["\(tokens.count) tokens"]
+        case .user(let user): parts = ["user \(user)"]
+        case .tag(let tag): parts = ["tag \(tag)"]
+        case .topic: parts = []
+        }
+        if let topic { parts.append("topic \(topic)") }
+        if let environment { parts.append(environment.name) }
+        if let names = sortedKindNames { parts.append("kinds " + names.joined(separator: ",")) }
+        if includesInvalidated { parts.append("including invalidated") }
+        return parts.joined(separator: ", ")
+    }
+}

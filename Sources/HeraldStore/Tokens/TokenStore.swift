@@ -1,0 +1,70 @@
+public import Foundation
+public import HeraldCore
+
+/// The token registry: what apps registered, queried for sends, pruned on APNs's answers.
+///
+/// Every method is safe to call concurrently from many tasks. Methods throw ``StoreError`` (or `CancellationError`).
+public protocol TokenStore: Sendable {
+    /// Stores a registration, or replaces the stored one for its token: an idempotent upsert.
+    ///
+    /// One transaction: the record is written with the current time as ``DeviceRegistration/registeredAt``, any
+    /// invalidation is cleared, tags are replaced, and when the registration carries an installation id, the other
+    /// tokens stored with that installation id, topic and kind are deleted (except for kinds where several coexist,
+    /// ``HeraldCore/TokenKind/isOnePerInstallation``). Registering the same body twice stores one record.
+    /// - Returns: Whether the token was new, the stored record, and the tokens moved aside.
+    /// - Throws: ``StoreError`` `.invalidRecord` when a field breaks a limit (nothing is written).
+    func upsert(_ registration: TokenRegistration) async throws -> UpsertResult
+
+    /// Deletes a token's registration (logout, `DELETE /api/token`).
+    /// - Returns: `false` when the token was not stored.
+    func remove(_ token: DeviceToken) async throws -> Bool
+
+    /// The registration of a token, active or invalidated, or `nil` when unknown.
+    func device(_ token: DeviceToken) async throws -> DeviceRegistration?
+
+    /// One page of the registrations a query matches, in a stable order, starting after a cursor.
+    ///
+    /// Keyset pagination over an index: each page costs the same whatever its position, and no page holds more than
+    /// `limit` rows in memory. Rows registered or removed between pages never cause a row that matched throughout to
+    /// be returned twice or skipped.
+    /// - Parameters:
+    ///   - query: What to match.
+    ///   - cursor: The previous page's ``DevicePage/next``, or `nil` for the first page.
+    ///   - limit: The most rows to return, at least 1.
+    func devices(matching query: DeviceQuery, after cursor: DeviceCursor?, limit: Int) async throws -> DevicePage
+
+    /// How many registrations a query matches.
+    func count(matching query: DeviceQuery) async throws -> Int
+
+    /// Applies APNs's verdict that a token is dead (apns-protocol.md §5.6).
+    ///
+    /// When APNs gives a timestamp (`410 Unregistered`), the token is kept if the app registered it after that
+    /// moment, and invalidated otherwise. Without one (`ExpiredToken`, or `BadDeviceToken` after the other
+    /// environment failed too) it is invalidated. An invalidated token stays out of every query until the app
+    /// registers it again.
+    /// - Parameters:
+    ///   - token: The rejected token.
+    ///   - reason: APNs's reason, kept with the record.
+    ///   - apnsTimestamp: The 410 `timestamp`, or `nil`.
+    func invalidate(token: DeviceToken, reason: APNSReason, at apnsTimestamp: Date?) async throws
+        -> InvalidationResult
+
+    /// Moves a token to the other APNs environment: the `BadDeviceToken` correction, after the other environment's
+    /// host accepted it.
+    /// - Returns: The updated record, or `nil` when the token is not stored.
+    func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment) async throws -> DeviceRegistration?
+
+    /// Deletes the tokens invalidated before a moment, for retention.
+    /// - Returns: How many were deleted.
+    func purgeInvalidated(before date: Date) async throws -> Int
+}
+
+extension TokenStore {
+    /// Every registration a query matches, fetched page by page as the sequence is iterated.
+    ///
+    /// At most one page is held at a time, so this walks a topic of millions of devices in constant memory.
+    /// - Parameter pageSize: The rows fetched per round trip.
+    public func allDevices(matching query: DeviceQuery, pageSize: Int = 1_000) -> DeviceSequence {
+        DeviceSequence(store: self, query: query, pageSize: pageSize)
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+public import HeraldCore
+import HeraldStore
+import NIOSSL
+public import PostgresNIO
+
+extension PostgresStore {
+    /// The server, the pool and the schema to use.
+    public struct Configuration: Sendable {
+        /// Connection settings and pool size (postgres-nio's configuration).
+        public var client: PostgresClient.Configuration
+        /// The schema Herald's tables live in, when not the user's default (`public`): created by ``migrate()``.
+        /// Lowercase letters, digits and `_`, starting with a letter; ``PostgresStore/migrate()`` refuses other names.
+        public var schema: String?
+        /// Where record times come from.
+        public var clock: any WallClock
+        /// How long an operation waits for a pooled connection — the server is down, or every connection is busy —
+        /// before it fails with ``HeraldStore/StoreError`` `.unavailable`. Default 10 seconds.
+        public var acquireTimeout: Duration = .seconds(10)
+
+        /// - Parameters:
+        ///   - client: Server, credentials, TLS and pool settings.
+        ///   - schema: Herald's schema, or `nil` for the default search path.
+        ///   - clock: Where record times come from; default the system clock.
+        public init(
+            client: PostgresClient.Configuration, schema: String? = nil, clock: any WallClock = SystemWallClock()
+        ) {
+            self.client = client
+            self.schema = schema
+            self.clock = clock
+        }
+
+        /// Reads a database URL: `postgres://user:password@host:port/database` (or `postgresql://`).
+        ///
+        /// Query options: `sslmode=disable|prefer|require` (default `prefer`, as libpq), `schema=<name>`,
+        /// `pool=<most connections>` (default 20). User and password may be percent-encoded.
+        /// - Throws: ``HeraldStore/StoreError`` `.invalidURL`, saying which part is wrong. The message never
+        ///   contains the password.
+        public init(url: String, clock: any WallClock = SystemWallClock()) throws {
+            func invalid(_ problem: String) -> StoreError {
+                StoreError(
+                    .invalidURL,
+                    "The PostgreSQL URL \(problem): write postgres://user:password@host:5432/database.")
+            }
+            guard let components = URLComponents(string: url),
+                let scheme = components.scheme, scheme == "postgres" || scheme == "postgresql"
+            else { throw invalid("is not a postgres:// URL") }
+            guard let host = components.host, !host.isEmpty else { throw invalid("has no host") }
+            guard let user = components.user, !user.isEmpty else { throw invalid("has no user") }
+            let database = String(components.path.drop(while: { $0 == "/" }))
+            var options: [String: String] = [:]
+            for item in components.queryItems ?? [] { options[item.name] = item.value ?? "" }
+            let tls: PostgresClient.Configuration.TLS
+            switch options["sslmode"] ?? "prefer" {
+            case "disable": tls = .disable
+            case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+            case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+            default: throw invalid("has an unknown sslmode: use disable, prefer or require")
+            }
+            var client = PostgresClient.Configuration(
+                host: host, port: components.port ?? 5432, username: user, password: components.password,
+                database: database.isEmpty ? nil : database, tls: tls)
+            if let pool = options["pool"] {
+                guard let size = Int(pool), size > 0 else {
+                    throw invalid("has a pool size that is not a positive number")
+                }
+                client.options.maximumConnections = size
+            }
+            if let schema = options["schema"], !Self.isValidSchema(schema) {
+                throw StoreError(
+                    .invalidURL,
+                    "The schema name in the PostgreSQL URL is not allowed: use lowercase letters, digits and _, starting with a letter."
+                )
+            }
+            self.init(client: client, schema: options["schema"], clock: clock)
+        }
+
+        static func isValidSchema(_ name: String) -> Bool {
+            guard let first = name.first, first.isASCII, first.isLetter, first.isLowercase, name.count <= 63 else {
+                return false
+            }
+            return name.allSatisfy { ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "_" }
+        }
+    }
+}

@@ -1,0 +1,91 @@
+public import Foundation
+public import HeraldCore
+public import HeraldStore
+import PostgresNIO
+
+extension PostgresStore {
+    public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
+        let registration = try registration.validated()
+        let now = clock.now()
+        return try await transaction("store a registration") { session in
+            // Locks the row when it exists; a concurrent first registration meets the insert's conflict instead.
+            let previous = try await session.rows(StoreSQL.selectDeviceState(registration.token, .postgres)).first
+            let createdAt = try await session.rows(StoreSQL.upsertDevice(registration, at: now, .postgres))[0].integer(
+                0)
+            for statement in StoreSQL.rewriteTags(registration, storedTags: try previous?.text(0), .postgres) {
+                try await session.execute(statement)
+            }
+            let moveAside = StoreSQL.moveAside(registration, .postgres)
+            let moved = if let moveAside { try await session.rows(moveAside) } else { [PostgresRandomAccessRow]() }
+            return try UpsertResult(registration, at: now, createdAt: createdAt, previous: previous, movedAside: moved)
+        }
+    }
+
+    public func remove(_ token: DeviceToken) async throws -> Bool {
+        try await session("remove a token") { session in
+            try await !session.rows(StoreSQL.deleteDevice(token, .postgres)).isEmpty
+        }
+    }
+
+    public func device(_ token: DeviceToken) async throws -> DeviceRegistration? {
+        try await session("read a registration") { session in
+            try await session.rows(StoreSQL.selectDevice(token, .postgres)).first?.device()
+        }
+    }
+
+    public func devices(matching query: DeviceQuery, after cursor: DeviceCursor?, limit: Int) async throws
+        -> DevicePage
+    {
+        let page = query.pageStatement(after: cursor, limit: limit, dialect: .postgres)
+        guard let statement = page.statement else { return DevicePage(devices: [], next: nil) }
+        let rows = try await session("read registrations") { session in
+            try await session.rows(statement).map { try $0.device() }
+        }
+        return query.page(of: rows, for: page)
+    }
+
+    public func count(matching query: DeviceQuery) async throws -> Int {
+        try await session("count registrations") { session in
+            var total = 0
+            for statement in query.countStatements(dialect: .postgres) {
+                total += Int(try await session.rows(statement)[0].integer(0))
+            }
+            return total
+        }
+    }
+
+    public func invalidate(token: DeviceToken, reason: APNSReason, at apnsTimestamp: Date?) async throws
+        -> InvalidationResult
+    {
+        let now = clock.now()
+        return try await transaction("invalidate a token") { session in
+            guard let state = try await session.rows(StoreSQL.selectDeviceState(token, .postgres)).first else {
+                return .notFound
+            }
+            let result = InvalidationResult.decide(
+                registeredAt: StoreTime.date(try state.integer(2)), apnsTimestamp: apnsTimestamp)
+            if result == .removed {
+                try await session.execute(
+                    StoreSQL.invalidate(token, reason: reason, apnsTimestamp: apnsTimestamp, at: now, .postgres))
+            }
+            return result
+        }
+    }
+
+    public func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment) async throws
+        -> DeviceRegistration?
+    {
+        let now = clock.now()
+        return try await transaction("correct a token's environment") { session in
+            let update = StoreSQL.updateEnvironment(token, to: environment, at: now, .postgres)
+            guard !(try await session.rows(update)).isEmpty else { return nil }
+            return try await session.rows(StoreSQL.selectDevice(token, .postgres)).first?.device()
+        }
+    }
+
+    public func purgeInvalidated(before date: Date) async throws -> Int {
+        try await session("purge invalidated tokens") { session in
+            try await session.rows(StoreSQL.purgeInvalidated(before: date, .postgres)).count
+        }
+    }
+}

@@ -1,0 +1,71 @@
+public import Foundation
+import GRDB
+import HeraldCore
+public import HeraldStore
+
+extension SQLiteStore {
+    public func createSend(_ send: NewSend) async throws -> SendRecord {
+        let now = clock.now()
+        return try await write("record a send") { db in
+            guard let row = try db.rows(StoreSQL.insertSend(send, at: now, .sqlite)).first else {
+                throw NewSend.alreadyExists(send.id)
+            }
+            return try row.send()
+        }
+    }
+
+    public func updateSend(_ id: SendID, _ update: SendUpdate) async throws -> SendRecord {
+        let now = clock.now()
+        return try await write("update a send") { db in
+            guard let row = try db.rows(StoreSQL.updateSend(id, update, at: now, .sqlite)).first else {
+                throw SendRecord.notFound(id)
+            }
+            return try row.send()
+        }
+    }
+
+    public func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, checkpoint: DeviceCursor?)
+        async throws -> OutcomeCounts
+    {
+        let now = clock.now()
+        let batch = OutcomeCounts(outcomes)
+        return try await write("record delivery outcomes") { db in
+            let update = StoreSQL.addCounts(batch, to: id, checkpoint: checkpoint, at: now, .sqlite)
+            guard let row = try db.rows(update).first else { throw SendRecord.notFound(id) }
+            let counts = try OutcomeCounts(stored: row)
+            for statement in StoreSQL.insertOutcomes(outcomes, of: id, countsAfter: counts, .sqlite) {
+                try db.execute(statement)
+            }
+            return counts
+        }
+    }
+
+    public func send(_ id: SendID) async throws -> SendRecord? {
+        try await read("read a send") { db in
+            try db.rows(StoreSQL.selectSend(id, .sqlite)).first?.send()
+        }
+    }
+
+    public func outcomes(of id: SendID, after cursor: OutcomeCursor?, limit: Int) async throws -> OutcomePage {
+        let limit = max(1, limit)
+        let rows = try await read("read delivery outcomes") { db in
+            try db.rows(StoreSQL.outcomes(of: id, after: cursor, limit: limit, .sqlite)).map { try $0.outcome() }
+        }
+        return OutcomePage(rows, limit: limit)
+    }
+
+    public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {
+        let now = clock.now()
+        // One UPDATE under SQLite's single writer: no other claim can run between choosing the send and taking it.
+        return try await write("claim a send") { db in
+            try db.rows(StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, at: now, .sqlite)).first?.send()
+        }
+    }
+
+    public func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool {
+        let now = clock.now()
+        return try await write("renew a lease") { db in
+            try !db.rows(StoreSQL.renewLease(of: id, worker: worker, until: until, at: now, .sqlite)).isEmpty
+        }
+    }
+}

@@ -1,0 +1,83 @@
+public import Foundation
+import GRDB
+public import HeraldCore
+public import HeraldStore
+
+extension SQLiteStore {
+    public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
+        let registration = try registration.validated()
+        let now = clock.now()
+        return try await write("store a registration") { db in
+            let previous = try db.rows(StoreSQL.selectDeviceState(registration.token, .sqlite)).first
+            let createdAt = try db.rows(StoreSQL.upsertDevice(registration, at: now, .sqlite))[0].integer(0)
+            let tags = StoreSQL.rewriteTags(registration, storedTags: try previous?.text(0), .sqlite)
+            for statement in tags { try db.execute(statement) }
+            let moved = try StoreSQL.moveAside(registration, .sqlite).map { try db.rows($0) } ?? []
+            return try UpsertResult(registration, at: now, createdAt: createdAt, previous: previous, movedAside: moved)
+        }
+    }
+
+    public func remove(_ token: DeviceToken) async throws -> Bool {
+        try await write("remove a token") { db in
+            try !db.rows(StoreSQL.deleteDevice(token, .sqlite)).isEmpty
+        }
+    }
+
+    public func device(_ token: DeviceToken) async throws -> DeviceRegistration? {
+        try await read("read a registration") { db in
+            try db.rows(StoreSQL.selectDevice(token, .sqlite)).first?.device()
+        }
+    }
+
+    public func devices(matching query: DeviceQuery, after cursor: DeviceCursor?, limit: Int) async throws
+        -> DevicePage
+    {
+        let page = query.pageStatement(after: cursor, limit: limit, dialect: .sqlite)
+        guard let statement = page.statement else { return DevicePage(devices: [], next: nil) }
+        let rows = try await read("read registrations") { db in
+            try db.rows(statement).map { try $0.device() }
+        }
+        return query.page(of: rows, for: page)
+    }
+
+    public func count(matching query: DeviceQuery) async throws -> Int {
+        let statements = query.countStatements(dialect: .sqlite)
+        return try await read("count registrations") { db in
+            try statements.reduce(0) { total, statement in try total + Int(db.rows(statement)[0].integer(0)) }
+        }
+    }
+
+    public func invalidate(token: DeviceToken, reason: APNSReason, at apnsTimestamp: Date?) async throws
+        -> InvalidationResult
+    {
+        let now = clock.now()
+        return try await write("invalidate a token") { db in
+            guard let state = try db.rows(StoreSQL.selectDeviceState(token, .sqlite)).first else { return .notFound }
+            let result = InvalidationResult.decide(
+                registeredAt: StoreTime.date(try state.integer(2)), apnsTimestamp: apnsTimestamp)
+            if result == .removed {
+                try db.execute(
+                    StoreSQL.invalidate(token, reason: reason, apnsTimestamp: apnsTimestamp, at: now, .sqlite))
+            }
+            return result
+        }
+    }
+
+    public func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment) async throws
+        -> DeviceRegistration?
+    {
+        let now = clock.now()
+        return try await write("correct a token's environment") { db in
+            guard !(try db.rows(StoreSQL.updateEnvironment(token, to: environment, at: now, .sqlite))).isEmpty else {
+                return nil
+            }
+            return try db.rows(StoreSQL.selectDevice(token, .sqlite)).first?.device()
+        }
+    }
+
+    public func purgeInvalidated(before date: Date) async throws -> Int {
+        try await write("purge invalidated tokens") { db in
+            try db.rows(StoreSQL.purgeInvalidated(before: date, .sqlite)).count
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import GRDB
+public import HeraldCore
+public import HeraldStore
+import ServiceLifecycle
+import Synchronization
+
+/// The embedded backend: one SQLite file, in WAL mode, written by one connection and read by several.
+///
+/// Every write is one transaction on GRDB's writer queue, off the Swift concurrency pool; reads run on reader
+/// connections concurrently with it. Commits are durable (`synchronous = FULL`) unless the configuration chooses
+/// `NORMAL`. Several processes may open the same file: SQLite's lock serializes their writes, and a busy timeout
+/// makes them wait rather than fail.
+///
+/// ```swift
+/// let store = try SQLiteStore(configuration: .init(url: "sqlite:///var/lib/herald/herald.sqlite"))
+/// try await store.migrate()
+/// ```
+public final class SQLiteStore: Store {
+    /// What the store was opened with.
+    public let configuration: Configuration
+    let writer: any DatabaseWriter
+    let clock: any WallClock
+    private let closed = Mutex(false)
+
+    /// Opens (or creates) the database. Call ``migrate()`` before using it.
+    /// - Throws: ``HeraldStore/StoreError`` `.unavailable` when the file cannot be opened or is not a database.
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        self.clock = configuration.clock
+        var options = GRDB.Configuration()
+        options.foreignKeysEnabled = true
+        options.busyMode = .timeout(Self.seconds(configuration.busyTimeout))
+        options.maximumReaderCount = max(1, configuration.maximumReaderCount)
+        options.label = "herald"
+        let synchronous = configuration.synchronous.rawValue
+        options.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        do {
+            if let path = configuration.location.path {
+                // DatabasePool switches the file to WAL mode.
+                writer = try DatabasePool(path: path, configuration: options)
+            } else {
+                writer = try DatabaseQueue(configuration: options)
+            }
+        } catch {
+            throw StoreError(
+                .unavailable,
+                "Cannot open the SQLite database at \(configuration.location): \(Self.reason(error)). Check that the folder exists and is writable.",
+                underlying: error)
+        }
+    }
+
+    /// Opens the database a URL names (`sqlite:///path/to/herald.sqlite`, `sqlite::memory:`).
+    public convenience init(url: String, clock: any WallClock = SystemWallClock()) throws {
+        try self.init(configuration: Configuration(url: url, clock: clock))
+    }
+
+    // MARK: Lifecycle
+
+    /// Waits for graceful shutdown or cancellation, then closes the database.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await close()
+    }
+
+    public func migrate() async throws {
+        let now = StoreTime.microseconds(clock.now())
+        do {
+            try await write("apply migrations") { db in
+                try db.execute(sql: StoreSchema.createMigrationsTable)
+                let applied = Set(try Int64.fetchAll(db, sql: StoreSchema.selectVersions).map(Int.init))
+                for migration in try Migration.pending(StoreSchema.migrations, applied: applied) {
+                    for statement in migration.statements { try db.execute(sql: statement) }
+                    try db.execute(StoreSchema.recordMigration(migration, at: now, .sqlite))
+                }
+            }
+        } catch let error as StoreError where error.code == .backend {
+            throw StoreError(
+                .migrationFailed,
+                "Migrating the SQLite database failed and nothing was changed: \(error.message)",
+                underlying: error.underlying)
+        }
+    }
+
+    public func health() async throws -> StoreHealth {
+        let version = try await read("check health") { db -> Int in
+            guard try db.tableExists("herald_migrations") else { return 0 }
+            return try Int.fetchOne(db, sql: "SELECT coalesce(max(version), 0) FROM herald_migrations") ?? 0
+        }
+        return StoreHealth(backend: "sqlite", schemaVersion: version, latestSchemaVersion: StoreSchema.latestVersion)
+    }
+
+    public func close() async {
+        guard
+            closed.withLock({ closed in
+                defer { closed = true }
+                return !closed
+            })
+        else { return }
+        try? writer.close()
+    }
+
+    // MARK: Access
+
+    /// Runs a write transaction on the writer queue.
+    func write<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try ensureOpen()
+        do {
+            return try await writer.write(body)
+        } catch {
+            throw Self.map(error, action)
+        }
+    }
+
+    /// Runs a read on a reader connection, which sees the last committed state.
+    func read<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try ensureOpen()
+        do {
+            return try await writer.read(body)
+        } catch {
+            throw Self.map(error, action)
+        }
+    }
+
+    private func ensureOpen() throws {
+        if closed.withLock({ $0 }) {
+            throw StoreError(.closed, "The SQLite store was closed: open a new one.")
+        }
+    }
+
+    private static func map(_ error: any Error, _ action: String) -> any Error {
+        if error is StoreError || error is CancellationError { return error }
+        let busy = (error as? DatabaseError)?.resultCode == .SQLITE_BUSY
+        return StoreError(
+            busy ? .unavailable : .backend,
+            "SQLite could not \(action): \(reason(error)). "
+                + (busy
+                    ? "Another process held the write lock past the busy timeout: raise it, or find that process."
+                    : "Check that the database file is writable and the disk is not full."),
+            underlying: error)
+    }
+
+    /// SQLite's own message, which names no bound value.
+    private static func reason(_ error: any Error) -> String {
+        guard let error = error as? DatabaseError else { return "an unexpected error" }
+        return error.message ?? "error \(error.resultCode.rawValue)"
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Testing
+
+extension StoreConformance {
+    static var deliveryCases: [Case] {
+        [
+            Case("a send records its outcomes in batches, counts them and pages them in order", deliveryRecords),
+            Case("sends change status, and unknown sends are reported", sendUpdates),
+            Case("a checkpoint lets another instance resume a send where it stopped", checkpointResume),
+            Case("workers claim different sends, and a send whose lease ran out can be claimed again", claims),
+            Case("two instances claiming at once never get the same send", concurrentClaims),
+        ]
+    }
+
+    static func outcome(_ n: Int, _ result: DeliveryOutcome.Result, at date: Date) -> DeliveryOutcome {
+        DeliveryOutcome(
+            token: token(n), environment: n.isMultiple(of: 2) ? .development : .production, result: result, at: date)
+    }
+
+    static func deliveryRecords(_ context: Context) async throws {
+        let store = context.store
+        let created = try await store.createSend(
+            NewSend(target: "topic \(topic)", summary: "alert: Hello", job: #"{"v":1}"#, targetCount: 250))
+        #expect(created.status == .queued && created.counts == OutcomeCounts() && created.checkpoint == nil)
+        #expect(created.createdAt == context.clock.now() && created.job == #"{"v":1}"# && created.targetCount == 250)
+        #expect(try await store.send(created.id) == created)
+
+        let now = context.clock.now()
+        let timestamp = now.addingTimeInterval(-60)
+        let outcomes: [DeliveryOutcome] = (1...250).map { n in
+            switch n % 5 {
+            case 0: outcome(n, .rejected(status: 410, reason: .unregistered, timestamp: timestamp), at: now)
+            case 1: outcome(n, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now)
+            case 2: outcome(n, .failed(message: "connection reset after 3 attempts"), at: now)
+            default: outcome(n, .accepted(apnsID: APNSID()), at: now)
+            }
+        }
+        var counts = OutcomeCounts()
+        for batch in stride(from: 0, to: 250, by: 120) {
+            let slice = Array(outcomes[batch..<min(batch + 120, 250)])
+            let cursor = DeviceCursor(slice.last!.environment.name + ":" + slice.last!.token.hex)
+            counts = try await store.recordOutcomes(slice, for: created.id, checkpoint: cursor)
+        }
+        #expect(counts == OutcomeCounts(accepted: 100, rejected: 100, failed: 50))
+        #expect(try await store.send(created.id)?.counts == counts)
+
+        var read: [DeliveryOutcome] = []
+        var cursor: OutcomeCursor?
+        var pages = 0
+        repeat {
+            let page = try await store.outcomes(of: created.id, after: cursor, limit: 100)
+            read += page.outcomes
+            cursor = page.next
+            pages += 1
+        } while cursor != nil
+        #expect(pages == 3)
+        #expect(read == outcomes, "every outcome, in the order recorded, exactly as given")
+        #expect(try await store.outcomes(of: SendID(), after: nil, limit: 10).outcomes.isEmpty)
+        let tail = try await store.outcomes(of: created.id, after: OutcomeCursor(sequence: 245), limit: 10)
+        #expect(tail.outcomes == Array(outcomes.suffix(5)) && tail.next == nil)
+    }
+
+    static func sendUpdates(_ context: Context) async throws {
+        let store = context.store
+        let send = try await store.createSend(NewSend(target: "user 42", summary: "background", status: .running))
+        await #expect(throws: StoreError.self) {
+            try await store.createSend(NewSend(id: send.id, target: "x", summary: "y"))
+        }
+        context.clock.advance(by: .seconds(2))
+        let counted = try await store.updateSend(send.id, SendUpdate(targetCount: 3))
+        #expect(counted.status == .running && counted.targetCount == 3 && counted.updatedAt == context.clock.now())
+        let done = try await store.updateSend(send.id, SendUpdate(status: .failed, message: "APNs key revoked"))
+        #expect(done.status == .failed && done.message == "APNs key revoked" && done.targetCount == 3)
+        #expect(done.status.isFinal)
+
+        let missing = SendID()
+        #expect(try await store.send(missing) == nil)
+        let update = await #expect(throws: StoreError.self) {
+            try await store.updateSend(missing, SendUpdate(status: .completed))
+        }
+        #expect(update?.code == .notFound)
+        let record = await #expect(throws: StoreError.self) {
+            try await store.recordOutcomes(
+                [outcome(1, .failed(message: "x"), at: context.clock.now())], for: missing, checkpoint: nil)
+        }
+        #expect(record?.code == .notFound)
+        #expect(try await store.outcomes(of: missing, after: nil, limit: 5).outcomes.isEmpty, "nothing was written")
+    }
+
+    static func checkpointResume(_ context: Context) async throws {
+        let store = context.store
+        for n in 1...30 { _ = try await store.upsert(registration(n)) }
+        let send = try await store.createSend(NewSend(target: "topic", summary: "resumable"))
+        let claimed = try #require(
+            try await store.claimNextQueuedSend(worker: "a", leaseUntil: context.clock.now().addingTimeInterval(30)))
+        #expect(claimed.id == send.id && claimed.status == .running && claimed.worker == "a")
+
+        // Worker a sends the first page, records it with its checkpoint, then dies.
+        let first = try await store.devices(matching: .topic(topic), after: claimed.checkpoint, limit: 12)
+        let outcomes = first.devices.map {
+            outcome(0, .accepted(apnsID: APNSID()), at: context.clock.now()).with(token: $0.token)
+        }
+        _ = try await store.recordOutcomes(outcomes, for: send.id, checkpoint: first.next)
+
+        context.clock.advance(by: .seconds(31))
+        try await context.withSecondInstance { other in
+            let resumed = try #require(
+                try await other.claimNextQueuedSend(worker: "b", leaseUntil: context.clock.now().addingTimeInterval(30))
+            )
+            #expect(resumed.id == send.id && resumed.worker == "b")
+            #expect(resumed.counts.accepted == 12)
+            let checkpoint = try #require(resumed.checkpoint)
+            #expect(checkpoint == first.next)
+            let rest = try await all(other, .topic(topic)).filter { $0.token > checkpoint.token }
+            let resumedPage = try await other.devices(matching: .topic(topic), after: checkpoint, limit: 100)
+            #expect(
+                resumedPage.devices == rest && rest.count == 18, "the resumed walk starts right after the checkpoint")
+            #expect(
+                try await !store.renewLease(
+                    of: send.id, worker: "a", until: context.clock.now().addingTimeInterval(60)),
+                "the dead worker's lease is gone")
+            #expect(
+                try await other.renewLease(of: send.id, worker: "b", until: context.clock.now().addingTimeInterval(60)))
+        }
+    }
+
+    static func claims(_ context: Context) async throws {
+        let store = context.store
+        #expect(
+            try await store.claimNextQueuedSend(worker: "a", leaseUntil: context.clock.now()) == nil, "nothing waits")
+        let older = try await store.createSend(NewSend(target: "t1", summary: "first"))
+        context.clock.advance(by: .seconds(1))
+        let newer = try await store.createSend(NewSend(target: "t2", summary: "second"))
+        _ = try await store.createSend(NewSend(target: "t3", summary: "inline", status: .running))
+        let lease = context.clock.now().addingTimeInterval(30)
+
+        let a = try await store.claimNextQueuedSend(worker: "a", leaseUntil: lease)
+        let b = try await store.claimNextQueuedSend(worker: "b", leaseUntil: lease)
+        #expect(a?.id == older.id && b?.id == newer.id, "oldest first, never the same send")
+        #expect(a?.leaseUntil == lease && b?.worker == "b")
+        #expect(
+            try await store.claimNextQueuedSend(worker: "c", leaseUntil: lease) == nil,
+            "running sends stay with their worker")
+
+        #expect(try await store.renewLease(of: older.id, worker: "a", until: lease.addingTimeInterval(60)))
+        context.clock.advance(by: .seconds(45))
+        let stolen = try await store.claimNextQueuedSend(
+            worker: "c", leaseUntil: context.clock.now().addingTimeInterval(30))
+        #expect(stolen?.id == newer.id, "b's lease ran out; a renewed its lease")
+        #expect(
+            try await !store.renewLease(of: newer.id, worker: "b", until: context.clock.now().addingTimeInterval(30)))
+
+        let finished = try await store.updateSend(older.id, SendUpdate(status: .completed))
+        #expect(finished.worker == nil && finished.leaseUntil == nil, "a final status releases the lease")
+        context.clock.advance(by: .seconds(3_600))
+        let last = try await store.claimNextQueuedSend(
+            worker: "d", leaseUntil: context.clock.now().addingTimeInterval(30))
+        #expect(last?.id == newer.id, "c's lease ran out too")
+        #expect(
+            try await store.claimNextQueuedSend(worker: "e", leaseUntil: context.clock.now()) == nil,
+            "completed sends, and running sends without a lease (performed inline by their creator), are never claimed")
+    }
+
+    static func concurrentClaims(_ context: Context) async throws {
+        let store = context.store
+        for n in 0..<12 { _ = try await store.createSend(NewSend(target: "t\(n)", summary: "s")) }
+        let lease = context.clock.now().addingTimeInterval(300)
+        let claimed = try await context.withSecondInstance { other in
+            try await withThrowingTaskGroup(of: [SendID].self) { group in
+                for (index, instance) in [store, other, store, other].enumerated() {
+                    group.addTask {
+                        var mine: [SendID] = []
+                        while let send = try await instance.claimNextQueuedSend(worker: "w\(index)", leaseUntil: lease)
+                        {
+                            mine.append(send.id)
+                        }
+                        return mine
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+        }
+        #expect(claimed.count == 12 && Set(claimed).count == 12, "each send claimed exactly once")
+    }
+}
+
+extension DeliveryOutcome {
+    fileprivate func with(token: DeviceToken) -> DeliveryOutcome {
+        DeliveryOutcome(token: token, environment: environment, result: result, at: at)
+    }
+}

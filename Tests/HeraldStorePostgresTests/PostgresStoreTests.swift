@@ -1,0 +1,75 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldStorePostgres
+import HeraldTesting
+import PostgresNIO
+import Testing
+
+/// The URL of a PostgreSQL database the tests may create schemas in; `.ci/run` always sets it.
+let testDatabaseURL = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_URL"]
+
+@Suite("PostgreSQL store")
+struct PostgresStoreTests {
+    /// A fresh schema in the test database; dropped after the case.
+    static func fixture() throws -> StoreFixture {
+        let url = try #require(testDatabaseURL)
+        let schema = "herald_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+        let caseURL = url + (url.contains("?") ? "&" : "?") + "schema=\(schema)&pool=3"
+        return StoreFixture(
+            open: { clock in try PostgresStore(url: caseURL, clock: clock) },
+            cleanup: {
+                guard let configuration = try? PostgresStore.Configuration(url: url) else { return }
+                let client = PostgresClient(configuration: configuration.client)
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await client.run() }
+                    _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE"))
+                    group.cancelAll()
+                }
+            })
+    }
+
+    @Test(
+        "behaves as every store must", .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"),
+        .timeLimit(.minutes(3)), arguments: StoreConformance.cases)
+    func conformance(_ check: StoreConformance.Case) async throws {
+        try await StoreConformance.run(check, on: Self.fixture())
+    }
+
+    @Test("a URL gives server, credentials, database, TLS mode, schema and pool size")
+    func url() throws {
+        let configuration = try PostgresStore.Configuration(
+            url: "postgres://herald:s%40cret@127.0.0.1:5433/registry?sslmode=disable&schema=tenant_1&pool=7")
+        #expect(configuration.client.host == "127.0.0.1" && configuration.client.port == 5433)
+        #expect(configuration.client.username == "herald" && configuration.client.password == "s@cret")
+        #expect(configuration.client.database == "registry" && configuration.schema == "tenant_1")
+        #expect(configuration.client.options.maximumConnections == 7)
+        let defaults = try PostgresStore.Configuration(url: "postgresql://herald@db.internal/herald")
+        #expect(defaults.client.port == 5432 && defaults.client.password == nil && defaults.schema == nil)
+    }
+
+    @Test(
+        "bad URLs are refused without showing the password",
+        arguments: [
+            "sqlite:///x.sqlite", "postgres://:hunter2@host/db", "postgres://u:hunter2@/db",
+            "postgres://u:hunter2@h/db?sslmode=sometimes", "postgres://u:hunter2@h/db?schema=Drop;Table",
+            "postgres://u:hunter2@h/db?pool=0",
+        ])
+    func badURL(url: String) {
+        let error = #expect(throws: StoreError.self) { try PostgresStore.Configuration(url: url) }
+        #expect(error?.code == .invalidURL)
+        #expect(error?.description.contains("hunter2") == false)
+    }
+
+    @Test("an unreachable server is reported as unavailable once the acquire timeout passes", .timeLimit(.minutes(1)))
+    func unreachable() async throws {
+        // Port 1 on loopback refuses connections at once.
+        var configuration = try PostgresStore.Configuration(url: "postgres://herald@127.0.0.1:1/herald?sslmode=disable")
+        configuration.acquireTimeout = .milliseconds(300)
+        let store = PostgresStore(configuration: configuration)
+        let error = await #expect(throws: StoreError.self) {
+            try await StoreConformance.withRunning(store) { _ in }
+        }
+        #expect(error?.code == .unavailable)
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldStoreSQLite
+import HeraldTesting
+import Testing
+
+@Suite("SQLite store")
+struct SQLiteStoreTests {
+    /// A fresh database file in its own temporary folder.
+    static func fixture(synchronous: SQLiteStore.Configuration.Synchronous = .full) throws -> (StoreFixture, URL) {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("herald-sqlite-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let path = folder.appendingPathComponent("herald.sqlite").path
+        let fixture = StoreFixture(
+            open: { clock in
+                try SQLiteStore(configuration: .init(location: .file(path), synchronous: synchronous, clock: clock))
+            },
+            cleanup: { try? FileManager.default.removeItem(at: folder) })
+        return (fixture, folder)
+    }
+
+    @Test("behaves as every store must", arguments: StoreConformance.cases)
+    func conformance(_ check: StoreConformance.Case) async throws {
+        try await StoreConformance.run(check, on: Self.fixture().0)
+    }
+
+    @Test("an in-memory store behaves the same for a single instance", arguments: [0, 4, 14])
+    func memory(_ index: Int) async throws {
+        let fixture = StoreFixture(
+            open: { clock in try SQLiteStore(url: "sqlite::memory:", clock: clock) }, cleanup: {})
+        try await StoreConformance.run(StoreConformance.cases[index], on: fixture)
+    }
+
+    @Test("the database file is in WAL mode, with synchronous NORMAL when configured")
+    func walFile() async throws {
+        let (fixture, folder) = try Self.fixture(synchronous: .normal)
+        defer { Task { await fixture.cleanup() } }
+        let store = try fixture.open(ManualWallClock())
+        try await StoreConformance.withRunning(store) { store in
+            _ = try await store.upsert(StoreConformance.registration(1))
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(files.contains("herald.sqlite-wal") || files.contains("herald.sqlite"), "\(files)")
+        let header = try Data(contentsOf: folder.appendingPathComponent("herald.sqlite")).prefix(20)
+        #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "WAL files carry format version 2")
+    }
+
+    @Test(
+        "database URLs name a file or memory",
+        arguments: [
+            ("sqlite:///var/lib/herald/herald.sqlite", "/var/lib/herald/herald.sqlite"),
+            ("sqlite://herald.sqlite", "herald.sqlite"),
+            ("sqlite:data/herald.sqlite", "data/herald.sqlite"),
+            ("sqlite::memory:", ":memory:"),
+        ])
+    func urls(url: String, location: String) throws {
+        #expect(try SQLiteStore.Configuration(url: url).location.description == location)
+    }
+
+    @Test("other URLs are refused with a hint", arguments: ["postgres://u:hunter2@h/db", "sqlite://", "herald.sqlite"])
+    func badURLs(url: String) {
+        let error = #expect(throws: StoreError.self) { try SQLiteStore.Configuration(url: url) }
+        #expect(error?.code == .invalidURL && error?.description.contains("sqlite:") == true)
+        #expect(error?.description.contains("hunter2") == false)
+    }
+
+    @Test("an unopenable file is reported as unavailable")
+    func unopenable() {
+        let error = #expect(throws: StoreError.self) {
+            try SQLiteStore(configuration: .init(location: .file("/nonexistent-folder/x/herald.sqlite")))
+        }
+        #expect(error?.code == .unavailable)
+    }
+}
