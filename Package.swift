@@ -82,6 +82,7 @@ let package = Package(
             name: "HeraldCLI",
             dependencies: [
                 "HeraldCore",
+                "HeraldAPNS",
                 "HeraldEmulator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -155,6 +156,11 @@ let package = Package(
         .testTarget(
             name: "HeraldEmulatorTests",
             dependencies: ["HeraldEmulator", "HeraldCore", "HeraldTesting", "HeraldCLI", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldCLITests",
+            dependencies: ["HeraldCLI", "HeraldCore", "HeraldTesting", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -157,6 +157,14 @@ public final class APNSClient: Service, Sendable {
         }
     }
 
+    /// ``sendAll(_:maximumInFlight:onDelivery:)`` for notifications already in memory.
+    public func sendAll(
+        _ notifications: some Sequence<(PreparedNotification, DeviceToken)> & Sendable, maximumInFlight: Int = 1000,
+        onDelivery: (APNSDelivery) async throws -> Void
+    ) async throws {
+        try await sendAll(SequenceOfNotifications(base: notifications), maximumInFlight: maximumInFlight, onDelivery: onDelivery)
+    }
+
     private func send(_ notification: PreparedNotification, body: ByteBuffer, to token: DeviceToken) async -> APNSDelivery {
         let apnsID = notification.apnsID?.headerValue ?? UUID().uuidString.lowercased()
         let tokens = configuration.credentials.tokenCache
@@ -275,4 +283,16 @@ public final class APNSClient: Service, Sendable {
         }
         return APNSRejection(status: response.status, reason: reason, timestamp: timestamp, apnsID: response.apnsID ?? apnsID, uniqueID: response.uniqueID)
     }
+}
+
+/// An in-memory sequence presented as the `AsyncSequence` the bulk API consumes.
+private struct SequenceOfNotifications<Base: Sequence<(PreparedNotification, DeviceToken)> & Sendable>: AsyncSequence, Sendable {
+    let base: Base
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var iterator: Base.Iterator
+        mutating func next() async -> (PreparedNotification, DeviceToken)? { iterator.next() }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(iterator: base.makeIterator()) }
 }

@@ -17,7 +17,7 @@ struct SenderResilienceTests {
             (notification, try! DeviceToken(hex: String(format: "%064x", index + 1)))
         }
         let deliveries = Mutex<[APNSDelivery]>([])
-        try await client.sendAll(items.asyncSequence, maximumInFlight: maximumInFlight) { delivery in
+        try await client.sendAll(items, maximumInFlight: maximumInFlight) { delivery in
             deliveries.withLock { $0.append(delivery) }
         }
         return deliveries.withLock { $0 }
@@ -123,7 +123,7 @@ struct SenderResilienceTests {
             var rejected = 0
             for batch in 0..<100 {
                 let items = (0..<100).map { index in (notification, try! DeviceToken(hex: String(format: "%064x", batch * 100 + index + 1))) }
-                try await client.sendAll(items.asyncSequence, maximumInFlight: 100) { delivery in
+                try await client.sendAll(items, maximumInFlight: 100) { delivery in
                     if !delivery.outcome.isAccepted { rejected += 1 }
                 }
                 harness.clock.advance(by: .seconds(36))
