@@ -66,10 +66,10 @@ struct SendCommand: AsyncParsableCommand {
                 ?? .custom(host: environment.host, port: port ?? APNSEnvironment.port, environment: environment),
             credentials: try credentials(), trust: try trust(), maximumConnections: connections,
             requestTimeout: .seconds(timeout))
-        let items = deviceTokens.flatMap { token in Array(repeating: (prepared, token), count: `repeat`) }
+        let items = RepeatedNotifications(notification: prepared, tokens: deviceTokens, repetitions: `repeat`)
         let results = Mutex((ok: 0, failed: 0))
         let started = ContinuousClock.now
-        let quiet = summaryJSON || items.count > 20
+        let quiet = summaryJSON || deviceTokens.count * `repeat` > 20
         do {
             try await APNSClient.withClient(configuration: configuration) { client in
                 try await client.sendAll(items, maximumInFlight: concurrency) { delivery in
@@ -140,4 +140,24 @@ struct SendCommand: AsyncParsableCommand {
             throw ValidationError("\(error)")
         }
     }
+}
+
+/// Every token `repetitions` times, made on the fly: a million-notification load test holds no million-element array.
+struct RepeatedNotifications: Sequence, Sendable {
+    let notification: PreparedNotification
+    let tokens: [DeviceToken]
+    let repetitions: Int
+
+    struct Iterator: IteratorProtocol {
+        let base: RepeatedNotifications
+        var index = 0
+
+        mutating func next() -> (PreparedNotification, DeviceToken)? {
+            guard index < base.tokens.count * base.repetitions else { return nil }
+            defer { index += 1 }
+            return (base.notification, base.tokens[index % base.tokens.count])
+        }
+    }
+
+    func makeIterator() -> Iterator { Iterator(base: self) }
 }
