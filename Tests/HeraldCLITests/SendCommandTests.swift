@@ -80,31 +80,16 @@ struct SendProcessTests {
     @Test("a push is accepted and lands in the inbox; the wrong environment is explained; exit codes tell")
     func endToEnd() async throws {
         let herald = ProcessRunner.productsDirectory.appendingPathComponent("herald")
-        try #require(FileManager.default.isExecutableFile(atPath: herald.path), "build the herald product first (swift build)")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-send-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let token = String(repeating: "4e", count: 32)
-        let emulator = Process()
-        emulator.executableURL = herald
-        emulator.arguments = ["emulator", "--production-port", "0", "--development-port", "0", "--admin-port", "0",
-                              "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict",
-                              "--device", "development:com.example.app:\(token)"]
-        let output = Pipe()
-        emulator.standardOutput = output
-        emulator.standardError = FileHandle.nullDevice
-        try emulator.run()
-        defer { if emulator.isRunning { emulator.terminate() } }
-        var text = ""
-        while !text.contains("device development") {
-            let chunk = output.fileHandleForReading.availableData
-            try #require(!chunk.isEmpty, "herald emulator exited early: \(text)")
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        func port(_ label: String) throws -> String {
-            let after = try #require(text.components(separatedBy: "\(label) http").last?.drop { $0 != ":" }.dropFirst().drop { $0 != ":" }.dropFirst())
-            return String(after.prefix { $0.isNumber })
-        }
-        let development = try port("development"), production = try port("production"), admin = try port("admin")
+        let emulator = try HeraldEmulatorProcess(arguments: [
+            "--production-port", "0", "--development-port", "0", "--admin-port", "0",
+            "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict", "--device", "development:com.example.app:\(token)",
+        ])
+        let development = String(try #require(emulator.port("development")))
+        let production = String(try #require(emulator.port("production")))
+        let admin = String(try #require(emulator.port("admin")))
         let common = ["send", "--key", directory.appendingPathComponent("AuthKey_EMULATOR01.p8").path, "--team-id", "EMULATORTM",
                       "--topic", "com.example.app", "--token", token, "--host", "127.0.0.1",
                       "--ca-file", directory.appendingPathComponent("ca.pem").path]
@@ -124,7 +109,6 @@ struct SendProcessTests {
         let entries = try JSONValue(parsing: inbox.standardOutput)
         #expect(entries.arrayValue?.count == 1)
         #expect(entries.arrayValue?.first?["payload"] == ["aps": ["alert": ["title": "Hello", "body": "From herald send"]]])
-        emulator.terminate()
-        emulator.waitUntilExit()
+        emulator.stop()
     }
 }

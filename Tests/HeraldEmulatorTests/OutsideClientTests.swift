@@ -145,29 +145,14 @@ struct OutsideClientTests {
 
     @Test("herald emulator runs as its own process, prints where it listens, and stops on SIGTERM")
     func commandLine() async throws {
-        let binary = ProcessRunner.productsDirectory.appendingPathComponent("herald")
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "build the herald product first (swift build)")
         let token = String(repeating: "9c", count: 32)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["emulator", "--production-port", "0", "--development-port", "0", "--admin-port", "0",
-                             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict",
-                             "--device", "development:com.example.app:\(token)"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var text = ""
-        while !text.contains("device development") {
-            let chunk = output.fileHandleForReading.availableData
-            try #require(!chunk.isEmpty, "herald emulator exited early: \(text)")
-            text += String(decoding: chunk, as: UTF8.self)
-        }
-        let line = try #require(text.split(separator: "\n").first(where: { $0.hasPrefix("APNs emulator:") }).map(String.init))
+        let emulator = try HeraldEmulatorProcess(arguments: [
+            "--production-port", "0", "--development-port", "0", "--admin-port", "0",
+            "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict", "--device", "development:com.example.app:\(token)",
+        ])
+        let line = emulator.headline
         #expect(line.contains("trust \(directory.appendingPathComponent("ca.pem").path)") && line.contains("EMULATOR01") && line.contains("strict"))
-        let afterDevelopment = try #require(line.components(separatedBy: "development https://127.0.0.1:").last)
-        let developmentPort = try #require(Int(afterDevelopment.prefix { $0.isNumber }))
+        let developmentPort = try #require(emulator.port("development"))
 
         let generated = directory.appendingPathComponent("AuthKey_EMULATOR01.p8")
         let key = try ProviderSigningKey(contentsOf: generated, teamID: "EMULATORTM")
@@ -176,8 +161,6 @@ struct OutsideClientTests {
         let response = try await client.send(path: "/3/device/" + token, headers: [("authorization", key.signToken(issuedAt: Date()).authorizationHeader), ("apns-topic", "com.example.app")], body: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
         #expect(response.status == 200)
         await client.close()
-        process.terminate()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "SIGTERM is a graceful shutdown")
+        #expect(emulator.stop() == 0, "SIGTERM is a graceful shutdown")
     }
 }

@@ -1,0 +1,59 @@
+public import Foundation
+
+/// The built `herald emulator` running as its own process, for tests of the command line and of outside clients.
+public final class HeraldEmulatorProcess {
+    public let process: Process
+    /// Everything it printed up to the moment it was ready (its headline and any `--device` lines).
+    public let output: String
+    /// The "APNs emulator: …" line.
+    public let headline: String
+
+    /// Starts `herald emulator` with `arguments` and waits until it printed its headline and one line per `--device`.
+    /// - Throws: when the binary is missing (build the `herald` product first) or the emulator exits early.
+    public init(arguments: [String]) throws {
+        let binary = ProcessRunner.productsDirectory.appendingPathComponent("herald")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw HeraldEmulatorProcessError(message: "No herald binary at \(binary.path): build the herald product first (swift build).")
+        }
+        process = Process()
+        process.executableURL = binary
+        process.arguments = ["emulator"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let devices = arguments.filter { $0 == "--device" }.count
+        var text = ""
+        while !(text.contains("APNs emulator:") && text.components(separatedBy: "\ndevice ").count > devices && text.hasSuffix("\n")) {
+            let chunk = pipe.fileHandleForReading.availableData
+            guard !chunk.isEmpty else {
+                throw HeraldEmulatorProcessError(message: "herald emulator exited early: \(text)")
+            }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        output = text
+        headline = text.split(separator: "\n").first { $0.hasPrefix("APNs emulator:") }.map(String.init) ?? ""
+    }
+
+    /// The port the headline names for `production`, `development` or `admin`.
+    public func port(_ label: String) -> Int? {
+        guard let range = headline.range(of: "\(label) http") else { return nil }
+        let rest = headline[range.upperBound...].drop { $0 != ":" }.dropFirst().drop { $0 != ":" }.dropFirst()
+        return Int(rest.prefix { $0.isNumber })
+    }
+
+    /// Sends SIGTERM and waits; returns the exit status.
+    @discardableResult
+    public func stop() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { process.terminate() } }
+}
+
+public struct HeraldEmulatorProcessError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
