@@ -5,11 +5,17 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// One HTTP/2 connection to APNs. Sendable: everything it does is hopping onto its channel's event loop.
 final class APNSConnection: Sendable {
     let id: Int
     let channel: any Channel
+    /// Requests waiting for the event loop. Senders on many tasks append here; one loop task writes the whole
+    /// batch and flushes once, so a burst leaves in large TCP segments instead of one small segment per request
+    /// (small segments overflow the receiver's buffer with per-packet overhead, and loopback then waits out
+    /// 200 ms retransmission timeouts).
+    private let outbox = Mutex<(requests: [APNSStreamRequest], drainScheduled: Bool)>(([], false))
 
     private init(id: Int, channel: any Channel) {
         self.id = id
@@ -39,6 +45,9 @@ final class APNSConnection: Sendable {
             channel = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(timeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                // Up to 1,000 streams answer in tiny TLS records; a small receive buffer fills with their per-packet
+                // overhead while the loop is busy, the kernel prunes it, and the sender waits out a retransmission.
+                .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
@@ -80,13 +89,30 @@ final class APNSConnection: Sendable {
     /// Sends one request and waits for its response.
     func execute(headers: HPACKHeaders, body: ByteBuffer) async throws -> APNSResponse {
         let promise = channel.eventLoop.makePromise(of: APNSResponse.self)
-        // A write to a channel that already closed never reaches the handler: fail the request then, or it waits forever.
-        let written = channel.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenFailure { _ in
-            promise.fail(APNSClientError(.notProcessed, "The connection had closed; the notification was not sent on it."))
+        let scheduleDrain = outbox.withLock { outbox in
+            outbox.requests.append(APNSStreamRequest(headers: headers, body: body, promise: promise))
+            defer { outbox.drainScheduled = true }
+            return !outbox.drainScheduled
         }
-        channel.write(APNSStreamRequest(headers: headers, body: body, promise: promise), promise: written)
+        if scheduleDrain { channel.eventLoop.execute { self.drain() } }
         return try await promise.futureResult.get()
+    }
+
+    /// On the event loop: writes every waiting request and flushes once.
+    private func drain() {
+        let batch = outbox.withLock { outbox in
+            defer { outbox = ([], false) }
+            return outbox.requests
+        }
+        guard channel.isActive else {
+            // A closed channel's pipeline would drop the writes before the handler saw them.
+            for request in batch {
+                request.promise.fail(APNSClientError(.notProcessed, "The connection had closed; the notification was not sent on it."))
+            }
+            return
+        }
+        for request in batch { channel.write(request, promise: nil) }
+        channel.flush()
     }
 
     func close() async {

@@ -9,7 +9,6 @@ import NIOTLS
 ///
 /// A child channel per stream would cost an allocation-heavy pipeline for every notification; APNs traffic is
 /// one small request and one small response per stream, so a dictionary of pending streams does the same job.
-/// Writes are flushed once per event-loop tick, so a burst leaves in few TLS records.
 final class APNSConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundIn = APNSStreamRequest
@@ -86,7 +85,7 @@ final class APNSConnectionHandler: ChannelDuplexHandler {
         lastActivity = .now()
         context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: request.headers, endStream: false)))), promise: nil)
         context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(request.body), endStream: true)))), promise: nil)
-        scheduleFlush(context: context)
+        // The connection flushes once per batch of requests (APNSConnection.drain).
     }
 
     private func scheduleFlush(context: ChannelHandlerContext) {
