@@ -6,7 +6,7 @@ struct Herald: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "herald",
         abstract: "A self-hosted Apple push notification provider.",
-        discussion: "Run `herald emulator` for a local APNs that needs no Apple account.",
-        subcommands: [EmulatorCommand.self]
+        discussion: "Run `herald serve` for the provider server; `herald emulator` for a local APNs that needs no Apple account.",
+        subcommands: [ServeCommand.self, TokensCommand.self, KeysCommand.self, EmulatorCommand.self]
     )
 }

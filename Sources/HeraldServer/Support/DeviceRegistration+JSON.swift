@@ -1,0 +1,65 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+
+extension DeviceRegistration {
+    /// The registration in the request's field names and canonical form (docs/api-registration.md): `token`
+    /// lowercase, both `environment` and `debug`, `tokenKind` always, absent optional fields left out, and
+    /// `createdAt`/`updatedAt` in RFC 3339 UTC. Admin lookups add `registeredAt` and the invalidation.
+    func json(includingAdminFields: Bool = false) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "token": .string(registration.token.hex),
+            "environment": .string(registration.environment.name),
+            "debug": .bool(registration.environment.isDevelopment),
+            "topic": .string(registration.topic),
+            "tokenKind": .string(registration.tokenKind.name),
+            "createdAt": .string(RFC3339.string(createdAt)),
+            "updatedAt": .string(RFC3339.string(updatedAt)),
+        ]
+        if let userID = registration.userID { members["userId"] = .string(userID) }
+        if !registration.preferredLanguages.isEmpty {
+            members["preferredLanguages"] = .array(registration.preferredLanguages.map { .string($0) })
+        }
+        if let appVersion = registration.appVersion { members["appVersion"] = .string(appVersion) }
+        if let platform = registration.platform { members["platform"] = .string(platform.name) }
+        if let installationID = registration.installationID {
+            members["installationId"] = .string(installationID.uuidString.lowercased())
+        }
+        if !registration.tags.isEmpty { members["tags"] = .array(registration.tags.map { .string($0) }) }
+        if includingAdminFields {
+            members["registeredAt"] = .string(RFC3339.string(registeredAt))
+            members["active"] = .bool(isActive)
+            if let invalidation {
+                var details: [String: JSONValue] = [
+                    "reason": .string(invalidation.reason.rawValue),
+                    "recordedAt": .string(RFC3339.string(invalidation.recordedAt)),
+                ]
+                if let timestamp = invalidation.apnsTimestamp {
+                    details["apnsTimestamp"] = .string(RFC3339.string(timestamp))
+                }
+                members["invalidation"] = .object(details)
+            }
+        }
+        return .object(members)
+    }
+}
+
+/// RFC 3339 timestamps in UTC with milliseconds when there are any: `2026-01-02T08:00:00Z`, `…:00.250Z`.
+enum RFC3339 {
+    static func string(_ date: Date) -> String {
+        let milliseconds = Int((date.timeIntervalSince1970 * 1000).rounded(.down))
+        let seconds = Date(timeIntervalSince1970: Double(milliseconds.floorDivided(by: 1000)))
+        let whole = seconds.formatted(.iso8601)
+        let fraction = milliseconds - milliseconds.floorDivided(by: 1000) * 1000
+        guard fraction != 0 else { return whole }
+        let digits = String(fraction + 1000).dropFirst()
+        return String(whole.dropLast()) + "." + digits + "Z"
+    }
+}
+
+extension Int {
+    fileprivate func floorDivided(by divisor: Int) -> Int {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}
