@@ -4,5 +4,348 @@
 enum OpenAPIDocument {
     static let yaml = #"""
 openapi: 3.1.0
+info:
+  title: Herald
+  version: 1.0.0
+  summary: A self-hosted Apple push-notification provider.
+  description: |
+    Apps register their device tokens (`/api/token`, docs/api-registration.md); backends send notifications
+    (`/api/send`, an API key with the `send` scope) and look up delivery records and devices. Every error has the
+    body `{"error": "<what to do>", "reason": "<stable reason>"}`. Served by `herald serve` at `/openapi.yaml`.
+servers:
+  - url: http://127.0.0.1:8080
+components:
+  securitySchemes:
+    apiKey:
+      type: http
+      scheme: bearer
+      description: An API key from `herald keys create` (stored hashed). Scopes `send`, `admin`, `register`.
+    registrationKey:
+      type: apiKey
+      in: header
+      name: X-Herald-Registration-Key
+      description: Required only when the server has registration keys configured.
+  parameters:
+    token:
+      name: token
+      in: path
+      required: true
+      description: The device token as hex, either case (8 to 512 bytes).
+      schema: { type: string, pattern: "^[0-9a-fA-F]{16,1024}$" }
+    limit:
+      name: limit
+      in: query
+      description: Items per page, 1 to 1000 (default 100).
+      schema: { type: integer, minimum: 1, maximum: 1000 }
+  responses:
+    Error:
+      description: An error; `reason` is stable, `error` a sentence a person can act on.
+      content:
+        application/json:
+          schema: { $ref: "#/components/schemas/Error" }
+    RateLimited:
+      description: Too many registrations from this address (`rateLimited`).
+      headers:
+        Retry-After:
+          schema: { type: integer }
+          description: Seconds to wait.
+      content:
+        application/json:
+          schema: { $ref: "#/components/schemas/Error" }
+  schemas:
+    Error:
+      type: object
+      required: [error, reason]
+      properties:
+        error: { type: string, description: "What went wrong and what to do." }
+        reason:
+          type: string
+          description: |
+            Registration: invalidJSON, missingToken, badDeviceToken, missingEnvironment, environmentConflict,
+            invalidField, missingTopic, unknownTopic, missingRegistrationKey, invalidRegistrationKey, topicNotAllowed,
+            unknownToken, payloadTooLarge, rateLimited. Send: missingTarget, noContentKey, unknownToken, or the APNs
+            reason the notification would have caused (BadPriority, BadCollapseId, PayloadTooLarge, InvalidPushType, …).
+            Auth: missingAPIKey, invalidAPIKey, insufficientScope. Server: unavailable, internal, notFound.
+    Registration:
+      type: object
+      required: [token]
+      description: At least one of `debug` and `environment`; when both, they must agree. `null` means absent.
+      properties:
+        token: { type: string, description: "Hex, 16 to 1024 digits." }
+        debug: { type: boolean, description: "true: development (sandbox) APNs; false: production." }
+        environment: { type: string, description: "development or production (also sandbox, prod, …)." }
+        topic: { type: string, maxLength: 255, description: "The app's bundle id; optional when the server serves one app." }
+        userId: { type: string, maxLength: 256 }
+        preferredLanguages: { type: array, maxItems: 20, items: { type: string, maxLength: 35 } }
+        appVersion: { type: string, maxLength: 64 }
+        platform: { type: string, enum: [iOS, macOS, tvOS, watchOS, visionOS] }
+        installationId: { type: string, format: uuid }
+        tokenKind:
+          type: string
+          enum: [device, voip, liveactivity-start, liveactivity, widgets, controls, location, pushtotalk, complication, fileprovider]
+        tags: { type: array, maxItems: 50, items: { type: string, maxLength: 64 } }
+    StoredRegistration:
+      allOf:
+        - $ref: "#/components/schemas/Registration"
+        - type: object
+          required: [token, environment, debug, topic, tokenKind, createdAt, updatedAt]
+          properties:
+            createdAt: { type: string, format: date-time }
+            updatedAt: { type: string, format: date-time }
+    Device:
+      allOf:
+        - $ref: "#/components/schemas/StoredRegistration"
+        - type: object
+          properties:
+            registeredAt: { type: string, format: date-time }
+            active: { type: boolean }
+            invalidation:
+              type: object
+              properties:
+                reason: { type: string, description: "Unregistered, ExpiredToken or BadDeviceToken." }
+                recordedAt: { type: string, format: date-time }
+                apnsTimestamp: { type: string, format: date-time }
+    Alert:
+      oneOf:
+        - type: string
+        - type: object
+          properties:
+            title: { type: string }
+            subtitle: { type: string }
+            body: { type: string }
+    SendRequest:
+      type: object
+      required: [target]
+      description: Either the typed fields (alert, badge, …) or a raw `payload`, not both.
+      properties:
+        target:
+          type: object
+          description: Exactly one of the properties.
+          properties:
+            token: { type: string }
+            tokens: { type: array, items: { type: string }, maxItems: 100000 }
+            user: { type: string }
+            tag: { type: string }
+            topic: { type: string, description: "Every device of the app." }
+        topic: { type: string, description: "The app; optional when the server serves one." }
+        environment: { type: string, description: "Only devices of this environment." }
+        pushType:
+          type: string
+          description: >
+            Default alert (background for a silent push). Only tokens whose kind takes the push type are targeted,
+            and the apns-topic gets the push type's suffix.
+        priority: { type: integer, enum: [10, 5, 1] }
+        expiration: { type: integer, description: "Seconds since 1970; 0 means deliver now or never." }
+        collapseId: { type: string, maxLength: 64 }
+        alert: { $ref: "#/components/schemas/Alert" }
+        localizations:
+          type: object
+          description: Alert per BCP 47 language; each device gets its first preferred language the send has.
+          additionalProperties: { $ref: "#/components/schemas/Alert" }
+        badge: { type: integer }
+        sound: { type: string }
+        threadId: { type: string }
+        category: { type: string }
+        contentAvailable: { type: boolean }
+        mutableContent: { type: boolean }
+        targetContentId: { type: string }
+        interruptionLevel: { type: string, enum: [passive, active, time-sensitive, critical] }
+        relevanceScore: { type: number }
+        data: { type: object, description: "Custom keys beside aps." }
+        payload: { type: object, description: "A raw APNs payload, sent as it is." }
+        encrypt: { type: boolean, description: "Seal the alert with the app's content key." }
+    Counts:
+      type: object
+      properties:
+        accepted: { type: integer }
+        rejected: { type: integer }
+        failed: { type: integer }
+    Outcome:
+      type: object
+      required: [token, environment, status, at]
+      properties:
+        token: { type: string }
+        environment: { type: string }
+        at: { type: string, format: date-time }
+        status: { type: string, enum: [accepted, rejected, failed] }
+        apnsId: { type: string }
+        httpStatus: { type: integer }
+        reason: { type: string }
+        timestamp: { type: string, format: date-time }
+        message: { type: string }
+        action:
+          type: string
+          enum: [removed, kept, environmentCorrected]
+          description: What the server did to the registry (in the answer of an inline send only).
+    Send:
+      type: object
+      required: [id, status, target, summary, counts, createdAt, updatedAt]
+      properties:
+        id: { type: string, format: uuid }
+        status: { type: string, enum: [queued, running, completed, failed] }
+        target: { type: string }
+        summary: { type: string }
+        targetCount: { type: integer }
+        counts: { $ref: "#/components/schemas/Counts" }
+        message: { type: string }
+        createdAt: { type: string, format: date-time }
+        updatedAt: { type: string, format: date-time }
+        outcomes: { type: array, items: { $ref: "#/components/schemas/Outcome" } }
+        next: { type: string, description: "Pass as `after` for the next page of outcomes." }
+paths:
+  /api/token:
+    post:
+      summary: Register a token (idempotent upsert).
+      security: [{}, { registrationKey: [] }]
+      requestBody:
+        required: true
+        description: At most 16 KiB; parsed as JSON whatever the Content-Type.
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/Registration" }
+            example: { token: 00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9, debug: true }
+      responses:
+        "201":
+          description: The token was new.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/StoredRegistration" }
+        "200":
+          description: The token was known; its registration now says what this one says.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/StoredRegistration" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/RateLimited" }
+  /api/token/{token}:
+    delete:
+      summary: Unregister a token.
+      security: [{}, { registrationKey: [] }]
+      parameters: [{ $ref: "#/components/parameters/token" }]
+      responses:
+        "204": { description: "Removed." }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/RateLimited" }
+  /api/send:
+    post:
+      summary: Send a notification to a token, tokens, a user, a tag or every device of an app.
+      description: >
+        Validated first. A target of at most HERALD_INLINE_SEND_LIMIT devices is sent while the request waits and
+        answered with every outcome; a larger one is queued as a durable background job (202).
+      security: [{ apiKey: [send] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/SendRequest" }
+      responses:
+        "200":
+          description: Sent; per-device outcomes.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Send" }
+        "202":
+          description: Queued; follow Location.
+          headers:
+            Location: { schema: { type: string }, description: "/api/sends/{id}" }
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Send" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
+  /api/sends/{id}:
+    get:
+      summary: A send's status, counts and one page of outcomes.
+      security: [{ apiKey: [send] }]
+      parameters:
+        - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+        - { name: after, in: query, schema: { type: string }, description: "The previous page's `next`." }
+        - { $ref: "#/components/parameters/limit" }
+      responses:
+        "200":
+          description: The send.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Send" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/devices:
+    get:
+      summary: One page of the devices of a user, a tag or an app.
+      security: [{ apiKey: [admin] }]
+      parameters:
+        - { name: user, in: query, schema: { type: string } }
+        - { name: tag, in: query, schema: { type: string } }
+        - { name: topic, in: query, schema: { type: string }, description: "Alone, every device of the app; else narrows." }
+        - { name: environment, in: query, schema: { type: string, enum: [development, production] } }
+        - { name: includeInvalidated, in: query, schema: { type: boolean } }
+        - { name: after, in: query, schema: { type: string }, description: "The previous page's `next`." }
+        - { $ref: "#/components/parameters/limit" }
+      responses:
+        "200":
+          description: The devices.
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  devices: { type: array, items: { $ref: "#/components/schemas/Device" } }
+                  next: { type: string }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+  /api/devices/{token}:
+    get:
+      summary: One device's registration, active or invalidated.
+      security: [{ apiKey: [admin] }]
+      parameters: [{ $ref: "#/components/parameters/token" }]
+      responses:
+        "200":
+          description: The device.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Device" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /health:
+    get:
+      summary: Liveness.
+      responses:
+        "200": { description: "{\"status\": \"ok\"}" }
+  /ready:
+    get:
+      summary: Readiness; the database answers and is migrated.
+      responses:
+        "200": { description: "{\"status\": \"ready\", \"database\": \"sqlite\", \"schemaVersion\": 1}" }
+        "503": { $ref: "#/components/responses/Error" }
+  /metrics:
+    get:
+      summary: Prometheus metrics (herald_* and herald_apns_*).
+      responses:
+        "200":
+          description: Prometheus text format.
+          content:
+            text/plain: { schema: { type: string } }
+  /openapi.yaml:
+    get:
+      summary: This document.
+      responses:
+        "200":
+          description: OpenAPI 3.1 YAML.
+          content:
+            application/yaml: { schema: { type: string } }
 """#
 }

@@ -77,6 +77,7 @@ enum ServerHarness {
     ///   - prepare: Runs on the migrated store before the server starts (a previous instance's leftovers).
     static func withServer(
         _ backend: Backend = .sqlite, clock: any WallClock = SystemWallClock(), testing: TestingSetup = .router,
+        logger: Logger? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         prepare: (@Sendable (any Store) async throws -> Void)? = nil,
         _ body: @escaping @Sendable (ServerClient, HeraldApplication) async throws -> Void
@@ -95,8 +96,13 @@ enum ServerHarness {
             }
             var configuration = configuration(databaseURL: database.url)
             configure(&configuration)
-            var logger = Logger(label: "herald.test")
-            logger.logLevel = .warning
+            let logger =
+                logger
+                ?? {
+                    var logger = Logger(label: "herald.test")
+                    logger.logLevel = .warning
+                    return logger
+                }()
             let app = try await buildApplication(
                 configuration: configuration, dependencies: ServerDependencies(logger: logger, clock: clock))
             try await app.test(testing) { client in
