@@ -67,20 +67,20 @@ final class APNSSenders: PushSender {
         var clients: [String: [APNSEnvironment: APNSClient]] = [:]
         for app in apps {
             let credentials: APNSCredentials
-            switch app.credentials?.kind {
-            case .key(let key)?:
+            switch (app.credentials?.kind, emulatorKey) {
+            case (.key(let key)?, _):
                 credentials = .token(cache(for: key))
-            case .certificate(let chain, let privateKey)?:
-                credentials = .certificate(chainPEM: chain, privateKeyPEM: privateKey)
-            case .pkcs12(let data, let passphrase)?:
-                credentials = .pkcs12(data, passphrase: passphrase)
-            case nil:
-                guard let emulatorKey else {
-                    throw ConfigurationError(
-                        "The app \(app.bundleID) has no APNs credentials: set HERALD_KEY_FILE, HERALD_KEY_ID and HERALD_TEAM_ID (or a certificate), or send to the emulator with HERALD_APNS=emulator."
-                    )
-                }
+            case (_, let emulatorKey?):
+                // The in-process emulator trusts keys, not client certificates: it signs for such apps itself.
                 credentials = .token(cache(for: emulatorKey))
+            case (.certificate(let chain, let privateKey)?, nil):
+                credentials = .certificate(chainPEM: chain, privateKeyPEM: privateKey)
+            case (.pkcs12(let data, let passphrase)?, nil):
+                credentials = .pkcs12(data, passphrase: passphrase)
+            case (nil, nil):
+                throw ConfigurationError(
+                    "The app \(app.bundleID) has no APNs credentials: set HERALD_KEY_FILE, HERALD_KEY_ID and HERALD_TEAM_ID (or a certificate), or send to the emulator with HERALD_APNS=emulator."
+                )
             }
             var perEnvironment: [APNSEnvironment: APNSClient] = [:]
             for environment in APNSEnvironment.all {
