@@ -7,6 +7,6 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "A self-hosted Apple push notification provider.",
         discussion: "Run `herald serve` for the provider server; `herald emulator` for a local APNs that needs no Apple account.",
-        subcommands: [ServeCommand.self, TokensCommand.self, KeysCommand.self, EmulatorCommand.self]
+        subcommands: [ServeCommand.self, TokensCommand.self, KeysCommand.self, EmulatorCommand.self, HelloCommand.self]
     )
 }
