@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
+        .library(name: "HeraldServer", targets: ["HeraldServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -35,6 +36,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // FullFoundation only: the server reads its configuration itself, so swift-configuration is not needed.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The shared APNs vocabulary: tokens, headers, payload, validation, JWT, encryption. No NIO, no HTTP.
@@ -77,6 +82,29 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // The provider server: registration, send API, background sends, operations. Hummingbird 2 over all of the above.
+        .target(
+            name: "HeraldServer",
+            dependencies: [
+                "HeraldCore",
+                "HeraldAPNS",
+                "HeraldEmulator",
+                "HeraldStore",
+                "HeraldStoreSQLite",
+                "HeraldStorePostgres",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
         // The `herald` command: thin commands over the libraries.
         .executableTarget(
             name: "HeraldCLI",
@@ -84,7 +112,12 @@ let package = Package(
                 "HeraldCore",
                 "HeraldAPNS",
                 "HeraldEmulator",
+                "HeraldServer",
+                "HeraldStore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -177,6 +210,21 @@ let package = Package(
         .testTarget(
             name: "HeraldStoreSQLiteTests",
             dependencies: ["HeraldStoreSQLite", "HeraldStore", "HeraldCore", "HeraldTesting"],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldServerTests",
+            dependencies: [
+                "HeraldServer", "HeraldCLI", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldEmulator",
+                "HeraldAPNS", "HeraldCore", "HeraldTesting",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

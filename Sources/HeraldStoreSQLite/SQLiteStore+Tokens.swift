@@ -4,17 +4,21 @@ public import HeraldCore
 public import HeraldStore
 
 extension SQLiteStore {
+    /// Concurrent upserts are committed together (group commit, ``UpsertBatcher``): each is durable when it returns.
     public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
         let registration = try registration.validated()
-        let now = clock.now()
-        return try await write("store a registration") { db in
-            let previous = try db.rows(StoreSQL.selectDeviceState(registration.token, .sqlite)).first
-            let createdAt = try db.rows(StoreSQL.upsertDevice(registration, at: now, .sqlite))[0].integer(0)
-            let tags = StoreSQL.rewriteTags(registration, storedTags: try previous?.text(0), .sqlite)
-            for statement in tags { try db.execute(statement) }
-            let moved = try StoreSQL.moveAside(registration, .sqlite).map { try db.rows($0) } ?? []
-            return try UpsertResult(registration, at: now, createdAt: createdAt, previous: previous, movedAside: moved)
-        }
+        try ensureOpen()
+        return try await upserts.upsert(registration, at: clock.now())
+    }
+
+    /// Writes one validated registration inside the caller's transaction.
+    static func write(_ registration: TokenRegistration, at now: Date, in db: Database) throws -> UpsertResult {
+        let previous = try db.rows(StoreSQL.selectDeviceState(registration.token, .sqlite)).first
+        let createdAt = try db.rows(StoreSQL.upsertDevice(registration, at: now, .sqlite))[0].integer(0)
+        let tags = StoreSQL.rewriteTags(registration, storedTags: try previous?.text(0), .sqlite)
+        for statement in tags { try db.execute(statement) }
+        let moved = try StoreSQL.moveAside(registration, .sqlite).map { try db.rows($0) } ?? []
+        return try UpsertResult(registration, at: now, createdAt: createdAt, previous: previous, movedAside: moved)
     }
 
     public func remove(_ token: DeviceToken) async throws -> Bool {

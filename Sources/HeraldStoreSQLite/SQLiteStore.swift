@@ -21,6 +21,7 @@ public final class SQLiteStore: Store {
     public let configuration: Configuration
     let writer: any DatabaseWriter
     let clock: any WallClock
+    let upserts: UpsertBatcher
     private let closed = Mutex(false)
 
     /// Opens (or creates) the database. Call ``migrate()`` before using it.
@@ -50,6 +51,9 @@ public final class SQLiteStore: Store {
                 "Cannot open the SQLite database at \(configuration.location): \(Self.reason(error)). Check that the folder exists and is writable.",
                 underlying: error)
         }
+        upserts = UpsertBatcher(
+            writer: writer, write: { try SQLiteStore.write($0, at: $1, in: $2) },
+            mapError: { SQLiteStore.map($0, "store a registration") })
     }
 
     /// Opens the database a URL names (`sqlite:///path/to/herald.sqlite`, `sqlite::memory:`).
@@ -124,13 +128,13 @@ public final class SQLiteStore: Store {
         }
     }
 
-    private func ensureOpen() throws {
+    func ensureOpen() throws {
         if closed.withLock({ $0 }) {
             throw StoreError(.closed, "The SQLite store was closed: open a new one.")
         }
     }
 
-    private static func map(_ error: any Error, _ action: String) -> any Error {
+    static func map(_ error: any Error, _ action: String) -> any Error {
         if error is StoreError || error is CancellationError { return error }
         let busy = (error as? DatabaseError)?.resultCode == .SQLITE_BUSY
         return StoreError(

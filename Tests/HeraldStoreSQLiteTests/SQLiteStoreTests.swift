@@ -46,6 +46,25 @@ struct SQLiteStoreTests {
         #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "WAL files carry format version 2")
     }
 
+    @Test("concurrent registrations are committed in shared transactions, each with its own result")
+    func groupCommit() async throws {
+        let (fixture, _) = try Self.fixture()
+        let store = try fixture.open(ManualWallClock())
+        try await StoreConformance.withRunning(store) { store in
+            _ = try await store.upsert(StoreConformance.registration(1))
+            let changes = try await withThrowingTaskGroup(of: (Int, UpsertResult.Change).self) { group in
+                for index in 1...600 {
+                    group.addTask { (index, try await store.upsert(StoreConformance.registration(index)).change) }
+                }
+                return try await group.reduce(into: [Int: UpsertResult.Change]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(changes.count == 600 && changes[1] == .updated)
+            #expect(changes.filter { $0.value == .created }.count == 599)
+            #expect(try await store.count(matching: .topic(StoreConformance.registration(1).topic)) == 600)
+        }
+        await fixture.cleanup()
+    }
+
     @Test(
         "database URLs name a file or memory",
         arguments: [

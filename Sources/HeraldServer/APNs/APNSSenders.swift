@@ -1,0 +1,108 @@
+import Foundation
+import HeraldAPNS
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import Logging
+import ServiceLifecycle
+
+/// The APNs clients of a deployment: one per app and environment, sharing one provider-token cache per signing key.
+///
+/// Built from the configuration by ``make(configuration:emulator:dependencies:)``: Apple's hosts, an in-process
+/// emulator, or a custom host. The clients are services; the server's service group runs them.
+final class APNSSenders: PushSender {
+    /// Clients by bundle id, then environment.
+    private let clients: [String: [APNSEnvironment: APNSClient]]
+    /// One cache per signing key, for sharing provider tokens through the store.
+    let tokenCaches: [ProviderTokenCache]
+
+    private init(clients: [String: [APNSEnvironment: APNSClient]], tokenCaches: [ProviderTokenCache]) {
+        self.clients = clients
+        self.tokenCaches = tokenCaches
+    }
+
+    /// Every client, to run as services.
+    var services: [any Service] { clients.values.flatMap { $0.values.map { $0 as any Service } } }
+
+    func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
+        -> DeliveryOutcome.Result
+    {
+        let bundleID = notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic
+        guard let client = clients[bundleID]?[environment] else {
+            return .failed(message: "No APNs client is configured for \(bundleID) in \(environment).")
+        }
+        let delivery = await client.send(notification, to: token)
+        switch delivery.outcome {
+        case .accepted(let apnsID, _):
+            return .accepted(apnsID: APNSID(headerValue: apnsID) ?? APNSID())
+        case .rejected(let rejection):
+            return .rejected(status: rejection.status, reason: rejection.reason, timestamp: rejection.timestamp)
+        case .failed(let error):
+            return .failed(message: error.message)
+        }
+    }
+
+    /// The emulator key that signs for apps without credentials when pushes go to the in-process emulator.
+    static let emulatorKeyID = "EMULATOR01"
+    static let emulatorTeamID = "EMULATORTM"
+
+    /// Makes the clients.
+    /// - Parameters:
+    ///   - destinations: Where each environment's host is, and which CA to trust.
+    ///   - emulatorKey: The key that signs for apps without credentials (emulator mode only).
+    /// - Throws: ``ConfigurationError`` when an app lacks credentials outside emulator mode, or a client cannot be
+    ///   set up (unreadable certificate).
+    static func make(
+        apps: [AppConfiguration], destinations: Destinations, emulatorKey: ProviderSigningKey?,
+        sending: ServerConfiguration.Sending, backoffClock: any Clock<Duration>
+    ) throws(ConfigurationError) -> APNSSenders {
+        var caches: [String: ProviderTokenCache] = [:]
+        func cache(for key: ProviderSigningKey) -> ProviderTokenCache {
+            let id = key.keyID + "." + key.teamID
+            if let existing = caches[id] { return existing }
+            let created = ProviderTokenCache(key: key)
+            caches[id] = created
+            return created
+        }
+        var clients: [String: [APNSEnvironment: APNSClient]] = [:]
+        for app in apps {
+            let credentials: APNSCredentials
+            switch (app.credentials?.kind, emulatorKey) {
+            case (.key(let key)?, _):
+                credentials = .token(cache(for: key))
+            case (_, let emulatorKey?):
+                // The in-process emulator trusts keys, not client certificates: it signs for such apps itself.
+                credentials = .token(cache(for: emulatorKey))
+            case (.certificate(let chain, let privateKey)?, nil):
+                credentials = .certificate(chainPEM: chain, privateKeyPEM: privateKey)
+            case (.pkcs12(let data, let passphrase)?, nil):
+                credentials = .pkcs12(data, passphrase: passphrase)
+            case (nil, nil):
+                throw ConfigurationError(
+                    "The app \(app.bundleID) has no APNs credentials: set HERALD_KEY_FILE, HERALD_KEY_ID and HERALD_TEAM_ID (or a certificate), or send to the emulator with HERALD_APNS=emulator."
+                )
+            }
+            var perEnvironment: [APNSEnvironment: APNSClient] = [:]
+            for environment in APNSEnvironment.all {
+                let configuration = APNSClientConfiguration(
+                    destination: destinations.destination(environment), credentials: credentials,
+                    trust: destinations.trust,
+                    maximumConnections: sending.connectionsPerClient, retry: sending.retry)
+                do {
+                    perEnvironment[environment] = try APNSClient(configuration: configuration, clock: backoffClock)
+                } catch {
+                    throw ConfigurationError(
+                        "The APNs client of \(app.bundleID) (\(environment)) cannot start: \(error.message)")
+                }
+            }
+            clients[app.bundleID] = perEnvironment
+        }
+        return APNSSenders(clients: clients, tokenCaches: Array(caches.values))
+    }
+
+    /// Where each environment's host is.
+    struct Destinations {
+        let destination: (APNSEnvironment) -> APNSClientConfiguration.Destination
+        let trust: APNSClientConfiguration.Trust
+    }
+}

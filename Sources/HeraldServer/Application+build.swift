@@ -1,0 +1,284 @@
+import Crypto
+import Foundation
+import HeraldAPNS
+public import HeraldCore
+public import HeraldEmulator
+public import HeraldStore
+public import Hummingbird
+public import HummingbirdCore
+public import Logging
+public import NIOCore
+public import Prometheus
+public import ServiceLifecycle
+
+/// What the server needs besides its configuration: where it logs, its clocks, its metrics registry.
+public struct ServerDependencies: Sendable {
+    /// The server's logger. Its lines never contain a full token, key, JWT or API key.
+    public var logger: Logger
+    /// Where record times come from (registrations, sends, leases). Tests pass a manual clock.
+    public var clock: any WallClock
+    /// What the sender's backoff and the worker's polling sleep on.
+    public var sleepClock: any Clock<Duration>
+    /// The registry `/metrics` serves. To see the sender's `herald_apns_*` metrics there, bootstrap swift-metrics
+    /// with a `PrometheusMetricsFactory` over the same registry (`herald serve` does).
+    public var metrics: PrometheusCollectorRegistry
+
+    public init(
+        logger: Logger = Logger(label: "herald"), clock: any WallClock = SystemWallClock(),
+        sleepClock: any Clock<Duration> = ContinuousClock(),
+        metrics: PrometheusCollectorRegistry = PrometheusCollectorRegistry()
+    ) {
+        self.logger = logger
+        self.clock = clock
+        self.sleepClock = sleepClock
+        self.metrics = metrics
+    }
+}
+
+/// The server `buildApplication(configuration:dependencies:)` makes: a Hummingbird application (run it with
+/// `runService()`, or test it with HummingbirdTesting), plus the parts tests and tools look at.
+public struct HeraldApplication: ApplicationProtocol {
+    public typealias Responder = RouterResponder<ServerRequestContext>
+
+    private let application: Application<Responder>
+    /// The store the server uses.
+    public let store: any Store
+    /// The in-process APNs emulator, when pushes go to one.
+    public let emulator: APNSEmulator?
+    /// The background send worker.
+    public let worker: SendWorker
+    /// Every route, as `METHOD /path/{parameter}`.
+    public let routes: [String]
+
+    init(
+        application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
+        routes: [String]
+    ) {
+        self.application = application
+        self.store = store
+        self.emulator = emulator
+        self.worker = worker
+        self.routes = routes
+    }
+
+    public var responder: Responder { get async throws { application.responder } }
+    public var server: HTTPServerBuilder { application.server }
+    public var configuration: ApplicationConfiguration { application.configuration }
+    public var logger: Logger { application.logger }
+    public var services: [any Service] { application.services }
+    public var processesRunBeforeServerStart: [@Sendable () async throws -> Void] {
+        application.processesRunBeforeServerStart
+    }
+    public var eventLoopGroup: any EventLoopGroup { application.eventLoopGroup }
+    public func onServerRunning(_ channel: any Channel) async { await application.onServerRunning(channel) }
+}
+
+/// Builds the Herald server: the APNs destination (starting the in-process emulator when pushes go to it, and saying
+/// so in the first log line), the store, one APNs client per app and environment, the routes, the background send
+/// worker, and the services that run them. The store is migrated and bootstrap API keys are created when the
+/// application starts, before it listens.
+///
+/// Used by `herald serve` and by the tests, so both run the same server.
+/// - Throws: ``ConfigurationError`` when the configuration cannot work (an app without credentials outside emulator
+///   mode, unreadable certificates), ``HeraldStore/StoreError`` for a bad database URL, ``HeraldEmulator/EmulatorError``
+///   when the emulator cannot listen.
+public func buildApplication(
+    configuration: ServerConfiguration, dependencies: ServerDependencies = ServerDependencies()
+) async throws -> HeraldApplication {
+    let logger = dependencies.logger
+    guard !configuration.apps.isEmpty else {
+        throw ConfigurationError("No app is configured: set HERALD_TOPIC to your app's bundle id.")
+    }
+    let destination = try await APNSDestination.resolve(configuration, logger: logger)
+    do {
+        let store = try StoreFactory.open(url: configuration.databaseURL, clock: dependencies.clock)
+        logger.info(
+            "Store: \(redactedDatabaseURL(configuration.databaseURL)); apps: \(configuration.apps.map { "\($0.bundleID) (\($0.credentials.map(\.description) ?? "emulator key"))" }.joined(separator: ", "))"
+        )
+        let senders = try APNSSenders.make(
+            apps: configuration.apps, destinations: destination.destinations, emulatorKey: destination.emulatorKey,
+            sending: configuration.sending, backoffClock: dependencies.sleepClock)
+        let apps = AppDirectory(configuration.apps)
+        let metrics = ServerMetrics(registry: dependencies.metrics)
+        let delivery = Delivery(
+            store: store, sender: senders, metrics: metrics, logger: logger, clock: dependencies.clock)
+        let fanOut = FanOut(
+            store: store, delivery: delivery, pageSize: configuration.sending.pageSize,
+            maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock)
+        let storeReady = Gate()
+        let worker = SendWorker(
+            store: store, apps: apps, fanOut: fanOut, sending: configuration.sending, clock: dependencies.sleepClock,
+            wallClock: dependencies.clock, storeReady: storeReady, logger: logger)
+
+        let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: ErrorMiddleware())
+        let rateLimiter =
+            configuration.limits.registrationsPerMinute > 0
+            ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute) : nil
+        RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
+            to: router)
+        SendController(
+            store: store, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits, metrics: metrics
+        )
+        .addRoutes(to: router)
+        DeviceController(store: store).addRoutes(to: router)
+        OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
+        let routes = router.routes.map { "\($0.method) \($0.path)" }
+
+        var services: [any Service] = [store]
+        if let emulator = destination.emulator { services.append(RunningEmulator(emulator: emulator)) }
+        services += senders.services
+        services.append(
+            ProviderTokenSharing(
+                store: store, caches: senders.tokenCaches, interval: .seconds(60), clock: dependencies.sleepClock,
+                storeReady: storeReady, logger: logger))
+        services.append(worker)
+
+        let listen = configuration.listen
+        var application = Application(
+            router: router,
+            configuration: ApplicationConfiguration(
+                address: .hostname(listen.host, port: listen.port), serverName: nil),
+            services: services,
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? listen.port
+                logger.notice("Herald is listening on http://\(listen.host):\(port)")
+            },
+            logger: logger)
+        let apiKeys = configuration.apiKeys
+        application.beforeServerStarts {
+            try await store.migrate()
+            try await bootstrap(apiKeys, in: store, clock: dependencies.clock, logger: logger)
+            storeReady.open()
+        }
+        return HeraldApplication(
+            application: application, store: store, emulator: destination.emulator, worker: worker, routes: routes)
+    } catch {
+        await destination.emulator?.shutdown()
+        throw error
+    }
+}
+
+/// Makes sure the configured API keys exist, storing only their hashes.
+private func bootstrap(
+    _ keys: [ServerConfiguration.BootstrapAPIKey], in store: any Store, clock: any WallClock, logger: Logger
+) async throws {
+    for key in keys where try await store.apiKey(forSecret: key.secret) == nil {
+        let secret = APIKeySecret(key.secret)
+        let record = APIKey(
+            id: UUID(), name: key.name, scopes: key.scopes, prefix: secret.displayPrefix, createdAt: clock.now(),
+            revokedAt: nil)
+        do {
+            try await store.insertAPIKey(record, secretHash: secret.hash)
+            logger.info("Created the API key \(key.name) from HERALD_API_KEYS")
+        } catch {
+            logger.warning(
+                "The API key \(key.name) from HERALD_API_KEYS was revoked: remove it from HERALD_API_KEYS, or use another secret"
+            )
+        }
+    }
+}
+
+/// The database URL without its password, for logs.
+func redactedDatabaseURL(_ url: String) -> String {
+    guard let schemeEnd = url.range(of: "://"), let at = url[schemeEnd.upperBound...].firstIndex(of: "@") else {
+        return url
+    }
+    let credentials = url[schemeEnd.upperBound..<at]
+    guard let colon = credentials.firstIndex(of: ":") else { return url }
+    return String(url[..<colon]) + ":***" + String(url[at...])
+}
+
+/// Keeps a started emulator running until the service group shuts down.
+private struct RunningEmulator: Service {
+    let emulator: APNSEmulator
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await emulator.shutdown()
+    }
+}
+
+/// Where pushes go, resolved from the configuration; starts the in-process emulator when that is the choice.
+struct APNSDestination {
+    let destinations: APNSSenders.Destinations
+    let emulator: APNSEmulator?
+    let emulatorKey: ProviderSigningKey?
+
+    static func resolve(_ configuration: ServerConfiguration, logger: Logger) async throws -> APNSDestination {
+        let withCredentials = configuration.apps.filter { $0.credentials != nil }.count
+        switch configuration.apns.kind {
+        case .automatic(let settings):
+            if withCredentials == 0 {
+                return try await startEmulator(settings, configuration: configuration, logger: logger)
+            }
+            guard withCredentials == configuration.apps.count else {
+                throw ConfigurationError(
+                    "Some apps have APNs credentials and some do not: give every app a key or certificate, or send to the emulator with HERALD_APNS=emulator."
+                )
+            }
+            return apple(logger: logger)
+        case .apple:
+            return apple(logger: logger)
+        case .emulator(let settings):
+            return try await startEmulator(settings, configuration: configuration, logger: logger)
+        case .custom(let host, let productionPort, let developmentPort, let trustPEM):
+            logger.notice(
+                "APNs: pushes go to https://\(host):\(productionPort) (production) and https://\(host):\(developmentPort) (development), not to Apple"
+            )
+            return APNSDestination(
+                destinations: .init(
+                    destination: {
+                        .custom(host: host, port: $0.isDevelopment ? developmentPort : productionPort, environment: $0)
+                    },
+                    trust: trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system),
+                emulator: nil, emulatorKey: nil)
+        }
+    }
+
+    private static func apple(logger: Logger) -> APNSDestination {
+        logger.notice(
+            "APNs: pushes go to Apple (\(APNSEnvironment.production.host) and \(APNSEnvironment.development.host))")
+        return APNSDestination(
+            destinations: .init(destination: { .apple($0) }, trust: .system), emulator: nil, emulatorKey: nil)
+    }
+
+    private static func startEmulator(
+        _ settings: APNSMode.EmulatorSettings, configuration: ServerConfiguration, logger: Logger
+    ) async throws -> APNSDestination {
+        let key = try ProviderSigningKey(
+            privateKey: P256.Signing.PrivateKey(), keyID: APNSSenders.emulatorKeyID, teamID: APNSSenders.emulatorTeamID)
+        let trusted = [key] + configuration.apps.compactMap { $0.credentials?.signingKey }
+        let emulator = try APNSEmulator(
+            configuration: EmulatorConfiguration(
+                host: "127.0.0.1", adminPort: settings.adminPort,
+                tls: .generated(caFile: settings.caFile.map { URL(fileURLWithPath: $0) }),
+                trustedKeys: trusted.map { ProviderTokenVerifier.TrustedKey($0) },
+                inbox: settings.countingOnly ? .countingOnly : .recording(capacity: 100)))
+        do {
+            try await emulator.start()
+        } catch {
+            throw ConfigurationError(
+                "The in-process APNs emulator cannot start: \(error). If the admin port \(settings.adminPort.map(String.init) ?? "-") is taken, set HERALD_EMULATOR_ADMIN_PORT=0 (any free port) or off."
+            )
+        }
+        guard let production = emulator.port(for: .production), let development = emulator.port(for: .development),
+            let ca = emulator.certificateAuthorityPEM
+        else {
+            await emulator.shutdown()
+            throw ConfigurationError("The in-process APNs emulator started without ports.")
+        }
+        let admin = emulator.adminPort.map { "; inboxes at http://127.0.0.1:\($0)/devices/<token>/inbox" } ?? ""
+        let caNote = settings.caFile.map { ", CA \($0)" } ?? ""
+        logger.notice(
+            "APNs emulator in this process (no APNs key configured): pushes go to it, not to Apple — production https://127.0.0.1:\(production), development https://127.0.0.1:\(development)\(caNote)\(admin)\(settings.countingOnly ? "; counting only" : "")"
+        )
+        return APNSDestination(
+            destinations: .init(
+                destination: {
+                    .custom(host: "127.0.0.1", port: $0.isDevelopment ? development : production, environment: $0)
+                },
+                trust: .only(certificatesPEM: ca)),
+            emulator: emulator, emulatorKey: key)
+    }
+}

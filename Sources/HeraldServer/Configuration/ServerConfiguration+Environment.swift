@@ -1,0 +1,333 @@
+import Foundation
+import HeraldAPNS
+import HeraldCore
+import HeraldStore
+
+/// A configuration value that cannot be used, with what to do about it.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong and how to fix it; never contains a secret.
+    public let message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+extension ServerConfiguration {
+    /// Reads the configuration from environment variables, and from a JSON file when `HERALD_CONFIG` names one.
+    ///
+    /// The file holds the same settings under the JSON keys in brackets; a variable that is set wins over the file.
+    ///
+    /// | variable [file key] | type | default |
+    /// |---|---|---|
+    /// | `HERALD_CONFIG` | path of a JSON file | none |
+    /// | `HERALD_LISTEN` [`listen`] | `host:port` | `127.0.0.1:8080` |
+    /// | `HERALD_DATABASE_URL` [`databaseURL`] | `sqlite://…`, `sqlite:///…`, `postgres://…` | `sqlite://herald.sqlite` |
+    /// | `HERALD_APNS` [`apns`] | `auto`, `apple`, `emulator`, `custom` | `auto`: Apple when every app has credentials, else the emulator |
+    /// | `HERALD_APNS_HOST`, `HERALD_APNS_PRODUCTION_PORT`, `HERALD_APNS_DEVELOPMENT_PORT`, `HERALD_APNS_CA_FILE` [`apnsHost`, …, `apnsCAFile`] | for `custom` | `127.0.0.1`, 7443, 7444, none |
+    /// | `HERALD_EMULATOR_ADMIN_PORT` [`emulatorAdminPort`] | port, or `off` | 7480 |
+    /// | `HERALD_EMULATOR_CA_FILE` [`emulatorCAFile`] | path | `herald-emulator-ca.pem` |
+    /// | `HERALD_EMULATOR_COUNTING` [`emulatorCounting`] | Boolean | `false` |
+    /// | `HERALD_TOPIC` [`apps[].topic`] | bundle id of the app the variables below describe | `com.example.app` |
+    /// | `HERALD_TEAM_ID`, `HERALD_KEY_ID`, `HERALD_KEY_FILE` [`teamId`, `keyId`, `keyFile`] | `.p8` token auth | none |
+    /// | `HERALD_CERTIFICATE_FILE`, `HERALD_PRIVATE_KEY_FILE` [`certificateFile`, `privateKeyFile`] | PEM certificate auth | none |
+    /// | `HERALD_P12_FILE`, `HERALD_P12_PASSWORD` [`p12File`, `p12Password`] | `.p12` certificate auth | none |
+    /// | `HERALD_REGISTRATION_KEYS` [`registrationKeys`] | comma-separated | none: registration is open |
+    /// | `HERALD_CONTENT_KEY` [`contentKey`] | `id:base64` of 32 bytes | none |
+    /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
+    /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
+    /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
+    /// | `HERALD_INLINE_SEND_LIMIT` [`inlineSendLimit`] | devices | 100 |
+    /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight per send | 1000 |
+    /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
+    ///
+    /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
+    /// per-app variables then add or replace the app of that topic.
+    /// - Throws: ``ConfigurationError`` naming the variable and what to write instead.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        var file: [String: JSONValue] = [:]
+        if let path = environment["HERALD_CONFIG"], !path.isEmpty {
+            file = try Self.readFile(path)
+        }
+        let reader = SettingReader(environment: environment, file: file)
+        self.init(listen: ListenAddress())
+
+        if let text = try reader.string("HERALD_LISTEN", "listen") {
+            guard let address = ListenAddress(text) else {
+                throw ConfigurationError("HERALD_LISTEN is \"\(text)\": write host:port, such as 127.0.0.1:8080.")
+            }
+            listen = address
+        }
+        if let url = try reader.string("HERALD_DATABASE_URL", "databaseURL") { databaseURL = url }
+        limits.sendBodyBytes =
+            try reader.integer("HERALD_MAX_SEND_BODY_BYTES", "maxSendBodyBytes", in: 1024...(64 << 20))
+            ?? limits.sendBodyBytes
+        limits.registrationsPerMinute =
+            try reader.integer("HERALD_RATE_LIMIT", "rateLimit", in: 0...10_000_000) ?? limits.registrationsPerMinute
+        limits.inlineSendLimit =
+            try reader.integer("HERALD_INLINE_SEND_LIMIT", "inlineSendLimit", in: 0...100_000) ?? limits.inlineSendLimit
+        sending.maximumInFlight =
+            try reader.integer("HERALD_SEND_CONCURRENCY", "sendConcurrency", in: 1...100_000) ?? sending.maximumInFlight
+        sending.connectionsPerClient =
+            try reader.integer("HERALD_APNS_CONNECTIONS", "apnsConnections", in: 1...64) ?? sending.connectionsPerClient
+
+        apps = try Self.readApps(reader: reader, file: file)
+        apns = try Self.readAPNSMode(reader: reader)
+        apiKeys = try Self.readAPIKeys(reader.string("HERALD_API_KEYS", "apiKeys"))
+    }
+
+    private static func readFile(_ path: String) throws(ConfigurationError) -> [String: JSONValue] {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ConfigurationError(
+                "HERALD_CONFIG names \(path), which cannot be read: check the path and permissions.")
+        }
+        guard let value = try? JSONValue(parsing: data), case .object(let members) = value else {
+            throw ConfigurationError(
+                "\(path) is not a JSON object: write the settings as {\"listen\": \"127.0.0.1:8080\", \"apps\": [...]}."
+            )
+        }
+        return members
+    }
+
+    private static func readApps(reader: SettingReader, file: [String: JSONValue]) throws(ConfigurationError)
+        -> [AppConfiguration]
+    {
+        var apps: [AppConfiguration] = []
+        if let list = file["apps"] {
+            guard case .array(let entries) = list else {
+                throw ConfigurationError("The configuration file's \"apps\" must be an array of objects, one per app.")
+            }
+            for (index, entry) in entries.enumerated() {
+                guard case .object(let members) = entry else {
+                    throw ConfigurationError(
+                        "apps[\(index)] in the configuration file must be an object with a \"topic\".")
+                }
+                let appReader = SettingReader(environment: [:], file: members, context: "apps[\(index)].")
+                guard let topic = try appReader.string("", "topic") else {
+                    throw ConfigurationError(
+                        "apps[\(index)] in the configuration file has no \"topic\": add the app's bundle id.")
+                }
+                apps.append(try readApp(topic: topic, reader: appReader))
+            }
+        }
+        let perAppVariables = [
+            "HERALD_TOPIC", "HERALD_TEAM_ID", "HERALD_KEY_ID", "HERALD_KEY_FILE", "HERALD_CERTIFICATE_FILE",
+            "HERALD_PRIVATE_KEY_FILE", "HERALD_P12_FILE", "HERALD_REGISTRATION_KEYS", "HERALD_CONTENT_KEY",
+        ]
+        let environmentOnly = SettingReader(environment: reader.environment, file: [:])
+        if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
+            let topic =
+                try environmentOnly.string("HERALD_TOPIC", "")
+                ?? (apps.count == 1 ? apps[0].bundleID : AppConfiguration.defaultBundleID)
+            let app = try readApp(topic: topic, reader: environmentOnly)
+            if let index = apps.firstIndex(where: { $0.bundleID == topic }) {
+                var merged = apps[index]
+                if app.credentials != nil { merged.credentials = app.credentials }
+                if !app.registrationKeys.isEmpty { merged.registrationKeys = app.registrationKeys }
+                if app.contentKey != nil { merged.contentKey = app.contentKey }
+                apps[index] = merged
+            } else {
+                apps.append(app)
+            }
+        }
+        var seen = Set<String>()
+        for app in apps where !seen.insert(app.bundleID).inserted {
+            throw ConfigurationError("The app \(app.bundleID) is configured twice: keep one entry per topic.")
+        }
+        return apps
+    }
+
+    private static func readApp(topic: String, reader: SettingReader) throws(ConfigurationError) -> AppConfiguration {
+        guard !topic.isEmpty, topic.utf8.count <= TokenRegistration.maximumTopicBytes,
+            !topic.contains(where: \.isWhitespace),
+            APNSPushType.impliedBySuffix(ofTopic: topic) == nil
+        else {
+            throw ConfigurationError(
+                "\(reader.name("HERALD_TOPIC", "topic")) is \"\(topic)\": write the app's bundle id, such as com.example.app, without a push-type suffix."
+            )
+        }
+        var app = AppConfiguration(bundleID: topic)
+        let keyFile = try reader.string("HERALD_KEY_FILE", "keyFile")
+        let certificateFile = try reader.string("HERALD_CERTIFICATE_FILE", "certificateFile")
+        let p12File = try reader.string("HERALD_P12_FILE", "p12File")
+        if [keyFile, certificateFile, p12File].compactMap({ $0 }).count > 1 {
+            throw ConfigurationError(
+                "\(topic) has more than one kind of credentials: use a .p8 key, a PEM certificate or a .p12, not several."
+            )
+        }
+        if let keyFile {
+            guard let teamID = try reader.string("HERALD_TEAM_ID", "teamId") else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_TEAM_ID", "teamId")) is missing: set it to the 10-character Team ID of your Apple developer account."
+                )
+            }
+            let keyID = try reader.string("HERALD_KEY_ID", "keyId")
+            do {
+                app.credentials = .key(
+                    try ProviderSigningKey(contentsOf: URL(fileURLWithPath: keyFile), keyID: keyID, teamID: teamID))
+            } catch {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_KEY_FILE", "keyFile")) (\(keyFile)): \(error.description)")
+            }
+        } else if let certificateFile {
+            guard let privateKeyFile = try reader.string("HERALD_PRIVATE_KEY_FILE", "privateKeyFile") else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_PRIVATE_KEY_FILE", "privateKeyFile")) is missing: name the PEM private key of the certificate."
+                )
+            }
+            app.credentials = .certificate(
+                chainPEM: try readText(certificateFile), privateKeyPEM: try readText(privateKeyFile))
+        } else if let p12File {
+            guard let data = FileManager.default.contents(atPath: p12File) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_P12_FILE", "p12File")) names \(p12File), which cannot be read.")
+            }
+            app.credentials = .pkcs12(Array(data), passphrase: try reader.string("HERALD_P12_PASSWORD", "p12Password"))
+        }
+        app.registrationKeys = try reader.list("HERALD_REGISTRATION_KEYS", "registrationKeys")
+        if let text = try reader.string("HERALD_CONTENT_KEY", "contentKey") {
+            guard let colon = text.firstIndex(of: ":") else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_CONTENT_KEY", "contentKey")) must be id:base64, such as k1:<44 base64 characters>."
+                )
+            }
+            do {
+                app.contentKey = try ContentEncryptionKey(
+                    id: String(text[..<colon]), base64: String(text[text.index(after: colon)...]))
+            } catch {
+                throw ConfigurationError("\(reader.name("HERALD_CONTENT_KEY", "contentKey")): \(error.description)")
+            }
+        }
+        return app
+    }
+
+    private static func readText(_ path: String) throws(ConfigurationError) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError("\(path) cannot be read: check the path and permissions.")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func readAPNSMode(reader: SettingReader) throws(ConfigurationError) -> APNSMode {
+        let mode = try reader.string("HERALD_APNS", "apns")?.lowercased() ?? "auto"
+        switch mode {
+        case "auto", "automatic":
+            return .automatic(emulator: try readEmulatorSettings(reader: reader))
+        case "apple":
+            return .apple
+        case "emulator":
+            return .emulator(try readEmulatorSettings(reader: reader))
+        case "custom":
+            let host = try reader.string("HERALD_APNS_HOST", "apnsHost") ?? "127.0.0.1"
+            let production =
+                try reader.integer("HERALD_APNS_PRODUCTION_PORT", "apnsProductionPort", in: 1...65535) ?? 7443
+            let development =
+                try reader.integer("HERALD_APNS_DEVELOPMENT_PORT", "apnsDevelopmentPort", in: 1...65535) ?? 7444
+            let trust = try reader.string("HERALD_APNS_CA_FILE", "apnsCAFile").map { path throws(ConfigurationError) in
+                try readText(path)
+            }
+            return .custom(host: host, productionPort: production, developmentPort: development, trustPEM: trust)
+        default:
+            throw ConfigurationError("HERALD_APNS is \"\(mode)\": write auto, apple, emulator or custom.")
+        }
+    }
+
+    private static func readEmulatorSettings(reader: SettingReader) throws(ConfigurationError)
+        -> APNSMode.EmulatorSettings
+    {
+        var settings = APNSMode.EmulatorSettings(caFile: "herald-emulator-ca.pem")
+        if let admin = try reader.string("HERALD_EMULATOR_ADMIN_PORT", "emulatorAdminPort") {
+            if admin == "off" {
+                settings.adminPort = nil
+            } else {
+                guard let port = Int(admin), (0...65535).contains(port) else {
+                    throw ConfigurationError(
+                        "HERALD_EMULATOR_ADMIN_PORT is \"\(admin)\": write a port (0 picks a free one) or off.")
+                }
+                settings.adminPort = port
+            }
+        }
+        if let caFile = try reader.string("HERALD_EMULATOR_CA_FILE", "emulatorCAFile") { settings.caFile = caFile }
+        settings.countingOnly = try reader.bool("HERALD_EMULATOR_COUNTING", "emulatorCounting") ?? false
+        return settings
+    }
+
+    /// Parses `name:scope+scope:secret` entries separated by commas.
+    static func readAPIKeys(_ text: String?) throws(ConfigurationError) -> [BootstrapAPIKey] {
+        guard let text, !text.isEmpty else { return [] }
+        return try text.split(separator: ",").map { entry throws(ConfigurationError) in
+            let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
+            guard parts.count == 3, !parts[0].isEmpty, parts[2].utf8.count >= 16 else {
+                throw ConfigurationError(
+                    "HERALD_API_KEYS entries are name:scope+scope:secret with a secret of at least 16 characters, such as backend:send:<secret>."
+                )
+            }
+            let scopes = Set(parts[1].split(separator: "+").map { APIKeyScope(rawValue: String($0)) })
+            guard !scopes.isEmpty, scopes.isSubset(of: APIKeyScope.known) else {
+                throw ConfigurationError(
+                    "HERALD_API_KEYS entry \(parts[0]) has scopes \"\(parts[1])\": use send, admin and register, joined with +."
+                )
+            }
+            return BootstrapAPIKey(name: parts[0], scopes: scopes, secret: parts[2])
+        }
+    }
+}
+
+/// Reads one setting from the environment first, then the file, with errors naming where it came from.
+struct SettingReader {
+    let environment: [String: String]
+    let file: [String: JSONValue]
+    var context = ""
+
+    /// The name to show for a setting: the variable, or the file key.
+    func name(_ variable: String, _ key: String) -> String {
+        if !variable.isEmpty, environment[variable] != nil { return variable }
+        if !key.isEmpty, file[key] != nil { return "\"\(context)\(key)\" in the configuration file" }
+        return variable.isEmpty ? "\"\(context)\(key)\"" : variable
+    }
+
+    func string(_ variable: String, _ key: String) throws(ConfigurationError) -> String? {
+        if !variable.isEmpty, let value = environment[variable], !value.isEmpty { return value }
+        guard !key.isEmpty, let value = file[key], value != .null else { return nil }
+        switch value {
+        case .string(let text): return text.isEmpty ? nil : text
+        case .integer(let number): return String(number)
+        case .bool(let flag): return String(flag)
+        default: throw ConfigurationError("\(name(variable, key)) must be a string, not \(value.typeName).")
+        }
+    }
+
+    func integer(_ variable: String, _ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+        guard let text = try string(variable, key) else { return nil }
+        guard let number = Int(text), range.contains(number) else {
+            throw ConfigurationError(
+                "\(name(variable, key)) is \"\(text)\": write a whole number from \(range.lowerBound) to \(range.upperBound)."
+            )
+        }
+        return number
+    }
+
+    func bool(_ variable: String, _ key: String) throws(ConfigurationError) -> Bool? {
+        guard let text = try string(variable, key)?.lowercased() else { return nil }
+        switch text {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ConfigurationError("\(name(variable, key)) is \"\(text)\": write true or false.")
+        }
+    }
+
+    /// A comma-separated variable, or a file array of strings.
+    func list(_ variable: String, _ key: String) throws(ConfigurationError) -> [String] {
+        if let value = environment[variable], !value.isEmpty {
+            return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        guard let value = file[key], value != .null else { return [] }
+        guard case .array(let elements) = value, elements.allSatisfy({ $0.stringValue != nil }) else {
+            throw ConfigurationError("\(name(variable, key)) must be an array of strings.")
+        }
+        return elements.compactMap(\.stringValue)
+    }
+}

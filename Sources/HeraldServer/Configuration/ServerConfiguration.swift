@@ -1,0 +1,258 @@
+import Foundation
+public import HeraldAPNS
+public import HeraldCore
+public import HeraldStore
+
+/// Everything `herald serve` needs: where to listen, which database, which apps and how to reach APNs, bootstrap API
+/// keys, and limits.
+///
+/// Build it in code, or read it from environment variables and an optional JSON file with
+/// ``init(environment:)`` (the keys are listed there and in the README). The defaults make a server that works on a
+/// fresh machine: `127.0.0.1:8080`, SQLite in the working folder, one app `com.example.app`, and — since no APNs
+/// credentials are configured — an in-process APNs emulator.
+public struct ServerConfiguration: Sendable {
+    /// Where the HTTP API listens. Default `127.0.0.1:8080`.
+    public var listen: ListenAddress
+    /// The database URL: `sqlite://herald.sqlite` (default, relative to the working folder),
+    /// `sqlite:///abs/path.sqlite`, `sqlite::memory:` or `postgres://user:pass@host/db`.
+    public var databaseURL: String
+    /// The apps (topics) this deployment serves, with their credentials. Default: one app, `com.example.app`,
+    /// without credentials.
+    public var apps: [AppConfiguration]
+    /// Where pushes go: Apple, an in-process emulator, or another host. Default ``APNSMode/automatic``.
+    public var apns: APNSMode
+    /// API keys to make sure exist at start (for automated deployments); most deployments use `herald keys create`.
+    public var apiKeys: [BootstrapAPIKey]
+    /// Body sizes, rate limits, the inline send threshold.
+    public var limits: Limits
+    /// How sends run: batch size, concurrency, connections, retries, leases.
+    public var sending: Sending
+
+    /// - Parameters: see the properties; every one has a default.
+    public init(
+        listen: ListenAddress = ListenAddress(), databaseURL: String = "sqlite://herald.sqlite",
+        apps: [AppConfiguration] = [AppConfiguration(bundleID: AppConfiguration.defaultBundleID)],
+        apns: APNSMode = .automatic, apiKeys: [BootstrapAPIKey] = [], limits: Limits = Limits(),
+        sending: Sending = Sending()
+    ) {
+        self.listen = listen
+        self.databaseURL = databaseURL
+        self.apps = apps
+        self.apns = apns
+        self.apiKeys = apiKeys
+        self.limits = limits
+        self.sending = sending
+    }
+
+    /// A host and port to listen on.
+    public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        /// 0 picks a free port (tests).
+        public var port: Int
+
+        public init(host: String = "127.0.0.1", port: Int = 8080) {
+            self.host = host
+            self.port = port
+        }
+
+        /// Parses `host:port`, `:port` or `port`.
+        public init?(_ text: String) {
+            let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+            switch parts.count {
+            case 1:
+                guard let port = Int(parts[0]), (0...65535).contains(port) else { return nil }
+                self.init(port: port)
+            case 2:
+                guard let port = Int(parts[1]), (0...65535).contains(port) else { return nil }
+                self.init(host: parts[0].isEmpty ? "127.0.0.1" : String(parts[0]), port: port)
+            default:
+                return nil
+            }
+        }
+
+        public var description: String { "\(host):\(port)" }
+    }
+
+    /// Body sizes, rate limits and when a send runs in the background.
+    public struct Limits: Sendable, Hashable {
+        /// The largest `POST /api/token` body: 16 KiB, fixed by docs/api-registration.md.
+        public static let registrationBodyBytes = 16 * 1024
+        /// The largest `POST /api/send` body. Default 1 MiB.
+        public var sendBodyBytes: Int
+        /// Registration requests per minute per client address (`POST`/`DELETE /api/token`); 0 turns the limit off.
+        /// Default 600, with bursts up to that many.
+        public var registrationsPerMinute: Int
+        /// Sends to at most this many devices are performed while the request waits and answer with every outcome;
+        /// larger ones answer `202` and run in the background. Default 100.
+        public var inlineSendLimit: Int
+
+        public init(sendBodyBytes: Int = 1024 * 1024, registrationsPerMinute: Int = 600, inlineSendLimit: Int = 100) {
+            self.sendBodyBytes = sendBodyBytes
+            self.registrationsPerMinute = registrationsPerMinute
+            self.inlineSendLimit = inlineSendLimit
+        }
+    }
+
+    /// How sends run.
+    public struct Sending: Sendable {
+        /// Devices fetched from the store per page, and outcomes recorded per transaction. Default 1,000.
+        public var pageSize: Int
+        /// Notifications in flight at once per send. Default 1,000.
+        public var maximumInFlight: Int
+        /// HTTP/2 connections per app and environment. Default 4.
+        public var connectionsPerClient: Int
+        /// The sender's retry policy for 429, 5xx and connection failures.
+        public var retry: RetryPolicy
+        /// How long a background send's lease lasts; it is renewed at a third of that. Default 2 minutes.
+        public var leaseDuration: Duration
+        /// How often an idle worker looks for queued sends (other instances may queue them). Default 2 seconds.
+        public var pollInterval: Duration
+
+        public init(
+            pageSize: Int = 1000, maximumInFlight: Int = 1000, connectionsPerClient: Int = 4,
+            retry: RetryPolicy = RetryPolicy(), leaseDuration: Duration = .seconds(120),
+            pollInterval: Duration = .seconds(2)
+        ) {
+            self.pageSize = pageSize
+            self.maximumInFlight = maximumInFlight
+            self.connectionsPerClient = connectionsPerClient
+            self.retry = retry
+            self.leaseDuration = leaseDuration
+            self.pollInterval = pollInterval
+        }
+    }
+
+    /// An API key that must exist when the server starts. Its secret is stored only as a hash.
+    public struct BootstrapAPIKey: Sendable, Hashable, CustomStringConvertible {
+        public var name: String
+        public var scopes: Set<APIKeyScope>
+        /// The secret clients present as `Authorization: Bearer <secret>`.
+        public var secret: String
+
+        public init(name: String, scopes: Set<APIKeyScope>, secret: String) {
+            self.name = name
+            self.scopes = scopes
+            self.secret = secret
+        }
+
+        /// Never the secret.
+        public var description: String {
+            "BootstrapAPIKey(\(name), \(scopes.sorted().map(\.rawValue).joined(separator: "+")))"
+        }
+    }
+}
+
+/// One app (topic) the deployment serves.
+public struct AppConfiguration: Sendable {
+    /// The bundle id used when nothing is configured.
+    public static let defaultBundleID = "com.example.app"
+
+    /// The app's bundle id: the registration's `topic`, and the `apns-topic` before any push-type suffix.
+    public var bundleID: String
+    /// How Herald authenticates to APNs for this app; `nil` means none configured (the emulator signs for it).
+    public var credentials: Credentials?
+    /// Keys the app ships with and sends as `X-Herald-Registration-Key`; empty means registration is open unless
+    /// another app has keys.
+    public var registrationKeys: [String]
+    /// The app's key for end-to-end encrypted alert text (`"encrypt": true` in a send).
+    public var contentKey: ContentEncryptionKey?
+
+    public init(
+        bundleID: String, credentials: Credentials? = nil, registrationKeys: [String] = [],
+        contentKey: ContentEncryptionKey? = nil
+    ) {
+        self.bundleID = bundleID
+        self.credentials = credentials
+        self.registrationKeys = registrationKeys
+        self.contentKey = contentKey
+    }
+
+    /// APNs credentials: a `.p8` signing key (JWT) or a TLS client certificate.
+    public struct Credentials: Sendable, CustomStringConvertible {
+        enum Kind: Sendable {
+            case key(ProviderSigningKey)
+            case certificate(chainPEM: String, privateKeyPEM: String)
+            case pkcs12(data: [UInt8], passphrase: String?)
+        }
+
+        let kind: Kind
+
+        /// Token authentication with a `.p8` key; one provider token is shared by every app that uses the key.
+        public static func key(_ key: ProviderSigningKey) -> Credentials { Credentials(kind: .key(key)) }
+
+        /// Certificate authentication from PEM text.
+        public static func certificate(chainPEM: String, privateKeyPEM: String) -> Credentials {
+            Credentials(kind: .certificate(chainPEM: chainPEM, privateKeyPEM: privateKeyPEM))
+        }
+
+        /// Certificate authentication from a `.p12` file's bytes.
+        public static func pkcs12(_ data: [UInt8], passphrase: String?) -> Credentials {
+            Credentials(kind: .pkcs12(data: data, passphrase: passphrase))
+        }
+
+        /// The signing key, for token authentication.
+        public var signingKey: ProviderSigningKey? {
+            if case .key(let key) = kind { key } else { nil }
+        }
+
+        /// Never key material.
+        public var description: String {
+            switch kind {
+            case .key(let key): "key \(key.keyID) (team \(key.teamID))"
+            case .certificate: "certificate"
+            case .pkcs12: "certificate (.p12)"
+            }
+        }
+    }
+}
+
+/// Where the server sends pushes.
+public struct APNSMode: Sendable {
+    enum Kind: Sendable {
+        case automatic(EmulatorSettings)
+        case apple
+        case emulator(EmulatorSettings)
+        case custom(host: String, productionPort: Int, developmentPort: Int, trustPEM: String?)
+    }
+
+    let kind: Kind
+
+    /// Apple's hosts when every app has credentials, the in-process emulator when none has.
+    public static let automatic = APNSMode(kind: .automatic(EmulatorSettings()))
+    /// Apple's hosts when every app has credentials, else an in-process emulator with these settings.
+    public static func automatic(emulator settings: EmulatorSettings) -> APNSMode {
+        APNSMode(kind: .automatic(settings))
+    }
+    /// Apple's production and sandbox hosts.
+    public static let apple = APNSMode(kind: .apple)
+    /// An APNs emulator inside the server process: nothing reaches Apple, inboxes show what arrived.
+    public static func emulator(_ settings: EmulatorSettings = EmulatorSettings()) -> APNSMode {
+        APNSMode(kind: .emulator(settings))
+    }
+    /// Another APNs-compatible host, such as `herald emulator` in its own process.
+    /// - Parameter trustPEM: CA certificates to trust besides the system's (the emulator's CA file).
+    public static func custom(host: String, productionPort: Int, developmentPort: Int, trustPEM: String? = nil)
+        -> APNSMode
+    {
+        APNSMode(
+            kind: .custom(
+                host: host, productionPort: productionPort, developmentPort: developmentPort, trustPEM: trustPEM))
+    }
+
+    /// How the in-process emulator listens.
+    public struct EmulatorSettings: Sendable, Hashable {
+        /// The admin API's port (inboxes, devices, faults: docs/emulator.md); `nil` turns it off, 0 picks one.
+        /// Default 7480.
+        public var adminPort: Int?
+        /// Where to write the emulator's CA certificate, for clients that talk to it directly; `nil` writes none.
+        public var caFile: String?
+        /// Keep counters only, no inboxes (benchmarks).
+        public var countingOnly: Bool
+
+        public init(adminPort: Int? = 7480, caFile: String? = nil, countingOnly: Bool = false) {
+            self.adminPort = adminPort
+            self.caFile = caFile
+            self.countingOnly = countingOnly
+        }
+    }
+}

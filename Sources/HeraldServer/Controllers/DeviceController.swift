@@ -1,0 +1,72 @@
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+/// `GET /api/devices` and `GET /api/devices/{token}`: admin lookups (API key with the `admin` scope).
+struct DeviceController: Sendable {
+    let store: any Store
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        let group = router.group().add(middleware: APIKeyAuthenticator(store: store, scope: .admin))
+        group.get("/api/devices", use: list)
+        group.get("/api/devices/{token}", use: show)
+    }
+
+    /// One page of the devices of a user, a tag or a topic:
+    /// `?user=…|tag=…|topic=…[&environment=…][&includeInvalidated=true][&after=<next>][&limit=…]`.
+    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let parameters = request.uri.queryParameters
+        let user = parameters.get("user")
+        let tag = parameters.get("tag")
+        let topic = parameters.get("topic")
+        var query: DeviceQuery
+        switch (user, tag) {
+        case (let user?, nil): query = .user(user)
+        case (nil, let tag?): query = .tag(tag)
+        case (nil, nil):
+            guard let topic else {
+                throw APIError(
+                    .badRequest, reason: "missingQuery",
+                    "Say which devices: ?user=<id>, ?tag=<tag> or ?topic=<bundle id>.")
+            }
+            query = .topic(topic)
+        default:
+            throw APIError.invalidField("user", "give user or tag, not both")
+        }
+        if let topic { query = query.inTopic(topic) }
+        if let name = parameters.get("environment") {
+            guard let environment = APNSEnvironment(name: name) else {
+                throw APIError.invalidField("environment", "use development or production")
+            }
+            query = query.environment(environment)
+        }
+        if let flag = parameters.get("includeInvalidated") {
+            guard let include = Bool(flag) else {
+                throw APIError.invalidField("includeInvalidated", "use true or false")
+            }
+            query = query.includingInvalidated(include)
+        }
+        var cursor: DeviceCursor?
+        if let after = parameters.get("after") {
+            guard let parsed = DeviceCursor(after) else {
+                throw APIError.invalidField("after", "use the \"next\" value of the previous page")
+            }
+            cursor = parsed
+        }
+        let page = try await store.devices(
+            matching: query, after: cursor, limit: try SendController.limit(parameters.get("limit")))
+        var members: [String: JSONValue] = ["devices": .array(page.devices.map { $0.json(includingAdminFields: true) })]
+        if let next = page.next { members["next"] = .string(next.description) }
+        return .json(.object(members))
+    }
+
+    /// One device's registration, active or invalidated.
+    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
+        guard let device = try await store.device(token) else {
+            throw APIError(.notFound, reason: "unknownToken", "This token is not registered.")
+        }
+        return .json(device.json(includingAdminFields: true))
+    }
+}

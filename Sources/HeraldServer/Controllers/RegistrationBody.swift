@@ -1,0 +1,203 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+
+/// The body of `POST /api/token`, parsed and checked against docs/api-registration.md.
+///
+/// Parsing never touches the store: a body that fails here changes nothing.
+struct RegistrationBody {
+    var token: DeviceToken
+    var environment: APNSEnvironment
+    /// `nil` when the body names no topic: the server's only app then applies.
+    var topic: String?
+    var userID: String?
+    var preferredLanguages: [String]
+    var appVersion: String?
+    var platform: Platform?
+    var installationID: UUID?
+    var tokenKind: TokenKind
+    var tags: [String]
+
+    /// Parses a request body.
+    /// - Throws: ``APIError`` `400` with `invalidJSON`, `missingToken`, `badDeviceToken`, `missingEnvironment`,
+    ///   `environmentConflict` or `invalidField`; the message names the field.
+    init(json bytes: some Collection<UInt8>) throws(APIError) {
+        let fields = try JSONFields(body: bytes)
+        guard let tokenValue = fields["token"] else {
+            throw APIError(
+                .badRequest, reason: "missingToken",
+                "The body has no \"token\": send the device token as hex, such as {\"token\": \"<hex>\", \"debug\": true}."
+            )
+        }
+        guard case .string(let hex) = tokenValue else {
+            throw APIError.invalidField("token", "it must be a string of hex digits, not \(tokenValue.typeName)")
+        }
+        token = try Self.parseToken(hex)
+        environment = try Self.parseEnvironment(debug: fields.bool("debug"), name: fields.string("environment"))
+        topic = try fields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
+        if let topic, topic.contains(where: \.isWhitespace) {
+            throw APIError.invalidField("topic", "a bundle id has no whitespace")
+        }
+        userID = try fields.string("userId", bytes: 1...TokenRegistration.maximumUserIDBytes)
+        appVersion = try fields.string("appVersion", bytes: 1...TokenRegistration.maximumAppVersionBytes)
+        preferredLanguages = try fields.strings("preferredLanguages", maximumCount: TokenRegistration.maximumLanguages)
+        for language in preferredLanguages {
+            guard (1...TokenRegistration.maximumLanguageCharacters).contains(language.count),
+                language.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" })
+            else {
+                throw APIError.invalidField(
+                    "preferredLanguages",
+                    "each entry is a BCP 47 tag of 1 to \(TokenRegistration.maximumLanguageCharacters) letters, digits and '-', such as en-US"
+                )
+            }
+        }
+        tags = try fields.strings("tags", maximumCount: TokenRegistration.maximumTags)
+        for tag in tags where !(1...TokenRegistration.maximumTagBytes).contains(tag.utf8.count) {
+            throw APIError.invalidField("tags", "each tag has 1 to \(TokenRegistration.maximumTagBytes) bytes")
+        }
+        platform = try fields.string("platform").map { name throws(APIError) in
+            guard let platform = Platform(name: name) else {
+                throw APIError.invalidField("platform", "use iOS, macOS, tvOS, watchOS or visionOS")
+            }
+            return platform
+        }
+        installationID = try fields.string("installationId").map { text throws(APIError) in
+            guard let uuid = UUID(uuidString: text) else {
+                throw APIError.invalidField(
+                    "installationId", "it must be a UUID such as 2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01")
+            }
+            return uuid
+        }
+        tokenKind =
+            try fields.string("tokenKind").map { name throws(APIError) in
+                guard let kind = TokenKind(name: name) else {
+                    throw APIError.invalidField(
+                        "tokenKind", "use one of " + TokenKind.all.map(\.name).joined(separator: ", "))
+                }
+                return kind
+            } ?? .device
+    }
+
+    /// Parses a token from a body or a path, with the core's message.
+    static func parseToken(_ hex: String) throws(APIError) -> DeviceToken {
+        do {
+            return try DeviceToken(hex: hex)
+        } catch {
+            throw APIError(.badRequest, reason: "badDeviceToken", error.description)
+        }
+    }
+
+    private static func parseEnvironment(debug: Bool?, name: String?) throws(APIError) -> APNSEnvironment {
+        let named = try name.map { text throws(APIError) in
+            guard let environment = APNSEnvironment(name: text) else {
+                throw APIError.invalidField("environment", "use \"development\" or \"production\"")
+            }
+            return environment
+        }
+        switch (debug, named) {
+        case (nil, nil):
+            throw APIError(
+                .badRequest, reason: "missingEnvironment",
+                "The body says neither \"debug\" nor \"environment\": send \"debug\": true for a development (sandbox) token, false for production. There is no default, because a wrong environment makes APNs reject the token."
+            )
+        case (let debug?, let named?) where debug != named.isDevelopment:
+            throw APIError(
+                .badRequest, reason: "environmentConflict",
+                "\"debug\": \(debug) and \"environment\": \"\(named.name)\" disagree: send one, or make them match.")
+        case (_, let named?):
+            return named
+        case (let debug?, nil):
+            return debug ? .development : .production
+        }
+    }
+
+    /// The registration to store for an app.
+    func registration(topic: String) -> TokenRegistration {
+        TokenRegistration(
+            token: token, topic: topic, environment: environment, tokenKind: tokenKind, userID: userID,
+            installationID: installationID, preferredLanguages: preferredLanguages, appVersion: appVersion,
+            platform: platform, tags: tags)
+    }
+}
+
+/// The members of a JSON object body, read with errors that name the field. `null` counts as absent.
+struct JSONFields {
+    let members: [String: JSONValue]
+
+    /// Parses a body that must be a JSON object.
+    /// - Throws: ``APIError`` `invalidJSON`.
+    init(body bytes: some Collection<UInt8>) throws(APIError) {
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            throw APIError.invalidJSON(error.description)
+        }
+        guard case .object(let members) = value else {
+            throw APIError.invalidJSON("it is \(value.typeName)")
+        }
+        self.members = members
+    }
+
+    init(_ members: [String: JSONValue]) { self.members = members }
+
+    subscript(_ name: String) -> JSONValue? {
+        guard let value = members[name], value != .null else { return nil }
+        return value
+    }
+
+    func string(_ name: String, bytes: ClosedRange<Int>? = nil) throws(APIError) -> String? {
+        guard let value = self[name] else { return nil }
+        guard case .string(let text) = value else {
+            throw APIError.invalidField(name, "it must be a string, not \(value.typeName)")
+        }
+        if let bytes, !bytes.contains(text.utf8.count) {
+            throw APIError.invalidField(name, "it must have \(bytes.lowerBound) to \(bytes.upperBound) bytes")
+        }
+        return text
+    }
+
+    func bool(_ name: String) throws(APIError) -> Bool? {
+        guard let value = self[name] else { return nil }
+        guard case .bool(let flag) = value else {
+            throw APIError.invalidField(name, "it must be true or false, not \(value.typeName)")
+        }
+        return flag
+    }
+
+    func integer(_ name: String, in range: ClosedRange<Int>? = nil) throws(APIError) -> Int? {
+        guard let value = self[name] else { return nil }
+        guard case .integer(let number) = value else {
+            throw APIError.invalidField(name, "it must be a whole number, not \(value.typeName)")
+        }
+        if let range, !range.contains(number) {
+            throw APIError.invalidField(name, "it must be from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return number
+    }
+
+    func strings(_ name: String, maximumCount: Int) throws(APIError) -> [String] {
+        guard let value = self[name] else { return [] }
+        guard case .array(let elements) = value else {
+            throw APIError.invalidField(name, "it must be an array of strings, not \(value.typeName)")
+        }
+        guard elements.count <= maximumCount else {
+            throw APIError.invalidField(name, "send at most \(maximumCount) entries")
+        }
+        return try elements.map { element throws(APIError) in
+            guard case .string(let text) = element else {
+                throw APIError.invalidField(name, "every entry must be a string, not \(element.typeName)")
+            }
+            return text
+        }
+    }
+
+    func object(_ name: String) throws(APIError) -> [String: JSONValue]? {
+        guard let value = self[name] else { return nil }
+        guard case .object(let members) = value else {
+            throw APIError.invalidField(name, "it must be an object, not \(value.typeName)")
+        }
+        return members
+    }
+}

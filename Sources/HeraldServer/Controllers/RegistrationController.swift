@@ -1,0 +1,71 @@
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// `POST /api/token` and `DELETE /api/token/{token}`: exactly docs/api-registration.md.
+struct RegistrationController: Sendable {
+    let store: any Store
+    let apps: AppDirectory
+    let rateLimiter: RateLimiter?
+    let metrics: ServerMetrics
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        router.post("/api/token", use: register)
+        router.delete("/api/token/{token}", use: unregister)
+    }
+
+    /// Registers a token, or updates its registration: `201` when new, `200` when known, with the stored record.
+    @Sendable func register(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try admit(context)
+        let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
+        let body = try RegistrationBody(
+            json: try await request.bodyBytes(limit: ServerConfiguration.Limits.registrationBodyBytes))
+        let app = try apps.app(named: body.topic)
+        try allowed.check(app.bundleID)
+        let result: UpsertResult
+        do {
+            result = try await store.upsert(body.registration(topic: app.bundleID))
+        } catch let error as StoreError where error.code == .invalidRecord {
+            throw APIError(.badRequest, reason: "invalidField", error.message)
+        }
+        metrics.registration(result.change)
+        for old in result.movedAside {
+            context.logger.info(
+                "Removed a token the same installation replaced",
+                metadata: [LogKey.tokenSuffix: "\(old.redacted)", LogKey.reason: "replacedByInstallation"])
+        }
+        context.logger.debug(
+            "Registered a token",
+            metadata: [
+                LogKey.tokenSuffix: "\(body.token.redacted)", LogKey.environment: "\(body.environment)",
+                LogKey.topic: "\(app.bundleID)",
+            ])
+        return .json(result.registration.json(), status: result.change == .created ? .created : .ok)
+    }
+
+    /// Unregisters a token: `204`, or `404 unknownToken`.
+    @Sendable func unregister(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try admit(context)
+        let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
+        let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
+        if allowed != nil {
+            guard let device = try await store.device(token) else { throw Self.unknownToken }
+            try allowed.check(device.topic)
+        }
+        guard try await store.remove(token) else { throw Self.unknownToken }
+        metrics.unregistration()
+        context.logger.info(
+            "Unregistered a token",
+            metadata: [LogKey.tokenSuffix: "\(token.redacted)", LogKey.reason: "unregistered by the app"])
+        return Response(status: .noContent)
+    }
+
+    private static let unknownToken = APIError(
+        .notFound, reason: "unknownToken", "This token is not registered: there is nothing to remove.")
+
+    private func admit(_ context: ServerRequestContext) throws(APIError) {
+        try rateLimiter?.admit(context.remoteAddress?.ipAddress ?? "local")
+    }
+}

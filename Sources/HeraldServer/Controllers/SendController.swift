@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// `POST /api/send` and `GET /api/sends/{id}` (API key with the `send` scope).
+///
+/// A send is validated first (`400` with the APNs reason it would cause). A target of at most
+/// ``ServerConfiguration/Limits/inlineSendLimit`` devices is sent while the request waits, and the answer lists every
+/// device's outcome; a larger one is queued as a durable job and answered `202` with its id.
+struct SendController: Sendable {
+    let store: any Store
+    let apps: AppDirectory
+    let fanOut: FanOut
+    let worker: SendWorker
+    let limits: ServerConfiguration.Limits
+    let metrics: ServerMetrics
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        let group = router.group().add(middleware: APIKeyAuthenticator(store: store, scope: .send))
+        group.post("/api/send", use: send)
+        group.get("/api/sends/{id}", use: status)
+    }
+
+    @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let bytes = try await request.bodyBytes(limit: limits.sendBodyBytes)
+        let value: JSONValue
+        do {
+            value = try JSONValue(parsing: bytes)
+        } catch {
+            throw APIError.invalidJSON(error.description)
+        }
+        let plan = try SendPlan(json: value, apps: apps)
+        if let token = plan.singleToken, try await store.device(token)?.isActive != true {
+            throw APIError(
+                .notFound, reason: "unknownToken",
+                "The token \(token.redacted) is not registered, or was removed after APNs rejected it: the app must register it first."
+            )
+        }
+        let count = try await store.count(matching: plan.query)
+        var logger = context.logger
+        if count <= limits.inlineSendLimit {
+            let record = try await store.createSend(
+                NewSend(target: plan.targetDescription, summary: plan.summary, status: .running, targetCount: count))
+            logger[metadataKey: LogKey.sendID] = "\(record.id)"
+            metrics.sendStarted(background: false)
+            let result: FanOut.Result
+            do {
+                result = try await fanOut.run(plan, send: record.id, after: nil, lease: nil, collect: true)
+            } catch {
+                _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
+                throw error
+            }
+            let final = try await store.updateSend(record.id, SendUpdate(status: .completed))
+            logger.info("Sent", metadata: [LogKey.count: "\(result.counts)"])
+            var body = Self.json(final)
+            if case .object(var members) = body {
+                members["outcomes"] = .array(result.outcomes.map(Self.json))
+                body = .object(members)
+            }
+            return .json(body)
+        }
+        let record = try await store.createSend(
+            NewSend(
+                target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString, status: .queued,
+                targetCount: count))
+        metrics.sendStarted(background: true)
+        worker.wake()
+        logger[metadataKey: LogKey.sendID] = "\(record.id)"
+        logger.info("Queued a background send", metadata: [LogKey.count: "\(count)"])
+        return .json(Self.json(record), status: .accepted, headers: [.location: "/api/sends/\(record.id)"])
+    }
+
+    /// A send's status, counts and one page of outcomes (`?after=<cursor>&limit=<1…1000>`, default 100).
+    @Sendable func status(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let id = context.parameters.get("id").flatMap(SendID.init) else {
+            throw APIError.invalidField("id", "a send id is a UUID, as POST /api/send answered")
+        }
+        let query = request.uri.queryParameters
+        let limit = try Self.limit(query.get("limit"))
+        var cursor: OutcomeCursor?
+        if let after = query.get("after") {
+            guard let parsed = OutcomeCursor(after) else {
+                throw APIError.invalidField("after", "use the \"next\" value of the previous page")
+            }
+            cursor = parsed
+        }
+        guard let record = try await store.send(id) else {
+            throw APIError(
+                .notFound, reason: "unknownSend", "There is no send \(id): check the id POST /api/send answered.")
+        }
+        let page = try await store.outcomes(of: id, after: cursor, limit: limit)
+        guard case .object(var members) = Self.json(record) else { return .json(Self.json(record)) }
+        members["outcomes"] = .array(page.outcomes.map { Self.json(ReportedOutcome(outcome: $0, action: nil)) })
+        if let next = page.next { members["next"] = .string(next.description) }
+        return .json(.object(members))
+    }
+
+    /// A page size from a query parameter: 1 to 1,000, default 100.
+    static func limit(_ text: String?) throws(APIError) -> Int {
+        guard let text else { return 100 }
+        guard let limit = Int(text), (1...1000).contains(limit) else {
+            throw APIError.invalidField("limit", "use a whole number from 1 to 1000")
+        }
+        return limit
+    }
+
+    static func json(_ record: SendRecord) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "id": .string(record.id.description),
+            "status": .string(record.status.rawValue),
+            "target": .string(record.target),
+            "summary": .string(record.summary),
+            "createdAt": .string(RFC3339.string(record.createdAt)),
+            "updatedAt": .string(RFC3339.string(record.updatedAt)),
+            "counts": .object([
+                "accepted": .integer(record.counts.accepted), "rejected": .integer(record.counts.rejected),
+                "failed": .integer(record.counts.failed),
+            ]),
+        ]
+        if let count = record.targetCount { members["targetCount"] = .integer(count) }
+        if let message = record.message { members["message"] = .string(message) }
+        return .object(members)
+    }
+
+    static func json(_ reported: ReportedOutcome) -> JSONValue {
+        let outcome = reported.outcome
+        var members: [String: JSONValue] = [
+            "token": .string(outcome.token.hex),
+            "environment": .string(outcome.environment.name),
+            "at": .string(RFC3339.string(outcome.at)),
+        ]
+        switch outcome.result {
+        case .accepted(let apnsID):
+            members["status"] = "accepted"
+            members["apnsId"] = .string(apnsID.headerValue)
+        case .rejected(let status, let reason, let timestamp):
+            members["status"] = "rejected"
+            members["httpStatus"] = .integer(status)
+            members["reason"] = .string(reason.rawValue)
+            if let timestamp { members["timestamp"] = .string(RFC3339.string(timestamp)) }
+        case .failed(let message):
+            members["status"] = "failed"
+            members["message"] = .string(message)
+        }
+        if let action = reported.action { members["action"] = .string(action.rawValue) }
+        return .object(members)
+    }
+}

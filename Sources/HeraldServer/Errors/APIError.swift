@@ -1,0 +1,74 @@
+public import HTTPTypes
+import HeraldCore
+public import Hummingbird
+
+/// An answer of the HTTP API that is not a success: a status, a stable machine-readable `reason`, and a sentence a
+/// person can act on.
+///
+/// Every error the API gives has the body `{"error": "<sentence>", "reason": "<reason>"}` (docs/api-registration.md),
+/// and bad input changes nothing. The sentence never contains a full device token, a key or a secret.
+public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConvertible {
+    /// The HTTP status.
+    public let status: HTTPResponse.Status
+    /// The stable reason: `badDeviceToken`, `missingEnvironment`, `rateLimited`, `BadPriority`, …
+    public let reason: String
+    /// What went wrong and what to do.
+    public let message: String
+    /// Extra response headers, such as `Retry-After`.
+    public var headers: HTTPFields
+
+    /// Creates an error answer.
+    /// - Parameters:
+    ///   - status: The HTTP status.
+    ///   - reason: The stable reason.
+    ///   - message: A sentence saying what went wrong and what to do; no tokens, keys or secrets.
+    public init(_ status: HTTPResponse.Status, reason: String, _ message: String, headers: HTTPFields = [:]) {
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.headers = headers
+    }
+
+    public var description: String { "\(status.code) \(reason): \(message)" }
+
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var headers = self.headers
+        headers[.contentType] = "application/json; charset=utf-8"
+        let body = JSONValue.object(["error": .string(message), "reason": .string(reason)]).jsonBytes
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+    }
+}
+
+extension APIError {
+    /// `400` for a request body that is not JSON, or not the object the endpoint expects.
+    static func invalidJSON(_ detail: String) -> APIError {
+        APIError(
+            .badRequest, reason: "invalidJSON",
+            "The request body is not a JSON object (\(detail)): send a JSON object such as {\"token\": \"…\"}.")
+    }
+
+    /// `400` for a field of the wrong type or outside its limits; the message names the field.
+    static func invalidField(_ field: String, _ rule: String) -> APIError {
+        APIError(.badRequest, reason: "invalidField", "The field \"\(field)\" is invalid: \(rule).")
+    }
+
+    /// `413` for a body above the endpoint's limit.
+    static func payloadTooLarge(limit: Int) -> APIError {
+        APIError(
+            .contentTooLarge, reason: "payloadTooLarge", "The request body is larger than \(limit) bytes: send less.")
+    }
+
+    /// `404` for a path no route serves.
+    static func notFound(_ path: String) -> APIError {
+        APIError(.notFound, reason: "notFound", "There is no \(path) here: see /openapi.yaml for the API.")
+    }
+
+    /// `503` when the database does not answer.
+    static let unavailable = APIError(
+        .serviceUnavailable, reason: "unavailable", "The database is not reachable right now: try again shortly.")
+
+    /// `500` for a failure the server did not expect; the details are in the server's log.
+    static let `internal` = APIError(
+        .internalServerError, reason: "internal",
+        "The server failed unexpectedly: try again, and see the server log if it persists.")
+}

@@ -1,0 +1,109 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Logging
+
+/// One device's outcome, and what the server did about it.
+struct ReportedOutcome: Sendable {
+    /// What Herald did to the registry because of the answer.
+    enum Action: String, Sendable {
+        /// `410` or `BadDeviceToken` in both environments: the token is out of every send until registered again.
+        case removed
+        /// `410`, but the app registered the token after APNs's timestamp: kept.
+        case kept
+        /// `BadDeviceToken`, and the other environment's host accepted it: the record's environment was corrected.
+        case environmentCorrected
+    }
+
+    var outcome: DeliveryOutcome
+    var action: Action?
+}
+
+/// Sends to one device and applies APNs's verdict to the registry (docs/server.md, "Outcome handling").
+///
+/// - `410 Unregistered` / `ExpiredToken`: ``HeraldStore/TokenStore/invalidate(token:reason:at:)``, which keeps a
+///   token registered again after APNs's timestamp.
+/// - `BadDeviceToken`: one try in the other environment; accepted there → the record moves to it, else the token is
+///   removed.
+/// - `DeviceTokenNotForTopic`: recorded and logged; the token stays (it may belong to another app of the user).
+/// - Retryable answers were already retried by the sender's policy.
+///
+/// Every removal is logged with its reason and the token's redacted suffix.
+struct Delivery: Sendable {
+    let store: any TokenStore
+    let sender: any PushSender
+    let metrics: ServerMetrics
+    let logger: Logger
+    let clock: any WallClock
+
+    func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
+        let token = device.token
+        let environment = device.environment
+        let result = await sender.send(notification, to: token, in: environment)
+        var reported = ReportedOutcome(
+            outcome: DeliveryOutcome(token: token, environment: environment, result: result, at: clock.now()),
+            action: nil)
+        guard case .rejected(_, let reason, let timestamp) = result else {
+            metrics.outcome(result)
+            return reported
+        }
+        if reason == .badDeviceToken {
+            let other = environment.other
+            let retry = await sender.send(notification, to: token, in: other)
+            if case .accepted = retry {
+                do {
+                    _ = try await store.updateEnvironment(token: token, to: other)
+                    reported = ReportedOutcome(
+                        outcome: DeliveryOutcome(token: token, environment: other, result: retry, at: clock.now()),
+                        action: .environmentCorrected)
+                    metrics.environmentCorrected()
+                    logger.notice(
+                        "Corrected a token's environment: the other host accepted it",
+                        metadata: [LogKey.tokenSuffix: "\(token.redacted)", LogKey.environment: "\(other)"])
+                } catch {
+                    logger.error(
+                        "Cannot correct a token's environment",
+                        metadata: [LogKey.tokenSuffix: "\(token.redacted)", LogKey.error: "\(error)"])
+                }
+                metrics.outcome(retry)
+                return reported
+            }
+            reported.action = await invalidate(token, reason: .badDeviceToken, at: nil, environment: environment)
+        } else if reason.invalidatesToken {
+            reported.action = await invalidate(token, reason: reason, at: timestamp, environment: environment)
+        } else if reason == .deviceTokenNotForTopic {
+            logger.warning(
+                "APNs says a token is not for this app's topic: kept, check that it was registered with the right topic",
+                metadata: [LogKey.tokenSuffix: "\(token.redacted)", LogKey.topic: "\(notification.topic)"])
+        }
+        metrics.outcome(result)
+        return reported
+    }
+
+    private func invalidate(_ token: DeviceToken, reason: APNSReason, at timestamp: Date?, environment: APNSEnvironment)
+        async -> ReportedOutcome.Action?
+    {
+        let metadata: Logger.Metadata = [
+            LogKey.tokenSuffix: "\(token.redacted)", LogKey.reason: "\(reason)", LogKey.environment: "\(environment)",
+        ]
+        do {
+            switch try await store.invalidate(token: token, reason: reason, at: timestamp) {
+            case .removed:
+                metrics.removal(reason)
+                logger.notice("Removed a token from sends", metadata: metadata)
+                return .removed
+            case .keptBecauseReregistered:
+                logger.info(
+                    "Kept a token APNs rejected: the app registered it again after APNs's timestamp", metadata: metadata
+                )
+                return .kept
+            case .notFound:
+                return nil
+            }
+        } catch {
+            logger.error(
+                "Cannot remove a rejected token", metadata: metadata.merging([LogKey.error: "\(error)"]) { $1 })
+            return nil
+        }
+    }
+}

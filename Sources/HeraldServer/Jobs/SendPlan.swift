@@ -1,0 +1,293 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+
+/// A send, parsed and validated: which devices, and the notification each one gets.
+///
+/// Made from the body of `POST /api/send`, and again from the stored job when a background send resumes, by the same
+/// parser. Every notification variant (one per language the send carries, plus the default) is validated and encoded
+/// here, so a send that would be rejected for its content fails with `400` before anything is sent.
+struct SendPlan: Sendable {
+    /// The app the send is for.
+    let bundleID: String
+    /// The devices: the target, narrowed to the app, the environment asked for and the token kinds that take the
+    /// push type.
+    let query: DeviceQuery
+    /// The single token of a `{"token": …}` target, which must be registered.
+    let singleToken: DeviceToken?
+    /// The push type every targeted device gets.
+    let pushType: APNSPushType
+    /// The notification per language tag (lowercase); `""` is the default.
+    private let variants: [String: PreparedNotification]
+    /// What to store so a worker can perform the send after a restart: the request, with the app filled in.
+    let job: JSONValue
+    /// The target in words, safe to show.
+    let targetDescription: String
+    /// The notification in words, safe to show: no alert text.
+    let summary: String
+
+    /// The fields of the typed notification, which exclude `payload`.
+    private static let typedFields = [
+        "alert", "badge", "sound", "threadId", "category", "contentAvailable", "mutableContent", "targetContentId",
+        "interruptionLevel", "relevanceScore", "data",
+    ]
+    /// The most tokens a `tokens` target may list.
+    static let maximumTokens = 100_000
+
+    /// Parses and validates a send.
+    /// - Throws: ``APIError`` `400`: `invalidJSON`, `invalidField` (naming the field), `missingTarget`,
+    ///   `badDeviceToken`, `missingTopic`/`unknownTopic`, `noContentKey`, or the APNs reason the notification would
+    ///   have caused (`BadPriority`, `PayloadTooLarge`, …).
+    init(json value: JSONValue, apps: AppDirectory) throws(APIError) {
+        guard case .object(var members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
+        let fields = JSONFields(members)
+
+        // Target.
+        guard let target = try fields.object("target") else {
+            throw APIError(
+                .badRequest, reason: "missingTarget",
+                "The send has no \"target\": give one of {\"token\": …}, {\"tokens\": […]}, {\"user\": …}, {\"tag\": …} or {\"topic\": …}."
+            )
+        }
+        let targetFields = JSONFields(target)
+        let named = ["token", "tokens", "user", "tag", "topic"].filter { targetFields[$0] != nil }
+        guard named.count == 1 else {
+            throw APIError.invalidField("target", "give exactly one of token, tokens, user, tag or topic")
+        }
+        let targetTopic = try targetFields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
+        let appTopic = try fields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
+        if let targetTopic, let appTopic, targetTopic != appTopic {
+            throw APIError.invalidField(
+                "topic", "it names \(appTopic) but the target is every device of \(targetTopic)")
+        }
+        let app = try apps.app(named: targetTopic ?? appTopic)
+        bundleID = app.bundleID
+        members["topic"] = .string(app.bundleID)
+
+        var selection: DeviceQuery
+        var single: DeviceToken?
+        switch named[0] {
+        case "token":
+            let hex = try targetFields.string("token") ?? ""
+            single = try RegistrationBody.parseToken(hex)
+            selection = .tokens([single!])
+            targetDescription = "token \(single!.redacted)"
+        case "tokens":
+            let list = try targetFields.strings("tokens", maximumCount: Self.maximumTokens)
+            guard !list.isEmpty else { throw APIError.invalidField("target.tokens", "list at least one token") }
+            var tokens: [DeviceToken] = []
+            tokens.reserveCapacity(list.count)
+            for (index, hex) in list.enumerated() {
+                do {
+                    tokens.append(try DeviceToken(hex: hex))
+                } catch {
+                    throw APIError(
+                        .badRequest, reason: "badDeviceToken", "target.tokens[\(index)]: \(error.description)")
+                }
+            }
+            selection = .tokens(tokens)
+            targetDescription = "\(tokens.count) tokens"
+        case "user":
+            let user = try targetFields.string("user", bytes: 1...TokenRegistration.maximumUserIDBytes)!
+            selection = .user(user)
+            targetDescription = "user \(user)"
+        case "tag":
+            let tag = try targetFields.string("tag", bytes: 1...TokenRegistration.maximumTagBytes)!
+            selection = .tag(tag)
+            targetDescription = "tag \(tag)"
+        default:
+            selection = .topic(app.bundleID)
+            targetDescription = "every device"
+        }
+        singleToken = single
+        selection = selection.inTopic(app.bundleID)
+        if let name = try fields.string("environment") {
+            guard let environment = APNSEnvironment(name: name) else {
+                throw APIError.invalidField(
+                    "environment", "use \"development\" or \"production\", or leave it out for both")
+            }
+            selection = selection.environment(environment)
+        }
+
+        // Payload.
+        let raw = try fields.object("payload")
+        let typedPresent = Self.typedFields.filter { fields[$0] != nil }
+        if raw != nil, !typedPresent.isEmpty {
+            throw APIError.invalidField(
+                "payload",
+                "send either a raw payload or the typed fields (\(typedPresent.joined(separator: ", "))), not both")
+        }
+        let localizations = try Self.localizations(fields)
+        let encrypt = try fields.bool("encrypt") ?? false
+        var payload: Payload
+        if let raw {
+            do {
+                payload = try Payload(json: .object(raw))
+            } catch {
+                throw Self.validationFailure(error)
+            }
+        } else {
+            payload = try Self.typedPayload(fields)
+        }
+        if payload.aps.alert == nil, !localizations.isEmpty {
+            payload.aps.alert = localizations["en"] ?? localizations[localizations.keys.sorted()[0]]
+        }
+
+        // Headers.
+        let explicitType = try fields.string("pushType").map { name throws(APIError) in
+            guard let type = APNSPushType(headerValue: name), type != .mdm else {
+                throw APIError(
+                    .badRequest, reason: APNSReason.invalidPushType.rawValue,
+                    "\"pushType\": \(name) is not a push type: use alert, background, voip, liveactivity, …")
+            }
+            return type
+        }
+        let pushType = explicitType ?? (payload.aps.isSilent ? .background : .alert)
+        self.pushType = pushType
+        query = selection.kinds(Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) }))
+        var priority = try fields.integer("priority").map { number throws(APIError) in
+            guard let priority = APNSPriority(rawValue: number) else {
+                throw APIError(
+                    .badRequest, reason: APNSReason.badPriority.rawValue,
+                    "\"priority\": \(number) is not an APNs priority: use 10, 5 or 1.")
+            }
+            return priority
+        }
+        if priority == nil, pushType == .background { priority = .considerPower }
+        let expiration = try fields.integer("expiration", in: 0...Int(Int32.max)).map(
+            APNSExpiration.init(secondsSince1970:))
+        let collapseID = try fields.string("collapseId")
+
+        // Variants: the default, and one per language; encrypted with the app's key when asked.
+        var contentKey: ContentEncryptionKey?
+        if encrypt {
+            guard let key = app.contentKey else {
+                throw APIError(
+                    .badRequest, reason: "noContentKey",
+                    "\"encrypt\": true needs a content key for \(app.bundleID): configure HERALD_CONTENT_KEY, or send without encryption."
+                )
+            }
+            contentKey = key
+        }
+        let rawBytes: [UInt8]? =
+            (raw != nil && localizations.isEmpty && !encrypt) ? JSONValue.object(raw!).jsonBytes : nil
+        func prepare(_ payload: Payload) throws(APIError) -> PreparedNotification {
+            var payload = payload
+            if let contentKey {
+                do {
+                    payload = try payload.encryptingContent(with: contentKey)
+                } catch {
+                    throw APIError(
+                        .badRequest, reason: "nothingToEncrypt", "\"encrypt\": true, but \(error.description)")
+                }
+            }
+            let body: PushNotification.Body = rawBytes.map { .raw($0) } ?? .payload(payload)
+            let notification = PushNotification(
+                body: body, pushType: pushType, topic: pushType.topic(forBundleID: app.bundleID), priority: priority,
+                expiration: expiration, collapseID: collapseID)
+            do {
+                return try notification.prepare()
+            } catch {
+                throw Self.validationFailure(error)
+            }
+        }
+        var prepared = ["": try prepare(payload)]
+        for (language, alert) in localizations {
+            var localized = payload
+            localized.aps.alert = alert
+            prepared[language] = try prepare(localized)
+        }
+        variants = prepared
+        job = .object(members)
+        summary =
+            "\(pushType) push" + (localizations.isEmpty ? "" : " in \(localizations.count + 1) variants")
+            + (encrypt ? ", encrypted" : "")
+    }
+
+    /// The notification a device gets: the variant of its first preferred language that the send carries
+    /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.
+    func notification(for device: DeviceRegistration) -> PreparedNotification {
+        if variants.count > 1 {
+            for language in device.preferredLanguages {
+                let tag = language.lowercased()
+                if let exact = variants[tag] { return exact }
+                if let dash = tag.firstIndex(of: "-"), let primary = variants[String(tag[..<dash])] { return primary }
+            }
+        }
+        return variants[""]!
+    }
+
+    /// The language keys the send carries, for tests and summaries.
+    var languages: [String] { variants.keys.filter { !$0.isEmpty }.sorted() }
+
+    private static func validationFailure(_ error: NotificationValidationError) -> APIError {
+        APIError(.badRequest, reason: error.reason?.rawValue ?? error.code.description, error.description)
+    }
+
+    private static func alert(_ value: JSONValue, field: String) throws(APIError) -> Alert {
+        switch value {
+        case .string(let text):
+            return .body(text)
+        case .object(let members):
+            let alertFields = JSONFields(members)
+            let unknown = members.keys.filter { !["title", "subtitle", "body"].contains($0) }
+            guard unknown.isEmpty else {
+                throw APIError.invalidField(
+                    field, "an alert has title, subtitle and body; for other keys send a raw payload")
+            }
+            return .content(
+                AlertContent(
+                    title: try alertFields.string("title"), subtitle: try alertFields.string("subtitle"),
+                    body: try alertFields.string("body")))
+        default:
+            throw APIError.invalidField(
+                field, "it must be a string or an object with title, subtitle and body, not \(value.typeName)")
+        }
+    }
+
+    private static func localizations(_ fields: JSONFields) throws(APIError) -> [String: Alert] {
+        guard let members = try fields.object("localizations") else { return [:] }
+        var result: [String: Alert] = [:]
+        for (language, value) in members {
+            let tag = language.lowercased()
+            guard (1...TokenRegistration.maximumLanguageCharacters).contains(tag.count),
+                tag.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" })
+            else {
+                throw APIError.invalidField(
+                    "localizations", "\"\(language)\" is not a BCP 47 language tag such as en or fr-CA")
+            }
+            result[tag] = try alert(value, field: "localizations.\(language)")
+        }
+        return result
+    }
+
+    private static func typedPayload(_ fields: JSONFields) throws(APIError) -> Payload {
+        var aps = APS()
+        if let value = fields["alert"] { aps.alert = try alert(value, field: "alert") }
+        aps.badge = try fields.integer("badge", in: 0...Int(Int32.max))
+        aps.sound = try fields.string("sound").map { .named($0) }
+        aps.threadID = try fields.string("threadId")
+        aps.category = try fields.string("category")
+        aps.contentAvailable = try fields.bool("contentAvailable") ?? false
+        aps.mutableContent = try fields.bool("mutableContent") ?? false
+        aps.targetContentID = try fields.string("targetContentId")
+        aps.interruptionLevel = try fields.string("interruptionLevel").map { name throws(APIError) in
+            guard let level = InterruptionLevel(rawValue: name) else {
+                throw APIError.invalidField("interruptionLevel", "use passive, active, time-sensitive or critical")
+            }
+            return level
+        }
+        if let value = fields["relevanceScore"] {
+            guard let score = value.doubleValue else {
+                throw APIError.invalidField("relevanceScore", "it must be a number from 0 to 1")
+            }
+            aps.relevanceScore = score
+        }
+        let custom = try fields.object("data") ?? [:]
+        if custom["aps"] != nil {
+            throw APIError.invalidField("data", "it holds the custom keys beside aps, so it cannot contain aps")
+        }
+        return Payload(aps: aps, custom: custom)
+    }
+}

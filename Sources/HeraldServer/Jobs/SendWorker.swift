@@ -1,0 +1,143 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+public import HeraldStore
+import Logging
+public import ServiceLifecycle
+import Synchronization
+
+/// Runs background sends: claims the oldest queued send (or one whose worker's lease ran out), performs it with a
+/// lease it keeps renewing, and marks it completed or failed.
+///
+/// Several instances on one PostgreSQL database share the queue: a claim gives a send to one worker, and a worker that
+/// dies loses its lease, so another resumes the send after its last checkpoint. On graceful shutdown the worker stops
+/// fetching pages, finishes and records the pages it has, and puts the send back in the queue, so the next start
+/// resumes it at once.
+public final class SendWorker: Service, Sendable {
+    private let store: any Store
+    private let apps: AppDirectory
+    private let fanOut: FanOut
+    private let leaseDuration: Duration
+    private let pollInterval: Duration
+    private let clock: any Clock<Duration>
+    private let wallClock: any WallClock
+    private let logger: Logger
+    /// The name this worker claims sends under: host, process and a random suffix.
+    public let name: String
+    private let wakeup = WakeSignal()
+    private let stopping = Atomic<Bool>(false)
+    private let waiters = Mutex<[UUID: WakeSignal]>([:])
+    private let storeReady: Gate
+
+    init(
+        store: any Store, apps: AppDirectory, fanOut: FanOut, sending: ServerConfiguration.Sending,
+        clock: any Clock<Duration>, wallClock: any WallClock, storeReady: Gate, logger: Logger
+    ) {
+        self.storeReady = storeReady
+        self.store = store
+        self.apps = apps
+        self.fanOut = fanOut
+        self.leaseDuration = sending.leaseDuration
+        self.pollInterval = sending.pollInterval
+        self.clock = clock
+        self.wallClock = wallClock
+        self.logger = logger
+        let host = ProcessInfo.processInfo.hostName
+        name = "\(host)/\(ProcessInfo.processInfo.processIdentifier)/\(UUID().uuidString.prefix(8).lowercased())"
+    }
+
+    /// Claims and performs queued sends until graceful shutdown or cancellation.
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await storeReady.wait()
+            while !stopping.load(ordering: .relaxed), !Task.isCancelled {
+                var claimed: SendRecord?
+                do {
+                    claimed = try await store.claimNextQueuedSend(worker: name, leaseUntil: leaseEnd())
+                } catch {
+                    logger.warning("Cannot look for queued sends", metadata: [LogKey.error: "\(error)"])
+                }
+                if let claimed {
+                    await perform(claimed)
+                } else {
+                    await wakeup.wait(timeout: pollInterval, clock: clock)
+                }
+            }
+        } onGracefulShutdown: {
+            self.stopping.store(true, ordering: .relaxed)
+            self.wakeup.signal()
+        }
+    }
+
+    /// Tells the worker a send was queued, so it does not wait for its next poll.
+    func wake() { wakeup.signal() }
+
+    /// Waits until a send is completed or failed, and returns it.
+    ///
+    /// For tests and tools: wakes whenever this worker finishes a send, and re-reads the record.
+    /// - Throws: ``HeraldStore/StoreError`` `.notFound` for an unknown send; `CancellationError`.
+    public func waitUntilFinished(_ id: SendID) async throws -> SendRecord {
+        let signal = WakeSignal()
+        let key = UUID()
+        waiters.withLock { $0[key] = signal }
+        defer { _ = waiters.withLock { $0.removeValue(forKey: key) } }
+        while true {
+            guard let record = try await store.send(id) else {
+                throw StoreError(.notFound, "There is no send \(id).")
+            }
+            if record.status.isFinal { return record }
+            await signal.wait()
+            try Task.checkCancellation()
+        }
+    }
+
+    private func leaseEnd() -> Date {
+        wallClock.now().addingTimeInterval(FanOut.seconds(leaseDuration))
+    }
+
+    private func perform(_ record: SendRecord) async {
+        var logger = logger
+        logger[metadataKey: LogKey.sendID] = "\(record.id)"
+        defer {
+            for signal in waiters.withLock({ Array($0.values) }) { signal.signal() }
+        }
+        do {
+            guard let job = record.job, let value = try? JSONValue(parsing: job) else {
+                _ = try await store.updateSend(
+                    record.id, SendUpdate(status: .failed, message: "The stored job is missing or unreadable."))
+                return
+            }
+            let plan: SendPlan
+            do {
+                plan = try SendPlan(json: value, apps: apps)
+            } catch {
+                logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
+                _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
+                return
+            }
+            logger.info(
+                record.checkpoint == nil
+                    ? "Starting a background send" : "Resuming a background send after its checkpoint",
+                metadata: [LogKey.count: "\(record.targetCount ?? -1)"])
+            let result = try await fanOut.run(
+                plan, send: record.id, after: record.checkpoint,
+                lease: FanOut.Lease(worker: name, duration: leaseDuration),
+                collect: false, shouldStop: { self.stopping.load(ordering: .relaxed) })
+            if result.finished {
+                _ = try await store.updateSend(record.id, SendUpdate(status: .completed))
+                logger.info("Finished a background send", metadata: [LogKey.count: "\(result.counts)"])
+            } else {
+                _ = try await store.updateSend(
+                    record.id, SendUpdate(status: .queued, message: "Paused by a shutdown; resumes at the next start."))
+                logger.notice("Paused a background send for shutdown")
+            }
+        } catch is FanOut.LeaseLost {
+            logger.warning("Another worker took over a send whose lease ran out; stopping here")
+        } catch is CancellationError {
+            logger.notice("A background send was cancelled; it resumes when its lease runs out")
+        } catch {
+            logger.error("A background send failed", metadata: [LogKey.error: "\(error)"])
+            _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import HTTPTypes
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// Checks `Authorization: Bearer <secret>` against the stored API keys (SHA-256 hashes) and the scope a route needs.
+///
+/// No header is `401 missingAPIKey`; an unknown or revoked key `401 invalidAPIKey`; a key without the scope
+/// `403 insufficientScope`. The secret is never logged; the key's name and display prefix are.
+struct APIKeyAuthenticator: RouterMiddleware {
+    typealias Context = ServerRequestContext
+
+    let store: any APIKeyStore
+    let scope: APIKeyScope
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        guard let header = request.headers[.authorization], !header.isEmpty else {
+            throw APIError(
+                .unauthorized, reason: "missingAPIKey",
+                "This endpoint needs an API key with the \(scope) scope: send Authorization: Bearer <key> (create one with herald keys create).",
+                headers: [.wwwAuthenticate: "Bearer"])
+        }
+        let parts = header.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer",
+            let key = try await store.apiKey(forSecret: String(parts[1]).trimmingCharacters(in: .whitespaces))
+        else {
+            throw APIError(
+                .unauthorized, reason: "invalidAPIKey",
+                "The API key is unknown or revoked: send Authorization: Bearer <key> with an active key (herald keys list).",
+                headers: [.wwwAuthenticate: "Bearer"])
+        }
+        guard key.allows(scope) else {
+            throw APIError(
+                .forbidden, reason: "insufficientScope",
+                "The API key \(key.name) lacks the \(scope) scope: create a key with it (herald keys create --scope \(scope))."
+            )
+        }
+        var context = context
+        context.apiKey = key
+        context.logger[metadataKey: LogKey.apiKey] = "\(key.name) \(key.prefix)…"
+        return try await next(request, context)
+    }
+}

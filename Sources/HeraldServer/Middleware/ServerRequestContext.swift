@@ -1,0 +1,21 @@
+public import HeraldStore
+public import Hummingbird
+public import NIOCore
+
+/// The per-request context of Herald's routes: the client's address (for rate limits) and the API key that
+/// authenticated the request, if any.
+public struct ServerRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The peer's address; `nil` when the request did not come over a socket (router tests).
+    public let remoteAddress: SocketAddress?
+    /// The API key that authenticated the request, set by the bearer check.
+    public var apiKey: APIKey?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// Bodies are read with each endpoint's own limit; this bounds anything decoded generically.
+    public var maxUploadSize: Int { 64 * 1024 }
+}

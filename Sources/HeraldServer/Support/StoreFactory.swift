@@ -1,0 +1,24 @@
+public import HeraldCore
+public import HeraldStore
+import HeraldStorePostgres
+import HeraldStoreSQLite
+
+/// Opens the store a database URL names, for the server and the CLI.
+public enum StoreFactory {
+    /// Opens `sqlite:…` with ``HeraldStoreSQLite/SQLiteStore`` and `postgres://…`/`postgresql://…` with
+    /// ``HeraldStorePostgres/PostgresStore``. Run the store's `run()` before using it, then `migrate()`.
+    /// - Throws: ``HeraldStore/StoreError`` `.invalidURL` for another scheme; `.unavailable` when SQLite cannot open
+    ///   the file.
+    public static func open(url: String, clock: any WallClock = SystemWallClock()) throws -> any Store {
+        if url.hasPrefix("sqlite:") { return try SQLiteStore(url: url, clock: clock) }
+        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            return try PostgresStore(url: url, clock: clock)
+        }
+        // Only the scheme is shown: a URL may carry a password.
+        let scheme = url.firstIndex(of: ":").map { String(url[..<$0]) } ?? "(none)"
+        throw StoreError(
+            .invalidURL,
+            "HERALD_DATABASE_URL has the scheme \(scheme): use sqlite://herald.sqlite or postgres://user:password@host/database."
+        )
+    }
+}

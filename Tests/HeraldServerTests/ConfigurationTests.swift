@@ -1,0 +1,150 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// `ServerConfiguration(environment:)`: the documented variables, the file, and errors that say what to do.
+@Suite("Server: configuration")
+struct ConfigurationTests {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    func write(_ text: String, to name: String) throws -> String {
+        let url = directory.appendingPathComponent(name)
+        try text.write(to: url, atomically: true, encoding: .utf8)
+        return url.path
+    }
+
+    @Test("no variables: 127.0.0.1:8080, SQLite in the working folder, one app, the emulator")
+    func defaults() throws {
+        let configuration = try ServerConfiguration(environment: [:])
+        #expect(configuration.listen == .init(host: "127.0.0.1", port: 8080))
+        #expect(configuration.databaseURL == "sqlite://herald.sqlite")
+        #expect(configuration.apps.map(\.bundleID) == ["com.example.app"] && configuration.apps[0].credentials == nil)
+        guard case .automatic(let emulator) = configuration.apns.kind else {
+            Issue.record("expected automatic")
+            return
+        }
+        #expect(emulator.adminPort == 7480 && emulator.caFile == "herald-emulator-ca.pem")
+        #expect(configuration.limits.registrationsPerMinute == 600 && configuration.limits.inlineSendLimit == 100)
+    }
+
+    @Test("variables set the listen address, database, limits, a .p8 app, registration and content keys")
+    func variables() throws {
+        let (pem, _) = TestSigningKeys.makePEM()
+        let keyFile = try write(pem, to: "AuthKey_ABC123DEFG.p8")
+        let contentKey = try ContentEncryptionKey.generate(id: "k1")
+        let configuration = try ServerConfiguration(environment: [
+            "HERALD_LISTEN": "0.0.0.0:9000", "HERALD_DATABASE_URL": "postgres://u:p@db/herald",
+            "HERALD_TOPIC": "com.acme.app",
+            "HERALD_TEAM_ID": "TEAM123456", "HERALD_KEY_FILE": keyFile, "HERALD_REGISTRATION_KEYS": "a, b",
+            "HERALD_CONTENT_KEY": "k1:\(contentKey.base64)", "HERALD_RATE_LIMIT": "0", "HERALD_INLINE_SEND_LIMIT": "5",
+            "HERALD_API_KEYS": "backend:send+admin:0123456789abcdefgh", "HERALD_APNS": "apple",
+        ])
+        #expect(
+            configuration.listen == .init(host: "0.0.0.0", port: 9000)
+                && configuration.databaseURL.hasPrefix("postgres://"))
+        let app = try #require(configuration.apps.first)
+        #expect(configuration.apps.count == 1 && app.bundleID == "com.acme.app")
+        #expect(
+            app.credentials?.signingKey?.keyID == "ABC123DEFG" && app.credentials?.signingKey?.teamID == "TEAM123456")
+        #expect(app.registrationKeys == ["a", "b"] && app.contentKey?.id == "k1")
+        #expect(configuration.limits.registrationsPerMinute == 0 && configuration.limits.inlineSendLimit == 5)
+        #expect(
+            configuration.apiKeys == [.init(name: "backend", scopes: [.send, .admin], secret: "0123456789abcdefgh")])
+        #expect(!configuration.apiKeys[0].description.contains("0123456789"), "descriptions never show secrets")
+        guard case .apple = configuration.apns.kind else {
+            Issue.record("expected apple")
+            return
+        }
+    }
+
+    @Test("a JSON file describes several apps; variables win over it")
+    func file() throws {
+        let path = try write(
+            #"""
+            {"listen": "127.0.0.1:7000", "databaseURL": "sqlite:///tmp/x.sqlite", "rateLimit": 10,
+             "apps": [{"topic": "com.acme.one", "registrationKeys": ["k1"]}, {"topic": "com.acme.two"}]}
+            """#, to: "herald.json")
+        let configuration = try ServerConfiguration(environment: [
+            "HERALD_CONFIG": path, "HERALD_LISTEN": "127.0.0.1:7001",
+        ])
+        #expect(configuration.listen.port == 7001 && configuration.databaseURL == "sqlite:///tmp/x.sqlite")
+        #expect(configuration.apps.map(\.bundleID) == ["com.acme.one", "com.acme.two"])
+        #expect(configuration.apps[0].registrationKeys == ["k1"] && configuration.limits.registrationsPerMinute == 10)
+        let replaced = try ServerConfiguration(environment: [
+            "HERALD_CONFIG": path, "HERALD_TOPIC": "com.acme.two", "HERALD_REGISTRATION_KEYS": "k2",
+        ])
+        #expect(replaced.apps.count == 2 && replaced.apps[1].registrationKeys == ["k2"])
+    }
+
+    @Test("HERALD_APNS=custom points at another host; emulator settings are read")
+    func apnsModes() throws {
+        let ca = try write("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n", to: "ca.pem")
+        let custom = try ServerConfiguration(environment: [
+            "HERALD_APNS": "custom", "HERALD_APNS_PRODUCTION_PORT": "9443", "HERALD_APNS_DEVELOPMENT_PORT": "9444",
+            "HERALD_APNS_CA_FILE": ca,
+        ])
+        guard case .custom(let host, let production, let development, let trust) = custom.apns.kind else {
+            Issue.record("expected custom")
+            return
+        }
+        #expect(
+            host == "127.0.0.1" && production == 9443 && development == 9444
+                && trust?.contains("BEGIN CERTIFICATE") == true)
+        let emulator = try ServerConfiguration(environment: [
+            "HERALD_APNS": "emulator", "HERALD_EMULATOR_ADMIN_PORT": "off", "HERALD_EMULATOR_COUNTING": "true",
+        ])
+        guard case .emulator(let settings) = emulator.apns.kind else {
+            Issue.record("expected emulator")
+            return
+        }
+        #expect(settings.adminPort == nil && settings.countingOnly)
+    }
+
+    @Test(
+        "a bad value names the variable and says what to write",
+        arguments: [
+            (["HERALD_LISTEN": "nowhere"], "HERALD_LISTEN"),
+            (["HERALD_RATE_LIMIT": "-1"], "HERALD_RATE_LIMIT"),
+            (["HERALD_APNS": "pigeon"], "HERALD_APNS"),
+            (["HERALD_KEY_FILE": "/nonexistent/AuthKey_ABC123DEFG.p8"], "HERALD_TEAM_ID"),
+            (
+                ["HERALD_KEY_FILE": "/nonexistent/AuthKey_ABC123DEFG.p8", "HERALD_TEAM_ID": "TEAM123456"],
+                "HERALD_KEY_FILE"
+            ),
+            (["HERALD_TOPIC": "com.acme.app.voip"], "HERALD_TOPIC"),
+            (["HERALD_CONTENT_KEY": "nocolon"], "HERALD_CONTENT_KEY"),
+            (["HERALD_API_KEYS": "backend:send:short"], "HERALD_API_KEYS"),
+            (["HERALD_API_KEYS": "backend:root:0123456789abcdefgh"], "HERALD_API_KEYS"),
+            (["HERALD_EMULATOR_ADMIN_PORT": "x"], "HERALD_EMULATOR_ADMIN_PORT"),
+            (["HERALD_CONFIG": "/nonexistent.json"], "HERALD_CONFIG"),
+        ])
+    func badValues(_ environment: [String: String], variable: String) {
+        let error = #expect(throws: ConfigurationError.self) { try ServerConfiguration(environment: environment) }
+        #expect(error?.message.contains(variable) == true, "\(error?.message ?? "")")
+    }
+
+    @Test("some apps with credentials and some without is refused unless pushes go to the emulator")
+    func mixedCredentials() async throws {
+        let database = try TestDatabase.make(.sqlite)
+        var configuration = ServerHarness.configuration(databaseURL: database.url)
+        configuration.apns = .automatic
+        configuration.apps = [
+            AppConfiguration(bundleID: "com.acme.one", credentials: .key(TestSigningKeys.make())),
+            AppConfiguration(bundleID: "com.acme.two"),
+        ]
+        let error = await #expect(throws: ConfigurationError.self) {
+            try await buildApplication(configuration: configuration)
+        }
+        #expect(error?.message.contains("HERALD_APNS=emulator") == true)
+        await database.cleanup()
+    }
+}

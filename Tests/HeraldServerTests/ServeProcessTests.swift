@@ -1,0 +1,99 @@
+import Foundation
+import HeraldCore
+import HeraldTesting
+import Testing
+
+/// `herald serve` as its own process, driven by curl: the book's exact request, then a send that lands in the
+/// in-process emulator's inbox.
+@Suite("Server: herald serve process", .timeLimit(.minutes(2)))
+struct ServeProcessTests {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-serve-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    /// Runs curl; returns the status code and the body.
+    func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
+        let result = try ProcessRunner.run("curl", ["-s", "-w", "\n%{http_code}"] + arguments)
+        var lines = result.standardOutput.split(separator: "\n", omittingEmptySubsequences: false)
+        let status = Int(lines.popLast() ?? "") ?? 0
+        return (status, lines.joined(separator: "\n"))
+    }
+
+    @Test("the book's request with curl registers a development token; a send to it lands in the emulator's inbox")
+    func booksRequestWithCurl() async throws {
+        let binary = ProcessRunner.productsDirectory.appendingPathComponent("herald")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: binary.path), "build the herald product first (swift build)")
+        let database = "sqlite://" + directory.appendingPathComponent("herald.sqlite").path
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve"]
+        process.currentDirectoryURL = directory
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
+        environment["HERALD_LISTEN"] = "127.0.0.1:0"
+        environment["HERALD_DATABASE_URL"] = database
+        environment["HERALD_EMULATOR_ADMIN_PORT"] = "0"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        var text = ""
+        while !text.contains("Herald is listening on") || !text.hasSuffix("\n") {
+            let chunk = output.fileHandleForReading.availableData
+            try #require(!chunk.isEmpty, "herald serve exited early: \(text)")
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        let lines = text.split(separator: "\n").map(String.init)
+        // The first line says that pushes go to the in-process emulator, and where.
+        #expect(lines[0].contains("APNs emulator in this process") && lines[0].contains("not to Apple"), "\(lines[0])")
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald-emulator-ca.pem").path))
+        let admin = try #require(
+            lines[0].components(separatedBy: "inboxes at http://127.0.0.1:").last?.prefix { $0.isNumber })
+        let listening = try #require(lines.first { $0.contains("Herald is listening on") })
+        let port = try #require(listening.components(separatedBy: "http://127.0.0.1:").last?.prefix { $0.isNumber })
+        let base = "http://127.0.0.1:\(port)"
+
+        // The book's app: exactly this body.
+        let token = "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9"
+        let registered = try curl([
+            "-X", "POST", "-H", "Content-Type: application/json", "-d", #"{"token": "\#(token)", "debug": true}"#,
+            "\(base)/api/token",
+        ])
+        #expect(registered.status == 201, "\(registered.body)")
+        #expect(registered.body.contains(#""environment":"development""#))
+
+        let created = try ProcessRunner.run(binary.path, ["keys", "create", "curl-test", "--database-url", database])
+        let secret = try #require(
+            created.standardOutput.components(separatedBy: "shown only now: ").last?.trimmingCharacters(
+                in: .whitespacesAndNewlines))
+        let sent = try curl([
+            "-X", "POST", "-H", "Authorization: Bearer \(secret)", "-d",
+            #"{"target": {"token": "\#(token)"}, "alert": {"title": "From curl"}}"#,
+            "\(base)/api/send",
+        ])
+        #expect(sent.status == 200 && sent.body.contains(#""status":"accepted""#), "\(sent.body)")
+
+        let inbox = try curl(["http://127.0.0.1:\(admin)/devices/\(token)/inbox"])
+        #expect(inbox.status == 200 && inbox.body.contains(#""title":"From curl""#), "\(inbox.body)")
+        let device = try curl(["http://127.0.0.1:\(admin)/devices/\(token)"])
+        #expect(device.body.contains(#""environment":"development""#), "the development host was used")
+
+        let metrics = try curl(["\(base)/metrics"])
+        #expect(
+            metrics.body.contains("herald_apns_sent_total 1")
+                && metrics.body.contains(#"herald_registrations_total{result="created"} 1"#))
+
+        process.terminate()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "SIGTERM is a graceful shutdown")
+        text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("Sent") && text.contains("curl-test"), "\(text)")
+        #expect(!text.contains(token) && !text.contains(secret), "the log shows neither the token nor the key")
+    }
+}

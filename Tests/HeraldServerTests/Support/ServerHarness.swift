@@ -1,0 +1,163 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import HeraldStorePostgres
+import HeraldTesting
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Testing
+
+@testable import HeraldServer
+
+/// The URL of a PostgreSQL database the tests may create schemas in; `.ci/run` always sets it.
+let testDatabaseURL = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_URL"]
+
+/// Which store a server test runs on.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    /// SQLite always; PostgreSQL when `HERALD_TEST_DATABASE_URL` is set.
+    static var available: [Backend] { testDatabaseURL == nil ? [.sqlite] : [.sqlite, .postgres] }
+
+    var testDescription: String { rawValue }
+}
+
+/// An empty database for one test: a temporary SQLite file, or a fresh PostgreSQL schema; dropped afterwards.
+struct TestDatabase: Sendable {
+    let url: String
+    let cleanup: @Sendable () async -> Void
+
+    static func make(_ backend: Backend) throws -> TestDatabase {
+        switch backend {
+        case .sqlite:
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-server-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            return TestDatabase(url: "sqlite://" + directory.appendingPathComponent("herald.sqlite").path) {
+                try? FileManager.default.removeItem(at: directory)
+            }
+        case .postgres:
+            let base = try #require(testDatabaseURL)
+            let schema =
+                "herald_server_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+            return TestDatabase(url: base + (base.contains("?") ? "&" : "?") + "schema=\(schema)&pool=4") {
+                guard let configuration = try? PostgresStore.Configuration(url: base).client else { return }
+                let client = PostgresClient(configuration: configuration)
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await client.run() }
+                    _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE"))
+                    group.cancelAll()
+                }
+            }
+        }
+    }
+}
+
+/// Runs a server in-process for a test, over its own database and in-process emulator.
+enum ServerHarness {
+    static let topic = AppConfiguration.defaultBundleID
+
+    /// A configuration for tests: any free port, no rate limit, the in-process emulator without admin port or CA file.
+    static func configuration(databaseURL: String) -> ServerConfiguration {
+        var configuration = ServerConfiguration(
+            listen: .init(port: 0), databaseURL: databaseURL, apns: .emulator(.init(adminPort: nil, caFile: nil)))
+        configuration.limits.registrationsPerMinute = 0
+        configuration.sending.pollInterval = .seconds(3600)
+        return configuration
+    }
+
+    /// Builds a server on a fresh database and runs `body` with a router test client.
+    /// - Parameters:
+    ///   - configure: Changes to the test configuration.
+    ///   - clock: The wall clock of records (registrations, 410 comparisons); the system clock by default.
+    ///   - prepare: Runs on the migrated store before the server starts (a previous instance's leftovers).
+    static func withServer(
+        _ backend: Backend = .sqlite, clock: any WallClock = SystemWallClock(), testing: TestingSetup = .router,
+        logger: Logger? = nil,
+        configure: (inout ServerConfiguration) -> Void = { _ in },
+        prepare: (@Sendable (any Store) async throws -> Void)? = nil,
+        _ body: @escaping @Sendable (ServerClient, HeraldApplication) async throws -> Void
+    ) async throws {
+        let database = try TestDatabase.make(backend)
+        do {
+            if let prepare {
+                let store = try StoreFactory.open(url: database.url, clock: clock)
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await store.run() }
+                    try await store.migrate()
+                    try await prepare(store)
+                    await store.close()
+                    group.cancelAll()
+                }
+            }
+            var configuration = configuration(databaseURL: database.url)
+            configure(&configuration)
+            let logger =
+                logger
+                ?? {
+                    var logger = Logger(label: "herald.test")
+                    logger.logLevel = .warning
+                    return logger
+                }()
+            let app = try await buildApplication(
+                configuration: configuration, dependencies: ServerDependencies(logger: logger, clock: clock))
+            try await app.test(testing) { client in
+                try await body(ServerClient(client: client), app)
+            }
+        } catch {
+            await database.cleanup()
+            throw error
+        }
+        await database.cleanup()
+    }
+}
+
+/// A test client that speaks JSON.
+struct ServerClient: Sendable {
+    let client: any TestClientProtocol
+
+    struct Answer: Sendable, CustomStringConvertible {
+        let status: HTTPResponse.Status
+        let headers: HTTPFields
+        let body: String
+
+        /// The body as JSON, or `.null` when it is not JSON.
+        var json: JSONValue { (try? JSONValue(parsing: body)) ?? .null }
+        /// The `reason` of an error body.
+        var reason: String? { json["reason"]?.stringValue }
+        var description: String { "\(status.code) \(body)" }
+    }
+
+    @discardableResult
+    func call(
+        _ method: HTTPRequest.Method, _ uri: String, body: String? = nil, bearer: String? = nil,
+        headers extra: HTTPFields = [:]
+    ) async throws -> Answer {
+        var headers = extra
+        if let bearer { headers[.authorization] = "Bearer \(bearer)" }
+        if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        let response = try await client.execute(
+            uri: uri, method: method, headers: headers, body: body.map { ByteBuffer(string: $0) })
+        return Answer(status: response.status, headers: response.headers, body: String(buffer: response.body))
+    }
+
+    /// Registers a token with the book's body plus extra fields, and expects `201` or `200`.
+    @discardableResult
+    func register(
+        _ token: DeviceToken, debug: Bool, extra: String = "", sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Answer {
+        let answer = try await call(
+            .post, "/api/token", body: #"{"token": "\#(token.hex)", "debug": \#(debug)\#(extra)}"#)
+        #expect(answer.status == .created || answer.status == .ok, "\(answer)", sourceLocation: sourceLocation)
+        return answer
+    }
+}
+
+/// Test tokens: distinct, valid, easy to tell apart.
+func testToken(_ byte: Int, bytes: Int = 32) -> DeviceToken {
+    try! DeviceToken(hex: String(repeating: String(format: "%02x", byte), count: bytes))
+}
