@@ -215,6 +215,7 @@ let package = Package(
         .testTarget(
             name: "HeraldServerTests",
             dependencies: [
+                "HeraldClient",
                 "HeraldServer", "HeraldCLI", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldEmulator",
                 "HeraldAPNS", "HeraldCore", "HeraldTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,0 +1,65 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import HeraldClient
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// The app half and the server half together: what an app linking HeraldClient sees of a live `herald serve`.
+@Suite("Client SDK end to end with a live server", .timeLimit(.minutes(2)))
+struct ClientSDKEndToEndTests {
+    @Test("the SDK registers over HTTP; an encrypted send with a badge reaches the device; the extension decrypts it and counts")
+    func registerSendDecryptCount() async throws {
+        let contentKey = try ContentEncryptionKey.generate(id: "app-2026")
+        try await ServerHarness.withServer(testing: .live, configure: { $0.apps[0].contentKey = contentKey }) { client, app in
+            let port = try #require(client.client.port)
+            let sdk = RegistrationClient(
+                configuration: try .init(serverURL: URL(string: "http://127.0.0.1:\(port)")!, allowsInsecureHTTP: true),
+                storage: InMemoryStorage())
+            // The raw bytes an app receives in didRegisterForRemoteNotificationsWithDeviceToken.
+            let tokenBytes = Data((0..<32).map { UInt8($0 &* 7 &+ 3) })
+            let receipt = try await sdk.register(Registration(
+                deviceToken: tokenBytes, environment: .development, topic: ServerHarness.topic, userID: "agent-13",
+                preferredLanguages: ["en"], appVersion: "1.0"))
+            #expect(receipt.isNew && receipt.registration?.userID == "agent-13")
+            let token = try DeviceToken(data: tokenBytes)
+            #expect(try await app.store.device(token)?.environment == .development)
+
+            let secret = try await app.store.createAPIKey(name: "e2e", scopes: [.send]).secret.value
+            let sent = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"user": "agent-13"}, "alert": {"title": "Agent 13", "body": "The eagle lands at dawn"}, "badge": 2, "encrypt": true}"#,
+                bearer: secret)
+            #expect(sent.status.code == 200, "\(sent)")
+
+            let emulator = try #require(app.emulator)
+            let entry = try #require(try emulator.inbox(for: token).last)
+            #expect(!entry.payloadString.contains("eagle"), "the text is not readable on the way")
+
+            // The notification service extension's view: decode, decrypt, count the badge.
+            let received = try Payload(jsonBytes: entry.payload)
+            #expect(received.aps.mutableContent, "mutable-content routes it through the extension")
+            let counter = BadgeCounter(storage: InMemoryStorage())
+            _ = try counter.set(1)
+            let processor = NotificationServiceProcessor(keys: [contentKey], badgeCounter: counter)
+            let processed = await processor.process(received)
+            #expect(processed.problems.isEmpty, "\(processed.problems)")
+            #expect(processed.content.title == "Agent 13" && processed.content.body == "The eagle lands at dawn")
+            #expect(processed.badge == 3)
+            #expect(try counter.count() == 3, "a payload badge of 2 adds 2")
+
+            // A later push with badge 0 resets the counter, and logout unregisters the token.
+            _ = try await client.call(.post, "/api/send", body: #"{"target": {"token": "\#(token.hex)"}, "badge": 0}"#, bearer: secret)
+            let reset = try Payload(jsonBytes: try #require(try emulator.inbox(for: token).last).payload)
+            #expect(await processor.process(reset).badge == 0)
+            #expect(try counter.count() == 0)
+            #expect(try await sdk.unregister(token))
+            #expect(try await app.store.device(token) == nil)
+        }
+    }
+}
