@@ -15,6 +15,9 @@ struct ConnectionAuthentication {
     var boundKey: ProviderTokenVerifier.TrustedKey?
     /// The token in use, and when the connection last switched tokens.
     var currentJWT: String?
+    /// The current token's verification: a connection sends the same token for up to an hour, so its signature is
+    /// checked once and only its age on every request.
+    var verifiedToken: ProviderTokenVerifier.Verified?
     var lastTokenChange: Date?
     /// Whether a request with a valid credential has been processed (raises `MAX_CONCURRENT_STREAMS`).
     var hasValidatedRequest = false

@@ -74,10 +74,17 @@ struct RequestProcessor: Sendable {
         // 3. Authentication.
         if case .token = connection.method {
             let verified: ProviderTokenVerifier.Verified
-            do {
-                verified = try verifier.verify(authorization: headers["authorization"], now: now)
-            } catch {
-                return reject(error.reason, apnsID)
+            if let cached = connection.verifiedToken, let header = headers["authorization"],
+                header.utf8.count == cached.jwt.utf8.count + 7, header.hasSuffix(cached.jwt), header.lowercased().hasPrefix("bearer ")
+            {
+                guard now.timeIntervalSince(cached.issuedAt) <= verifier.maximumAge else { return reject(.expiredProviderToken, apnsID) }
+                verified = cached
+            } else {
+                do {
+                    verified = try verifier.verify(authorization: headers["authorization"], now: now)
+                } catch {
+                    return reject(error.reason, apnsID)
+                }
             }
             if let bound = connection.boundKey {
                 guard verified.key.teamID == bound.teamID else { return reject(.invalidProviderToken, apnsID) }
@@ -96,6 +103,7 @@ struct RequestProcessor: Sendable {
                 connection.lastTokenChange = now
             }
             connection.boundKey = verified.key
+            connection.verifiedToken = verified
         }
         connection.hasValidatedRequest = true
 
