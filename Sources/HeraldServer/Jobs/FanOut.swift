@@ -7,8 +7,8 @@ import HeraldStore
 /// in flight across page boundaries, and records outcomes in order, one transaction per batch, with the checkpoint of
 /// the last whole page.
 ///
-/// Memory stays bounded whatever the target's size: at most two pages wait to be sent, and outcomes are kept only
-/// until their page is recorded. A resumed send starts after the last recorded page, so a crash re-sends at most the
+/// Memory stays bounded whatever the target's size: at most two pages wait to be sent, outcomes are kept only until
+/// their page is recorded, and no page is fetched while four pages of outcomes wait to be recorded. A resumed send starts after the last recorded page, so a crash re-sends at most the
 /// pages that were in flight (at-least-once). Runs as one task group: the page fetch, the sends and the recording
 /// overlap, and nothing outlives the call.
 struct FanOut: Sendable {
@@ -86,7 +86,8 @@ struct FanOut: Sendable {
                     group.addTask { .delivered(page: next.page, await delivery.deliver(notification, to: device)) }
                     inFlight += 1
                 }
-                if !fetching, !exhausted, !stopping, queue.count < pageSize {
+                // Back-pressure: when recording falls behind sending, stop fetching until it catches up.
+                if !fetching, !exhausted, !stopping, queue.count < pageSize, ready.count < 4 * pageSize {
                     let after = cursor
                     group.addTask {
                         .page(try await store.devices(matching: plan.query, after: after, limit: pageSize))

@@ -209,20 +209,25 @@ package enum StoreSQL {
             ])
     }
 
-    /// The most outcomes one insert statement carries (10 values each).
-    package static let outcomeChunk = 100
+    /// The most outcomes one insert statement carries (10 values each, plus the send id).
+    ///
+    /// PostgreSQL takes 100, for few round trips. SQLite takes 6: every full chunk is then the same statement of 61
+    /// placeholders, which the SQLite backend keeps prepared (it caches statements of up to 64); a fresh statement of
+    /// a thousand placeholders costs more to bind than to run, because SQLite looks parameter names up linearly.
+    package static func outcomeChunk(_ dialect: SQLStatement.Dialect) -> Int { dialect == .sqlite ? 6 : 100 }
 
     /// Inserts a batch of outcomes, numbered after those already recorded, in statements of at most
-    /// ``outcomeChunk`` rows.
+    /// ``outcomeChunk(_:)`` rows.
     /// - Parameter counts: The send's counts that ``addCounts(_:to:checkpoint:at:_:)`` returned, this batch included.
     package static func insertOutcomes(
         _ outcomes: [DeliveryOutcome], of id: SendID, countsAfter counts: OutcomeCounts, _ dialect: SQLStatement.Dialect
     ) -> [SQLStatement] {
         let firstSequence = Int64(counts.total - outcomes.count + 1)
-        return stride(from: 0, to: outcomes.count, by: outcomeChunk).map { start in
+        let chunk = outcomeChunk(dialect)
+        return stride(from: 0, to: outcomes.count, by: chunk).map { start in
             var statement = SQLStatement(dialect)
             let sendPlaceholder = statement.bind(id.description)
-            let rows = outcomes[start..<min(start + outcomeChunk, outcomes.count)].enumerated().map { offset, outcome in
+            let rows = outcomes[start..<min(start + chunk, outcomes.count)].enumerated().map { offset, outcome in
                 let columns = outcome.resultColumns
                 let values: [Value] = [
                     .integer(firstSequence + Int64(start + offset)), .text(outcome.token.hex),

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Benchmarks of `herald serve` (release build); results go to docs/benchmarks.md.
+#
+#   scripts/bench-server.sh register [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
+#       wrk posts the book's registration body with a distinct token per request (scripts/bench/register.lua) for
+#       SECONDS, after the same wrk run against a bare Hummingbird "hello" route (`herald hello`, the framework's
+#       ceiling). Prints requests/s and p99 of both.
+#   scripts/bench-server.sh fanout [sqlite|postgres] [DEVICES]                  defaults: sqlite 1000000
+#       Seeds DEVICES tokens of one app (half development, half production), then one send to the whole app through
+#       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
+#       createdAt to updatedAt) and the server's peak RSS (VmHWM).
+#
+# PostgreSQL: set HERALD_BENCH_DATABASE_URL to a database the script may fill (it creates a schema per run), or let
+# it start a throwaway cluster on 127.0.0.1 as .ci/run does (needs Debian's postgresql). Needs wrk and curl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+mode=${1:-register}
+backend=${2:-sqlite}
+work=$(mktemp -d /tmp/herald-bench.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [ -n "${pg_ctl_cmd:-}" ]; then "${pg_ctl_cmd[@]}" stop >/dev/null 2>&1 || true; fi
+    rm -rf "$work" "${pg_dir:-}"
+}
+trap cleanup EXIT
+
+log() { printf '==> %s\n' "$*" >&2; }
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_for() {  # URL: waits until it answers 200
+    for _ in $(seq 1 300); do
+        if curl -sf -o /dev/null "$1"; then return 0; fi
+        sleep 0.1
+    done
+    echo "$1 did not come up" >&2
+    return 1
+}
+
+log "Building herald (release)"
+swift build -c release --product herald 2>&1 | tail -n 3 >&2
+herald="$root/.build/release/herald"
+
+start_postgres() {
+    local bin port
+    bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    port=$(free_port)
+    pg_dir=$(mktemp -d /tmp/herald-bench-pg.XXXXXX)
+    as_pg=()
+    if [ "$(id -u)" -eq 0 ]; then
+        chown postgres:postgres "$pg_dir"
+        as_pg=(runuser -u postgres --)
+    fi
+    pg_ctl_cmd=("${as_pg[@]}" "$bin/pg_ctl" -D "$pg_dir/data" -m fast)
+    log "Starting PostgreSQL on 127.0.0.1:$port"
+    "${as_pg[@]}" "$bin/initdb" -D "$pg_dir/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 >/dev/null
+    # Durable commits, as in production; shared_buffers sized for a million devices.
+    "${pg_ctl_cmd[@]}" -l "$pg_dir/server.log" -w -t 60 \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $pg_dir -c max_connections=200 -c shared_buffers=512MB" start >/dev/null
+    "${as_pg[@]}" "$bin/psql" -q -h "$pg_dir" -p "$port" -U postgres -d postgres \
+        -c "CREATE ROLE herald LOGIN PASSWORD 'bench'" -c "CREATE DATABASE herald_bench OWNER herald" >/dev/null
+    HERALD_BENCH_DATABASE_URL="postgres://herald:bench@127.0.0.1:$port/herald_bench?sslmode=disable"
+}
+
+database_url() {
+    case "$backend" in
+        sqlite) echo "sqlite://$work/herald.sqlite" ;;
+        postgres)
+            local schema="bench_$(date +%s)"
+            case "$HERALD_BENCH_DATABASE_URL" in
+                *\?*) echo "$HERALD_BENCH_DATABASE_URL&schema=$schema&pool=20" ;;
+                *) echo "$HERALD_BENCH_DATABASE_URL?schema=$schema&pool=20" ;;
+            esac
+            ;;
+        *) echo "backend is sqlite or postgres" >&2; exit 2 ;;
+    esac
+}
+
+# Runs wrk and prints "requests/s p99 non-2xx".
+run_wrk() {  # URL SCRIPT(or -) SECONDS CONNECTIONS
+    local out="$work/wrk-$RANDOM.txt" args=(-t2 -c"$4" -d"$3"s --latency)
+    [ "$2" != "-" ] && args+=(-s "$2")
+    RUN=$RANDOM wrk "${args[@]}" "$1" >"$out"
+    cat "$out" >&2
+    awk '
+        /Requests\/sec:/ { rps = $2 }
+        $1 == "99%" { p99 = $2 }
+        /Non-2xx or 3xx responses:/ { errors = $5 }
+        END { printf "%s %s %d\n", rps, p99, errors }
+    ' "$out"
+}
+
+server_env() {  # DATABASE_URL PORT
+    env -u HERALD_CONFIG HERALD_LISTEN="127.0.0.1:$2" HERALD_DATABASE_URL="$1" HERALD_RATE_LIMIT=0 \
+        HERALD_LOG_LEVEL=warning HERALD_EMULATOR_ADMIN_PORT=off HERALD_EMULATOR_CA_FILE="$work/serve-ca.pem" "${@:3}"
+}
+
+if [ "$backend" = postgres ] && [ -z "${HERALD_BENCH_DATABASE_URL:-}" ]; then start_postgres; fi
+
+case "$mode" in
+register)
+    seconds=${3:-30}
+    connections=${4:-64}
+    hello_port=$(free_port)
+    "$herald" hello --port "$hello_port" >/dev/null 2>&1 &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$hello_port/hello"
+    log "wrk against the Hummingbird hello route ($seconds s, $connections connections)"
+    read -r hello_rps hello_p99 _ < <(run_wrk "http://127.0.0.1:$hello_port/hello" - "$seconds" "$connections")
+    kill "${pids[0]}"
+
+    url=$(database_url)
+    port=$(free_port)
+    (cd "$work" && server_env "$url" "$port" "$herald" serve >"$work/serve.log" 2>&1) &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$port/ready"
+    log "wrk posting registrations to herald serve on $backend ($seconds s, $connections connections)"
+    read -r rps p99 errors < <(run_wrk "http://127.0.0.1:$port" scripts/bench/register.lua "$seconds" "$connections")
+    created=$(curl -s "http://127.0.0.1:$port/metrics" | awk -F' ' '/^herald_registrations_total\{result="created"\}/ { print $2 }')
+    echo "| Route | Requests/s | p99 latency | Errors |"
+    echo "| --- | ---: | ---: | ---: |"
+    echo "| Hummingbird \`GET /hello\` (ceiling) | $hello_rps | $hello_p99 | 0 |"
+    echo "| \`POST /api/token\`, $backend | $rps | $p99 | $errors |"
+    echo
+    echo "Registrations stored (created): $created"
+    ;;
+fanout)
+    devices=${3:-1000000}
+    url=$(database_url)
+    log "Starting herald emulator --counting-only"
+    emulator_production=$(free_port)
+    emulator_development=$(free_port)
+    emulator_admin=$(free_port)
+    "$herald" emulator --production-port "$emulator_production" --development-port "$emulator_development" \
+        --admin-port "$emulator_admin" --ca-file "$work/ca.pem" --counting-only >"$work/emulator.log" 2>&1 &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$emulator_admin/health"
+
+    log "Seeding $devices devices"
+    "$herald" tokens add "$(printf 'ff%.0s' $(seq 1 32))" --debug --database-url "$url" >/dev/null  # migrates
+    "$herald" tokens remove "$(printf 'ff%.0s' $(seq 1 32))" --database-url "$url" >/dev/null
+    seed_sql="INSERT INTO devices (token, topic, environment, token_kind, registered_at, created_at, updated_at)"
+    now=$(($(date +%s) * 1000000))
+    case "$backend" in
+        sqlite)
+            python3 - "$work/herald.sqlite" "$devices" "$now" <<'PY'
+import sqlite3, sys
+path, count, now = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+db = sqlite3.connect(path)
+rows = ((f"{i:064x}", "com.example.app", "development" if i % 2 else "production", "device", now, now, now)
+        for i in range(1, count + 1))
+db.executemany("INSERT INTO devices (token, topic, environment, token_kind, registered_at, created_at, updated_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+db.commit()
+PY
+            ;;
+        postgres)
+            schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema; $seed_sql
+                SELECT lpad(to_hex(i), 64, '0'), 'com.example.app', CASE WHEN i % 2 = 1 THEN 'development' ELSE 'production' END,
+                       'device', $now, $now, $now FROM generate_series(1, $devices) AS i; ANALYZE devices;"
+            ;;
+    esac
+
+    secret="bench-secret-$(date +%s%N)"
+    port=$(free_port)
+    (cd "$work" && server_env "$url" "$port" HERALD_APNS=custom HERALD_APNS_PRODUCTION_PORT="$emulator_production" \
+        HERALD_APNS_DEVELOPMENT_PORT="$emulator_development" HERALD_APNS_CA_FILE="$work/ca.pem" \
+        HERALD_KEY_FILE="$work/AuthKey_EMULATOR01.p8" HERALD_TEAM_ID=EMULATORTM HERALD_API_KEYS="bench:send:$secret" \
+        "$herald" serve >"$work/serve.log" 2>&1) &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$port/ready"
+    server_pid=$(pgrep -f "$herald serve" -n)
+
+    log "One send to every device of the app"
+    answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
+        -d '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
+    id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
+    while true; do
+        record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$id?limit=1")
+        status=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$record")
+        [ "$status" = completed ] || [ "$status" = failed ] && break
+        sleep 1
+    done
+    peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
+    python3 - "$record" "$peak" "$devices" "$backend" <<'PY'
+import json, sys
+from datetime import datetime
+record, peak, devices, backend = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
+seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
+counts = record["counts"]
+print("| Fan-out | Devices | Wall time | Notifications/s | Peak RSS (server) | Accepted | Rejected | Failed |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print(f"| {backend} | {devices:,} | {seconds:.1f} s | {devices / seconds:,.0f} | {peak} MB | {counts['accepted']:,} | {counts['rejected']:,} | {counts['failed']:,} |")
+PY
+    curl -s "http://127.0.0.1:$emulator_admin/counters" >&2
+    echo >&2
+    ;;
+*)
+    echo "usage: scripts/bench-server.sh register|fanout [sqlite|postgres] [...]" >&2
+    exit 2
+    ;;
+esac
