@@ -92,8 +92,8 @@ run_wrk() {  # URL SCRIPT(or -) SECONDS CONNECTIONS
     ' "$out"
 }
 
-server_env() {  # DATABASE_URL PORT
-    env -u HERALD_CONFIG HERALD_LISTEN="127.0.0.1:$2" HERALD_DATABASE_URL="$1" HERALD_RATE_LIMIT=0 \
+server_env() {  # DATABASE_URL PORT VAR=VALUE… COMMAND…: replaces the calling (sub)shell, so its PID is the server's
+    exec env -u HERALD_CONFIG HERALD_LISTEN="127.0.0.1:$2" HERALD_DATABASE_URL="$1" HERALD_RATE_LIMIT=0 \
         HERALD_LOG_LEVEL=warning HERALD_EMULATOR_ADMIN_PORT=off HERALD_EMULATOR_CA_FILE="$work/serve-ca.pem" "${@:3}"
 }
 
@@ -172,7 +172,7 @@ PY
         "$herald" serve >"$work/serve.log" 2>&1) &
     pids+=($!)
     wait_for "http://127.0.0.1:$port/ready"
-    server_pid=$(pgrep -f "$herald serve" -n)
+    server_pid=${pids[-1]}
 
     log "One send to every device of the app"
     answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \

@@ -23,6 +23,7 @@ public struct ServerDependencies: Sendable {
     /// with a `PrometheusMetricsFactory` over the same registry (`herald serve` does).
     public var metrics: PrometheusCollectorRegistry
 
+    /// - Parameters: see the properties; each has its default (system clocks, a new registry).
     public init(
         logger: Logger = Logger(label: "herald"), clock: any WallClock = SystemWallClock(),
         sleepClock: any Clock<Duration> = ContinuousClock(),

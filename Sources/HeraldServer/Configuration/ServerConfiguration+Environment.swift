@@ -8,6 +8,7 @@ public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
     /// What is wrong and how to fix it; never contains a secret.
     public let message: String
 
+    /// - Parameter message: What is wrong and how to fix it; never a secret.
     public init(_ message: String) { self.message = message }
 
     public var description: String { message }

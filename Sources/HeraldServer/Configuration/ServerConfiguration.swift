@@ -46,10 +46,12 @@ public struct ServerConfiguration: Sendable {
 
     /// A host and port to listen on.
     public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {
+        /// The address to bind: `127.0.0.1` by default (loopback only).
         public var host: String
         /// 0 picks a free port (tests).
         public var port: Int
 
+        /// - Parameters: see the properties.
         public init(host: String = "127.0.0.1", port: Int = 8080) {
             self.host = host
             self.port = port
@@ -86,6 +88,7 @@ public struct ServerConfiguration: Sendable {
         /// larger ones answer `202` and run in the background. Default 100.
         public var inlineSendLimit: Int
 
+        /// - Parameters: see the properties; each has its default.
         public init(sendBodyBytes: Int = 1024 * 1024, registrationsPerMinute: Int = 600, inlineSendLimit: Int = 100) {
             self.sendBodyBytes = sendBodyBytes
             self.registrationsPerMinute = registrationsPerMinute
@@ -108,6 +111,7 @@ public struct ServerConfiguration: Sendable {
         /// How often an idle worker looks for queued sends (other instances may queue them). Default 2 seconds.
         public var pollInterval: Duration
 
+        /// - Parameters: see the properties; each has its default.
         public init(
             pageSize: Int = 1000, maximumInFlight: Int = 1000, connectionsPerClient: Int = 4,
             retry: RetryPolicy = RetryPolicy(), leaseDuration: Duration = .seconds(120),
@@ -124,11 +128,14 @@ public struct ServerConfiguration: Sendable {
 
     /// An API key that must exist when the server starts. Its secret is stored only as a hash.
     public struct BootstrapAPIKey: Sendable, Hashable, CustomStringConvertible {
+        /// The key's name, for people.
         public var name: String
+        /// What the key may do.
         public var scopes: Set<APIKeyScope>
         /// The secret clients present as `Authorization: Bearer <secret>`.
         public var secret: String
 
+        /// - Parameters: see the properties.
         public init(name: String, scopes: Set<APIKeyScope>, secret: String) {
             self.name = name
             self.scopes = scopes
@@ -157,6 +164,7 @@ public struct AppConfiguration: Sendable {
     /// The app's key for end-to-end encrypted alert text (`"encrypt": true` in a send).
     public var contentKey: ContentEncryptionKey?
 
+    /// - Parameters: see the properties; only the bundle id is required.
     public init(
         bundleID: String, credentials: Credentials? = nil, registrationKeys: [String] = [],
         contentKey: ContentEncryptionKey? = nil
@@ -249,6 +257,7 @@ public struct APNSMode: Sendable {
         /// Keep counters only, no inboxes (benchmarks).
         public var countingOnly: Bool
 
+        /// - Parameters: see the properties.
         public init(adminPort: Int? = 7480, caFile: String? = nil, countingOnly: Bool = false) {
             self.adminPort = adminPort
             self.caFile = caFile
