@@ -40,7 +40,6 @@ final class ConnectionPool: Sendable {
         var waiterOrder = Deque<Int>()
         var nextID = 0
         var isShutDown = false
-        var lastConnectError: APNSClientError?
         var cancelledWaiters: Set<Int> = []
     }
 
@@ -193,7 +192,6 @@ final class ConnectionPool: Sendable {
             let resumed: [(CheckedContinuation<Lease, any Error>, Lease)]? = state.withLock { state in
                 guard !state.isShutDown, state.slots[id] != nil else { return nil }
                 state.slots[id]!.state = .ready(connection)
-                state.lastConnectError = nil
                 return wakeWaiters(&state)
             }
             guard let resumed else {
@@ -209,7 +207,6 @@ final class ConnectionPool: Sendable {
             // the reconnect backoff.
             let failed: [CheckedContinuation<Lease, any Error>] = state.withLock { state in
                 state.slots[id] = nil
-                state.lastConnectError = failure
                 let hasOtherConnections = state.slots.values.contains { if case .ready = $0.state { true } else { false } }
                 guard !hasOtherConnections else { return [] }
                 let waiting = state.waiterOrder.compactMap { state.waiters.removeValue(forKey: $0)?.continuation }
