@@ -48,11 +48,19 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: upcomingFeatures
         ),
+        // HTTP/2 framing (RFC 9113) and fixed-shape HPACK literals: the wire layer under the sender and the emulator,
+        // which each keep their own connection logic. NIOCore only; checked against curl, h2load and nginx.
+        .target(
+            name: "HeraldHTTP2",
+            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: upcomingFeatures
+        ),
         // The sender: pooled, multiplexed HTTP/2 to APNs with retries. Core + NIO only: not the server, not the emulator.
         .target(
             name: "HeraldAPNS",
             dependencies: [
                 "HeraldCore",
+                "HeraldHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
@@ -69,6 +77,7 @@ let package = Package(
             name: "HeraldEmulator",
             dependencies: [
                 "HeraldCore",
+                "HeraldHTTP2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -178,6 +187,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldHTTP2Tests",
+            dependencies: [
+                "HeraldHTTP2", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
             swiftSettings: upcomingFeatures
         ),
