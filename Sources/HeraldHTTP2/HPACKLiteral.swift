@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// The few HPACK representations (RFC 7541) a fixed-shape message needs, written without a dynamic table: a peer's
 /// table size setting then never matters, and each header costs a copy instead of a table lookup and Huffman pass.

@@ -1,4 +1,4 @@
-import NIOCore
+package import NIOCore
 
 /// The frame types of RFC 9113 §6 that Herald's two HTTP/2 endpoints handle.
 package enum HTTP2FrameType: UInt8, Sendable {
