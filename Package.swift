@@ -82,7 +82,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -204,7 +205,11 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldEmulatorTests",
-            dependencies: ["HeraldEmulator", "HeraldCore", "HeraldTesting", "HeraldCLI", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "HeraldEmulator", "HeraldCore", "HeraldTesting", "HeraldCLI", "HeraldHTTP2",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -63,7 +63,7 @@ package enum HTTP2Protocol {
 }
 
 /// One frame as read off the wire: its header and its payload (padding still included; see ``unpaddedPayload()``).
-package struct HTTP2Frame {
+package struct HTTP2Frame: Sendable {
     package var type: UInt8
     package var flags: UInt8
     package var streamID: UInt32
@@ -92,9 +92,9 @@ package struct HTTP2Frame {
 }
 
 /// Cuts a byte stream into frames. Holds at most one partial frame between reads.
-package struct HTTP2FrameReader {
+package struct HTTP2FrameReader: Sendable {
     /// A frame longer than the limit this endpoint advertised: a connection error of type `FRAME_SIZE_ERROR`.
-    package struct FrameTooLarge: Error {
+    package struct FrameTooLarge: Error, Sendable {
         package let length: Int
     }
 

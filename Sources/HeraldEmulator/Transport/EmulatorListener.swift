@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
 import NIOCore
-import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import NIOTLS
@@ -51,27 +50,11 @@ enum EmulatorListener {
             // Certificate connections are authenticated by the handshake, so they start at the full limit.
             initialStreams = context.maxConcurrentStreams
         }
-        let connection = NIOLoopBound(EmulatorConnection(parent: channel, authentication: authentication), eventLoop: channel.eventLoop)
-        if initialStreams > 1 { connection.value.streamLimitRaised = true }
+        let settings = EmulatorConnectionHandler.Settings(
+            processor: context.processor, faults: context.faults, clock: context.clock,
+            maxConcurrentStreams: context.maxConcurrentStreams, authentication: authentication, initialStreams: initialStreams)
         return channel.eventLoop.makeCompletedFuture {
-            var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
-            connectionConfiguration.initialSettings = [
-                HTTP2Setting(parameter: .headerTableSize, value: 4096),
-                HTTP2Setting(parameter: .maxConcurrentStreams, value: initialStreams),
-                HTTP2Setting(parameter: .maxFrameSize, value: 16384),
-                HTTP2Setting(parameter: .maxHeaderListSize, value: 8000),
-            ]
-            _ = try channel.pipeline.syncOperations.configureHTTP2Pipeline(
-                mode: .server, connectionConfiguration: connectionConfiguration,
-                streamConfiguration: NIOHTTP2Handler.StreamConfiguration()
-            ) { stream in
-                stream.eventLoop.makeCompletedFuture {
-                    try stream.pipeline.syncOperations.addHandler(EmulatorStreamHandler(
-                        processor: context.processor, connection: connection,
-                        maxConcurrentStreams: context.maxConcurrentStreams, faults: context.faults, clock: context.clock))
-                }
-            }
-            try channel.pipeline.syncOperations.addHandler(StreamLimitEnforcer())
+            try channel.pipeline.syncOperations.addHandler(EmulatorConnectionHandler(settings: settings))
         }
     }
 

@@ -42,11 +42,11 @@ struct RequestProcessor: Sendable {
     /// APNs' 20-minute limit on switching provider tokens per connection.
     static let tokenChangeInterval: TimeInterval = 20 * 60
 
-    func process(_ request: EmulatedRequest, connection: inout ConnectionAuthentication, now: Date) -> EmulatedResponse {
+    func process(_ request: EmulatedRequest, connection: inout ConnectionAuthentication, now: Date, ids: inout IDGenerator) -> EmulatedResponse {
         let suppliedID = request.headers.first { $0.name == "apns-id" }?.value
-        let apnsID = suppliedID ?? UUID().uuidString.lowercased()
+        let apnsID = suppliedID ?? ids.next()
         var response = check(request, connection: &connection, now: now, apnsID: apnsID)
-        if environment.sendsUniqueID { response.uniqueID = UUID().uuidString.lowercased() }
+        if environment.sendsUniqueID { response.uniqueID = ids.next() }
         if let reason = response.reason { registry.countRejection(reason) }
         return response
     }
@@ -62,7 +62,7 @@ struct RequestProcessor: Sendable {
         guard request.path.hasPrefix(prefix) || request.path == "/3/device" else { return reject(.badPath, apnsID) }
         let tokenText = request.path.dropFirst(min(prefix.count, request.path.count))
         if tokenText.isEmpty { return reject(.missingDeviceToken, apnsID) }
-        if tokenText.contains("/") || tokenText.contains("?") { return reject(.badPath, apnsID) }
+        if tokenText.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }) { return reject(.badPath, apnsID) }
 
         // 2. Duplicate headers.
         var headers = [String: String]()
@@ -75,7 +75,7 @@ struct RequestProcessor: Sendable {
         if case .token = connection.method {
             let verified: ProviderTokenVerifier.Verified
             if let cached = connection.verifiedToken, let header = headers["authorization"],
-                header.utf8.count == cached.jwt.utf8.count + 7, header.hasSuffix(cached.jwt), header.lowercased().hasPrefix("bearer ")
+                header.utf8.count == cached.jwt.utf8.count + 7, header.hasSuffix(cached.jwt), Self.hasBearerPrefix(header)
             {
                 guard now.timeIntervalSince(cached.issuedAt) <= verifier.maximumAge else { return reject(.expiredProviderToken, apnsID) }
                 verified = cached
@@ -184,6 +184,12 @@ struct RequestProcessor: Sendable {
             receivedAt: now, payload: request.body)
         registry.deliver(entry, to: token, environment: environment)
         return EmulatedResponse(status: 200, reason: nil, apnsID: apnsID, fault: fault, delayMilliseconds: delay)
+    }
+
+    /// The `bearer ` scheme, in any case, checked without building a lowercased copy of the whole header.
+    private static func hasBearerPrefix(_ header: String) -> Bool {
+        let scheme = header.utf8.prefix(7)
+        return scheme.count == 7 && zip(scheme, "bearer ".utf8).allSatisfy { $0 | 0x20 == $1 }
     }
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {

@@ -1,0 +1,118 @@
+import HeraldCore
+@testable import HeraldEmulator
+import HeraldHTTP2
+import HeraldTesting
+import NIOCore
+import Testing
+
+/// HTTP/2 rules checked frame by frame, with a client that can break them.
+@Suite("Emulator: HTTP/2 frame by frame")
+struct EmulatorHTTP2Tests {
+    let fixture = EmulatorFixture()
+
+    private func connect(_ emulator: APNSEmulator) async throws -> RawHTTP2Connection {
+        try await RawHTTP2Connection.connect(port: emulator.port(for: .development)!, trustRootPEM: emulator.certificateAuthorityPEM!)
+    }
+
+    private var validRequest: ByteBuffer {
+        RawHTTP2Connection.requestBlock(path: "/3/device/" + fixture.developmentDevice.hex, headers: [
+            ("authorization", fixture.bearer), ("apns-topic", APNSOutcomeTable.bundleID), ("apns-push-type", "alert"),
+        ])
+    }
+
+    private static func settings(_ frame: HTTP2Frame) -> [UInt16: UInt32] {
+        var payload = frame.payload
+        var values: [UInt16: UInt32] = [:]
+        while let id = payload.readInteger(as: UInt16.self), let value = payload.readInteger(as: UInt32.self) { values[id] = value }
+        return values
+    }
+
+    private static func errorCode(_ frame: HTTP2Frame, at offset: Int) -> UInt32? {
+        frame.payload.getInteger(at: frame.payload.readerIndex + offset, as: UInt32.self)
+    }
+
+    @Test("the server's SETTINGS start at one stream; SETTINGS are acknowledged; PING is answered with its bytes")
+    func settingsAndPing() async throws {
+        try await fixture.run { emulator in
+            let connection = try await connect(emulator)
+            try await connection.start()
+            try await connection.send { $0.writeHTTP2Ping(0xFEED_F00D, ack: false) }
+            let frames = try await connection.frames { $0.knownType == .ping }
+            let serverSettings = try #require(frames.first)
+            #expect(serverSettings.knownType == .settings && !serverSettings.has(HTTP2Flags.ack))
+            #expect(Self.settings(serverSettings)[HTTP2SettingID.maxConcurrentStreams.rawValue] == 1)
+            #expect(frames.contains { $0.knownType == .settings && $0.has(HTTP2Flags.ack) })
+            let ping = try #require(frames.last)
+            #expect(ping.has(HTTP2Flags.ack))
+            #expect(ping.payload.getInteger(at: ping.payload.readerIndex, as: UInt64.self) == 0xFEED_F00D)
+            await connection.close()
+        }
+    }
+
+    @Test("opening more streams than advertised gets GOAWAY ENHANCE_YOUR_CALM with APNs' words, then the connection closes")
+    func tooManyStreams() async throws {
+        try await fixture.run { emulator in
+            let connection = try await connect(emulator)
+            try await connection.start()
+            _ = try await connection.frames { $0.knownType == .settings && !$0.has(HTTP2Flags.ack) }
+            var bytes = ByteBuffer()
+            bytes.writeHTTP2SettingsAck()  // the limit of one stream applies from here
+            bytes.writeHTTP2Headers(streamID: 1, block: validRequest, endStream: false)
+            bytes.writeHTTP2Headers(streamID: 3, block: validRequest, endStream: false)
+            try await connection.write(bytes)
+            let frames = try await connection.frames { _ in false }
+            let goAway = try #require(frames.first { $0.knownType == .goAway })
+            #expect(Self.errorCode(goAway, at: 4) == HTTP2ErrorCode.enhanceYourCalm.rawValue)
+            #expect(String(buffer: goAway.payload.getSlice(at: goAway.payload.readerIndex + 8, length: goAway.payload.readableBytes - 8)!)
+                == #"{"reason":"Maximum active streams violated for this endpoint."}"#)
+            #expect(emulator.counters.accepted == 0)
+        }
+    }
+
+    @Test("a malformed request is reset; a protocol violation ends the connection with GOAWAY")
+    func malformed() async throws {
+        try await fixture.run { emulator in
+            let connection = try await connect(emulator)
+            try await connection.start()
+            let uppercase = RawHTTP2Connection.requestBlock(path: "/3/device/" + fixture.developmentDevice.hex, headers: [("Apns-Topic", "x")])
+            var bytes = ByteBuffer()
+            bytes.writeHTTP2Headers(streamID: 1, block: uppercase, endStream: true)
+            try await connection.write(bytes)
+            let answer = try await connection.frames { $0.knownType == .rstStream }
+            let reset = try #require(answer.last)
+            #expect(reset.streamID == 1 && Self.errorCode(reset, at: 0) == HTTP2ErrorCode.protocolError.rawValue)
+
+            try await connection.send { $0.writeHTTP2Data(streamID: 0, bytes: [1, 2, 3], endStream: false) }
+            let frames = try await connection.frames { _ in false }
+            let goAway = try #require(frames.first { $0.knownType == .goAway })
+            #expect(Self.errorCode(goAway, at: 0) == 1 && Self.errorCode(goAway, at: 4) == HTTP2ErrorCode.protocolError.rawValue)
+        }
+    }
+
+    @Test("an answer's body waits for the client's flow-control window")
+    func flowControl() async throws {
+        try await fixture.run { emulator in
+            let connection = try await connect(emulator)
+            try await connection.start(settings: [(.initialWindowSize, 0)])
+            let unauthorized = RawHTTP2Connection.requestBlock(path: "/3/device/" + fixture.developmentDevice.hex, headers: [
+                ("apns-topic", APNSOutcomeTable.bundleID),
+            ])
+            var bytes = ByteBuffer()
+            bytes.writeHTTP2Headers(streamID: 1, block: unauthorized, endStream: false)
+            bytes.writeHTTP2Data(streamID: 1, bytes: Array(APNSOutcomeTable.validBody.utf8), endStream: true)
+            try await connection.write(bytes)
+            _ = try await connection.frames { $0.knownType == .headers && $0.streamID == 1 }
+            // A PING round trip: a body sent despite the closed window would arrive before the PING's answer.
+            try await connection.send { $0.writeHTTP2Ping(7, ack: false) }
+            let beforeUpdate = try await connection.frames { $0.knownType == .ping }
+            #expect(!beforeUpdate.contains { $0.knownType == .data })
+
+            try await connection.send { $0.writeHTTP2WindowUpdate(streamID: 1, increment: 1000) }
+            let afterUpdate = try await connection.frames { $0.knownType == .data }
+            let data = try #require(afterUpdate.last)
+            #expect(data.streamID == 1 && data.has(HTTP2Flags.endStream))
+            #expect(String(buffer: data.payload) == #"{"reason":"MissingProviderToken"}"#)
+            await connection.close()
+        }
+    }
+}
