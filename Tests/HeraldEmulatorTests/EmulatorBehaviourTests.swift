@@ -285,12 +285,23 @@ struct EmulatorBehaviourTests {
         #expect(throws: EmulatorError.self) { try FaultConfiguration(resetProbability: -1).validated() }
     }
 
-    @Test("added latency still answers every request")
-    func latency() async throws {
-        try await fixture.run(fixture.configuration(faults: FaultConfiguration(latency: .fixed(milliseconds: 20)))) { emulator in
+    @Test("added latency still answers every request, whether answers share a due millisecond or not", arguments: [
+        FaultConfiguration.Latency.fixed(milliseconds: 20), .uniform(minimumMilliseconds: 1, maximumMilliseconds: 30),
+    ])
+    func latency(_ latency: FaultConfiguration.Latency) async throws {
+        try await fixture.run(fixture.configuration(faults: FaultConfiguration(latency: latency))) { emulator in
             let client = try await fixture.connect(emulator)
             let (headers, body) = fixture.alert()
             #expect(try await client.send(path: "/3/device/" + fixture.developmentDevice.hex, headers: headers, body: body).status == 200)
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<40 {
+                    group.addTask { try await client.send(path: "/3/device/" + fixture.developmentDevice.hex, headers: headers, body: body).status }
+                }
+                for try await status in group { #expect(status == 200) }
+            }
+            #expect(ContinuousClock.now - started >= .milliseconds(1))
+            #expect(emulator.counters.accepted == 41)
             await client.close()
         }
     }

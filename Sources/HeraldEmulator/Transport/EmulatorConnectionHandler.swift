@@ -45,6 +45,12 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         var body: [UInt8]
     }
 
+    private struct DelayedAnswer {
+        var streamID: UInt32
+        var response: EmulatedResponse
+        var goAway: Bool
+    }
+
     private struct ConnectionError: Error {
         var code: HTTP2ErrorCode
         var message: String
@@ -89,9 +95,10 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     private var streamsServed = 0
     /// Answers scheduled for later (added latency); a GOAWAY closes the connection once they are written.
     private var delayed = 0
+    /// Answers waiting for their added latency, by the millisecond (of the loop's uptime clock) they are due.
+    private var delayedAnswers: [UInt64: [DelayedAnswer]] = [:]
     private var goAwayLastStreamID: UInt32?
     private var closing = false
-    private var flushScheduled = false
 
     init(settings: Settings) {
         self.settings = settings
@@ -429,17 +436,31 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         }
         let goAway = response.fault == .goAway || settings.faults.configuration.goAwayAfterStreams.map { streamsServed >= $0 } ?? false
         if response.delayMilliseconds > 0, let context {
-            delayed += 1
-            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-            context.eventLoop.scheduleTask(in: .nanoseconds(Int64(response.delayMilliseconds * 1_000_000))) {
-                let handler = loopBound.value
-                handler.delayed -= 1
-                guard !handler.closing else { return }
-                handler.answer(streamID, response, goAway: goAway)
-                handler.scheduleFlush()
-            }
+            delay(DelayedAnswer(streamID: streamID, response: response, goAway: goAway), by: response.delayMilliseconds, context: context)
         } else {
             answer(streamID, response, goAway: goAway)
+        }
+    }
+
+    /// Holds an answer back for its added latency. Answers due in the same millisecond share one timer and one
+    /// flush: a timer and a TLS record per answer would cost both ends more than the answers themselves.
+    private func delay(_ answer: DelayedAnswer, by milliseconds: Double, context: ChannelHandlerContext) {
+        delayed += 1
+        let due = NIODeadline.now() + .nanoseconds(Int64(milliseconds * 1_000_000))
+        let millisecond = (due.uptimeNanoseconds + 999_999) / 1_000_000
+        if delayedAnswers[millisecond] != nil {
+            delayedAnswers[millisecond]!.append(answer)
+            return
+        }
+        delayedAnswers[millisecond] = [answer]
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        context.eventLoop.scheduleTask(deadline: .uptimeNanoseconds(millisecond * 1_000_000)) {
+            let handler = loopBound.value
+            let answers = handler.delayedAnswers.removeValue(forKey: millisecond) ?? []
+            handler.delayed -= answers.count
+            guard !handler.closing else { return }
+            for answer in answers { handler.answer(answer.streamID, answer.response, goAway: answer.goAway) }
+            handler.flush()
         }
     }
 
@@ -500,18 +521,6 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         guard let context, out.readableBytes > 0 else { return }
         context.writeAndFlush(wrapOutboundOut(out), promise: nil)
         out = context.channel.allocator.buffer(capacity: 16_384)
-    }
-
-    /// Answers given by timers are flushed together once the timers due now have run.
-    private func scheduleFlush() {
-        guard !flushScheduled, let context else { return }
-        flushScheduled = true
-        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        context.eventLoop.execute {
-            let handler = loopBound.value
-            handler.flushScheduled = false
-            handler.flush()
-        }
     }
 
     /// After a GOAWAY the connection closes once every answer it still owes (for streams up to the GOAWAY's last
