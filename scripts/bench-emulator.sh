@@ -48,8 +48,13 @@ taskset -c "${SINK_CPUS:-1}" "$herald" emulator --development-port "$emulator_po
   --tls-certificate "$BENCH_WORK/server.pem" --tls-key "$BENCH_WORK/server.key" >"$BENCH_WORK/emulator.log" 2>&1 &
 emulator_pid=$!
 for _ in $(seq 1 100); do grep -q "APNs emulator" "$BENCH_WORK/emulator.log" 2>/dev/null && break; sleep 0.1; done
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$emulator_pid/stat"; }
+ticks_before="$(cpu_ticks)"
 emulator_out="$(run_h2load "$emulator_port" "$n")"
+ticks_after="$(cpu_ticks)"
 echo "$emulator_out" | grep -E '^(finished|requests|status codes)'
+# The emulator's own CPU per request: when h2load (one core) is the limit, this says how far the emulator is from its own.
+python3 -c "t=($ticks_after-$ticks_before)/$(getconf CLK_TCK); print(f'emulator CPU: {t:.2f} s for $n requests = {t*1e6/$n:.1f} µs per request')"
 
 nginx_rate="$(echo "$nginx_out" | rate)"; emulator_rate="$(echo "$emulator_out" | rate)"
 python3 -c "print(f'emulator / nginx = {float($emulator_rate)/float($nginx_rate):.2f}  ({float($emulator_rate):,.0f} vs {float($nginx_rate):,.0f} req/s)')"
