@@ -96,35 +96,47 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    /// Takes a slot on the least busy ready connection with room. When every connection is full it asks for one
-    /// more connection (if the maximum allows and none is being opened) and returns `nil`.
+    /// A stream slot right now if one is free, without waiting; nil when every connection is full (one more may be
+    /// opening) or the pool is shut down.
+    func tryLease() -> Lease? {
+        state.withLock { state in state.isShutDown ? nil : takeSlot(&state) }
+    }
+
+    /// Takes a slot on the least busy ready connection with room. Asks for one more connection (if the maximum
+    /// allows and none is being opened) when every connection is full, returning `nil`, or when every connection
+    /// carries ``APNSClientConfiguration/streamsPerConnectionBeforeSpreading`` streams, still returning the slot.
     private func takeSlot(_ state: inout State) -> Lease? {
         var best: (id: Int, inFlight: Int)?
+        var connecting = false
+        var usable = 0
         for (id, slot) in state.slots {
-            guard case .ready = slot.state, slot.inFlight < slot.streamLimit else { continue }
-            if best == nil || slot.inFlight < best!.inFlight { best = (id, slot.inFlight) }
+            switch slot.state {
+            case .connecting:
+                connecting = true
+                usable += 1
+            case .ready:
+                usable += 1
+                if slot.inFlight < slot.streamLimit, best == nil || slot.inFlight < best!.inFlight { best = (id, slot.inFlight) }
+            case .draining:
+                break
+            }
         }
+        let mayOpen = !connecting && usable < configuration.maximumConnections && !state.isShutDown
         if let best, case .ready(let connection) = state.slots[best.id]!.state {
             state.slots[best.id]!.inFlight += 1
             state.slots[best.id]!.lastUsed = .now
+            if mayOpen, best.inFlight + 1 >= configuration.streamsPerConnectionBeforeSpreading { openConnection(&state) }
             return Lease(connection: connection)
         }
-        var connecting = false
-        var usable = 0
-        for slot in state.slots.values {
-            switch slot.state {
-            case .connecting: connecting = true; usable += 1
-            case .ready: usable += 1
-            case .draining: break
-            }
-        }
-        if !connecting, usable < configuration.maximumConnections, !state.isShutDown {
-            let id = state.nextID
-            state.nextID += 1
-            state.slots[id] = Slot(state: .connecting)
-            connectRequestSink.yield(id)
-        }
+        if mayOpen { openConnection(&state) }
         return nil
+    }
+
+    private func openConnection(_ state: inout State) {
+        let id = state.nextID
+        state.nextID += 1
+        state.slots[id] = Slot(state: .connecting)
+        connectRequestSink.yield(id)
     }
 
     /// Returns a slot. Hands it straight to the longest waiter when the connection still takes streams.
