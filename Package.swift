@@ -199,7 +199,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldAPNSTests",
-            dependencies: ["HeraldAPNS", "HeraldEmulator", "HeraldCore", "HeraldTesting", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "HeraldAPNS", "HeraldEmulator", "HeraldCore", "HeraldTesting", "HeraldHTTP2", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
