@@ -106,25 +106,28 @@ final class ConnectionPool: Sendable {
     /// allows and none is being opened) when every connection is full, returning `nil`, or when every connection
     /// carries ``APNSClientConfiguration/streamsPerConnectionBeforeSpreading`` streams, still returning the slot.
     private func takeSlot(_ state: inout State) -> Lease? {
-        var best: (id: Int, inFlight: Int)?
+        // By index and field: copying whole slots out of the dictionary costs a retain and release per connection
+        // on every lease.
+        var best: (index: Dictionary<Int, Slot>.Index, inFlight: Int)?
         var connecting = false
         var usable = 0
-        for (id, slot) in state.slots {
-            switch slot.state {
+        for index in state.slots.indices {
+            switch state.slots.values[index].state {
             case .connecting:
                 connecting = true
                 usable += 1
             case .ready:
                 usable += 1
-                if slot.inFlight < slot.streamLimit, best == nil || slot.inFlight < best!.inFlight { best = (id, slot.inFlight) }
+                let inFlight = state.slots.values[index].inFlight
+                if inFlight < state.slots.values[index].streamLimit, best == nil || inFlight < best!.inFlight { best = (index, inFlight) }
             case .draining:
                 break
             }
         }
         let mayOpen = !connecting && usable < configuration.maximumConnections && !state.isShutDown
-        if let best, case .ready(let connection) = state.slots[best.id]!.state {
-            state.slots[best.id]!.inFlight += 1
-            state.slots[best.id]!.lastUsed = .now
+        if let best, case .ready(let connection) = state.slots.values[best.index].state {
+            state.slots.values[best.index].inFlight += 1
+            state.slots.values[best.index].lastUsed = .now
             if mayOpen, best.inFlight + 1 >= configuration.streamsPerConnectionBeforeSpreading { openConnection(&state) }
             return Lease(connection: connection)
         }
@@ -143,10 +146,10 @@ final class ConnectionPool: Sendable {
     func release(_ lease: Lease) {
         var closeDrained = false
         let resumed: [(CheckedContinuation<Lease, any Error>, Lease)] = state.withLock { state in
-            guard let slot = state.slots[lease.connection.id] else { return [] }
-            state.slots[lease.connection.id]!.inFlight -= 1
-            if case .draining = slot.state, slot.inFlight == 1 { closeDrained = true }
-            return wakeWaiters(&state)
+            guard let index = state.slots.index(forKey: lease.connection.id) else { return [] }
+            state.slots.values[index].inFlight -= 1
+            if case .draining = state.slots.values[index].state, state.slots.values[index].inFlight == 0 { closeDrained = true }
+            return state.waiterOrder.isEmpty ? [] : wakeWaiters(&state)
         }
         for (continuation, lease) in resumed { continuation.resume(returning: lease) }
         if closeDrained { lease.connection.channel.close(promise: nil) }
