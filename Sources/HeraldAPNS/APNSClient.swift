@@ -19,6 +19,7 @@ public final class APNSClient: Service, Sendable {
     private let metrics = APNSMetrics()
     private let authority: String
     private let ids = APNSIDGenerator()
+    private let lastSharedParts = Mutex<SharedParts?>(nil)
 
     /// Prepares a client; no connection is opened until the first send.
     /// - Parameters:
@@ -124,10 +125,10 @@ public final class APNSClient: Service, Sendable {
     /// Sends one prepared notification, retrying as the policy allows, and returns how it ended.
     public func send(_ notification: PreparedNotification, to token: DeviceToken) async -> APNSDelivery {
         let providerToken = configuration.credentials.tokenCache?.currentToken()
+        let shared = sharedParts(notification, providerToken: providerToken)
         return await deliver(Send(
-            notification: notification, body: ByteBuffer(bytes: notification.body), token: token,
-            apnsID: notification.apnsID?.headerValue ?? ids.next(), providerToken: providerToken,
-            template: headerTemplate(notification, authorization: providerToken)))
+            notification: notification, body: shared.body, token: token, apnsID: notification.apnsID?.headerValue ?? ids.next(),
+            providerToken: providerToken, template: shared.template))
     }
 
     /// Sends many notifications with at most `maximumInFlight` at once, calling `onDelivery` for each outcome as it
@@ -144,7 +145,7 @@ public final class APNSClient: Service, Sendable {
         precondition(maximumInFlight >= 1, "maximumInFlight must be at least 1")
         let queue = DeliveryQueue()
         // A fan-out sends one notification to many devices: encode its body and header template once and share them.
-        var shared: (notification: PreparedNotification, providerToken: ProviderToken?, body: ByteBuffer, template: APNSHeaderTemplate)?
+        var shared: SharedParts?
         try await withThrowingDiscardingTaskGroup { group in
             var inFlight = 0
             for try await (notification, token) in notifications {
@@ -153,7 +154,7 @@ public final class APNSClient: Service, Sendable {
                 }
                 let providerToken = configuration.credentials.tokenCache?.currentToken()
                 if shared == nil || shared!.notification != notification || shared!.providerToken != providerToken {
-                    shared = (notification, providerToken, ByteBuffer(bytes: notification.body), headerTemplate(notification, authorization: providerToken))
+                    shared = sharedParts(notification, providerToken: providerToken)
                 }
                 let send = Send(
                     notification: notification, body: shared!.body, token: token, apnsID: notification.apnsID?.headerValue ?? ids.next(),
@@ -307,7 +308,7 @@ public final class APNSClient: Service, Sendable {
                 if let tokens = configuration.credentials.tokenCache, let used = send.providerToken {
                     let fresh = tokens.refreshedToken(replacing: used)
                     send.providerToken = fresh
-                    send.template = headerTemplate(send.notification, authorization: fresh)
+                    send.template = sharedParts(send.notification, providerToken: fresh).template
                     send.refreshedProviderToken = true
                     metrics.refreshedJWT()
                     return .retry(afterBackoff: false, otherwise: rejected)
@@ -342,6 +343,28 @@ public final class APNSClient: Service, Sendable {
         } catch {
             return false
         }
+    }
+
+    /// What every request of one notification shares: its body and header template.
+    struct SharedParts: Sendable {
+        let notification: PreparedNotification
+        let providerToken: ProviderToken?
+        let body: ByteBuffer
+        let template: APNSHeaderTemplate
+    }
+
+    /// The body and header template for a notification, reused while the same notification goes to many devices
+    /// (a fan-out through ``send(_:to:)-(PreparedNotification,_)`` from many tasks): connections then find the
+    /// template's fields already indexed instead of looking each one up.
+    private func sharedParts(_ notification: PreparedNotification, providerToken: ProviderToken?) -> SharedParts {
+        if let last = lastSharedParts.withLock({ $0 }), last.providerToken == providerToken, last.notification == notification {
+            return last
+        }
+        let parts = SharedParts(
+            notification: notification, providerToken: providerToken, body: ByteBuffer(bytes: notification.body),
+            template: headerTemplate(notification, authorization: providerToken))
+        lastSharedParts.withLock { $0 = parts }
+        return parts
     }
 
     /// The header fields a notification's requests share, in wire order. Values that change from notification to
