@@ -64,7 +64,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "DequeModule", package: "swift-collections"),
@@ -200,7 +200,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldAPNSTests",
-            dependencies: ["HeraldAPNS", "HeraldEmulator", "HeraldCore", "HeraldTesting", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "HeraldAPNS", "HeraldEmulator", "HeraldCore", "HeraldTesting", "HeraldHTTP2", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -1,7 +1,6 @@
 import Foundation
 public import HeraldCore
 import NIOCore
-import NIOHPACK
 import NIOSSL
 public import ServiceLifecycle
 import Synchronization
@@ -19,6 +18,8 @@ public final class APNSClient: Service, Sendable {
     private let random: Mutex<SeededRandomNumberGenerator>
     private let metrics = APNSMetrics()
     private let authority: String
+    private let ids = APNSIDGenerator()
+    private let lastSharedParts = Mutex<SharedParts?>(nil)
 
     /// Prepares a client; no connection is opened until the first send.
     /// - Parameters:
@@ -123,37 +124,49 @@ public final class APNSClient: Service, Sendable {
 
     /// Sends one prepared notification, retrying as the policy allows, and returns how it ended.
     public func send(_ notification: PreparedNotification, to token: DeviceToken) async -> APNSDelivery {
-        await send(notification, body: ByteBuffer(bytes: notification.body), to: token)
+        let providerToken = configuration.credentials.tokenCache?.currentToken()
+        let shared = sharedParts(notification, providerToken: providerToken)
+        return await deliver(Send(
+            notification: notification, body: shared.body, token: token, apnsID: notification.apnsID?.headerValue ?? ids.next(),
+            providerToken: providerToken, template: shared.template))
     }
 
     /// Sends many notifications with at most `maximumInFlight` at once, calling `onDelivery` for each outcome as it
     /// comes. Memory stays bounded: the next notification is taken only when a slot is free, and `onDelivery` is
     /// awaited before more are taken, so a slow consumer slows the sender instead of queueing results.
+    ///
+    /// No task is made per notification: while a connection has a free stream, a notification goes straight to it
+    /// and its answer comes back through a queue this task drains in batches. Only a notification that must wait
+    /// (for a connection, or to be retried) gets a child task.
     public func sendAll<Notifications: AsyncSequence>(
         _ notifications: Notifications, maximumInFlight: Int = 1000,
         onDelivery: (APNSDelivery) async throws -> Void
     ) async throws where Notifications.Element == (PreparedNotification, DeviceToken) {
         precondition(maximumInFlight >= 1, "maximumInFlight must be at least 1")
-        var bodies: (PreparedNotification, ByteBuffer)?
-        try await withThrowingTaskGroup(of: APNSDelivery.self) { group in
+        let queue = DeliveryQueue()
+        // A fan-out sends one notification to many devices: encode its body and header template once and share them.
+        var shared: SharedParts?
+        try await withThrowingDiscardingTaskGroup { group in
             var inFlight = 0
             for try await (notification, token) in notifications {
-                if inFlight >= maximumInFlight, let delivery = try await group.next() {
-                    inFlight -= 1
-                    try await onDelivery(delivery)
+                while inFlight >= maximumInFlight {
+                    inFlight -= try await settle(queue.take(), group: &group, queue: queue, onDelivery: onDelivery)
                 }
-                // A fan-out sends one body to many devices: encode the buffer once and share it (copy on write).
-                let body: ByteBuffer
-                if let cached = bodies, cached.0 == notification {
-                    body = cached.1
-                } else {
-                    body = ByteBuffer(bytes: notification.body)
-                    bodies = (notification, body)
+                let providerToken = configuration.credentials.tokenCache?.currentToken()
+                if shared == nil || shared!.notification != notification || shared!.providerToken != providerToken {
+                    shared = sharedParts(notification, providerToken: providerToken)
                 }
-                group.addTask { await self.send(notification, body: body, to: token) }
+                let send = Send(
+                    notification: notification, body: shared!.body, token: token, apnsID: notification.apnsID?.headerValue ?? ids.next(),
+                    providerToken: providerToken, template: shared!.template)
+                if !startAttempt(send, reportingTo: queue) {
+                    group.addTask { queue.push(.delivered(await self.deliver(send))) }
+                }
                 inFlight += 1
             }
-            for try await delivery in group { try await onDelivery(delivery) }
+            while inFlight > 0 {
+                inFlight -= try await settle(queue.take(), group: &group, queue: queue, onDelivery: onDelivery)
+            }
         }
     }
 
@@ -165,51 +178,70 @@ public final class APNSClient: Service, Sendable {
         try await sendAll(SequenceOfNotifications(base: notifications), maximumInFlight: maximumInFlight, onDelivery: onDelivery)
     }
 
-    private func send(_ notification: PreparedNotification, body: ByteBuffer, to token: DeviceToken) async -> APNSDelivery {
-        let apnsID = notification.apnsID?.headerValue ?? UUID().uuidString.lowercased()
-        let tokens = configuration.credentials.tokenCache
-        var providerToken = tokens?.currentToken()
-        var refreshed = false
-        var attempt = 0
-        while true {
-            attempt += 1
-            if attempt > 1 { metrics.retry() }
-            let result = await attemptOnce(notification, body: body, token: token, apnsID: apnsID, authorization: providerToken?.authorizationHeader)
-            switch result {
-            case .success(let response) where response.status == 200:
-                metrics.accept()
-                return APNSDelivery(token: token, apnsID: apnsID, outcome: .accepted(apnsID: response.apnsID ?? apnsID, uniqueID: response.uniqueID), attempts: attempt)
-            case .success(let response):
-                let rejection = Self.rejection(from: response, apnsID: apnsID)
-                metrics.reject(reason: rejection.reason.rawValue)
-                let retryable = attempt < configuration.retry.maximumAttempts
-                switch rejection.reason.retry {
-                case .afterRefreshingProviderToken where !refreshed && retryable:
-                    if let tokens, let used = providerToken {
-                        providerToken = tokens.refreshedToken(replacing: used)
-                        metrics.refreshedJWT()
-                        refreshed = true
-                        continue
+    /// Hands finished notifications to the caller and gives those to retry a task each.
+    /// - Returns: how many notifications finished.
+    private func settle(
+        _ items: [DeliveryQueue.Item], group: inout ThrowingDiscardingTaskGroup<any Error>, queue: DeliveryQueue,
+        onDelivery: (APNSDelivery) async throws -> Void
+    ) async throws -> Int {
+        var finished = 0
+        for item in items {
+            switch item {
+            case .delivered(let delivery):
+                finished += 1
+                try await onDelivery(delivery)
+            case .retry(let send, let afterBackoff, let otherwise):
+                group.addTask {
+                    if afterBackoff, !(await self.backoff(after: send.attempts)) {
+                        queue.push(.delivered(self.giveUp(otherwise)))
+                        return
                     }
-                case .withBackoff where retryable, .onAnotherConnection where retryable:
-                    if await backoff(after: attempt) { continue }
-                default:
-                    break
+                    queue.push(.delivered(await self.deliver(send)))
                 }
-                return APNSDelivery(token: token, apnsID: apnsID, outcome: .rejected(rejection), attempts: attempt)
-            case .failure(let error):
-                if error.isRetryable, attempt < configuration.retry.maximumAttempts {
-                    // A stream APNs never processed goes out again at once on another stream; anything else waits.
-                    if error.code == .notProcessed { continue }
-                    if await backoff(after: attempt) { continue }
-                }
-                metrics.fail()
-                return APNSDelivery(token: token, apnsID: apnsID, outcome: .failed(error), attempts: attempt)
+            }
+        }
+        return finished
+    }
+
+    // MARK: One notification
+
+    /// One notification on its way: what is sent, and how far its retry policy has come.
+    struct Send: Sendable {
+        let notification: PreparedNotification
+        let body: ByteBuffer
+        let token: DeviceToken
+        /// The same on every attempt.
+        let apnsID: String
+        var providerToken: ProviderToken?
+        var template: APNSHeaderTemplate
+        var refreshedProviderToken = false
+        var attempts = 0
+    }
+
+    /// What one attempt's result means for the notification.
+    private enum Verdict {
+        case final(APNSDelivery)
+        /// Send again, after the backoff if `afterBackoff`; `otherwise` is how it ends if the retry cannot happen.
+        case retry(afterBackoff: Bool, otherwise: APNSDelivery)
+    }
+
+    /// Attempts until the notification is accepted, rejected for good, or out of attempts.
+    private func deliver(_ send: Send) async -> APNSDelivery {
+        var send = send
+        while true {
+            let result = await attempt(&send)
+            switch judge(result, &send) {
+            case .final(let delivery):
+                return delivery
+            case .retry(let afterBackoff, let otherwise):
+                if afterBackoff, !(await backoff(after: send.attempts)) { return giveUp(otherwise) }
             }
         }
     }
 
-    private func attemptOnce(_ notification: PreparedNotification, body: ByteBuffer, token: DeviceToken, apnsID: String, authorization: String?) async -> Result<APNSResponse, APNSClientError> {
+    private func attempt(_ send: inout Send) async -> Result<APNSResponse, APNSClientError> {
+        send.attempts += 1
+        if send.attempts > 1 { metrics.retry() }
         let lease: ConnectionPool.Lease
         do {
             lease = try await pool.lease()
@@ -220,23 +252,86 @@ public final class APNSClient: Service, Sendable {
         }
         metrics.attempt()
         let started = ContinuousClock.now
-        defer {
-            let elapsed = started.duration(to: .now)
-            metrics.answered(after: elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
-        }
-        do {
-            let response = try await lease.connection.execute(headers: headers(notification, token: token, apnsID: apnsID, authorization: authorization), body: body)
-            if response.status != 200, let reason = Self.reason(in: response),
-                reason.retry == .onAnotherConnection || reason == .unrelatedKeyIDInToken
-            {
-                pool.retire(lease.connection)
+        let result = await lease.connection.execute(template: send.template, token: send.token, apnsID: send.apnsID, body: send.body)
+        finish(lease, started: started, result)
+        return result
+    }
+
+    /// Starts an attempt without a task if a stream is free right now; its verdict goes to `queue`.
+    /// - Returns: `false` when every stream is taken: the caller must wait for one.
+    private func startAttempt(_ send: Send, reportingTo queue: DeliveryQueue) -> Bool {
+        guard let lease = pool.tryLease() else { return false }
+        var attempting = send
+        attempting.attempts += 1
+        if attempting.attempts > 1 { metrics.retry() }
+        metrics.attempt()
+        let started = ContinuousClock.now
+        let sent = attempting
+        lease.connection.submit(APNSStreamRequest(template: sent.template, token: sent.token, apnsID: sent.apnsID, body: sent.body) { result in
+            self.finish(lease, started: started, result)
+            var send = sent
+            switch self.judge(result, &send) {
+            case .final(let delivery): queue.push(.delivered(delivery))
+            case .retry(let afterBackoff, let otherwise): queue.push(.retry(send, afterBackoff: afterBackoff, otherwise: otherwise))
             }
-            pool.release(lease)
-            return .success(response)
-        } catch {
-            pool.release(lease)
-            return .failure((error as? APNSClientError) ?? APNSClientError(.connectionClosed, "The connection failed: \(error)."))
+        })
+        return true
+    }
+
+    /// Returns the stream slot; retires the connection when APNs' answer says it must not be used again.
+    private func finish(_ lease: ConnectionPool.Lease, started: ContinuousClock.Instant, _ result: Result<APNSResponse, APNSClientError>) {
+        let elapsed = started.duration(to: .now)
+        metrics.answered(after: elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        if case .success(let response) = result, response.status != 200, let reason = Self.reason(in: response),
+            reason.retry == .onAnotherConnection || reason == .unrelatedKeyIDInToken
+        {
+            pool.retire(lease.connection)
         }
+        pool.release(lease)
+    }
+
+    /// The retry policy applied to one attempt's result.
+    private func judge(_ result: Result<APNSResponse, APNSClientError>, _ send: inout Send) -> Verdict {
+        let retryable = send.attempts < configuration.retry.maximumAttempts
+        switch result {
+        case .success(let response) where response.status == 200:
+            metrics.accept()
+            return .final(APNSDelivery(
+                token: send.token, apnsID: send.apnsID, outcome: .accepted(apnsID: response.apnsID ?? send.apnsID, uniqueID: response.uniqueID),
+                attempts: send.attempts))
+        case .success(let response):
+            let rejection = Self.rejection(from: response, apnsID: send.apnsID)
+            metrics.reject(reason: rejection.reason.rawValue)
+            let rejected = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .rejected(rejection), attempts: send.attempts)
+            switch rejection.reason.retry {
+            case .afterRefreshingProviderToken where !send.refreshedProviderToken && retryable:
+                if let tokens = configuration.credentials.tokenCache, let used = send.providerToken {
+                    let fresh = tokens.refreshedToken(replacing: used)
+                    send.providerToken = fresh
+                    send.template = sharedParts(send.notification, providerToken: fresh).template
+                    send.refreshedProviderToken = true
+                    metrics.refreshedJWT()
+                    return .retry(afterBackoff: false, otherwise: rejected)
+                }
+            case .withBackoff where retryable, .onAnotherConnection where retryable:
+                return .retry(afterBackoff: true, otherwise: rejected)
+            default:
+                break
+            }
+            return .final(rejected)
+        case .failure(let error):
+            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts)
+            // A stream APNs never processed goes out again at once on another stream; anything else waits.
+            if error.isRetryable, retryable { return .retry(afterBackoff: error.code != .notProcessed, otherwise: failed) }
+            metrics.fail()
+            return .final(failed)
+        }
+    }
+
+    /// How a notification ends when its retry cannot happen (the backoff was cancelled).
+    private func giveUp(_ delivery: APNSDelivery) -> APNSDelivery {
+        if case .failed = delivery.outcome { metrics.fail() }
+        return delivery
     }
 
     /// Sleeps the backoff; `false` when the task was cancelled meanwhile.
@@ -250,22 +345,42 @@ public final class APNSClient: Service, Sendable {
         }
     }
 
-    private func headers(_ notification: PreparedNotification, token: DeviceToken, apnsID: String, authorization: String?) -> HPACKHeaders {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(11)
-        headers.add(name: ":method", value: "POST")
-        headers.add(name: ":scheme", value: "https")
-        // Unique per device and per notification: indexing them would only churn APNs' small HPACK table.
-        headers.add(name: ":path", value: "/3/device/" + token.hex, indexing: .nonIndexable)
-        headers.add(name: ":authority", value: authority)
-        if let authorization { headers.add(name: "authorization", value: authorization) }
-        headers.add(name: "apns-id", value: apnsID, indexing: .nonIndexable)
-        headers.add(name: "apns-push-type", value: notification.pushType.rawValue)
-        headers.add(name: "apns-topic", value: notification.topic)
-        if let priority = notification.priority { headers.add(name: "apns-priority", value: String(priority.rawValue)) }
-        if let expiration = notification.expiration { headers.add(name: "apns-expiration", value: String(expiration.secondsSince1970)) }
-        if let collapseID = notification.collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
-        return headers
+    /// What every request of one notification shares: its body and header template.
+    struct SharedParts: Sendable {
+        let notification: PreparedNotification
+        let providerToken: ProviderToken?
+        let body: ByteBuffer
+        let template: APNSHeaderTemplate
+    }
+
+    /// The body and header template for a notification, reused while the same notification goes to many devices
+    /// (a fan-out through ``send(_:to:)-(PreparedNotification,_)`` from many tasks): connections then find the
+    /// template's fields already indexed instead of looking each one up.
+    private func sharedParts(_ notification: PreparedNotification, providerToken: ProviderToken?) -> SharedParts {
+        if let last = lastSharedParts.withLock({ $0 }), last.providerToken == providerToken, last.notification == notification {
+            return last
+        }
+        let parts = SharedParts(
+            notification: notification, providerToken: providerToken, body: ByteBuffer(bytes: notification.body),
+            template: headerTemplate(notification, authorization: providerToken))
+        lastSharedParts.withLock { $0 = parts }
+        return parts
+    }
+
+    /// The header fields a notification's requests share, in wire order. Values that change from notification to
+    /// notification (an expiration time, a collapse id) are kept out of the HPACK table.
+    private func headerTemplate(_ notification: PreparedNotification, authorization: ProviderToken?) -> APNSHeaderTemplate {
+        var fields: [APNSHeaderTemplate.Field] = [.init(":authority", authority)]
+        fields.reserveCapacity(8)
+        if let authorization { fields.append(.init("authorization", authorization.authorizationHeader)) }
+        fields.append(.init("apns-push-type", notification.pushType.rawValue))
+        fields.append(.init("apns-topic", notification.topic))
+        if let priority = notification.priority { fields.append(.init("apns-priority", String(priority.rawValue))) }
+        if let expiration = notification.expiration {
+            fields.append(.init("apns-expiration", String(expiration.secondsSince1970), indexable: expiration.secondsSince1970 == 0))
+        }
+        if let collapseID = notification.collapseID { fields.append(.init("apns-collapse-id", collapseID, indexable: false)) }
+        return APNSHeaderTemplate(fields: fields)
     }
 
     private static func reason(in response: APNSResponse) -> APNSReason? {
@@ -295,4 +410,43 @@ private struct SequenceOfNotifications<Base: Sequence<(PreparedNotification, Dev
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(iterator: base.makeIterator()) }
+}
+
+/// Where a bulk send's attempts report back: event-loop callbacks and retry tasks push, the sending task takes
+/// everything there is at once, so it wakes once per batch of answers rather than once per notification.
+private final class DeliveryQueue: Sendable {
+    enum Item: Sendable {
+        case delivered(APNSDelivery)
+        case retry(APNSClient.Send, afterBackoff: Bool, otherwise: APNSDelivery)
+    }
+
+    private let state = Mutex<(items: [Item], waiter: UnsafeContinuation<Void, Never>?)>(([], nil))
+
+    func push(_ item: Item) {
+        let waiter = state.withLock { state in
+            state.items.append(item)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Everything pushed so far, waiting until there is something.
+    func take() async -> [Item] {
+        while true {
+            let items = state.withLock { state in
+                defer { state.items = [] }
+                return state.items
+            }
+            if !items.isEmpty { return items }
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                let ready = state.withLock { state in
+                    if !state.items.isEmpty { return true }
+                    state.waiter = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        }
+    }
 }

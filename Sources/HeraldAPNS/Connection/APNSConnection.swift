@@ -1,8 +1,6 @@
 import Foundation
 import HeraldCore
 import NIOCore
-import NIOHPACK
-import NIOHTTP2
 import NIOPosix
 import NIOSSL
 import Synchronization
@@ -11,15 +9,17 @@ import Synchronization
 final class APNSConnection: Sendable {
     let id: Int
     let channel: any Channel
+    private let handler: NIOLoopBound<APNSConnectionHandler>
     /// Requests waiting for the event loop. Senders on many tasks append here; one loop task writes the whole
     /// batch and flushes once, so a burst leaves in large TCP segments instead of one small segment per request
     /// (small segments overflow the receiver's buffer with per-packet overhead, and loopback then waits out
     /// 200 ms retransmission timeouts).
     private let outbox = Mutex<(requests: [APNSStreamRequest], drainScheduled: Bool)>(([], false))
 
-    private init(id: Int, channel: any Channel) {
+    private init(id: Int, channel: any Channel, handler: NIOLoopBound<APNSConnectionHandler>) {
         self.id = id
         self.channel = channel
+        self.handler = handler
     }
 
     /// Opens a connection and waits for the server's first SETTINGS frame.
@@ -51,13 +51,6 @@ final class APNSConnection: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverName))
-                        var settings = NIOHTTP2Handler.ConnectionConfiguration()
-                        settings.initialSettings = [
-                            HTTP2Setting(parameter: .enablePush, value: 0),
-                            HTTP2Setting(parameter: .maxConcurrentStreams, value: 100),
-                            HTTP2Setting(parameter: .initialWindowSize, value: 65535),
-                        ]
-                        try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: settings))
                         try channel.pipeline.syncOperations.addHandler(APNSConnectionHandler(
                             events: wrapped, requestTimeout: Self.timeAmount(configuration.requestTimeout),
                             pingInterval: Self.timeAmount(configuration.pingInterval)))
@@ -83,19 +76,27 @@ final class APNSConnection: Sendable {
             if let error = error as? APNSClientError { throw error }
             throw APNSClientError(.connectFailed, "Cannot connect to \(destination): \(error).")
         }
-        return APNSConnection(id: id, channel: channel)
+        let handler = try await channel.eventLoop.submit {
+            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: APNSConnectionHandler.self), eventLoop: channel.eventLoop)
+        }.get()
+        return APNSConnection(id: id, channel: channel, handler: handler)
     }
 
     /// Sends one request and waits for its response.
-    func execute(headers: HPACKHeaders, body: ByteBuffer) async throws -> APNSResponse {
-        let promise = channel.eventLoop.makePromise(of: APNSResponse.self)
+    func execute(template: APNSHeaderTemplate, token: DeviceToken, apnsID: String, body: ByteBuffer) async -> Result<APNSResponse, APNSClientError> {
+        await withUnsafeContinuation { continuation in
+            submit(APNSStreamRequest(template: template, token: token, apnsID: apnsID, body: body) { continuation.resume(returning: $0) })
+        }
+    }
+
+    /// Queues one request; its `onResponse` runs on the event loop when the answer (or failure) is known.
+    func submit(_ request: APNSStreamRequest) {
         let scheduleDrain = outbox.withLock { outbox in
-            outbox.requests.append(APNSStreamRequest(headers: headers, body: body, promise: promise))
+            outbox.requests.append(request)
             defer { outbox.drainScheduled = true }
             return !outbox.drainScheduled
         }
         if scheduleDrain { channel.eventLoop.execute { self.drain() } }
-        return try await promise.futureResult.get()
     }
 
     /// On the event loop: writes every waiting request and flushes once.
@@ -104,15 +105,7 @@ final class APNSConnection: Sendable {
             defer { outbox = ([], false) }
             return outbox.requests
         }
-        guard channel.isActive else {
-            // A closed channel's pipeline would drop the writes before the handler saw them.
-            for request in batch {
-                request.promise.fail(APNSClientError(.notProcessed, "The connection had closed; the notification was not sent on it."))
-            }
-            return
-        }
-        for request in batch { channel.write(request, promise: nil) }
-        channel.flush()
+        handler.value.write(batch)
     }
 
     func close() async {

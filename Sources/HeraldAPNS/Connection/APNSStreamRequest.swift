@@ -1,11 +1,15 @@
+import HeraldCore
 import NIOCore
-import NIOHPACK
 
-/// One request handed to a connection: encoded headers and body, and where the answer goes.
+/// One request handed to a connection: its header fields and body, and where the answer goes.
 struct APNSStreamRequest {
-    let headers: HPACKHeaders
+    /// The fields it shares with other requests of its kind.
+    let template: APNSHeaderTemplate
+    let token: DeviceToken
+    let apnsID: String
     let body: ByteBuffer
-    let promise: EventLoopPromise<APNSResponse>
+    /// Called exactly once, on the connection's event loop, with the response or why there is none.
+    let onResponse: @Sendable (Result<APNSResponse, APNSClientError>) -> Void
 }
 
 /// The parts of an HTTP/2 response APNs sends.

@@ -96,45 +96,60 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    /// Takes a slot on the least busy ready connection with room. When every connection is full it asks for one
-    /// more connection (if the maximum allows and none is being opened) and returns `nil`.
+    /// A stream slot right now if one is free, without waiting; nil when every connection is full (one more may be
+    /// opening) or the pool is shut down.
+    func tryLease() -> Lease? {
+        state.withLock { state in state.isShutDown ? nil : takeSlot(&state) }
+    }
+
+    /// Takes a slot on the least busy ready connection with room. Asks for one more connection (if the maximum
+    /// allows and none is being opened) when every connection is full, returning `nil`, or when every connection
+    /// carries ``APNSClientConfiguration/streamsPerConnectionBeforeSpreading`` streams, still returning the slot.
     private func takeSlot(_ state: inout State) -> Lease? {
-        var best: (id: Int, inFlight: Int)?
-        for (id, slot) in state.slots {
-            guard case .ready = slot.state, slot.inFlight < slot.streamLimit else { continue }
-            if best == nil || slot.inFlight < best!.inFlight { best = (id, slot.inFlight) }
-        }
-        if let best, case .ready(let connection) = state.slots[best.id]!.state {
-            state.slots[best.id]!.inFlight += 1
-            state.slots[best.id]!.lastUsed = .now
-            return Lease(connection: connection)
-        }
+        // By index and field: copying whole slots out of the dictionary costs a retain and release per connection
+        // on every lease.
+        var best: (index: Dictionary<Int, Slot>.Index, inFlight: Int)?
         var connecting = false
         var usable = 0
-        for slot in state.slots.values {
-            switch slot.state {
-            case .connecting: connecting = true; usable += 1
-            case .ready: usable += 1
-            case .draining: break
+        for index in state.slots.indices {
+            switch state.slots.values[index].state {
+            case .connecting:
+                connecting = true
+                usable += 1
+            case .ready:
+                usable += 1
+                let inFlight = state.slots.values[index].inFlight
+                if inFlight < state.slots.values[index].streamLimit, best == nil || inFlight < best!.inFlight { best = (index, inFlight) }
+            case .draining:
+                break
             }
         }
-        if !connecting, usable < configuration.maximumConnections, !state.isShutDown {
-            let id = state.nextID
-            state.nextID += 1
-            state.slots[id] = Slot(state: .connecting)
-            connectRequestSink.yield(id)
+        let mayOpen = !connecting && usable < configuration.maximumConnections && !state.isShutDown
+        if let best, case .ready(let connection) = state.slots.values[best.index].state {
+            state.slots.values[best.index].inFlight += 1
+            state.slots.values[best.index].lastUsed = .now
+            if mayOpen, best.inFlight + 1 >= configuration.streamsPerConnectionBeforeSpreading { openConnection(&state) }
+            return Lease(connection: connection)
         }
+        if mayOpen { openConnection(&state) }
         return nil
+    }
+
+    private func openConnection(_ state: inout State) {
+        let id = state.nextID
+        state.nextID += 1
+        state.slots[id] = Slot(state: .connecting)
+        connectRequestSink.yield(id)
     }
 
     /// Returns a slot. Hands it straight to the longest waiter when the connection still takes streams.
     func release(_ lease: Lease) {
         var closeDrained = false
         let resumed: [(CheckedContinuation<Lease, any Error>, Lease)] = state.withLock { state in
-            guard let slot = state.slots[lease.connection.id] else { return [] }
-            state.slots[lease.connection.id]!.inFlight -= 1
-            if case .draining = slot.state, slot.inFlight == 1 { closeDrained = true }
-            return wakeWaiters(&state)
+            guard let index = state.slots.index(forKey: lease.connection.id) else { return [] }
+            state.slots.values[index].inFlight -= 1
+            if case .draining = state.slots.values[index].state, state.slots.values[index].inFlight == 0 { closeDrained = true }
+            return state.waiterOrder.isEmpty ? [] : wakeWaiters(&state)
         }
         for (continuation, lease) in resumed { continuation.resume(returning: lease) }
         if closeDrained { lease.connection.channel.close(promise: nil) }
