@@ -271,6 +271,6 @@ struct ConnectionHandlerTests {
             #expect(APNSID(headerValue: id)?.headerValue == id)
             #expect(Array(id)[14] == "4" && "89ab".contains(Array(id)[19]))
         }
-        #expect(APNSIDGenerator.format(high: 0, low: 0) == "00000000-0000-4000-8000-000000000000")
+        #expect(APNSID.headerValue(high: 0, low: 0) == "00000000-0000-4000-8000-000000000000")
     }
 }

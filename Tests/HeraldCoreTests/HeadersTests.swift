@@ -48,4 +48,17 @@ struct HeadersTests {
         #expect(APNSID(headerValue: "not-a-uuid") == nil)
         #expect(APNSID(headerValue: "{" + id.headerValue + "}") == nil)
     }
+
+    @Test("random apns-ids are canonical lowercase version-4 UUIDs, reproducible from a seed")
+    func randomAPNSIDs() {
+        #expect(APNSID.headerValue(high: 0, low: 0) == "00000000-0000-4000-8000-000000000000")
+        #expect(APNSID.headerValue(high: .max, low: .max) == "ffffffff-ffff-4fff-bfff-ffffffffffff")
+        #expect(APNSID.headerValue(high: 0x0123_4567_89AB_CDEF, low: 0xFEDC_BA98_7654_3210) == "01234567-89ab-4def-bedc-ba9876543210")
+        var first = SeededRandomNumberGenerator(seed: 9)
+        var second = SeededRandomNumberGenerator(seed: 9)
+        let ids = (0..<500).map { _ in APNSID.randomHeaderValue(using: &first) }
+        #expect(ids == (0..<500).map { _ in APNSID.randomHeaderValue(using: &second) })
+        #expect(Set(ids).count == 500)
+        #expect(ids.allSatisfy { APNSID(headerValue: $0)?.headerValue == $0 })
+    }
 }

@@ -15,39 +15,6 @@ final class APNSIDGenerator: Sendable {
     }
 
     func next() -> String {
-        let (high, low) = random.withLock { ($0.next(), $0.next()) }
-        return Self.format(high: high, low: low)
+        random.withLock { APNSID.randomHeaderValue(using: &$0) }
     }
-
-    /// The 8-4-4-4-12 form of a UUID whose bytes are `high` then `low` (big-endian), with the version (4) and
-    /// variant (RFC 9562 §4.1) bits set.
-    static func format(high: UInt64, low: UInt64) -> String {
-        let high = high & ~0xF000 | 0x4000
-        let low = low & ~(0xC << 60) | (0x8 << 60)
-        return String(unsafeUninitializedCapacity: 36) { buffer in
-            var position = 0
-            func hex(_ value: UInt64, digits: Int) {
-                for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
-                    buffer[position] = hexDigits[Int((value >> UInt64(shift)) & 0xF)]
-                    position += 1
-                }
-            }
-            func dash() {
-                buffer[position] = UInt8(ascii: "-")
-                position += 1
-            }
-            hex(high >> 32, digits: 8)
-            dash()
-            hex(high >> 16 & 0xFFFF, digits: 4)
-            dash()
-            hex(high & 0xFFFF, digits: 4)
-            dash()
-            hex(low >> 48, digits: 4)
-            dash()
-            hex(low & 0xFFFF_FFFF_FFFF, digits: 12)
-            return position
-        }
-    }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

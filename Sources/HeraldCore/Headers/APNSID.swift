@@ -20,3 +20,33 @@ public struct APNSID: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { headerValue }
 }
+
+extension APNSID {
+    /// A random version-4 UUID in the canonical lowercase form, drawn from `generator`: without Foundation's `UUID`
+    /// and without a system call per id, for the sender and the emulator, which mint one per request.
+    public static func randomHeaderValue(using generator: inout some RandomNumberGenerator) -> String {
+        headerValue(high: generator.next(), low: generator.next())
+    }
+
+    /// The 8-4-4-4-12 form of the UUID whose bytes are `high` then `low` (big-endian), with the version (4) and
+    /// variant (RFC 9562 §4.1) bits set.
+    public static func headerValue(high: UInt64, low: UInt64) -> String {
+        let high = high & ~0xF000 | 0x4000
+        let low = low & ~(0xC << 60) | (0x8 << 60)
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var position = 0
+            for (value, shifts) in [(high, stride(from: 60, through: 0, by: -4)), (low, stride(from: 60, through: 0, by: -4))] {
+                for shift in shifts {
+                    if position == 8 || position == 13 || position == 18 || position == 23 {
+                        buffer[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    let nibble = UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 0xF
+                    buffer[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+                    position += 1
+                }
+            }
+            return position
+        }
+    }
+}
