@@ -79,6 +79,27 @@ struct OutsideClientTests {
         }
     }
 
+    @Test("h2load (nghttp2) pushes 3,000 notifications over 3 connections × 50 streams, HPACK-indexed and Huffman-coded: all accepted",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/h2load") || ProcessInfo.processInfo.environment["CI"] != nil))
+    func h2load() async throws {
+        let configuration = EmulatorConfiguration(
+            adminPort: nil, tls: .generated(caFile: directory.appendingPathComponent("ca.pem")), trustedKeys: [.init(key)],
+            inbox: .countingOnly)
+        try await APNSEmulator.withRunning(configuration) { emulator in
+            let jwt = try pythonJWT()
+            let body = directory.appendingPathComponent("payload.json")
+            try #"{"aps":{"alert":{"title":"h2load","body":"from nghttp2"}}}"#.write(to: body, atomically: true, encoding: .utf8)
+            let result = try ProcessRunner.run("h2load", [
+                "-n", "3000", "-c", "3", "-m", "50", "-t", "1", "-d", body.path,
+                "-H", "authorization: bearer \(jwt)", "-H", "apns-topic: com.example.app", "-H", "apns-push-type: alert",
+                "https://127.0.0.1:\(emulator.port(for: .development)!)/3/device/" + String(repeating: "7c", count: 32),
+            ])
+            #expect(result.status == 0, "h2load failed: \(result.standardError)")
+            #expect(result.standardOutput.contains("status codes: 3000 2xx, 0 3xx, 0 4xx, 0 5xx"), "\(result.standardOutput)")
+            #expect(emulator.counters.accepted == 3000 && emulator.counters.duplicateAPNSIDs == 0)
+        }
+    }
+
     @Test("curl --http1.1 is refused")
     func curlHTTP1() async throws {
         let configuration = EmulatorConfiguration(adminPort: nil, tls: .generated(caFile: directory.appendingPathComponent("ca.pem")), trustedKeys: [.init(key)])
