@@ -1,41 +1,13 @@
+public import HeraldCore
+
 /// Why a store operation failed, with a message that says what to do.
 ///
 /// `description` is safe to log and to show a person: it never contains a full device token, an API key secret or a
 /// provider token (tokens appear as ``HeraldCore/DeviceToken/redacted``). The underlying driver error, which may
 /// quote SQL, is kept in ``underlying`` and shown only by `debugDescription`.
-public struct StoreError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct StoreError: CodedError, CustomDebugStringConvertible {
     /// What kind of failure this is, for callers that branch on it. New codes may be added.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
-            case invalidURL, unavailable, migrationFailed, schemaTooNew, invalidRecord, notFound, corruptRecord
-            case closed, backend
-        }
-
-        private let base: Base
-
-        private init(_ base: Base) { self.base = base }
-
-        /// The database URL is malformed or names an unsupported backend.
-        public static let invalidURL = Code(.invalidURL)
-        /// The database cannot be reached or opened.
-        public static let unavailable = Code(.unavailable)
-        /// Applying a schema migration failed; nothing of that migration was kept.
-        public static let migrationFailed = Code(.migrationFailed)
-        /// The database was migrated by a newer Herald than this one.
-        public static let schemaTooNew = Code(.schemaTooNew)
-        /// A value handed to the store is outside its limits (an empty topic, too many tags, …).
-        public static let invalidRecord = Code(.invalidRecord)
-        /// The record the operation needs does not exist.
-        public static let notFound = Code(.notFound)
-        /// A stored row cannot be read back (edited by hand, or written by an incompatible version).
-        public static let corruptRecord = Code(.corruptRecord)
-        /// The store was closed.
-        public static let closed = Code(.closed)
-        /// The database driver reported an error.
-        public static let backend = Code(.backend)
-
-        public var description: String { base.rawValue }
-    }
+    public typealias Code = ErrorCode<StoreError>
 
     /// What kind of failure this is.
     public let code: Code
@@ -63,11 +35,30 @@ public struct StoreError: Error, Sendable, CustomStringConvertible, CustomDebugS
         self.line = line
     }
 
-    public var description: String { message }
-
     public var debugDescription: String {
         var text = "StoreError(\(code)): \(message) [\(file):\(line)]"
         if let underlying { text += " underlying: \(String(reflecting: underlying))" }
         return text
     }
+}
+
+extension ErrorCode where Domain == StoreError {
+    /// The database URL is malformed or names an unsupported backend.
+    public static let invalidURL = Self("invalidURL")
+    /// The database cannot be reached or opened.
+    public static let unavailable = Self("unavailable")
+    /// Applying a schema migration failed; nothing of that migration was kept.
+    public static let migrationFailed = Self("migrationFailed")
+    /// The database was migrated by a newer Herald than this one.
+    public static let schemaTooNew = Self("schemaTooNew")
+    /// A value handed to the store is outside its limits (an empty topic, too many tags, …).
+    public static let invalidRecord = Self("invalidRecord")
+    /// The record the operation needs does not exist.
+    public static let notFound = Self("notFound")
+    /// A stored row cannot be read back (edited by hand, or written by an incompatible version).
+    public static let corruptRecord = Self("corruptRecord")
+    /// The store was closed.
+    public static let closed = Self("closed")
+    /// The database driver reported an error.
+    public static let backend = Self("backend")
 }

@@ -48,6 +48,16 @@ public enum APNSOutcomeTable {
         /// Valid JSON of exactly this many bytes.
         case size(Int)
         case notJSON
+
+        /// The bytes to send.
+        public var bytes: [UInt8] {
+            switch self {
+            case .valid: Array(APNSOutcomeTable.validBody.utf8)
+            case .empty: []
+            case .size(let size): APNSOutcomeTable.body(ofSize: size)
+            case .notJSON: Array("hello, not json".utf8)
+            }
+        }
     }
 
     public struct Case: Sendable, CustomStringConvertible {
@@ -66,6 +76,13 @@ public enum APNSOutcomeTable {
         public let caughtBeforeSending: Bool
 
         public var description: String { name }
+
+        /// The baseline headers with this case's replacements; a `nil` value is a header the case removes.
+        public var requestHeaders: [String: String?] {
+            var merged = APNSOutcomeTable.baselineHeaders.mapValues { Optional($0) }
+            for (name, value) in headers { merged[name] = value }
+            return merged
+        }
 
         init(_ name: String, method: String = "POST", target: Target = .developmentDevice, authorization: Authorization = .valid,
              headers: [String: String?] = [:], duplicatedHeader: String? = nil, body: Body = .valid,

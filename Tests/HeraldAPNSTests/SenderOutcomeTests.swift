@@ -32,17 +32,9 @@ struct SenderOutcomeTests {
     }
 
     func notification(for testCase: APNSOutcomeTable.Case) -> PushNotification {
-        var headers = APNSOutcomeTable.baselineHeaders.mapValues { Optional($0) }
-        for (name, value) in testCase.headers { headers[name] = value }
-        let body: [UInt8]
-        switch testCase.body {
-        case .valid: body = Array(APNSOutcomeTable.validBody.utf8)
-        case .empty: body = []
-        case .size(let size): body = APNSOutcomeTable.body(ofSize: size)
-        case .notJSON: body = Array("hello, not json".utf8)
-        }
+        let headers = testCase.requestHeaders
         return PushNotification(
-            body: .raw(body), pushType: (headers["apns-push-type"] ?? nil).flatMap { APNSPushType(headerValue: $0) } ?? .alert,
+            body: .raw(testCase.body.bytes), pushType: (headers["apns-push-type"] ?? nil).flatMap { APNSPushType(headerValue: $0) } ?? .alert,
             topic: (headers["apns-topic"] ?? nil) ?? "", priority: (headers["apns-priority"] ?? nil).flatMap(APNSPriority.init(headerValue:)),
             expiration: (headers["apns-expiration"] ?? nil).flatMap(APNSExpiration.init(headerValue:)),
             collapseID: headers["apns-collapse-id"] ?? nil, apnsID: (headers["apns-id"] ?? nil).flatMap(APNSID.init(headerValue:)))

@@ -82,20 +82,13 @@ struct EmulatorFixture {
         case .expired: headers.append(("authorization", freshBearer(issuedAt: clock.now().addingTimeInterval(-3601))))
         case .unknownKey: headers.append(("authorization", freshBearer(untrustedKey)))
         }
-        var merged = APNSOutcomeTable.baselineHeaders.mapValues { Optional($0) }
-        for (name, value) in testCase.headers { merged[name] = value }
+        let merged = testCase.requestHeaders
         for (name, value) in merged.sorted(by: { $0.key < $1.key }) {
             if let value { headers.append((name, value)) }
         }
         if let duplicated = testCase.duplicatedHeader, let value = merged[duplicated] ?? nil { headers.append((duplicated, value)) }
-        let body: [UInt8]
-        switch testCase.body {
-        case .valid: body = Array(APNSOutcomeTable.validBody.utf8)
-        case .empty: body = []
-        case .size(let size): body = APNSOutcomeTable.body(ofSize: size)
-        case .notJSON: body = Array("hello, not json".utf8)
-        }
-        return try await client.send(method: testCase.method, path: path(for: testCase.target), headers: headers, body: body)
+        return try await client.send(
+            method: testCase.method, path: path(for: testCase.target), headers: headers, body: testCase.body.bytes)
     }
 
     func alert(_ text: String = "Hello", extra: [(String, String)] = []) -> (headers: [(String, String)], body: [UInt8]) {

@@ -56,28 +56,8 @@ public struct APNSRejection: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Why a notification could not get an answer from APNs, or the client could not start.
-public struct APNSClientError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-        /// The attempt had no response within ``APNSClientConfiguration/requestTimeout``.
-        public static let timeout = Code("timeout")
-        /// The connection closed before the response (it may or may not have been processed).
-        public static let connectionClosed = Code("connectionClosed")
-        /// The server refused the stream or it was above a GOAWAY's last stream id: not processed, safe to resend.
-        public static let notProcessed = Code("notProcessed")
-        /// A connection could not be opened (DNS, TCP, TLS, ALPN).
-        public static let connectFailed = Code("connectFailed")
-        /// The response was not an APNs response.
-        public static let badResponse = Code("badResponse")
-        /// The client was shut down.
-        public static let shutdown = Code("shutdown")
-        /// The configuration or credentials are not usable.
-        public static let configuration = Code("configuration")
-        /// The notification failed validation before sending.
-        public static let invalidNotification = Code("invalidNotification")
-    }
+public struct APNSClientError: CodedError, Hashable {
+    public typealias Code = ErrorCode<APNSClientError>
 
     public let code: Code
     public let message: String
@@ -93,6 +73,23 @@ public struct APNSClientError: Error, Sendable, Hashable, CustomStringConvertibl
     public var isRetryable: Bool {
         code == .timeout || code == .connectionClosed || code == .notProcessed || code == .connectFailed
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == APNSClientError {
+    /// The attempt had no response within ``APNSClientConfiguration/requestTimeout``.
+    public static let timeout = Self("timeout")
+    /// The connection closed before the response (it may or may not have been processed).
+    public static let connectionClosed = Self("connectionClosed")
+    /// The server refused the stream or it was above a GOAWAY's last stream id: not processed, safe to resend.
+    public static let notProcessed = Self("notProcessed")
+    /// A connection could not be opened (DNS, TCP, TLS, ALPN).
+    public static let connectFailed = Self("connectFailed")
+    /// The response was not an APNs response.
+    public static let badResponse = Self("badResponse")
+    /// The client was shut down.
+    public static let shutdown = Self("shutdown")
+    /// The configuration or credentials are not usable.
+    public static let configuration = Self("configuration")
+    /// The notification failed validation before sending.
+    public static let invalidNotification = Self("invalidNotification")
 }

@@ -84,20 +84,9 @@ public struct ProvisioningProfile: Sendable, Hashable {
 }
 
 /// Why a provisioning profile could not be read.
-public struct ProvisioningProfileError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct ProvisioningProfileError: CodedError, Hashable {
     /// The kind of failure.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The file could not be read.
-        public static let unreadable = Code("unreadable")
-        /// The data holds no XML property list.
-        public static let noPropertyList = Code("noPropertyList")
-        /// The property list does not parse or is not a dictionary.
-        public static let invalidPropertyList = Code("invalidPropertyList")
-    }
+    public typealias Code = ErrorCode<ProvisioningProfileError>
 
     /// What failed.
     public let code: Code
@@ -108,6 +97,13 @@ public struct ProvisioningProfileError: Error, Sendable, Hashable, CustomStringC
         self.code = code
         self.message = message
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == ProvisioningProfileError {
+    /// The file could not be read.
+    public static let unreadable = Self("unreadable")
+    /// The data holds no XML property list.
+    public static let noPropertyList = Self("noPropertyList")
+    /// The property list does not parse or is not a dictionary.
+    public static let invalidPropertyList = Self("invalidPropertyList")
 }

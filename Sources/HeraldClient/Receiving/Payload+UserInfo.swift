@@ -19,20 +19,9 @@ extension Payload {
 }
 
 /// Why a received notification could not be decoded.
-public struct NotificationDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct NotificationDecodingError: CodedError, Hashable {
     /// The kind of failure.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// A value JSON cannot hold, such as a `Date` or `Data`.
-        public static let unsupportedValue = Code("unsupportedValue")
-        /// A dictionary key that is not a string.
-        public static let nonStringKey = Code("nonStringKey")
-        /// A known payload key has the wrong type or value.
-        public static let invalidPayload = Code("invalidPayload")
-    }
+    public typealias Code = ErrorCode<NotificationDecodingError>
 
     /// What failed.
     public let code: Code
@@ -49,8 +38,15 @@ public struct NotificationDecodingError: Error, Sendable, Hashable, CustomString
         self.message = message
         self.underlying = underlying
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == NotificationDecodingError {
+    /// A value JSON cannot hold, such as a `Date` or `Data`.
+    public static let unsupportedValue = Self("unsupportedValue")
+    /// A dictionary key that is not a string.
+    public static let nonStringKey = Self("nonStringKey")
+    /// A known payload key has the wrong type or value.
+    public static let invalidPayload = Self("invalidPayload")
 }
 
 extension Payload {

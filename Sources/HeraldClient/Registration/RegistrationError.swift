@@ -1,28 +1,11 @@
+public import HeraldCore
+
 /// Why a registration or unregistration did not reach the server, and whether it will be tried again.
 ///
 /// `description` is safe to log: it never contains the full token or the registration key.
-public struct RegistrationError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct RegistrationError: CodedError, CustomDebugStringConvertible {
     /// The kind of failure, for callers that branch on it.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The server URL uses plain HTTP and plain HTTP was not allowed.
-        public static let insecureURL = Code("insecureURL")
-        /// The server URL is not an absolute http(s) URL.
-        public static let invalidServerURL = Code("invalidServerURL")
-        /// The registration breaks a documented limit; nothing was sent.
-        public static let invalidRegistration = Code("invalidRegistration")
-        /// The server refused the request with a 4xx status that retrying cannot fix.
-        public static let rejected = Code("rejected")
-        /// Every attempt failed with a network error, 429 or 5xx; the operation was saved to try again later.
-        public static let gaveUp = Code("gaveUp")
-        /// The task was cancelled between attempts; the operation was saved to try again later.
-        public static let cancelled = Code("cancelled")
-        /// The pending-operation record could not be read or written.
-        public static let storageFailed = Code("storageFailed")
-    }
+    public typealias Code = ErrorCode<RegistrationError>
 
     /// What failed.
     public let code: Code
@@ -70,8 +53,6 @@ public struct RegistrationError: Error, Sendable, CustomStringConvertible, Custo
         )
     }
 
-    public var description: String { message }
-
     public var debugDescription: String {
         var parts = ["RegistrationError(\(code))", message]
         if let status { parts.append("status \(status)") }
@@ -79,4 +60,21 @@ public struct RegistrationError: Error, Sendable, CustomStringConvertible, Custo
         if let underlying { parts.append("underlying: \(String(reflecting: underlying))") }
         return parts.joined(separator: "; ")
     }
+}
+
+extension ErrorCode where Domain == RegistrationError {
+    /// The server URL uses plain HTTP and plain HTTP was not allowed.
+    public static let insecureURL = Self("insecureURL")
+    /// The server URL is not an absolute http(s) URL.
+    public static let invalidServerURL = Self("invalidServerURL")
+    /// The registration breaks a documented limit; nothing was sent.
+    public static let invalidRegistration = Self("invalidRegistration")
+    /// The server refused the request with a 4xx status that retrying cannot fix.
+    public static let rejected = Self("rejected")
+    /// Every attempt failed with a network error, 429 or 5xx; the operation was saved to try again later.
+    public static let gaveUp = Self("gaveUp")
+    /// The task was cancelled between attempts; the operation was saved to try again later.
+    public static let cancelled = Self("cancelled")
+    /// The pending-operation record could not be read or written.
+    public static let storageFailed = Self("storageFailed")
 }

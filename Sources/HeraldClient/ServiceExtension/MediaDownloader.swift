@@ -6,6 +6,7 @@ public import FoundationNetworking
 #else
 public import Foundation
 #endif
+public import HeraldCore
 
 /// Downloads a notification's media (the book's `media-url`) to a temporary file that a notification attachment can
 /// take, within a time limit and a size limit.
@@ -343,32 +344,9 @@ private final class TransferDelegate: NSObject, URLSessionDataDelegate, Sendable
 }
 
 /// Why media could not be downloaded. The notification should still be shown, without the attachment.
-public struct MediaDownloadError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct MediaDownloadError: CodedError, Hashable {
     /// The kind of failure.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// A plain `http://` URL, not allowed.
-        public static let insecureURL = Code("insecureURL")
-        /// Not an http(s) URL.
-        public static let unsupportedURL = Code("unsupportedURL")
-        /// The server answered with a status other than 2xx.
-        public static let httpStatus = Code("httpStatus")
-        /// The declared or received size passed the limit.
-        public static let tooLarge = Code("tooLarge")
-        /// The time limit passed.
-        public static let timedOut = Code("timedOut")
-        /// No file extension could be found for the media.
-        public static let unknownType = Code("unknownType")
-        /// The connection failed.
-        public static let network = Code("network")
-        /// The file could not be created, written or renamed.
-        public static let fileSystem = Code("fileSystem")
-        /// The task was cancelled.
-        public static let cancelled = Code("cancelled")
-    }
+    public typealias Code = ErrorCode<MediaDownloadError>
 
     /// What failed.
     public let code: Code
@@ -385,8 +363,27 @@ public struct MediaDownloadError: Error, Sendable, Hashable, CustomStringConvert
         self.status = status
         self.message = message
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == MediaDownloadError {
+    /// A plain `http://` URL, not allowed.
+    public static let insecureURL = Self("insecureURL")
+    /// Not an http(s) URL.
+    public static let unsupportedURL = Self("unsupportedURL")
+    /// The server answered with a status other than 2xx.
+    public static let httpStatus = Self("httpStatus")
+    /// The declared or received size passed the limit.
+    public static let tooLarge = Self("tooLarge")
+    /// The time limit passed.
+    public static let timedOut = Self("timedOut")
+    /// No file extension could be found for the media.
+    public static let unknownType = Self("unknownType")
+    /// The connection failed.
+    public static let network = Self("network")
+    /// The file could not be created, written or renamed.
+    public static let fileSystem = Self("fileSystem")
+    /// The task was cancelled.
+    public static let cancelled = Self("cancelled")
 }
 
 extension URL {

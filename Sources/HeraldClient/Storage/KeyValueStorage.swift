@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// A small persistent slot store: where the SDK keeps its installation id, a pending registration and the badge count.
 ///
@@ -29,22 +30,9 @@ extension KeyValueStorage {
 }
 
 /// Why a value could not be read or stored.
-public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct StorageError: CodedError, Hashable {
     /// The kind of failure.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        /// The key is empty, starts with a dot or has characters other than letters, digits, `.`, `-` and `_`.
-        public static let invalidKey = Code("invalidKey")
-        /// The value exists but could not be read.
-        public static let readFailed = Code("readFailed")
-        /// The value could not be written or removed.
-        public static let writeFailed = Code("writeFailed")
-        /// The lock that serialises processes could not be taken.
-        public static let lockFailed = Code("lockFailed")
-    }
+    public typealias Code = ErrorCode<StorageError>
 
     /// What failed.
     public let code: Code
@@ -55,8 +43,6 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
         self.code = code
         self.message = message
     }
-
-    public var description: String { message }
 
     /// Checks that a key can name a file on every platform.
     static func checkKey(_ key: String) throws(StorageError) {
@@ -73,4 +59,15 @@ public struct StorageError: Error, Sendable, Hashable, CustomStringConvertible {
             )
         }
     }
+}
+
+extension ErrorCode where Domain == StorageError {
+    /// The key is empty, starts with a dot or has characters other than letters, digits, `.`, `-` and `_`.
+    public static let invalidKey = Self("invalidKey")
+    /// The value exists but could not be read.
+    public static let readFailed = Self("readFailed")
+    /// The value could not be written or removed.
+    public static let writeFailed = Self("writeFailed")
+    /// The lock that serialises processes could not be taken.
+    public static let lockFailed = Self("lockFailed")
 }

@@ -108,17 +108,8 @@ public struct ProviderSigningKey: Sendable, CustomStringConvertible, CustomDebug
 }
 
 /// Why a provider signing key could not be loaded.
-public struct ProviderKeyError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-        public static let unreadableFile = Code("unreadableFile")
-        public static let unreadableKey = Code("unreadableKey")
-        public static let missingKeyID = Code("missingKeyID")
-        public static let badKeyID = Code("badKeyID")
-        public static let badTeamID = Code("badTeamID")
-    }
+public struct ProviderKeyError: CodedError, Hashable {
+    public typealias Code = ErrorCode<ProviderKeyError>
 
     public let code: Code
     public let message: String
@@ -127,6 +118,12 @@ public struct ProviderKeyError: Error, Sendable, Hashable, CustomStringConvertib
         self.code = code
         self.message = message
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == ProviderKeyError {
+    public static let unreadableFile = Self("unreadableFile")
+    public static let unreadableKey = Self("unreadableKey")
+    public static let missingKeyID = Self("missingKeyID")
+    public static let badKeyID = Self("badKeyID")
+    public static let badTeamID = Self("badTeamID")
 }

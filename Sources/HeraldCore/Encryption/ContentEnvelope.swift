@@ -43,19 +43,8 @@ public enum ContentEnvelope {
 }
 
 /// Why content could not be sealed or opened.
-public struct ContentEnvelopeError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-        public static let badKey = Code("badKey")
-        public static let badKeyID = Code("badKeyID")
-        public static let malformed = Code("malformed")
-        public static let unknownKey = Code("unknownKey")
-        public static let authenticationFailed = Code("authenticationFailed")
-        public static let notEncrypted = Code("notEncrypted")
-        public static let nothingToEncrypt = Code("nothingToEncrypt")
-    }
+public struct ContentEnvelopeError: CodedError, Hashable {
+    public typealias Code = ErrorCode<ContentEnvelopeError>
 
     public let code: Code
     public let message: String
@@ -64,6 +53,14 @@ public struct ContentEnvelopeError: Error, Sendable, Hashable, CustomStringConve
         self.code = code
         self.message = message
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == ContentEnvelopeError {
+    public static let badKey = Self("badKey")
+    public static let badKeyID = Self("badKeyID")
+    public static let malformed = Self("malformed")
+    public static let unknownKey = Self("unknownKey")
+    public static let authenticationFailed = Self("authenticationFailed")
+    public static let notEncrypted = Self("notEncrypted")
+    public static let nothingToEncrypt = Self("nothingToEncrypt")
 }

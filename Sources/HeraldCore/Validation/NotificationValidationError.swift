@@ -5,30 +5,9 @@
 /// silently (a background push with an alert is dropped on the device), and those have no reason. Apple does not
 /// document the reason for a device-push body that is not a JSON object; Herald (here and in its emulator) uses
 /// `BadRequestPayload`, the broadcast endpoints' reason for it.
-public struct NotificationValidationError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct NotificationValidationError: CodedError, Hashable {
     /// Which rule failed, for callers that branch on it.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private let name: String
-        private init(_ name: String) { self.name = name }
-        public var description: String { name }
-
-        public static let payloadEmpty = Code("payloadEmpty")
-        public static let payloadTooLarge = Code("payloadTooLarge")
-        public static let payloadNotJSON = Code("payloadNotJSON")
-        public static let payloadNotObject = Code("payloadNotObject")
-        public static let invalidField = Code("invalidField")
-        public static let missingTopic = Code("missingTopic")
-        public static let badTopic = Code("badTopic")
-        public static let topicDoesNotMatchPushType = Code("topicDoesNotMatchPushType")
-        public static let badPriority = Code("badPriority")
-        public static let collapseIDEmpty = Code("collapseIDEmpty")
-        public static let collapseIDTooLong = Code("collapseIDTooLong")
-        public static let pushTypeMismatch = Code("pushTypeMismatch")
-        public static let nothingVisible = Code("nothingVisible")
-        public static let valueOutOfRange = Code("valueOutOfRange")
-        public static let liveActivity = Code("liveActivity")
-        public static let missingField = Code("missingField")
-    }
+    public typealias Code = ErrorCode<NotificationValidationError>
 
     public let code: Code
     /// The header (`apns-priority`) or payload path (`aps.sound.volume`) at fault.
@@ -48,4 +27,23 @@ public struct NotificationValidationError: Error, Sendable, Hashable, CustomStri
     public var description: String {
         if let reason { "\(field): \(message) (APNs: \(reason))" } else { "\(field): \(message)" }
     }
+}
+
+extension ErrorCode where Domain == NotificationValidationError {
+    public static let payloadEmpty = Self("payloadEmpty")
+    public static let payloadTooLarge = Self("payloadTooLarge")
+    public static let payloadNotJSON = Self("payloadNotJSON")
+    public static let payloadNotObject = Self("payloadNotObject")
+    public static let invalidField = Self("invalidField")
+    public static let missingTopic = Self("missingTopic")
+    public static let badTopic = Self("badTopic")
+    public static let topicDoesNotMatchPushType = Self("topicDoesNotMatchPushType")
+    public static let badPriority = Self("badPriority")
+    public static let collapseIDEmpty = Self("collapseIDEmpty")
+    public static let collapseIDTooLong = Self("collapseIDTooLong")
+    public static let pushTypeMismatch = Self("pushTypeMismatch")
+    public static let nothingVisible = Self("nothingVisible")
+    public static let valueOutOfRange = Self("valueOutOfRange")
+    public static let liveActivity = Self("liveActivity")
+    public static let missingField = Self("missingField")
 }
