@@ -203,6 +203,7 @@ let package = Package(
             dependencies: [
                 "HeraldAPNS", "HeraldEmulator", "HeraldCore", "HeraldTesting", "HeraldHTTP2", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: upcomingFeatures
         ),

@@ -3,6 +3,8 @@ import HeraldAPNS
 import HeraldCore
 import HeraldEmulator
 import HeraldTesting
+import NIOCore
+import NIOPosix
 import Synchronization
 import Testing
 
@@ -22,7 +24,7 @@ struct NginxInteropTests {
         let caPEM: String
         let process: Process
 
-        static func start() throws -> Sink {
+        static func start() async throws -> Sink {
             let nginx = try #require(nginxPath, "nginx is missing: apt-get install nginx")
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-nginx-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -30,7 +32,7 @@ struct NginxInteropTests {
             let server = try authority.issueServerCertificate()
             try server.certificatePEM.write(to: directory.appendingPathComponent("server.pem"), atomically: true, encoding: .utf8)
             try server.privateKeyPEM.write(to: directory.appendingPathComponent("server.key"), atomically: true, encoding: .utf8)
-            let port = try freePort(), upstream = try freePort()
+            let port = try await freePort(), upstream = try await freePort()
             let d = directory.path
             let configuration = """
                 daemon off; master_process off; worker_processes 1;
@@ -68,8 +70,13 @@ struct NginxInteropTests {
             try process.run()
             let sink = Sink(directory: directory, port: port, caPEM: authority.certificatePEM, process: process)
             // Ready when it accepts connections.
-            for _ in 0..<100 where !sink.accepts() { Thread.sleep(forTimeInterval: 0.05) }
-            guard sink.accepts() else {
+            var ready = false
+            for _ in 0..<100 {
+                ready = await sink.accepts()
+                if ready { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            guard ready else {
                 sink.stop()
                 let log = (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
                 throw NginxFailed(description: "nginx did not start: \(log)")
@@ -79,14 +86,11 @@ struct NginxInteropTests {
 
         struct NginxFailed: Error, CustomStringConvertible { let description: String }
 
-        func accepts() -> Bool {
-            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(socket) }
-            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: in_port_t(UInt16(port).bigEndian),
-                                      sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
+        func accepts() async -> Bool {
+            guard let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "127.0.0.1", port: port).get() else { return false }
+            try? await channel.close()
+            return true
         }
 
         /// The requests nginx logged, one JSON object each.
@@ -104,24 +108,18 @@ struct NginxInteropTests {
             try? FileManager.default.removeItem(at: directory)
         }
 
-        private static func freePort() throws -> Int {
-            let socket = Foundation.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(socket) }
-            var address = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")),
-                                      sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            try withUnsafeMutablePointer(to: &address) { pointer in
-                try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                    guard bind(socket, address, length) == 0, getsockname(socket, address, &length) == 0 else { throw NginxFailed(description: "no free port") }
-                }
-            }
-            return Int(UInt16(bigEndian: address.sin_port))
+        /// A port the kernel just handed out and that is free again (nginx binds it a moment later).
+        private static func freePort() async throws -> Int {
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+            let port = try #require(channel.localAddress?.port)
+            try await channel.close()
+            return port
         }
     }
 
     @Test("every notification reaches nginx whole, once, through small windows and a limit of 8 streams; rejections keep their reason")
     func notificationsArriveWhole() async throws {
-        let sink = try Sink.start()
+        let sink = try await Sink.start()
         defer { sink.stop() }
         let clock = ManualWallClock(Date())
         let tokens = ProviderTokenCache(key: TestSigningKeys.make(keyID: "ABC123DEFG", teamID: "DEF123GHIJ"), clock: clock)
