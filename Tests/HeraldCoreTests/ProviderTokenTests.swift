@@ -206,6 +206,21 @@ struct ProviderTokenTests {
         #expect(cache.currentToken() == shared)
     }
 
+    @Test("a newer token under the same key id but signed by another key, or too old to use, is not adopted")
+    func adoptChecksTheSignature() {
+        let clock = ManualWallClock()
+        let cache = ProviderTokenCache(key: key, clock: clock)
+        let own = cache.currentToken()
+        let impostor = TestSigningKeys.make(keyID: key.keyID, teamID: key.teamID)
+        cache.adopt(impostor.signToken(issuedAt: clock.now().addingTimeInterval(30)))
+        #expect(cache.currentToken() == own)
+        // Newer than the cached token, but past APNs' one-hour limit by now.
+        let stale = key.signToken(issuedAt: clock.now().addingTimeInterval(600))
+        clock.advance(by: .seconds(2 * 3600))
+        cache.adopt(stale)
+        #expect(cache.currentToken() != stale)
+    }
+
     // MARK: Interoperability
 
     @Test("a JWT Herald signs verifies with Python's cryptography")

@@ -78,7 +78,13 @@ public final class ProviderTokenCache: Sendable {
     /// Adopts a token signed elsewhere (another server instance sharing it through the database) if it is newer
     /// than the cached one and was signed with this cache's key.
     public func adopt(_ token: ProviderToken) {
-        guard token.keyID == key.keyID, token.teamID == key.teamID else { return }
+        guard token.keyID == key.keyID, token.teamID == key.teamID,
+            state.withLock({ $0.current.map { token.issuedAt > $0.issuedAt } ?? true })
+        else { return }
+        // The same key id does not prove the same key: a key file replaced under its old id, or the per-process key
+        // of an in-process emulator after a restart. Adopting such a token would fail every request with
+        // InvalidProviderToken, so its signature (and age) is checked against this key first.
+        guard (try? ProviderTokenVerifier(trustedKeys: [.init(key)]).verify(jwt: token.jwt, now: clock.now())) != nil else { return }
         state.withLock { state in
             if state.current.map({ token.issuedAt > $0.issuedAt }) ?? true { state.current = token }
         }
