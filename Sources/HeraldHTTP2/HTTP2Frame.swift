@@ -73,6 +73,17 @@ package struct HTTP2Frame: Sendable {
 
     package func has(_ flag: UInt8) -> Bool { flags & flag != 0 }
 
+    /// A WINDOW_UPDATE's increment (reserved bit cleared), or nil when the payload is not the 4 bytes it must be.
+    package var windowIncrement: Int? { fixedPayload(as: UInt32.self).map { Int($0 & 0x7FFF_FFFF) } }
+    /// A RST_STREAM's error code, or nil when the payload is not 4 bytes.
+    package var resetCode: UInt32? { fixedPayload(as: UInt32.self) }
+    /// A PING's opaque data, or nil when the payload is not 8 bytes.
+    package var pingData: UInt64? { fixedPayload(as: UInt64.self) }
+
+    private func fixedPayload<Value: FixedWidthInteger>(as: Value.Type) -> Value? {
+        payload.readableBytes == MemoryLayout<Value>.size ? payload.getInteger(at: payload.readerIndex, as: Value.self) : nil
+    }
+
     /// The payload without the pad length byte, the padding, and (for HEADERS) the priority fields.
     /// - Returns: nil when the padding is longer than the frame, a `PROTOCOL_ERROR` (RFC 9113 §6.1).
     package func unpaddedPayload() -> ByteBuffer? {

@@ -44,7 +44,7 @@ struct EmulatorHTTP2Tests {
             #expect(frames.contains { $0.knownType == .settings && $0.has(HTTP2Flags.ack) })
             let ping = try #require(frames.last)
             #expect(ping.has(HTTP2Flags.ack))
-            #expect(ping.payload.getInteger(at: ping.payload.readerIndex, as: UInt64.self) == 0xFEED_F00D)
+            #expect(ping.pingData == 0xFEED_F00D)
             await connection.close()
         }
     }

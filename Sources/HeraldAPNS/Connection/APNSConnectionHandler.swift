@@ -287,16 +287,14 @@ final class APNSConnectionHandler: ChannelInboundHandler {
                 partialHeaders = (frame.streamID, block, frame.has(HTTP2Flags.endStream))
             }
         case .rstStream:
-            guard frame.streamID != 0, frame.payload.readableBytes == 4 else {
+            guard frame.streamID != 0, let code = frame.resetCode else {
                 throw ConnectionError(code: .protocolError, message: "a malformed RST_STREAM")
             }
-            let code = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self)!
             receivedReset(streamID: frame.streamID, code: code)
         case .settings: try receivedSettings(frame)
         case .ping:
-            guard frame.streamID == 0, frame.payload.readableBytes == 8 else { throw ConnectionError(code: .protocolError, message: "a malformed PING") }
+            guard frame.streamID == 0, let opaque = frame.pingData else { throw ConnectionError(code: .protocolError, message: "a malformed PING") }
             if !frame.has(HTTP2Flags.ack) {
-                let opaque = frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt64.self)!
                 writeControl { $0.writeHTTP2Ping(opaque, ack: true) }
             }
         case .goAway:
@@ -433,8 +431,9 @@ final class APNSConnectionHandler: ChannelInboundHandler {
     }
 
     private func receivedWindowUpdate(_ frame: HTTP2Frame) throws(ConnectionError) {
-        guard frame.payload.readableBytes == 4 else { throw ConnectionError(code: .frameSizeError, message: "a WINDOW_UPDATE of \(frame.payload.readableBytes) bytes") }
-        let increment = Int(frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self)! & 0x7FFF_FFFF)
+        guard let increment = frame.windowIncrement else {
+            throw ConnectionError(code: .frameSizeError, message: "a WINDOW_UPDATE of \(frame.payload.readableBytes) bytes")
+        }
         if frame.streamID == 0 {
             guard increment > 0 else { throw ConnectionError(code: .protocolError, message: "a connection WINDOW_UPDATE of 0") }
             connectionSendWindow += increment

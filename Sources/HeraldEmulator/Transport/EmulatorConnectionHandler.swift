@@ -237,15 +237,14 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
 
     private func receivePing(_ frame: HTTP2Frame) throws {
         guard frame.streamID == 0 else { throw ConnectionError(code: .protocolError, message: "PING on a stream.") }
-        guard frame.payload.readableBytes == 8 else { throw ConnectionError(code: .frameSizeError, message: "PING payload is not 8 bytes.") }
-        if !frame.has(HTTP2Flags.ack) {
-            out.writeHTTP2Ping(frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt64.self)!, ack: true)
-        }
+        guard let data = frame.pingData else { throw ConnectionError(code: .frameSizeError, message: "PING payload is not 8 bytes.") }
+        if !frame.has(HTTP2Flags.ack) { out.writeHTTP2Ping(data, ack: true) }
     }
 
     private func receiveWindowUpdate(_ frame: HTTP2Frame) throws {
-        guard frame.payload.readableBytes == 4 else { throw ConnectionError(code: .frameSizeError, message: "WINDOW_UPDATE payload is not 4 bytes.") }
-        let increment = Int(frame.payload.getInteger(at: frame.payload.readerIndex, as: UInt32.self)! & 0x7FFF_FFFF)
+        guard let increment = frame.windowIncrement else {
+            throw ConnectionError(code: .frameSizeError, message: "WINDOW_UPDATE payload is not 4 bytes.")
+        }
         if frame.streamID == 0 {
             guard increment > 0 else { throw ConnectionError(code: .protocolError, message: "WINDOW_UPDATE with increment 0.") }
             connectionSendWindow += increment
@@ -264,7 +263,7 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
 
     private func receiveReset(_ frame: HTTP2Frame) throws {
         guard frame.streamID != 0 else { throw ConnectionError(code: .protocolError, message: "RST_STREAM on stream 0.") }
-        guard frame.payload.readableBytes == 4 else { throw ConnectionError(code: .frameSizeError, message: "RST_STREAM payload is not 4 bytes.") }
+        guard frame.resetCode != nil else { throw ConnectionError(code: .frameSizeError, message: "RST_STREAM payload is not 4 bytes.") }
         guard frame.streamID <= lastClientStreamID else { throw ConnectionError(code: .protocolError, message: "RST_STREAM on idle stream \(frame.streamID).") }
         streams[frame.streamID] = nil
         blocked.removeAll { $0.streamID == frame.streamID }
@@ -410,7 +409,7 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         guard var stream = streams[streamID], !stream.answering else { return }
         if let length = stream.contentLength, length != stream.body.count { return resetStream(streamID, .protocolError) }
         stream.answering = true
-        if stream.unacknowledged > 0 { stream.unacknowledged = 0 }  // the stream is closing; no update needed
+        stream.unacknowledged = 0  // the stream is closing; no update needed
         let request = EmulatedRequest(method: stream.method, path: stream.path, headers: stream.headers, body: stream.body)
         stream.headers = []
         stream.body = []
