@@ -115,4 +115,31 @@ struct EmulatorHTTP2Tests {
             await connection.close()
         }
     }
+
+    @Test("a body far over every limit is answered PayloadTooLarge, with or without content-length; a wrong content-length is reset")
+    func oversizedBody() async throws {
+        try await fixture.run { emulator in
+            let connection = try await connect(emulator)
+            try await connection.start()
+            let path = "/3/device/" + fixture.developmentDevice.hex
+            let headers = [("authorization", fixture.bearer), ("apns-topic", APNSOutcomeTable.bundleID)]
+            let body = Array(repeating: UInt8(ascii: "x"), count: 10_000)
+            var bytes = ByteBuffer()
+            bytes.writeHTTP2Headers(streamID: 1, block: RawHTTP2Connection.requestBlock(path: path, headers: headers), endStream: false)
+            bytes.writeHTTP2Data(streamID: 1, bytes: body, endStream: true)
+            bytes.writeHTTP2Headers(streamID: 3, block: RawHTTP2Connection.requestBlock(path: path, headers: headers + [("content-length", "10000")]), endStream: false)
+            bytes.writeHTTP2Data(streamID: 3, bytes: body, endStream: true)
+            bytes.writeHTTP2Headers(streamID: 5, block: RawHTTP2Connection.requestBlock(path: path, headers: headers + [("content-length", "9999")]), endStream: false)
+            bytes.writeHTTP2Data(streamID: 5, bytes: body, endStream: true)
+            try await connection.write(bytes)
+            let frames = try await connection.frames { $0.knownType == .rstStream }
+            for streamID: UInt32 in [1, 3] {
+                let data = try #require(frames.first { $0.knownType == .data && $0.streamID == streamID }, "stream \(streamID)")
+                #expect(String(buffer: data.payload) == #"{"reason":"PayloadTooLarge"}"#)
+            }
+            let reset = try #require(frames.last)
+            #expect(reset.streamID == 5 && reset.resetCode == HTTP2ErrorCode.protocolError.rawValue)
+            await connection.close()
+        }
+    }
 }

@@ -30,6 +30,8 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         var path = ""
         var headers: [(name: String, value: String)] = []
         var body: [UInt8] = []
+        /// Every body byte received; `body` keeps only the first ``EmulatorConnectionHandler/bodyCap``.
+        var bodyLength = 0
         var contentLength: Int?
         var receivedEnd = false
         /// Bytes consumed on this stream and not yet returned with a WINDOW_UPDATE.
@@ -288,7 +290,7 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         guard stream.unacknowledged <= HTTP2Protocol.defaultWindowSize else { throw ConnectionError(code: .flowControlError, message: "Stream \(frame.streamID) exceeded its window.") }
         let room = max(0, Self.bodyCap - stream.body.count)
         stream.body.append(contentsOf: data.readableBytesView.prefix(room))
-        if data.readableBytes > room { stream.contentLength = stream.contentLength ?? -1 }  // too large: never matches
+        stream.bodyLength += data.readableBytes
         if frame.has(HTTP2Flags.endStream) {
             stream.receivedEnd = true
         } else if stream.unacknowledged >= HTTP2Protocol.defaultWindowSize / 2 {
@@ -407,7 +409,7 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     /// The request is complete: check it, then answer now or after the added latency.
     private func complete(_ streamID: UInt32) {
         guard var stream = streams[streamID], !stream.answering else { return }
-        if let length = stream.contentLength, length != stream.body.count { return resetStream(streamID, .protocolError) }
+        if let length = stream.contentLength, length != stream.bodyLength { return resetStream(streamID, .protocolError) }
         stream.answering = true
         stream.unacknowledged = 0  // the stream is closing; no update needed
         let request = EmulatedRequest(method: stream.method, path: stream.path, headers: stream.headers, body: stream.body)
