@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldFuzzing", targets: ["HeraldFuzzing"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -53,6 +54,18 @@ let package = Package(
         .target(
             name: "HeraldHTTP2",
             dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: upcomingFeatures
+        ),
+        // The fuzz targets' properties, one per parser that reads what strangers send. The libFuzzer driver lives in
+        // the separate Fuzz/ package; HeraldFuzzingTests replays the committed corpus on every `swift test`.
+        .target(
+            name: "HeraldFuzzing",
+            dependencies: [
+                "HeraldCore",
+                "HeraldHTTP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         // The sender: pooled, multiplexed HTTP/2 to APNs with retries. Core + NIO only: not the server, not the emulator.
@@ -196,6 +209,11 @@ let package = Package(
             dependencies: [
                 "HeraldHTTP2", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldFuzzingTests",
+            dependencies: ["HeraldFuzzing", "HeraldCore"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
