@@ -111,19 +111,29 @@ public func buildApplication(
             store: store, apps: apps, fanOut: fanOut, sending: configuration.sending, clock: dependencies.sleepClock,
             wallClock: dependencies.clock, storeReady: storeReady, logger: logger)
 
-        let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
         let rateLimiter =
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute) : nil
-        RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
-            to: router)
-        SendController(
-            store: store, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits, metrics: metrics
-        )
-        .addRoutes(to: router)
-        DeviceController(store: store).addRoutes(to: router)
-        OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
+        let addRoutes = { (router: Router<ServerRequestContext>) in
+            RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
+                to: router)
+            SendController(
+                store: store, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
+                metrics: metrics
+            )
+            .addRoutes(to: router)
+            DeviceController(store: store).addRoutes(to: router)
+            OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
+        }
+        // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
+        // routes are listed once on a router that is then dropped.
+        let listing = Router(context: ServerRequestContext.self)
+        addRoutes(listing)
+        let router = Router(context: ServerRequestContext.self)
+        router.add(
+            middleware: ErrorMiddleware(
+                routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") })))
+        addRoutes(router)
         let routes = router.routes.map { "\($0.method) \($0.path)" }
 
         var services: [any Service] = [store]

@@ -63,6 +63,15 @@ extension APIError {
         APIError(.notFound, reason: "notFound", "There is no \(path) here: see /openapi.yaml for the API.")
     }
 
+    /// `405` for a known path asked with a method it does not take; `Allow` lists the ones it takes.
+    static func methodNotAllowed(_ method: HTTPRequest.Method, path: String, _ allowed: [String]) -> APIError {
+        let list = allowed.joined(separator: ", ")
+        return APIError(
+            .methodNotAllowed, reason: "methodNotAllowed",
+            "\(path) does not take \(method.rawValue): use \(list) (see /openapi.yaml).",
+            headers: [.allow: list])
+    }
+
     /// `503` when the database does not answer.
     static let unavailable = APIError(
         .serviceUnavailable, reason: "unavailable", "The database is not reachable right now: try again shortly.")

@@ -2,6 +2,8 @@ import HTTPTypes
 import HeraldStore
 import Hummingbird
 import Logging
+import NIOCore
+import NIOHTTP1
 
 /// Turns every failure into the API's JSON error body, so no client ever sees an empty or framework-shaped error.
 ///
@@ -9,6 +11,9 @@ import Logging
 /// A store that does not answer is `503 unavailable`; anything else is `500 internal`, logged here with its detail
 /// (which never includes a token or a secret: store and core errors redact them).
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The routes, to tell a wrong method (`405`) from an unknown path (`404`).
+    let routes: RouteTable
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
@@ -17,7 +22,13 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as APIError {
             throw error
         } catch let error as HTTPError {
+            if error.status == .notFound {
+                let allowed = routes.methods(forPath: request.uri.path)
+                if !allowed.isEmpty { throw APIError.methodNotAllowed(request.method, path: request.uri.path, allowed) }
+            }
             throw Self.translate(error, path: request.uri.path)
+        } catch is NIOTooManyBytesError {
+            throw Self.translate(HTTPError(.contentTooLarge), path: request.uri.path)
         } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
             context.logger.warning("The store is unavailable", metadata: [LogKey.error: "\(error)"])
             throw APIError.unavailable

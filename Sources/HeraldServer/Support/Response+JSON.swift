@@ -1,6 +1,7 @@
 import HTTPTypes
 import HeraldCore
 import Hummingbird
+import NIOCore
 
 extension Response {
     /// A JSON response from a value, encoded by core's writer.
@@ -12,7 +13,8 @@ extension Response {
 }
 
 extension Request {
-    /// The body, refused with `413 payloadTooLarge` beyond `limit` bytes (by its `Content-Length` before reading).
+    /// The body, refused with `413 payloadTooLarge` beyond `limit` bytes: by its `Content-Length` before reading, and
+    /// while reading a chunked body, which NIO reports as `NIOTooManyBytesError`.
     func bodyBytes(limit: Int) async throws -> [UInt8] {
         if let length = headers[.contentLength].flatMap(Int.init), length > limit {
             throw APIError.payloadTooLarge(limit: limit)
@@ -21,6 +23,8 @@ extension Request {
             let buffer = try await body.collect(upTo: limit)
             return Array(buffer.readableBytesView)
         } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError.payloadTooLarge(limit: limit)
+        } catch is NIOTooManyBytesError {
             throw APIError.payloadTooLarge(limit: limit)
         }
     }
