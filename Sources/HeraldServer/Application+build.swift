@@ -146,10 +146,22 @@ public func buildApplication(
         services.append(worker)
 
         let listen = configuration.listen
+        let limits = configuration.limits
         var application = Application(
             router: router,
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [
+                        ConnectionGuard(
+                            requestTimeout: TimeAmount(limits.requestTimeout),
+                            shutdownGracePeriod: TimeAmount(limits.shutdownGracePeriod), logger: logger)
+                    ],
+                    idleTimeout: TimeAmount(limits.idleTimeout),
+                    httpDecoderConfiguration: .init(
+                        maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))),
             configuration: ApplicationConfiguration(
-                address: .hostname(listen.host, port: listen.port), serverName: nil),
+                address: .hostname(listen.host, port: listen.port), serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.maximumConnections, logger: logger)),
             services: services,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? listen.port

@@ -32,10 +32,17 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
     public var description: String { "\(status.code) \(reason): \(message)" }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status, headers: responseHeaders, body: .init(byteBuffer: ByteBuffer(bytes: jsonBody)))
+    }
+
+    /// `{"error": …, "reason": …}`.
+    var jsonBody: [UInt8] { JSONValue.object(["error": .string(message), "reason": .string(reason)]).jsonBytes }
+
+    /// The extra headers and the JSON content type.
+    var responseHeaders: HTTPFields {
         var headers = self.headers
         headers[.contentType] = "application/json; charset=utf-8"
-        let body = JSONValue.object(["error": .string(message), "reason": .string(reason)]).jsonBytes
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return headers
     }
 }
 

@@ -32,6 +32,14 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
             context.logger.warning("The store is unavailable", metadata: [LogKey.error: "\(error)"])
             throw APIError.unavailable
+        } catch let error as HTTPParserError {
+            // The body was malformed mid-way (a bad chunk, the client closing early): the client's fault, not ours.
+            context.logger.debug("Malformed request body", metadata: [LogKey.error: "\(error)"])
+            throw APIError.malformedHTTP(error)
+        } catch let error where Self.isClientGone(error) {
+            context.logger.debug(
+                "The client went away during the request", metadata: [LogKey.error: "\(error)"])
+            throw APIError(.badRequest, reason: "incompleteRequest", "The connection closed before the request ended.")
         } catch is CancellationError {
             throw APIError(
                 .serviceUnavailable, reason: "unavailable", "The server is shutting down: try again shortly.")
@@ -40,6 +48,19 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 "Request failed", metadata: [LogKey.error: "\(error)", LogKey.path: "\(request.uri.path)"])
             throw APIError.internal
         }
+    }
+
+    /// Whether an error means the client hung up or reset the connection: logged at debug level, since a slow or
+    /// flaky network causes it, not the server.
+    static func isClientGone(_ error: any Error) -> Bool {
+        if error is IOError { return true }
+        if let error = error as? ChannelError {
+            switch error {
+            case .ioOnClosedChannel, .eof, .alreadyClosed, .inputClosed, .outputClosed: return true
+            default: return false
+            }
+        }
+        return false
     }
 
     static func translate(_ error: HTTPError, path: String) -> APIError {
