@@ -32,6 +32,7 @@ struct SendController: Sendable {
         } catch {
             throw APIError.invalidJSON(error.description)
         }
+        try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps)
         if let token = plan.singleToken, try await store.device(token)?.isActive != true {
             throw APIError(
@@ -78,10 +79,9 @@ struct SendController: Sendable {
         guard let id = context.parameters.get("id").flatMap(SendID.init) else {
             throw APIError.invalidField("id", "a send id is a UUID, as POST /api/send answered")
         }
-        let query = request.uri.queryParameters
-        let limit = try Self.limit(query.get("limit"))
+        let limit = try Self.limit(request.queryParameter("limit"))
         var cursor: OutcomeCursor?
-        if let after = query.get("after") {
+        if let after = try request.queryParameter("after"), !after.isEmpty {
             guard let parsed = OutcomeCursor(after) else {
                 throw APIError.invalidField("after", "use the \"next\" value of the previous page")
             }
