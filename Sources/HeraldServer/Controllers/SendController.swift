@@ -58,7 +58,8 @@ struct SendController: Sendable {
             logger.info("Sent", metadata: [LogKey.count: "\(result.counts)"])
             var body = Self.json(final)
             if case .object(var members) = body {
-                members["outcomes"] = .array(result.outcomes.map(Self.json))
+                let reveal = Self.revealsTokens(to: context)
+                members["outcomes"] = .array(result.outcomes.map { Self.json($0, revealingToken: reveal) })
                 body = .object(members)
             }
             return .json(body)
@@ -93,7 +94,9 @@ struct SendController: Sendable {
         }
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
         guard case .object(var members) = Self.json(record) else { return .json(Self.json(record)) }
-        members["outcomes"] = .array(page.outcomes.map { Self.json(ReportedOutcome(outcome: $0, action: nil)) })
+        let reveal = Self.revealsTokens(to: context)
+        members["outcomes"] = .array(
+            page.outcomes.map { Self.json(ReportedOutcome(outcome: $0, action: nil), revealingToken: reveal) })
         if let next = page.next { members["next"] = .string(next.description) }
         return .json(.object(members))
     }
@@ -125,10 +128,18 @@ struct SendController: Sendable {
         return .object(members)
     }
 
-    static func json(_ reported: ReportedOutcome) -> JSONValue {
+    /// Whether outcomes show whole device tokens: only to a key with the `admin` scope, which may list devices anyway.
+    /// A `send`-only key sees `…` and the last 8 hex digits (as the logs do), so a send to a topic does not hand it the
+    /// whole registry.
+    static func revealsTokens(to context: ServerRequestContext) -> Bool {
+        context.apiKey?.allows(.admin) == true
+    }
+
+    /// An outcome as the API shows it; `revealingToken: false` puts the token's redacted form in `token`.
+    static func json(_ reported: ReportedOutcome, revealingToken: Bool) -> JSONValue {
         let outcome = reported.outcome
         var members: [String: JSONValue] = [
-            "token": .string(outcome.token.hex),
+            "token": .string(revealingToken ? outcome.token.hex : outcome.token.redacted),
             "environment": .string(outcome.environment.name),
             "at": .string(RFC3339.string(outcome.at)),
         ]
