@@ -182,23 +182,27 @@ public func buildApplication(
     }
 }
 
-/// Makes sure the configured API keys exist, storing only their hashes.
+/// Makes sure the configured API keys exist, storing only salted hashes.
 private func bootstrap(
     _ keys: [ServerConfiguration.BootstrapAPIKey], in store: any Store, clock: any WallClock, logger: Logger
 ) async throws {
-    for key in keys where try await store.apiKey(forSecret: key.secret) == nil {
+    for key in keys {
         let secret = APIKeySecret(key.secret)
+        if let stored = try await store.storedAPIKey(forSecret: secret) {
+            if !stored.key.isActive {
+                logger.warning(
+                    "The API key \(key.name) from HERALD_API_KEYS was revoked: remove it from HERALD_API_KEYS, or use another secret"
+                )
+            } else if stored.credential.scheme == .legacySHA256 {
+                try await store.replaceAPIKeyCredential(stored.key.id, with: .make(for: secret))
+            }
+            continue
+        }
         let record = APIKey(
             id: UUID(), name: key.name, scopes: key.scopes, prefix: secret.displayPrefix, createdAt: clock.now(),
             revokedAt: nil)
-        do {
-            try await store.insertAPIKey(record, secretHash: secret.hash)
-            logger.info("Created the API key \(key.name) from HERALD_API_KEYS")
-        } catch {
-            logger.warning(
-                "The API key \(key.name) from HERALD_API_KEYS was revoked: remove it from HERALD_API_KEYS, or use another secret"
-            )
-        }
+        try await store.insertAPIKey(record, credential: .make(for: secret))
+        logger.info("Created the API key \(key.name) from HERALD_API_KEYS")
     }
 }
 

@@ -277,9 +277,15 @@ extension ServerConfiguration {
         guard let text, !text.isEmpty else { return [] }
         return try text.split(separator: ",").map { entry throws(ConfigurationError) in
             let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == 3, !parts[0].isEmpty, parts[2].utf8.count >= 16 else {
+            guard parts.count == 3, !parts[0].isEmpty else {
                 throw ConfigurationError(
-                    "HERALD_API_KEYS entries are name:scope+scope:secret with a secret of at least 16 characters, such as backend:send:<secret>."
+                    "HERALD_API_KEYS entries are name:scope+scope:secret with a secret of at least \(APIKeySecret.minimumSecretCharacters) characters, such as backend:send:<secret>."
+                )
+            }
+            let secret = APIKeySecret(parts[2])
+            guard secret.secretCharacterCount >= APIKeySecret.minimumSecretCharacters else {
+                throw ConfigurationError(
+                    "HERALD_API_KEYS entry \(parts[0]) has a secret of \(max(0, secret.secretCharacterCount)) characters: use at least \(APIKeySecret.minimumSecretCharacters) random ones (openssl rand -hex 24 makes 48), or create the key with herald keys create."
                 )
             }
             let scopes = Set(parts[1].split(separator: "+").map { APIKeyScope(rawValue: String($0)) })
