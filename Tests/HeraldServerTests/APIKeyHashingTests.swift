@@ -1,8 +1,8 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
-import HummingbirdTesting
 import HeraldStore
+import HummingbirdTesting
 import Testing
 
 @testable import HeraldServer
@@ -10,7 +10,8 @@ import Testing
 /// API keys: long enough secrets, salted keyed hashes, no secret characters in clear, schema-1 keys re-hashed.
 @Suite("Server: API key storage", .timeLimit(.minutes(1)))
 struct APIKeyHashingTests {
-    @Test("a HERALD_API_KEYS secret under 32 characters stops the start with a message naming the entry, not the secret")
+    @Test(
+        "a HERALD_API_KEYS secret under 32 characters stops the start with a message naming the entry, not the secret")
     func shortSecret() throws {
         let short = "abcdefghij0123456789abcdefghij1"
         #expect(throws: ConfigurationError.self) {

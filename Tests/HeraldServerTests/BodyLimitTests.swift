@@ -1,8 +1,8 @@
 import Foundation
 import HeraldCore
-import HummingbirdTesting
 import HeraldStore
 import HeraldTesting
+import HummingbirdTesting
 import Testing
 
 @testable import HeraldServer
@@ -13,7 +13,8 @@ struct BodyLimitTests {
     /// A chunked request whose chunks add up to `size` bytes of a JSON string, so no Content-Length warns the server.
     static func chunkedRequest(path: String, size: Int, headers: String = "") -> String {
         let chunk = String(repeating: "a", count: 1024)
-        var text = "POST \(path) HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\(headers)Connection: close\r\n\r\n"
+        var text =
+            "POST \(path) HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\(headers)Connection: close\r\n\r\n"
         for _ in 0..<(size / chunk.utf8.count + 1) {
             text += String(chunk.utf8.count, radix: 16) + "\r\n" + chunk + "\r\n"
         }

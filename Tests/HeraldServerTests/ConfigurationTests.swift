@@ -58,7 +58,9 @@ struct ConfigurationTests {
         #expect(app.registrationKeys == ["a", "b"] && app.contentKey?.id == "k1")
         #expect(configuration.limits.registrationsPerMinute == 0 && configuration.limits.inlineSendLimit == 5)
         #expect(
-            configuration.apiKeys == [.init(name: "backend", scopes: [.send, .admin], secret: "0123456789abcdefghij0123456789abcdefghij")])
+            configuration.apiKeys == [
+                .init(name: "backend", scopes: [.send, .admin], secret: "0123456789abcdefghij0123456789abcdefghij")
+            ])
         #expect(!configuration.apiKeys[0].description.contains("0123456789"), "descriptions never show secrets")
         guard case .apple = configuration.apns.kind else {
             Issue.record("expected apple")

@@ -12,7 +12,8 @@ import Testing
 struct HostileInputTests {
     static let token = String(repeating: "cd", count: 32)
 
-    @Test("a registration with a NUL or a control character in a string field is 400 naming it; nothing is stored",
+    @Test(
+        "a registration with a NUL or a control character in a string field is 400 naming it; nothing is stored",
         arguments: Backend.available)
     func registration(backend: Backend) async throws {
         try await ServerHarness.withServer(backend) { client, app in
@@ -43,7 +44,8 @@ struct HostileInputTests {
     func queryParameters(backend: Backend) async throws {
         try await ServerHarness.withServer(backend) { client, app in
             let admin = try await app.store.createAPIKey(name: "admin", scopes: [.admin, .send]).secret.value
-            try await client.register(try DeviceToken(hex: Self.token), debug: true, extra: #", "userId": "a", "tags": ["a"]"#)
+            try await client.register(
+                try DeviceToken(hex: Self.token), debug: true, extra: #", "userId": "a", "tags": ["a"]"#)
             for (field, query) in [
                 ("user", "user=a%00b"), ("tag", "tag=a%00"), ("topic", "topic=com.example.app%00"),
                 ("user", "user=a%0Ab"), ("after", "user=a&after=x%00"), ("environment", "user=a&environment=%00"),

@@ -10,18 +10,26 @@ import Testing
 struct MalformedHTTPTests {
     static let start = "POST /api/token HTTP/1.1\r\nHost: localhost\r\n"
 
-    @Test("huge headers are 431, NUL in a header, conflicting Content-Length and Content-Length with Transfer-Encoding are 400, each with the JSON error")
+    @Test(
+        "huge headers are 431, NUL in a header, conflicting Content-Length and Content-Length with Transfer-Encoding are 400, each with the JSON error"
+    )
     func rawSockets() async throws {
         try await LiveServer.run { server, _ in
             for (name, request, status, reason) in [
-                ("huge header", Self.start + "X-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n", 431,
-                    "headersTooLarge"),
+                (
+                    "huge header", Self.start + "X-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n", 431,
+                    "headersTooLarge"
+                ),
                 ("NUL in a header", Self.start + "X-Bad: a\u{0}b\r\nContent-Length: 2\r\n\r\n{}", 400, "malformedHTTP"),
-                ("conflicting Content-Length", Self.start + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400,
-                    "malformedHTTP"),
-                ("Content-Length and Transfer-Encoding",
+                (
+                    "conflicting Content-Length", Self.start + "Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}", 400,
+                    "malformedHTTP"
+                ),
+                (
+                    "Content-Length and Transfer-Encoding",
                     Self.start + "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400,
-                    "malformedHTTP"),
+                    "malformedHTTP"
+                ),
             ] {
                 let connection = try await RawHTTPConnection.connect(port: server.port)
                 try await connection.write(request)

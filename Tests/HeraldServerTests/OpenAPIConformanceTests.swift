@@ -109,9 +109,10 @@ struct OpenAPIConformanceTests {
             let key = try await app.store.createAPIKey(name: "spec", scopes: [.send, .admin]).secret.value
             var mismatches: [Mismatch] = []
             for parameter in devices {
-                let resolved = parameter["$ref"]?.stringValue.flatMap { ref in
-                    components[String(ref.split(separator: "/").last!)]
-                } ?? parameter
+                let resolved =
+                    parameter["$ref"]?.stringValue.flatMap { ref in
+                        components[String(ref.split(separator: "/").last!)]
+                    } ?? parameter
                 let name = try #require(resolved["name"]?.stringValue)
                 let schema = try #require(resolved["schema"])
                 for candidate in SchemaCases.queryCandidates(for: schema) {

@@ -23,7 +23,8 @@ struct ServeProcessTests {
     }
 
     @Test(
-        "SIGTERM ends herald serve while a client holds a half-sent body; the SQLite database is closed (no -wal, -shm)")
+        "SIGTERM ends herald serve while a client holds a half-sent body; the SQLite database is closed (no -wal, -shm)"
+    )
     func sigtermWithHalfSentBody() async throws {
         let path = directory.appendingPathComponent("herald.sqlite").path
         let server = try ServeProcess.start(

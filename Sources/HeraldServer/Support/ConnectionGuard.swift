@@ -153,6 +153,7 @@ extension APIError {
         }
         return APIError(
             .badRequest, reason: "malformedHTTP",
-            "The request is not valid HTTP/1.1 (\(error)): check its headers and framing (one Content-Length, or Transfer-Encoding alone).")
+            "The request is not valid HTTP/1.1 (\(error)): check its headers and framing (one Content-Length, or Transfer-Encoding alone)."
+        )
     }
 }

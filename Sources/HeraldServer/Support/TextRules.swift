@@ -47,7 +47,8 @@ enum TextRules {
     static func checkNoNUL(in value: JSONValue) throws(APIError) {
         if let path = pathOfNUL(in: value) {
             throw APIError.invalidField(
-                path.replacingOccurrences(of: "\u{0}", with: "\\u0000"), "it contains a NUL character (\\u0000): remove it")
+                path.replacingOccurrences(of: "\u{0}", with: "\\u0000"),
+                "it contains a NUL character (\\u0000): remove it")
         }
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import Crypto
+import Foundation
 
 /// What the store keeps to check a key's secret: a per-key random salt and HMAC-SHA256(salt, secret).
 ///

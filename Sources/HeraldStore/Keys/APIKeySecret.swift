@@ -38,7 +38,10 @@ public struct APIKeySecret: Sendable, Hashable, CustomStringConvertible {
         let rest = value.utf8.dropFirst(Self.prefix.utf8.count)
         let id = rest.prefix(Self.lookupIDLength)
         guard id.count == Self.lookupIDLength,
-            id.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }),
+            id.allSatisfy({
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }),
             rest.dropFirst(Self.lookupIDLength).first == UInt8(ascii: "_")
         else { return nil }
         return String(decoding: id, as: UTF8.self)

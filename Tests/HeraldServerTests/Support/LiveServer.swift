@@ -24,7 +24,8 @@ struct LiveServer {
     /// Builds and starts a server on a fresh database; runs `body` while it listens; `body` decides when to shut it
     /// down with `group.triggerGracefulShutdown()`. Returns once the service group has ended.
     static func run(
-        _ backend: Backend = .sqlite, logger: Logger? = nil, configure: (inout HeraldServer.ServerConfiguration) -> Void = { _ in },
+        _ backend: Backend = .sqlite, logger: Logger? = nil,
+        configure: (inout HeraldServer.ServerConfiguration) -> Void = { _ in },
         _ body: @escaping @Sendable (LiveServer, TestDatabase) async throws -> Void
     ) async throws {
         let database = try TestDatabase.make(backend)
