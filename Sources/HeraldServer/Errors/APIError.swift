@@ -36,7 +36,7 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
     }
 
     /// `{"error": …, "reason": …}`.
-    var jsonBody: [UInt8] { JSONValue.object(["error": .string(message), "reason": .string(reason)]).jsonBytes }
+    var jsonBody: [UInt8] { JSONValue.object(["error": .string(message), "reason": .string(reason)]).sortedJSONBytes }
 
     /// The extra headers and the JSON content type.
     var responseHeaders: HTTPFields {
