@@ -111,19 +111,29 @@ public func buildApplication(
             store: store, apps: apps, fanOut: fanOut, sending: configuration.sending, clock: dependencies.sleepClock,
             wallClock: dependencies.clock, storeReady: storeReady, logger: logger)
 
-        let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
         let rateLimiter =
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute) : nil
-        RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
-            to: router)
-        SendController(
-            store: store, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits, metrics: metrics
-        )
-        .addRoutes(to: router)
-        DeviceController(store: store).addRoutes(to: router)
-        OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
+        let addRoutes = { (router: Router<ServerRequestContext>) in
+            RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
+                to: router)
+            SendController(
+                store: store, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
+                metrics: metrics
+            )
+            .addRoutes(to: router)
+            DeviceController(store: store).addRoutes(to: router)
+            OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
+        }
+        // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
+        // routes are listed once on a router that is then dropped.
+        let listing = Router(context: ServerRequestContext.self)
+        addRoutes(listing)
+        let router = Router(context: ServerRequestContext.self)
+        router.add(
+            middleware: ErrorMiddleware(
+                routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") })))
+        addRoutes(router)
         let routes = router.routes.map { "\($0.method) \($0.path)" }
 
         var services: [any Service] = [store]
@@ -136,10 +146,22 @@ public func buildApplication(
         services.append(worker)
 
         let listen = configuration.listen
+        let limits = configuration.limits
         var application = Application(
             router: router,
+            server: .http1(
+                configuration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [
+                        ConnectionGuard(
+                            requestTimeout: TimeAmount(limits.requestTimeout),
+                            shutdownGracePeriod: TimeAmount(limits.shutdownGracePeriod), logger: logger)
+                    ],
+                    idleTimeout: TimeAmount(limits.idleTimeout),
+                    httpDecoderConfiguration: .init(
+                        maxHeaderFieldSize: 16 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))),
             configuration: ApplicationConfiguration(
-                address: .hostname(listen.host, port: listen.port), serverName: nil),
+                address: .hostname(listen.host, port: listen.port), serverName: nil,
+                availableConnectionsDelegate: MaximumAvailableConnections(limits.maximumConnections, logger: logger)),
             services: services,
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? listen.port
@@ -160,23 +182,27 @@ public func buildApplication(
     }
 }
 
-/// Makes sure the configured API keys exist, storing only their hashes.
+/// Makes sure the configured API keys exist, storing only salted hashes.
 private func bootstrap(
     _ keys: [ServerConfiguration.BootstrapAPIKey], in store: any Store, clock: any WallClock, logger: Logger
 ) async throws {
-    for key in keys where try await store.apiKey(forSecret: key.secret) == nil {
+    for key in keys {
         let secret = APIKeySecret(key.secret)
+        if let stored = try await store.storedAPIKey(forSecret: secret) {
+            if !stored.key.isActive {
+                logger.warning(
+                    "The API key \(key.name) from HERALD_API_KEYS was revoked: remove it from HERALD_API_KEYS, or use another secret"
+                )
+            } else if stored.credential.scheme == .legacySHA256 {
+                try await store.replaceAPIKeyCredential(stored.key.id, with: .make(for: secret))
+            }
+            continue
+        }
         let record = APIKey(
             id: UUID(), name: key.name, scopes: key.scopes, prefix: secret.displayPrefix, createdAt: clock.now(),
             revokedAt: nil)
-        do {
-            try await store.insertAPIKey(record, secretHash: secret.hash)
-            logger.info("Created the API key \(key.name) from HERALD_API_KEYS")
-        } catch {
-            logger.warning(
-                "The API key \(key.name) from HERALD_API_KEYS was revoked: remove it from HERALD_API_KEYS, or use another secret"
-            )
-        }
+        try await store.insertAPIKey(record, credential: .make(for: secret))
+        logger.info("Created the API key \(key.name) from HERALD_API_KEYS")
     }
 }
 

@@ -3,9 +3,9 @@ public import HeraldCore
 public import HeraldStore
 
 extension PostgresStore {
-    public func insertAPIKey(_ key: APIKey, secretHash: String) async throws {
+    public func insertAPIKey(_ key: APIKey, credential: APIKeyCredential) async throws {
         try await session("store an API key") { session in
-            try await session.execute(StoreSQL.insertAPIKey(key, secretHash: secretHash, .postgres))
+            try await session.execute(StoreSQL.insertAPIKey(key, credential: credential, .postgres))
         }
     }
 
@@ -22,9 +22,15 @@ extension PostgresStore {
         }
     }
 
-    public func apiKey(secretHash: String) async throws -> APIKey? {
+    public func storedAPIKeys(lookupID: String?) async throws -> [StoredAPIKey] {
         try await session("look up an API key") { session in
-            try await session.rows(StoreSQL.apiKey(secretHash: secretHash, .postgres)).first?.apiKey()
+            try await session.rows(StoreSQL.storedAPIKeys(lookupID: lookupID, .postgres)).map { try $0.storedAPIKey() }
+        }
+    }
+
+    public func replaceAPIKeyCredential(_ id: UUID, with credential: APIKeyCredential) async throws {
+        try await session("re-hash an API key") { session in
+            try await session.execute(StoreSQL.replaceAPIKeyCredential(id, with: credential, .postgres))
         }
     }
 

@@ -4,9 +4,9 @@ public import HeraldCore
 public import HeraldStore
 
 extension SQLiteStore {
-    public func insertAPIKey(_ key: APIKey, secretHash: String) async throws {
+    public func insertAPIKey(_ key: APIKey, credential: APIKeyCredential) async throws {
         try await write("store an API key") { db in
-            try db.execute(StoreSQL.insertAPIKey(key, secretHash: secretHash, .sqlite))
+            try db.execute(StoreSQL.insertAPIKey(key, credential: credential, .sqlite))
         }
     }
 
@@ -23,9 +23,15 @@ extension SQLiteStore {
         }
     }
 
-    public func apiKey(secretHash: String) async throws -> APIKey? {
+    public func storedAPIKeys(lookupID: String?) async throws -> [StoredAPIKey] {
         try await read("look up an API key") { db in
-            try db.rows(StoreSQL.apiKey(secretHash: secretHash, .sqlite)).first?.apiKey()
+            try db.rows(StoreSQL.storedAPIKeys(lookupID: lookupID, .sqlite)).map { try $0.storedAPIKey() }
+        }
+    }
+
+    public func replaceAPIKeyCredential(_ id: UUID, with credential: APIKeyCredential) async throws {
+        try await write("re-hash an API key") { db in
+            try db.execute(StoreSQL.replaceAPIKeyCredential(id, with: credential, .sqlite))
         }
     }
 

@@ -103,6 +103,10 @@ public final class SQLiteStore: Store {
                 return !closed
             })
         else { return }
+        // GRDB closes the writer before the readers, and SQLite deletes the -wal and -shm files only when the last
+        // connection to close can checkpoint: a read-only one cannot. Dropping the idle readers first leaves the
+        // writer last (GRDB issue 739).
+        (writer as? DatabasePool)?.invalidateReadOnlyConnections()
         try? writer.close()
     }
 

@@ -48,7 +48,7 @@ struct AuthTests {
 
     @Test("keys from HERALD_API_KEYS are created at start, stored hashed, and work")
     func bootstrapKeys() async throws {
-        let secret = "bootstrap-secret-0123456789"
+        let secret = "bootstrap-secret-0123456789abcdef-0123456789"
         try await ServerHarness.withServer(configure: {
             $0.apiKeys = [.init(name: "deploy", scopes: [.send], secret: secret)]
         }) { client, app in

@@ -46,7 +46,7 @@ struct ConfigurationTests {
             "HERALD_TOPIC": "com.acme.app",
             "HERALD_TEAM_ID": "TEAM123456", "HERALD_KEY_FILE": keyFile, "HERALD_REGISTRATION_KEYS": "a, b",
             "HERALD_CONTENT_KEY": "k1:\(contentKey.base64)", "HERALD_RATE_LIMIT": "0", "HERALD_INLINE_SEND_LIMIT": "5",
-            "HERALD_API_KEYS": "backend:send+admin:0123456789abcdefgh", "HERALD_APNS": "apple",
+            "HERALD_API_KEYS": "backend:send+admin:0123456789abcdefghij0123456789abcdefghij", "HERALD_APNS": "apple",
         ])
         #expect(
             configuration.listen == .init(host: "0.0.0.0", port: 9000)
@@ -58,7 +58,9 @@ struct ConfigurationTests {
         #expect(app.registrationKeys == ["a", "b"] && app.contentKey?.id == "k1")
         #expect(configuration.limits.registrationsPerMinute == 0 && configuration.limits.inlineSendLimit == 5)
         #expect(
-            configuration.apiKeys == [.init(name: "backend", scopes: [.send, .admin], secret: "0123456789abcdefgh")])
+            configuration.apiKeys == [
+                .init(name: "backend", scopes: [.send, .admin], secret: "0123456789abcdefghij0123456789abcdefghij")
+            ])
         #expect(!configuration.apiKeys[0].description.contains("0123456789"), "descriptions never show secrets")
         guard case .apple = configuration.apns.kind else {
             Issue.record("expected apple")

@@ -22,42 +22,46 @@ struct ServeProcessTests {
         return (status, lines.joined(separator: "\n"))
     }
 
+    @Test(
+        "SIGTERM ends herald serve while a client holds a half-sent body; the SQLite database is closed (no -wal, -shm)"
+    )
+    func sigtermWithHalfSentBody() async throws {
+        let path = directory.appendingPathComponent("herald.sqlite").path
+        let server = try ServeProcess.start(
+            in: directory,
+            environment: [
+                "HERALD_DATABASE_URL": "sqlite://" + path, "HERALD_EMULATOR_ADMIN_PORT": "off",
+                "HERALD_SHUTDOWN_GRACE": "1", "HERALD_REQUEST_TIMEOUT": "3600", "HERALD_IDLE_TIMEOUT": "3600",
+            ])
+        defer { if server.process.isRunning { server.process.terminate() } }
+        let client = try await RawHTTPConnection.connect(port: server.port)
+        try await client.write(
+            "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n"
+                + "POST /api/token HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"token\": ")
+        _ = await client.read(until: #""status":"ok"}"#)
+        let log = server.terminate()
+        _ = await client.readUntilClosed()
+        #expect(server.process.terminationStatus == 0, "\(log)")
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"), "\(log)")
+        #expect(!FileManager.default.fileExists(atPath: path + "-shm"), "\(log)")
+    }
+
     @Test("the book's request with curl registers a development token; a send to it lands in the emulator's inbox")
     func booksRequestWithCurl() async throws {
         let binary = ProcessRunner.productsDirectory.appendingPathComponent("herald")
-        try #require(
-            FileManager.default.isExecutableFile(atPath: binary.path), "build the herald product first (swift build)")
         let database = "sqlite://" + directory.appendingPathComponent("herald.sqlite").path
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve"]
-        process.currentDirectoryURL = directory
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("HERALD_") }
-        environment["HERALD_LISTEN"] = "127.0.0.1:0"
-        environment["HERALD_DATABASE_URL"] = database
-        environment["HERALD_EMULATOR_ADMIN_PORT"] = "0"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let server = try ServeProcess.start(
+            in: directory, environment: ["HERALD_DATABASE_URL": database, "HERALD_EMULATOR_ADMIN_PORT": "0"])
+        let process = server.process
         defer { if process.isRunning { process.terminate() } }
-
-        var text = ""
-        while !text.contains("Herald is listening on") || !text.hasSuffix("\n") {
-            let chunk = output.fileHandleForReading.availableData
-            try #require(!chunk.isEmpty, "herald serve exited early: \(text)")
-            text += String(decoding: chunk, as: UTF8.self)
-        }
+        var text = server.startLog
         let lines = text.split(separator: "\n").map(String.init)
         // The first line says that pushes go to the in-process emulator, and where.
         #expect(lines[0].contains("APNs emulator in this process") && lines[0].contains("not to Apple"), "\(lines[0])")
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("herald-emulator-ca.pem").path))
         let admin = try #require(
             lines[0].components(separatedBy: "inboxes at http://127.0.0.1:").last?.prefix { $0.isNumber })
-        let listening = try #require(lines.first { $0.contains("Herald is listening on") })
-        let port = try #require(listening.components(separatedBy: "http://127.0.0.1:").last?.prefix { $0.isNumber })
-        let base = "http://127.0.0.1:\(port)"
+        let base = "http://127.0.0.1:\(server.port)"
 
         // The book's app: exactly this body.
         let token = "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9"
@@ -89,10 +93,8 @@ struct ServeProcessTests {
             metrics.body.contains("herald_apns_sent_total 1")
                 && metrics.body.contains(#"herald_registrations_total{result="created"} 1"#))
 
-        process.terminate()
-        process.waitUntilExit()
+        text += server.terminate()
         #expect(process.terminationStatus == 0, "SIGTERM is a graceful shutdown")
-        text += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(text.contains("Sent") && text.contains("curl-test"), "\(text)")
         #expect(!text.contains(token) && !text.contains(secret), "the log shows neither the token nor the key")
     }

@@ -39,6 +39,10 @@ extension ServerConfiguration {
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
     /// | `HERALD_INLINE_SEND_LIMIT` [`inlineSendLimit`] | devices | 100 |
+    /// | `HERALD_IDLE_TIMEOUT` [`idleTimeout`] | seconds without a request before a connection is closed | 30 |
+    /// | `HERALD_REQUEST_TIMEOUT` [`requestTimeout`] | seconds for a request to arrive whole | 30 |
+    /// | `HERALD_MAX_CONNECTIONS` [`maxConnections`] | connections open at once | 4096 |
+    /// | `HERALD_SHUTDOWN_GRACE` [`shutdownGrace`] | seconds a busy connection gets at shutdown | 10 |
     /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight per send | 1000 |
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
     ///
@@ -67,6 +71,18 @@ extension ServerConfiguration {
             try reader.integer("HERALD_RATE_LIMIT", "rateLimit", in: 0...10_000_000) ?? limits.registrationsPerMinute
         limits.inlineSendLimit =
             try reader.integer("HERALD_INLINE_SEND_LIMIT", "inlineSendLimit", in: 0...100_000) ?? limits.inlineSendLimit
+        limits.idleTimeout =
+            try reader.integer("HERALD_IDLE_TIMEOUT", "idleTimeout", in: 1...3600).map { .seconds($0) }
+            ?? limits.idleTimeout
+        limits.requestTimeout =
+            try reader.integer("HERALD_REQUEST_TIMEOUT", "requestTimeout", in: 1...3600).map { .seconds($0) }
+            ?? limits.requestTimeout
+        limits.maximumConnections =
+            try reader.integer("HERALD_MAX_CONNECTIONS", "maxConnections", in: 1...1_000_000)
+            ?? limits.maximumConnections
+        limits.shutdownGracePeriod =
+            try reader.integer("HERALD_SHUTDOWN_GRACE", "shutdownGrace", in: 0...3600).map { .seconds($0) }
+            ?? limits.shutdownGracePeriod
         sending.maximumInFlight =
             try reader.integer("HERALD_SEND_CONCURRENCY", "sendConcurrency", in: 1...100_000) ?? sending.maximumInFlight
         sending.connectionsPerClient =
@@ -261,9 +277,15 @@ extension ServerConfiguration {
         guard let text, !text.isEmpty else { return [] }
         return try text.split(separator: ",").map { entry throws(ConfigurationError) in
             let parts = entry.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false).map(String.init)
-            guard parts.count == 3, !parts[0].isEmpty, parts[2].utf8.count >= 16 else {
+            guard parts.count == 3, !parts[0].isEmpty else {
                 throw ConfigurationError(
-                    "HERALD_API_KEYS entries are name:scope+scope:secret with a secret of at least 16 characters, such as backend:send:<secret>."
+                    "HERALD_API_KEYS entries are name:scope+scope:secret with a secret of at least \(APIKeySecret.minimumSecretCharacters) characters, such as backend:send:<secret>."
+                )
+            }
+            let secret = APIKeySecret(parts[2])
+            guard secret.secretCharacterCount >= APIKeySecret.minimumSecretCharacters else {
+                throw ConfigurationError(
+                    "HERALD_API_KEYS entry \(parts[0]) has a secret of \(max(0, secret.secretCharacterCount)) characters: use at least \(APIKeySecret.minimumSecretCharacters) random ones (openssl rand -hex 24 makes 48), or create the key with herald keys create."
                 )
             }
             let scopes = Set(parts[1].split(separator: "+").map { APIKeyScope(rawValue: String($0)) })

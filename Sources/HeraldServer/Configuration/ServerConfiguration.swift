@@ -88,11 +88,32 @@ public struct ServerConfiguration: Sendable {
         /// larger ones answer `202` and run in the background. Default 100.
         public var inlineSendLimit: Int
 
+        /// How long a connection may stay open without a request: idle between keep-alive requests, or sending a
+        /// request's head too slowly. Default 30 seconds.
+        public var idleTimeout: Duration
+        /// How long a request may take to arrive whole, from its head to the end of its body; a slower one is
+        /// answered `408` and closed. Default 30 seconds.
+        public var requestTimeout: Duration
+        /// Connections open at once; further ones wait in the listen backlog until one closes. Keep it below the
+        /// process's file limit (`ulimit -n`). Default 4,096.
+        public var maximumConnections: Int
+        /// At shutdown, how long a connection still sending or awaiting its answer is given before it is closed.
+        /// Default 10 seconds.
+        public var shutdownGracePeriod: Duration
+
         /// - Parameters: see the properties; each has its default.
-        public init(sendBodyBytes: Int = 1024 * 1024, registrationsPerMinute: Int = 600, inlineSendLimit: Int = 100) {
+        public init(
+            sendBodyBytes: Int = 1024 * 1024, registrationsPerMinute: Int = 600, inlineSendLimit: Int = 100,
+            idleTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(30),
+            maximumConnections: Int = 4096, shutdownGracePeriod: Duration = .seconds(10)
+        ) {
             self.sendBodyBytes = sendBodyBytes
             self.registrationsPerMinute = registrationsPerMinute
             self.inlineSendLimit = inlineSendLimit
+            self.idleTimeout = idleTimeout
+            self.requestTimeout = requestTimeout
+            self.maximumConnections = maximumConnections
+            self.shutdownGracePeriod = shutdownGracePeriod
         }
     }
 

@@ -16,10 +16,9 @@ struct DeviceController: Sendable {
     /// One page of the devices of a user, a tag or a topic:
     /// `?user=…|tag=…|topic=…[&environment=…][&includeInvalidated=true][&after=<next>][&limit=…]`.
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let parameters = request.uri.queryParameters
-        let user = parameters.get("user")
-        let tag = parameters.get("tag")
-        let topic = parameters.get("topic")
+        let user = try request.queryParameter("user")
+        let tag = try request.queryParameter("tag")
+        let topic = try request.queryParameter("topic")
         var query: DeviceQuery
         switch (user, tag) {
         case (let user?, nil): query = .user(user)
@@ -35,27 +34,27 @@ struct DeviceController: Sendable {
             throw APIError.invalidField("user", "give user or tag, not both")
         }
         if let topic { query = query.inTopic(topic) }
-        if let name = parameters.get("environment") {
+        if let name = try request.queryParameter("environment") {
             guard let environment = APNSEnvironment(name: name) else {
                 throw APIError.invalidField("environment", "use development or production")
             }
             query = query.environment(environment)
         }
-        if let flag = parameters.get("includeInvalidated") {
+        if let flag = try request.queryParameter("includeInvalidated") {
             guard let include = Bool(flag) else {
                 throw APIError.invalidField("includeInvalidated", "use true or false")
             }
             query = query.includingInvalidated(include)
         }
         var cursor: DeviceCursor?
-        if let after = parameters.get("after") {
+        if let after = try request.queryParameter("after"), !after.isEmpty {
             guard let parsed = DeviceCursor(after) else {
                 throw APIError.invalidField("after", "use the \"next\" value of the previous page")
             }
             cursor = parsed
         }
         let page = try await store.devices(
-            matching: query, after: cursor, limit: try SendController.limit(parameters.get("limit")))
+            matching: query, after: cursor, limit: try SendController.limit(request.queryParameter("limit")))
         var members: [String: JSONValue] = ["devices": .array(page.devices.map { $0.json(includingAdminFields: true) })]
         if let next = page.next { members["next"] = .string(next.description) }
         return .json(.object(members))

@@ -24,6 +24,7 @@ struct RegistrationBody {
     ///   `environmentConflict` or `invalidField`; the message names the field.
     init(json bytes: some Collection<UInt8>) throws(APIError) {
         let fields = try JSONFields(body: bytes)
+        try TextRules.checkNoNUL(in: .object(fields.members))
         guard let tokenValue = fields["token"] else {
             throw APIError(
                 .badRequest, reason: "missingToken",
@@ -36,11 +37,13 @@ struct RegistrationBody {
         token = try Self.parseToken(hex)
         environment = try Self.parseEnvironment(debug: fields.bool("debug"), name: fields.string("environment"))
         topic = try fields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
-        if let topic, topic.contains(where: \.isWhitespace) {
-            throw APIError.invalidField("topic", "a bundle id has no whitespace")
+        if let topic, topic.contains(where: \.isWhitespace) || TextRules.hasControlCharacter(topic) {
+            throw APIError.invalidField("topic", "a bundle id has no whitespace or control characters")
         }
         userID = try fields.string("userId", bytes: 1...TokenRegistration.maximumUserIDBytes)
+        try TextRules.checkIdentifier(userID, field: "userId")
         appVersion = try fields.string("appVersion", bytes: 1...TokenRegistration.maximumAppVersionBytes)
+        try TextRules.checkIdentifier(appVersion, field: "appVersion")
         preferredLanguages = try fields.strings("preferredLanguages", maximumCount: TokenRegistration.maximumLanguages)
         for language in preferredLanguages {
             guard (1...TokenRegistration.maximumLanguageCharacters).contains(language.count),
@@ -56,6 +59,7 @@ struct RegistrationBody {
         for tag in tags where !(1...TokenRegistration.maximumTagBytes).contains(tag.utf8.count) {
             throw APIError.invalidField("tags", "each tag has 1 to \(TokenRegistration.maximumTagBytes) bytes")
         }
+        for tag in tags { try TextRules.checkIdentifier(tag, field: "tags") }
         platform = try fields.string("platform").map { name throws(APIError) in
             guard let platform = Platform(name: name) else {
                 throw APIError.invalidField("platform", "use iOS, macOS, tvOS, watchOS or visionOS")

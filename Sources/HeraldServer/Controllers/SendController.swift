@@ -32,6 +32,7 @@ struct SendController: Sendable {
         } catch {
             throw APIError.invalidJSON(error.description)
         }
+        try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps)
         if let token = plan.singleToken, try await store.device(token)?.isActive != true {
             throw APIError(
@@ -57,7 +58,8 @@ struct SendController: Sendable {
             logger.info("Sent", metadata: [LogKey.count: "\(result.counts)"])
             var body = Self.json(final)
             if case .object(var members) = body {
-                members["outcomes"] = .array(result.outcomes.map(Self.json))
+                let reveal = Self.revealsTokens(to: context)
+                members["outcomes"] = .array(result.outcomes.map { Self.json($0, revealingToken: reveal) })
                 body = .object(members)
             }
             return .json(body)
@@ -78,10 +80,9 @@ struct SendController: Sendable {
         guard let id = context.parameters.get("id").flatMap(SendID.init) else {
             throw APIError.invalidField("id", "a send id is a UUID, as POST /api/send answered")
         }
-        let query = request.uri.queryParameters
-        let limit = try Self.limit(query.get("limit"))
+        let limit = try Self.limit(request.queryParameter("limit"))
         var cursor: OutcomeCursor?
-        if let after = query.get("after") {
+        if let after = try request.queryParameter("after"), !after.isEmpty {
             guard let parsed = OutcomeCursor(after) else {
                 throw APIError.invalidField("after", "use the \"next\" value of the previous page")
             }
@@ -93,7 +94,9 @@ struct SendController: Sendable {
         }
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
         guard case .object(var members) = Self.json(record) else { return .json(Self.json(record)) }
-        members["outcomes"] = .array(page.outcomes.map { Self.json(ReportedOutcome(outcome: $0, action: nil)) })
+        let reveal = Self.revealsTokens(to: context)
+        members["outcomes"] = .array(
+            page.outcomes.map { Self.json(ReportedOutcome(outcome: $0, action: nil), revealingToken: reveal) })
         if let next = page.next { members["next"] = .string(next.description) }
         return .json(.object(members))
     }
@@ -125,10 +128,18 @@ struct SendController: Sendable {
         return .object(members)
     }
 
-    static func json(_ reported: ReportedOutcome) -> JSONValue {
+    /// Whether outcomes show whole device tokens: only to a key with the `admin` scope, which may list devices anyway.
+    /// A `send`-only key sees `…` and the last 8 hex digits (as the logs do), so a send to a topic does not hand it the
+    /// whole registry.
+    static func revealsTokens(to context: ServerRequestContext) -> Bool {
+        context.apiKey?.allows(.admin) == true
+    }
+
+    /// An outcome as the API shows it; `revealingToken: false` puts the token's redacted form in `token`.
+    static func json(_ reported: ReportedOutcome, revealingToken: Bool) -> JSONValue {
         let outcome = reported.outcome
         var members: [String: JSONValue] = [
-            "token": .string(outcome.token.hex),
+            "token": .string(revealingToken ? outcome.token.hex : outcome.token.redacted),
             "environment": .string(outcome.environment.name),
             "at": .string(RFC3339.string(outcome.at)),
         ]

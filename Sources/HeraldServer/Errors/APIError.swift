@@ -32,10 +32,17 @@ public struct APIError: Error, HTTPResponseError, Sendable, CustomStringConverti
     public var description: String { "\(status.code) \(reason): \(message)" }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status, headers: responseHeaders, body: .init(byteBuffer: ByteBuffer(bytes: jsonBody)))
+    }
+
+    /// `{"error": …, "reason": …}`.
+    var jsonBody: [UInt8] { JSONValue.object(["error": .string(message), "reason": .string(reason)]).sortedJSONBytes }
+
+    /// The extra headers and the JSON content type.
+    var responseHeaders: HTTPFields {
         var headers = self.headers
         headers[.contentType] = "application/json; charset=utf-8"
-        let body = JSONValue.object(["error": .string(message), "reason": .string(reason)]).jsonBytes
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
+        return headers
     }
 }
 
@@ -61,6 +68,15 @@ extension APIError {
     /// `404` for a path no route serves.
     static func notFound(_ path: String) -> APIError {
         APIError(.notFound, reason: "notFound", "There is no \(path) here: see /openapi.yaml for the API.")
+    }
+
+    /// `405` for a known path asked with a method it does not take; `Allow` lists the ones it takes.
+    static func methodNotAllowed(_ method: HTTPRequest.Method, path: String, _ allowed: [String]) -> APIError {
+        let list = allowed.joined(separator: ", ")
+        return APIError(
+            .methodNotAllowed, reason: "methodNotAllowed",
+            "\(path) does not take \(method.rawValue): use \(list) (see /openapi.yaml).",
+            headers: [.allow: list])
     }
 
     /// `503` when the database does not answer.

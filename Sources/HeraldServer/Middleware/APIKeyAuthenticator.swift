@@ -4,7 +4,7 @@ import HeraldStore
 import Hummingbird
 import Logging
 
-/// Checks `Authorization: Bearer <secret>` against the stored API keys (SHA-256 hashes) and the scope a route needs.
+/// Checks `Authorization: Bearer <secret>` against the stored API keys (salted HMAC-SHA256) and the scope a route needs.
 ///
 /// No header is `401 missingAPIKey`; an unknown or revoked key `401 invalidAPIKey`; a key without the scope
 /// `403 insufficientScope`. The secret is never logged; the key's name and display prefix are.

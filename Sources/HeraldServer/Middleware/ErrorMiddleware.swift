@@ -2,6 +2,8 @@ import HTTPTypes
 import HeraldStore
 import Hummingbird
 import Logging
+import NIOCore
+import NIOHTTP1
 
 /// Turns every failure into the API's JSON error body, so no client ever sees an empty or framework-shaped error.
 ///
@@ -9,6 +11,9 @@ import Logging
 /// A store that does not answer is `503 unavailable`; anything else is `500 internal`, logged here with its detail
 /// (which never includes a token or a secret: store and core errors redact them).
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The routes, to tell a wrong method (`405`) from an unknown path (`404`).
+    let routes: RouteTable
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
@@ -17,10 +22,24 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let error as APIError {
             throw error
         } catch let error as HTTPError {
+            if error.status == .notFound {
+                let allowed = routes.methods(forPath: request.uri.path)
+                if !allowed.isEmpty { throw APIError.methodNotAllowed(request.method, path: request.uri.path, allowed) }
+            }
             throw Self.translate(error, path: request.uri.path)
+        } catch is NIOTooManyBytesError {
+            throw Self.translate(HTTPError(.contentTooLarge), path: request.uri.path)
         } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
             context.logger.warning("The store is unavailable", metadata: [LogKey.error: "\(error)"])
             throw APIError.unavailable
+        } catch let error as HTTPParserError {
+            // The body was malformed mid-way (a bad chunk, the client closing early): the client's fault, not ours.
+            context.logger.debug("Malformed request body", metadata: [LogKey.error: "\(error)"])
+            throw APIError.malformedHTTP(error)
+        } catch let error where Self.isClientGone(error) {
+            context.logger.debug(
+                "The client went away during the request", metadata: [LogKey.error: "\(error)"])
+            throw APIError(.badRequest, reason: "incompleteRequest", "The connection closed before the request ended.")
         } catch is CancellationError {
             throw APIError(
                 .serviceUnavailable, reason: "unavailable", "The server is shutting down: try again shortly.")
@@ -29,6 +48,19 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 "Request failed", metadata: [LogKey.error: "\(error)", LogKey.path: "\(request.uri.path)"])
             throw APIError.internal
         }
+    }
+
+    /// Whether an error means the client hung up or reset the connection: logged at debug level, since a slow or
+    /// flaky network causes it, not the server.
+    static func isClientGone(_ error: any Error) -> Bool {
+        if error is IOError { return true }
+        if let error = error as? ChannelError {
+            switch error {
+            case .ioOnClosedChannel, .eof, .alreadyClosed, .inputClosed, .outputClosed: return true
+            default: return false
+            }
+        }
+        return false
     }
 
     static func translate(_ error: HTTPError, path: String) -> APIError {

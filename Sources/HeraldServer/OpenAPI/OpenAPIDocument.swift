@@ -30,13 +30,18 @@ components:
       name: token
       in: path
       required: true
-      description: The device token as hex, either case (8 to 512 bytes).
-      schema: { type: string, pattern: "^[0-9a-fA-F]{16,1024}$" }
+      description: The device token as hex, either case (8 to 512 bytes, so an even number of 16 to 1024 digits).
+      schema: { type: string, minLength: 16, maxLength: 1024, pattern: "^([0-9a-fA-F]{2})+$" }
     limit:
       name: limit
       in: query
       description: Items per page, 1 to 1000 (default 100).
       schema: { type: integer, minimum: 1, maximum: 1000 }
+    after:
+      name: after
+      in: query
+      description: The previous page's `next`; absent or empty for the first page.
+      schema: { type: string, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]*$" }
   responses:
     Error:
       description: An error; `reason` is stable, `error` a sentence a person can act on.
@@ -65,25 +70,52 @@ components:
             invalidField, missingTopic, unknownTopic, missingRegistrationKey, invalidRegistrationKey, topicNotAllowed,
             unknownToken, payloadTooLarge, rateLimited. Send: missingTarget, noContentKey, unknownToken, or the APNs
             reason the notification would have caused (BadPriority, BadCollapseId, PayloadTooLarge, InvalidPushType, …).
-            Auth: missingAPIKey, invalidAPIKey, insufficientScope. Server: unavailable, internal, notFound.
+            Auth: missingAPIKey, invalidAPIKey, insufficientScope. Lookups: missingQuery, unknownSend. HTTP:
+            methodNotAllowed (405, with Allow), malformedHTTP (400), requestTimeout (408), headersTooLarge (431),
+            notFound. Server: unavailable, internal.
     Registration:
       type: object
       required: [token]
-      description: At least one of `debug` and `environment`; when both, they must agree. `null` means absent.
+      anyOf:
+        - { required: [debug], properties: { debug: { type: boolean } } }
+        - { required: [environment], properties: { environment: { type: string } } }
+      description: >
+        At least one of `debug` and `environment`; when both, they must agree. `null` means absent. Lengths
+        (`maxLength`) count UTF-8 bytes on the server: they are exact for ASCII text. No string may contain a NUL,
+        and identifiers no control character. Unknown properties are ignored.
       properties:
-        token: { type: string, description: "Hex, 16 to 1024 digits." }
-        debug: { type: boolean, description: "true: development (sandbox) APNs; false: production." }
-        environment: { type: string, description: "development or production (also sandbox, prod, …)." }
-        topic: { type: string, maxLength: 255, description: "The app's bundle id; optional when the server serves one app." }
-        userId: { type: string, maxLength: 256 }
-        preferredLanguages: { type: array, maxItems: 20, items: { type: string, maxLength: 35 } }
-        appVersion: { type: string, maxLength: 64 }
-        platform: { type: string, enum: [iOS, macOS, tvOS, watchOS, visionOS] }
-        installationId: { type: string, format: uuid }
-        tokenKind:
+        token:
           type: string
-          enum: [device, voip, liveactivity-start, liveactivity, widgets, controls, location, pushtotalk, complication, fileprovider]
-        tags: { type: array, maxItems: 50, items: { type: string, maxLength: 64 } }
+          minLength: 16
+          maxLength: 1024
+          pattern: "^([0-9a-fA-F]{2})+$"
+          description: "Hex, an even number of 16 to 1024 digits (8 to 512 bytes); the server also reads the old `<abcd 1234 …>` form."
+        debug: { type: [boolean, "null"], description: "true: development (sandbox) APNs; false: production." }
+        environment:
+          type: [string, "null"]
+          enum: [development, production, sandbox, debug, dev, prod, release, null]
+          description: "development or production (sandbox, debug and dev mean development; prod and release production)."
+        topic:
+          type: [string, "null"]
+          minLength: 1
+          maxLength: 255
+          pattern: "^[^\\s\\x00-\\x1F\\x7F-\\x9F]+$"
+          description: "The app's bundle id; optional when the server serves one app."
+        userId: { type: [string, "null"], minLength: 1, maxLength: 256, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$" }
+        preferredLanguages:
+          type: [array, "null"]
+          maxItems: 20
+          items: { type: string, minLength: 1, maxLength: 35, pattern: "^[A-Za-z0-9-]+$" }
+        appVersion: { type: [string, "null"], minLength: 1, maxLength: 64, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$" }
+        platform: { type: [string, "null"], enum: [iOS, macOS, tvOS, watchOS, visionOS, null], description: "Read in any case." }
+        installationId: { type: [string, "null"], format: uuid, pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$" }
+        tokenKind:
+          type: [string, "null"]
+          enum: [device, voip, liveactivity-start, liveactivity, widgets, controls, location, pushtotalk, complication, fileprovider, null]
+        tags:
+          type: [array, "null"]
+          maxItems: 50
+          items: { type: string, minLength: 1, maxLength: 64, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$" }
     StoredRegistration:
       allOf:
         - $ref: "#/components/schemas/Registration"
@@ -116,16 +148,22 @@ components:
     SendRequest:
       type: object
       required: [target]
-      description: Either the typed fields (alert, badge, …) or a raw `payload`, not both.
+      description: >
+        Either the typed fields (alert, badge, …) or a raw `payload`, not both. No string or member name may contain
+        a NUL (`\\u0000`).
       properties:
         target:
           type: object
           description: Exactly one of the properties.
           properties:
-            token: { type: string }
-            tokens: { type: array, items: { type: string }, maxItems: 100000 }
-            user: { type: string }
-            tag: { type: string }
+            token: { type: string, minLength: 16, maxLength: 1024, pattern: "^([0-9a-fA-F]{2})+$" }
+            tokens:
+              type: array
+              minItems: 1
+              maxItems: 100000
+              items: { type: string, minLength: 16, maxLength: 1024, pattern: "^([0-9a-fA-F]{2})+$" }
+            user: { type: string, minLength: 1, maxLength: 256, pattern: "^[^\\x00]+$" }
+            tag: { type: string, minLength: 1, maxLength: 64, pattern: "^[^\\x00]+$" }
             topic: { type: string, description: "Every device of the app." }
         topic: { type: string, description: "The app; optional when the server serves one." }
         environment: { type: string, description: "Only devices of this environment." }
@@ -164,7 +202,11 @@ components:
       type: object
       required: [token, environment, status, at]
       properties:
-        token: { type: string }
+        token:
+          type: string
+          description: >
+            The whole token for a key with the `admin` scope; for a `send`-only key `…` and its last 8 hex digits
+            (`…9aa1a8af`).
         environment: { type: string }
         at: { type: string, format: date-time }
         status: { type: string, enum: [accepted, rejected, failed] }
@@ -218,8 +260,11 @@ paths:
         "400": { $ref: "#/components/responses/Error" }
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
+        "405": { $ref: "#/components/responses/Error" }
+        "408": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
         "429": { $ref: "#/components/responses/RateLimited" }
+        "431": { $ref: "#/components/responses/Error" }
   /api/token/{token}:
     delete:
       summary: Unregister a token.
@@ -261,14 +306,17 @@ paths:
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
+        "405": { $ref: "#/components/responses/Error" }
+        "408": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
+        "431": { $ref: "#/components/responses/Error" }
   /api/sends/{id}:
     get:
       summary: A send's status, counts and one page of outcomes.
       security: [{ apiKey: [send] }]
       parameters:
         - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
-        - { name: after, in: query, schema: { type: string }, description: "The previous page's `next`." }
+        - { $ref: "#/components/parameters/after" }
         - { $ref: "#/components/parameters/limit" }
       responses:
         "200":
@@ -285,12 +333,12 @@ paths:
       summary: One page of the devices of a user, a tag or an app.
       security: [{ apiKey: [admin] }]
       parameters:
-        - { name: user, in: query, schema: { type: string } }
-        - { name: tag, in: query, schema: { type: string } }
-        - { name: topic, in: query, schema: { type: string }, description: "Alone, every device of the app; else narrows." }
-        - { name: environment, in: query, schema: { type: string, enum: [development, production] } }
+        - { name: user, in: query, schema: { type: string, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]*$" }, description: "One of user, tag or topic is required (400 missingQuery); not user with tag." }
+        - { name: tag, in: query, schema: { type: string, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]*$" } }
+        - { name: topic, in: query, schema: { type: string, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]*$" }, description: "Alone, every device of the app; else narrows." }
+        - { name: environment, in: query, schema: { type: string, enum: [development, production, sandbox, debug, dev, prod, release] } }
         - { name: includeInvalidated, in: query, schema: { type: boolean } }
-        - { name: after, in: query, schema: { type: string }, description: "The previous page's `next`." }
+        - { $ref: "#/components/parameters/after" }
         - { $ref: "#/components/parameters/limit" }
       responses:
         "200":
@@ -329,7 +377,7 @@ paths:
     get:
       summary: Readiness; the database answers and is migrated.
       responses:
-        "200": { description: "{\"status\": \"ready\", \"database\": \"sqlite\", \"schemaVersion\": 1}" }
+        "200": { description: "{\"status\": \"ready\", \"database\": \"sqlite\", \"schemaVersion\": 2}" }
         "503": { $ref: "#/components/responses/Error" }
   /metrics:
     get:

@@ -1,18 +1,55 @@
 import HTTPTypes
 import HeraldCore
 import Hummingbird
+import NIOCore
 
 extension Response {
     /// A JSON response from a value, encoded by core's writer.
     static func json(_ value: JSONValue, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
         var headers = headers
         headers[.contentType] = "application/json; charset=utf-8"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: value.jsonBytes)))
+        return Response(
+            status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: value.sortedJSONBytes)))
+    }
+}
+
+extension JSONValue {
+    /// The compact encoding with every object's members in name order, so answers have a stable key order: core's
+    /// writer follows the dictionary, whose order changes from one process to the next.
+    var sortedJSONBytes: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256)
+        appendSorted(to: &bytes)
+        return bytes
+    }
+
+    private func appendSorted(to bytes: inout [UInt8]) {
+        switch self {
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            for (index, name) in members.keys.sorted().enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                bytes += JSONValue.string(name).jsonBytes
+                bytes.append(UInt8(ascii: ":"))
+                members[name]!.appendSorted(to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                element.appendSorted(to: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        default:
+            bytes += jsonBytes
+        }
     }
 }
 
 extension Request {
-    /// The body, refused with `413 payloadTooLarge` beyond `limit` bytes (by its `Content-Length` before reading).
+    /// The body, refused with `413 payloadTooLarge` beyond `limit` bytes: by its `Content-Length` before reading, and
+    /// while reading a chunked body, which NIO reports as `NIOTooManyBytesError`.
     func bodyBytes(limit: Int) async throws -> [UInt8] {
         if let length = headers[.contentLength].flatMap(Int.init), length > limit {
             throw APIError.payloadTooLarge(limit: limit)
@@ -21,6 +58,8 @@ extension Request {
             let buffer = try await body.collect(upTo: limit)
             return Array(buffer.readableBytesView)
         } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw APIError.payloadTooLarge(limit: limit)
+        } catch is NIOTooManyBytesError {
             throw APIError.payloadTooLarge(limit: limit)
         }
     }

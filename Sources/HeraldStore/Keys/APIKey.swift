@@ -8,7 +8,8 @@ public struct APIKey: Sendable, Hashable, Identifiable, CustomStringConvertible 
     public var name: String
     /// What the key may do.
     public var scopes: Set<APIKeyScope>
-    /// The secret's first characters, enough to recognise a key in a list without revealing it.
+    /// `hrld_<lookup id>`, to recognise a key in a list; no character of the secret. Empty for configured secrets
+    /// without a lookup id and for keys from schema version 1.
     public var prefix: String
     /// When it was created.
     public var createdAt: Date

@@ -1,14 +1,19 @@
 import Crypto
 import Foundation
 
-/// The secret half of an API key: generated once, shown once, stored only as its SHA-256.
+/// The secret half of an API key: generated once, shown once, never stored.
 ///
-/// A secret is `hrld_` followed by 43 base64url characters (32 random bytes), so it is easy to spot in a leaked
-/// file. SHA-256 without salt is enough here: the secret is random and long, not a password, and an unsalted hash
-/// lets a lookup find the key with one indexed query.
+/// A generated secret is `hrld_<lookup id>_<secret>`: 8 hex digits of random, non-secret lookup id, then 43 base64url
+/// characters (32 random bytes). The lookup id finds the key's row with one indexed query; only the part after it
+/// is secret. Secrets given in `HERALD_API_KEYS` may be any text of at least ``minimumSecretCharacters`` characters;
+/// without the `hrld_<id>_` form they have no lookup id, and the few such keys are each checked in turn.
 public struct APIKeySecret: Sendable, Hashable, CustomStringConvertible {
-    /// The prefix of every secret.
+    /// The prefix of every generated secret, so a leaked one is easy to spot.
     public static let prefix = "hrld_"
+    /// The fewest characters of secret (after any lookup id) a configured key may have.
+    public static let minimumSecretCharacters = 32
+    /// The length of a lookup id, in hex digits.
+    static let lookupIDLength = 8
 
     /// The secret text, to hand to the person who created the key, once.
     public let value: String
@@ -19,24 +24,44 @@ public struct APIKeySecret: Sendable, Hashable, CustomStringConvertible {
     /// A new random secret from the system's cryptographic generator.
     public static func generate() -> APIKeySecret {
         var generator = SystemRandomNumberGenerator()
+        let id = (0..<lookupIDLength / 2).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let encoded = Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
-        return APIKeySecret(prefix + encoded)
+        return APIKeySecret(prefix + hex(id) + "_" + encoded)
     }
 
-    /// The lowercase hex SHA-256 of the secret: what the store keeps and looks up.
-    public var hash: String {
-        SHA256.hash(data: Data(value.utf8)).map { byte in
+    /// The lookup id of a `hrld_<8 hex digits>_<secret>` secret; `nil` for any other form.
+    public var lookupID: String? {
+        guard value.hasPrefix(Self.prefix) else { return nil }
+        let rest = value.utf8.dropFirst(Self.prefix.utf8.count)
+        let id = rest.prefix(Self.lookupIDLength)
+        guard id.count == Self.lookupIDLength,
+            id.allSatisfy({
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                    || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }),
+            rest.dropFirst(Self.lookupIDLength).first == UInt8(ascii: "_")
+        else { return nil }
+        return String(decoding: id, as: UTF8.self)
+    }
+
+    /// How many characters are secret: those after the lookup id, or all of them.
+    public var secretCharacterCount: Int {
+        lookupID == nil ? value.count : value.count - Self.prefix.count - Self.lookupIDLength - 1
+    }
+
+    /// What may be shown to recognise the key in a list: `hrld_<lookup id>`, never a character of the secret.
+    public var displayPrefix: String { lookupID.map { Self.prefix + $0 } ?? "" }
+
+    /// Never the secret.
+    public var description: String { "APIKeySecret(\(displayPrefix)…)" }
+
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { byte in
             let hex = String(byte, radix: 16)
             return byte < 16 ? "0" + hex : hex
         }.joined()
     }
-
-    /// The first characters, stored to recognise the key in a list.
-    public var displayPrefix: String { String(value.prefix(Self.prefix.count + 4)) }
-
-    /// Never the secret.
-    public var description: String { "APIKeySecret(\(displayPrefix)…)" }
 }

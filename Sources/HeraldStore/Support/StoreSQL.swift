@@ -296,16 +296,20 @@ package enum StoreSQL {
     /// The columns of `api_keys` that ``StoredRow/apiKey()`` reads: never the hash.
     package static let apiKeyColumns = "id, name, scopes, prefix, created_at, revoked_at"
 
-    /// Stores a key under its secret's hash.
-    package static func insertAPIKey(_ key: APIKey, secretHash: String, _ dialect: SQLStatement.Dialect)
+    /// Stores a key with its credential.
+    package static func insertAPIKey(_ key: APIKey, credential: APIKeyCredential, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
         SQLStatement(
             dialect,
-            "INSERT INTO api_keys (id, name, secret_hash, scopes, prefix, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            """
+            INSERT INTO api_keys (id, name, secret_hash, scopes, prefix, created_at, hash_scheme, lookup_id, salt) \
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            """,
             [
-                .text(key.storedID), .text(key.name), .text(secretHash), .text(key.storedScopes), .text(key.prefix),
-                .integer(StoreTime.microseconds(key.createdAt)),
+                .text(key.storedID), .text(key.name), .text(credential.hash), .text(key.storedScopes),
+                .text(key.prefix), .integer(StoreTime.microseconds(key.createdAt)), .text(credential.scheme.rawValue),
+                SQLStatement.Value.textOrNull(credential.lookupID), .text(credential.salt),
             ])
     }
 
@@ -321,11 +325,33 @@ package enum StoreSQL {
             [.text(id.uuidString.lowercased()), .integer(StoreTime.microseconds(now))])
     }
 
-    /// The active key with a secret hash.
-    package static func apiKey(secretHash: String, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+    /// The columns ``StoredRow/storedAPIKey()`` reads: the key's, then its credential's.
+    package static let storedAPIKeyColumns = apiKeyColumns + ", hash_scheme, lookup_id, salt, secret_hash"
+
+    /// The keys with a lookup id, or without one for `nil`, revoked ones included.
+    package static func storedAPIKeys(lookupID: String?, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        guard let lookupID else {
+            return SQLStatement(
+                dialect,
+                "SELECT \(storedAPIKeyColumns) FROM api_keys WHERE lookup_id IS NULL ORDER BY created_at, id"
+            )
+        }
+        return SQLStatement(
+            dialect,
+            "SELECT \(storedAPIKeyColumns) FROM api_keys WHERE lookup_id = $1 ORDER BY created_at, id",
+            [.text(lookupID)])
+    }
+
+    /// Replaces a key's credential.
+    package static func replaceAPIKeyCredential(
+        _ id: UUID, with credential: APIKeyCredential, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
         SQLStatement(
-            dialect, "SELECT \(apiKeyColumns) FROM api_keys WHERE secret_hash = $1 AND revoked_at IS NULL",
-            [.text(secretHash)])
+            dialect, "UPDATE api_keys SET hash_scheme = $2, lookup_id = $3, salt = $4, secret_hash = $5 WHERE id = $1",
+            [
+                .text(id.uuidString.lowercased()), .text(credential.scheme.rawValue),
+                SQLStatement.Value.textOrNull(credential.lookupID), .text(credential.salt), .text(credential.hash),
+            ])
     }
 
     // MARK: Provider tokens

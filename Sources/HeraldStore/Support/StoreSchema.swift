@@ -117,7 +117,18 @@ package enum StoreSchema {
                     issued_at BIGINT NOT NULL
                 )
                 """,
-            ])
+            ]),
+        Migration(
+            version: 2, name: "API keys: salted HMAC-SHA256 hashes, lookup ids, no secret characters in clear",
+            statements: [
+                // Existing rows keep their unsalted SHA-256 ('sha256') until first used, then are re-hashed.
+                "ALTER TABLE api_keys ADD COLUMN hash_scheme TEXT NOT NULL DEFAULT 'sha256'",
+                "ALTER TABLE api_keys ADD COLUMN lookup_id TEXT",
+                "ALTER TABLE api_keys ADD COLUMN salt TEXT NOT NULL DEFAULT ''",
+                // Schema 1 kept a secret's first characters in clear to recognise the key.
+                "UPDATE api_keys SET prefix = ''",
+                "CREATE INDEX api_keys_lookup_id ON api_keys (lookup_id)",
+            ]),
     ]
 
     /// The highest version this build knows.

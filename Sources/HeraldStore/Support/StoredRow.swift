@@ -75,6 +75,19 @@ extension StoredRow {
             revokedAt: optionalInteger(5))
     }
 
+    /// A key and its credential from the columns of ``StoreSQL/storedAPIKeyColumns``.
+    /// - Throws: ``StoreError`` `.corruptRecord` for an unknown hash scheme.
+    package func storedAPIKey() throws -> StoredAPIKey {
+        guard let scheme = APIKeyCredential.Scheme(rawValue: try text(6)) else {
+            throw StoreError(
+                .corruptRecord, "A stored API key has an unknown hash scheme: revoke it and create a new one.")
+        }
+        return StoredAPIKey(
+            key: try apiKey(),
+            credential: APIKeyCredential(
+                scheme: scheme, lookupID: try optionalText(7), salt: try text(8), hash: try text(9)))
+    }
+
     /// A provider token from the columns of ``StoreSQL/latestProviderToken(keyID:dialect:)``.
     package func providerToken() throws -> ProviderToken {
         try ProviderToken(jwt: text(0), keyID: text(1), teamID: text(2), issuedAt: StoreTime.date(integer(3)))

@@ -74,6 +74,10 @@ public struct TokenRegistration: Sendable, Hashable {
             guard !value.isEmpty, value.utf8.count <= limit else {
                 throw invalid(field, "use 1 to \(limit) bytes")
             }
+            // SQLite would keep the text only up to a NUL and PostgreSQL refuses it: never store a cut value.
+            guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw invalid(field, "it has a control character (such as NUL)")
+            }
         }
         try checkBytes(topic, "topic", Self.maximumTopicBytes)
         guard !topic.contains(where: \.isWhitespace) else {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HeraldCore
 import HeraldStore
@@ -7,6 +8,7 @@ extension StoreConformance {
     static var keyCases: [Case] {
         [
             Case("API keys are stored hashed, listed without secrets, looked up and revoked", apiKeys),
+            Case("a key stored by schema 1 (unsalted SHA-256) still works and is re-hashed on first use", legacyKeys),
             Case("instances share the newest provider token per key id", providerTokens),
         ]
     }
@@ -18,15 +20,18 @@ extension StoreConformance {
         let other = try await store.createAPIKey(
             name: "ops", scopes: [.admin], at: context.clock.now().addingTimeInterval(1))
         let secret = created.secret.value
-        #expect(secret.hasPrefix(APIKeySecret.prefix) && secret.count == APIKeySecret.prefix.count + 43)
+        let lookupID = try #require(created.secret.lookupID)
+        #expect(secret.hasPrefix(APIKeySecret.prefix + lookupID + "_") && created.secret.secretCharacterCount == 43)
         #expect(secret != other.secret.value)
-        #expect(created.key.prefix == String(secret.prefix(9)) && !created.key.description.contains(secret))
-        #expect(created.secret.hash.count == 64 && created.secret.hash != secret)
+        #expect(created.key.prefix == APIKeySecret.prefix + lookupID && !created.key.description.contains(secret))
+        let stored = try #require(try await store.storedAPIKeys(lookupID: lookupID).first)
+        #expect(stored.key == created.key && stored.credential.scheme == .hmacSHA256)
+        #expect(stored.credential.salt.count == 32 && stored.credential.hash.count == 64)
+        #expect(!stored.credential.hash.contains(secret) && stored.credential.verifies(created.secret))
 
         #expect(try await store.apiKey(forSecret: secret) == created.key)
-        #expect(try await store.apiKey(secretHash: created.secret.hash) == created.key)
-        #expect(try await store.apiKey(secretHash: secret) == nil, "the secret itself is not what is stored")
         #expect(try await store.apiKey(forSecret: secret + "x") == nil)
+        #expect(try await store.apiKey(forSecret: String(secret.dropLast())) == nil)
         #expect(try await store.apiKeys() == [created.key, other.key])
         #expect(created.key.allows(.send) && !created.key.allows(.admin))
 
@@ -38,6 +43,21 @@ extension StoreConformance {
         let listed = try await store.apiKeys()
         #expect(listed.first?.revokedAt == context.clock.now() && listed.last?.isActive == true)
         await #expect(throws: StoreError.self) { try await store.createAPIKey(name: "", scopes: [.send]) }
+    }
+
+    static func legacyKeys(_ context: Context) async throws {
+        let store = context.store
+        let secret = APIKeySecret("hrld_" + String(repeating: "Ab9-", count: 11))
+        let legacyHash = SHA256.hash(data: Data(secret.value.utf8)).map { String(format: "%02x", $0) }.joined()
+        let key = APIKey(
+            id: UUID(), name: "old", scopes: [.send], prefix: "", createdAt: context.clock.now(), revokedAt: nil)
+        try await store.insertAPIKey(
+            key, credential: APIKeyCredential(scheme: .legacySHA256, lookupID: nil, salt: "", hash: legacyHash))
+        #expect(try await store.apiKey(forSecret: secret.value + "x") == nil)
+        #expect(try await store.apiKey(forSecret: secret.value) == key)
+        let stored = try #require(try await store.storedAPIKeys(lookupID: nil).first)
+        #expect(stored.credential.scheme == .hmacSHA256 && stored.credential.hash != legacyHash)
+        #expect(try await store.apiKey(forSecret: secret.value) == key, "the re-hashed key still works")
     }
 
     static func providerTokens(_ context: Context) async throws {

@@ -94,17 +94,7 @@ enum ServerHarness {
                     group.cancelAll()
                 }
             }
-            var configuration = configuration(databaseURL: database.url)
-            configure(&configuration)
-            let logger =
-                logger
-                ?? {
-                    var logger = Logger(label: "herald.test")
-                    logger.logLevel = .warning
-                    return logger
-                }()
-            let app = try await buildApplication(
-                configuration: configuration, dependencies: ServerDependencies(logger: logger, clock: clock))
+            let app = try await build(databaseURL: database.url, clock: clock, logger: logger, configure: configure)
             try await app.test(testing) { client in
                 try await body(ServerClient(client: client), app)
             }
@@ -113,6 +103,26 @@ enum ServerHarness {
             throw error
         }
         await database.cleanup()
+    }
+}
+
+extension ServerHarness {
+    /// Builds a server on a database with the test configuration, logging warnings and above unless given a logger.
+    static func build(
+        databaseURL: String, clock: any WallClock = SystemWallClock(), logger: Logger?,
+        configure: (inout ServerConfiguration) -> Void
+    ) async throws -> HeraldApplication {
+        var configuration = configuration(databaseURL: databaseURL)
+        configure(&configuration)
+        let logger =
+            logger
+            ?? {
+                var logger = Logger(label: "herald.test")
+                logger.logLevel = .warning
+                return logger
+            }()
+        return try await buildApplication(
+            configuration: configuration, dependencies: ServerDependencies(logger: logger, clock: clock))
     }
 }
 

@@ -1,0 +1,82 @@
+import Foundation
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// Slow and idle clients are closed after bounded times, and connections are bounded, so the server keeps
+/// answering. Short timeouts are configured; the tests wait on the server closing the socket, never on a clock.
+@Suite("Server: connection timeouts and limits", .timeLimit(.minutes(1)))
+struct ConnectionLimitTests {
+    static let health = "GET /health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+
+    /// Asks `/health` on a fresh connection and returns the status.
+    static func freshHealth(port: Int) async throws -> Int? {
+        let connection = try await RawHTTPConnection.connect(port: port)
+        try await connection.write(health)
+        return RawResponse(await connection.readUntilClosed())?.status
+    }
+
+    @Test("a client sending its headers too slowly is closed; a fresh client is still answered")
+    func slowHeaders() async throws {
+        try await LiveServer.run(configure: { $0.limits.idleTimeout = .milliseconds(300) }) { server, _ in
+            let stalled = try await RawHTTPConnection.connect(port: server.port)
+            // On a loaded machine the server may close first: then the write fails, and that is the point.
+            try? await stalled.write("POST /api/token HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+            let answer = await stalled.readUntilClosed()
+            #expect(answer.isEmpty, "closed without a response: \(answer)")
+            #expect(try await Self.freshHealth(port: server.port) == 200)
+        }
+    }
+
+    @Test("a client sending its body too slowly is answered 408 requestTimeout and closed")
+    func slowBody() async throws {
+        try await LiveServer.run(configure: {
+            $0.limits.requestTimeout = .milliseconds(300)
+            $0.limits.idleTimeout = .seconds(3600)
+        }) { server, _ in
+            let stalled = try await RawHTTPConnection.connect(port: server.port)
+            try await stalled.write(
+                "POST /api/token HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{\"token\": ")
+            let answer = try #require(RawResponse(await stalled.readUntilClosed()))
+            #expect(answer.status == 408 && answer.body.contains(#""reason":"requestTimeout""#), "\(answer)")
+            #expect(try await Self.freshHealth(port: server.port) == 200)
+        }
+    }
+
+    @Test("an idle keep-alive connection is closed after its answer")
+    func idleKeepAlive() async throws {
+        // Long enough for the request to arrive first even on a loaded machine; the test waits on the close only.
+        try await LiveServer.run(configure: { $0.limits.idleTimeout = .seconds(2) }) { server, _ in
+            let idle = try await RawHTTPConnection.connect(port: server.port)
+            try await idle.write("GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            let answer = await idle.readUntilClosed()
+            #expect(RawResponse(answer)?.status == 200, "answered, then closed when idle: \(answer)")
+        }
+    }
+
+    @Test("over the connection limit a client waits until a slot frees, then is answered")
+    func connectionLimit() async throws {
+        try await LiveServer.run(configure: {
+            $0.limits.maximumConnections = 1
+            $0.limits.idleTimeout = .seconds(1)
+        }) { server, _ in
+            let stalled = try await RawHTTPConnection.connect(port: server.port)
+            try? await stalled.write("GET /health HTTP/1.1\r\nHost: local")
+            // The order in which the two finish: the fresh client is answered only once the stalled one is gone.
+            var events: [String] = []
+            try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask {
+                    _ = await stalled.readUntilClosed()
+                    return "stalled closed"
+                }
+                group.addTask {
+                    let status = try await Self.freshHealth(port: server.port)
+                    return "fresh answered \(status ?? 0)"
+                }
+                for try await event in group { events.append(event) }
+            }
+            #expect(events == ["stalled closed", "fresh answered 200"])
+        }
+    }
+}

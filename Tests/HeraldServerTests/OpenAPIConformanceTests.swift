@@ -1,0 +1,275 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// docs/openapi.yaml against the server's behaviour: boundary cases are generated from each schema field's
+/// constraints (type, null, length, pattern, enum, items), and the server must accept exactly the ones the
+/// document calls valid (anything but `400`), and refuse the others with `400`.
+@Suite("Server: OpenAPI constraints match the server", .timeLimit(.minutes(3)))
+struct OpenAPIConformanceTests {
+    /// docs/openapi.yaml as JSON (PyYAML reads it, as openapi-spec-validator does).
+    static func document() throws -> JSONValue {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../docs/openapi.yaml"
+        ).standardized
+        let result = try ProcessRunner.run(
+            "python3",
+            ["-c", "import sys, json, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))", file.path])
+        try #require(result.status == 0, "\(result.standardError)")
+        return try JSONValue(parsing: Array(result.standardOutput.utf8))
+    }
+
+    /// Reasons that are not about the request's shape: the document cannot know the server's apps or devices.
+    static let stateReasons: Set<String> = ["unknownTopic", "unknownToken"]
+
+    struct Mismatch: CustomStringConvertible {
+        let field: String
+        let value: String
+        let specValid: Bool
+        let answer: String
+        var description: String {
+            "\(field) = \(value): the document says \(specValid ? "valid" : "invalid"), the server answered \(answer)"
+        }
+    }
+
+    @Test("every field of Registration: the server accepts exactly the boundary values the document allows")
+    func registration() async throws {
+        let spec = try Self.document()
+        let schema = try #require(spec["components"]?["schemas"]?["Registration"])
+        let properties = try #require(schema["properties"]?.objectValue)
+        let validToken = String(repeating: "ab", count: 32)
+        try await ServerHarness.withServer { client, _ in
+            var mismatches: [Mismatch] = []
+            var checked = 0
+            for (name, property) in properties.sorted(by: { $0.key < $1.key }) {
+                for candidate in SchemaCases.candidates(for: property) {
+                    var body: [String: JSONValue] = ["token": .string(validToken)]
+                    if name != "debug" && name != "environment" { body["debug"] = .bool(true) }
+                    body[name] = candidate
+                    let value = JSONValue.object(body)
+                    let specValid = SchemaCases.isValid(value, schema)
+                    let answer = try await client.call(
+                        .post, "/api/token", body: String(decoding: value.jsonBytes, as: UTF8.self))
+                    let accepted =
+                        answer.status.kind == .successful || Self.stateReasons.contains(answer.reason ?? "")
+                    #expect(answer.status.code < 500, "\(name) = \(candidate): \(answer)")
+                    if accepted == specValid && (accepted || answer.status == .badRequest) {
+                        checked += 1
+                    } else {
+                        mismatches.append(
+                            Mismatch(field: name, value: "\(candidate)", specValid: specValid, answer: "\(answer)"))
+                    }
+                }
+            }
+            #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n"))")
+            #expect(checked > 200, "cases checked: \(checked)")
+        }
+    }
+
+    @Test("the send target's fields: the server accepts exactly the boundary values the document allows")
+    func sendTarget() async throws {
+        let spec = try Self.document()
+        let target = try #require(
+            spec["components"]?["schemas"]?["SendRequest"]?["properties"]?["target"]?["properties"]?.objectValue)
+        try await ServerHarness.withServer { client, app in
+            let key = try await app.store.createAPIKey(name: "spec", scopes: [.send]).secret.value
+            var mismatches: [Mismatch] = []
+            for name in ["token", "tokens", "user", "tag"] {
+                let property = try #require(target[name])
+                for candidate in SchemaCases.candidates(for: property, largeArrays: false) {
+                    let body = JSONValue.object(["target": .object([name: candidate]), "alert": "x"])
+                    let specValid = SchemaCases.isValid(candidate, property)
+                    let answer = try await client.call(
+                        .post, "/api/send", body: String(decoding: body.jsonBytes, as: UTF8.self), bearer: key)
+                    let accepted =
+                        answer.status.kind == .successful || Self.stateReasons.contains(answer.reason ?? "")
+                    if accepted != specValid || (!accepted && answer.status != .badRequest) {
+                        mismatches.append(
+                            Mismatch(
+                                field: "target.\(name)", value: "\(candidate)", specValid: specValid,
+                                answer: "\(answer)"))
+                    }
+                }
+            }
+            #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n"))")
+        }
+    }
+
+    @Test("the query parameters of GET /api/devices and GET /api/sends/{id} agree with the document")
+    func queryParameters() async throws {
+        let spec = try Self.document()
+        let components = try #require(spec["components"]?["parameters"])
+        let devices = try #require(spec["paths"]?["/api/devices"]?["get"]?["parameters"]?.arrayValue)
+        try await ServerHarness.withServer { client, app in
+            let key = try await app.store.createAPIKey(name: "spec", scopes: [.send, .admin]).secret.value
+            var mismatches: [Mismatch] = []
+            for parameter in devices {
+                let resolved =
+                    parameter["$ref"]?.stringValue.flatMap { ref in
+                        components[String(ref.split(separator: "/").last!)]
+                    } ?? parameter
+                let name = try #require(resolved["name"]?.stringValue)
+                let schema = try #require(resolved["schema"])
+                for candidate in SchemaCases.queryCandidates(for: schema) {
+                    let base = name == "user" || name == "tag" || name == "topic" ? "" : "user=someone&"
+                    let query = base + name + "=" + Self.percentEncoded(candidate)
+                    let specValid = SchemaCases.isValid(SchemaCases.queryValue(candidate, schema), schema)
+                    let answer = try await client.call(.get, "/api/devices?\(query)", bearer: key)
+                    if (answer.status == .ok) != specValid || (!specValid && answer.status != .badRequest) {
+                        mismatches.append(
+                            Mismatch(field: name, value: query, specValid: specValid, answer: "\(answer)"))
+                    }
+                }
+            }
+            // An empty after= is the first page, on sends too.
+            let send = try await client.call(
+                .post, "/api/send", body: #"{"target": {"user": "nobody"}, "alert": "x"}"#, bearer: key)
+            let id = try #require(send.json["id"]?.stringValue)
+            let empty = try await client.call(.get, "/api/sends/\(id)?after=", bearer: key)
+            #expect(empty.status == .ok, "\(empty)")
+            #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n"))")
+        }
+    }
+
+    static func percentEncoded(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
+
+/// Boundary cases from a JSON Schema and a small validator for the keywords docs/openapi.yaml uses.
+enum SchemaCases {
+    static func types(_ schema: JSONValue) -> [String] {
+        switch schema["type"] {
+        case .string(let type)?: [type]
+        case .array(let types)?: types.compactMap(\.stringValue)
+        default: []
+        }
+    }
+
+    /// Values around each constraint of a property, valid and invalid.
+    static func candidates(for schema: JSONValue, largeArrays: Bool = true) -> [JSONValue] {
+        var values: [JSONValue] = [.null, .integer(1), .bool(true), .object([:])]
+        let types = types(schema)
+        if types.contains("string") { values += stringCandidates(schema).map { .string($0) } }
+        if types.contains("boolean") { values += [.bool(false), .string("true")] }
+        if !types.contains("string") { values.append(.string("x")) }
+        if types.contains("array"), let items = schema["items"] {
+            let itemValues = stringCandidates(items)
+            let validItem = itemValues.first { isValid(.string($0), items) } ?? "a"
+            values.append(.array([]))
+            if let maximum = schema["maxItems"]?.intValue, largeArrays {
+                // Distinct valid items, so duplicates dropped by the store do not change the count.
+                let distinct = (0...maximum).map { index in
+                    JSONValue.string(validItem.count > 3 ? validItem : "\(validItem)\(index)")
+                }
+                values += [.array(Array(distinct.prefix(maximum))), .array(distinct)]
+            }
+            values += itemValues.map { .array([.string($0)]) }
+            values.append(.array([.integer(1)]))
+        } else {
+            values.append(.array([]))
+        }
+        return values
+    }
+
+    static func stringCandidates(_ schema: JSONValue) -> [String] {
+        if let members = schema["enum"]?.arrayValue {
+            return members.compactMap(\.stringValue) + ["not-a-member", ""]
+        }
+        if schema["format"]?.stringValue == "uuid" {
+            return ["2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01", "2F1C6A4E-8D0B-4C55-9A37-1F3E5B7D9C01", "not-a-uuid", ""]
+        }
+        let minimum = schema["minLength"]?.intValue ?? 0
+        let maximum = schema["maxLength"]?.intValue ?? 300
+        var lengths = Set([0, 1, 2, minimum, maximum, maximum + 1, maximum - 1, max(0, minimum - 1), minimum + 1])
+        lengths.remove(-1)
+        var values: [String] = []
+        for length in lengths.sorted() where length >= 0 {
+            values.append(String(repeating: "ab", count: length / 2 + 1).prefix(length).description)
+            values.append(String(repeating: "a-1", count: length / 3 + 1).prefix(length).description)
+        }
+        values += ["a\u{0}b", "a\nb", "a\u{7}", "a b", " ab", "ab\u{7F}", "Ab09", "ab\u{85}"]
+        return values
+    }
+
+    /// A query parameter's text values.
+    static func queryCandidates(for schema: JSONValue) -> [String] {
+        if types(schema).contains("integer") {
+            let minimum = schema["minimum"]?.intValue ?? 0
+            let maximum = schema["maximum"]?.intValue ?? 100
+            return ["\(minimum - 1)", "\(minimum)", "\(maximum)", "\(maximum + 1)", "x", "1.5"]
+        }
+        if types(schema).contains("boolean") { return ["true", "false", "yes", "1"] }
+        if let members = schema["enum"]?.arrayValue {
+            return members.compactMap(\.stringValue) + ["not-a-member"]
+        }
+        // Free text, such as a user id or a cursor: only the values whose validity does not depend on the data.
+        return ["", "a\u{0}b", "a\nb", "a\u{7F}"]
+    }
+
+    /// A query text as the JSON value the schema describes.
+    static func queryValue(_ text: String, _ schema: JSONValue) -> JSONValue {
+        if types(schema).contains("integer") { return Int(text).map { .integer($0) } ?? .string(text) }
+        if types(schema).contains("boolean") { return Bool(text).map { .bool($0) } ?? .string(text) }
+        return .string(text)
+    }
+
+    /// Whether a value satisfies the schema's keywords that docs/openapi.yaml uses.
+    static func isValid(_ value: JSONValue, _ schema: JSONValue) -> Bool {
+        let types = types(schema)
+        if !types.isEmpty {
+            let type: String
+            switch value {
+            case .null: type = "null"
+            case .bool: type = "boolean"
+            case .integer: type = types.contains("number") && !types.contains("integer") ? "number" : "integer"
+            case .number: type = "number"
+            case .string: type = "string"
+            case .array: type = "array"
+            case .object: type = "object"
+            }
+            guard types.contains(type) else { return false }
+        }
+        if let members = schema["enum"]?.arrayValue, !members.contains(value) { return false }
+        if case .string(let text) = value {
+            if let minimum = schema["minLength"]?.intValue, text.count < minimum { return false }
+            if let maximum = schema["maxLength"]?.intValue, text.count > maximum { return false }
+            if let pattern = schema["pattern"]?.stringValue {
+                // ECMA-262's `$` (JSON Schema's dialect) matches only at the end, ICU's also before a final line
+                // break: the match must end where the text does.
+                let whole = NSRange(text.startIndex..., in: text)
+                guard let regex = try? NSRegularExpression(pattern: pattern),
+                    let match = regex.firstMatch(in: text, range: whole), NSMaxRange(match.range) == whole.length
+                else { return false }
+            }
+        }
+        if case .integer(let number) = value {
+            if let minimum = schema["minimum"]?.intValue, number < minimum { return false }
+            if let maximum = schema["maximum"]?.intValue, number > maximum { return false }
+        }
+        if case .array(let elements) = value {
+            if let minimum = schema["minItems"]?.intValue, elements.count < minimum { return false }
+            if let maximum = schema["maxItems"]?.intValue, elements.count > maximum { return false }
+            if let items = schema["items"], !elements.allSatisfy({ isValid($0, items) }) { return false }
+        }
+        if case .object(let members) = value {
+            for name in schema["required"]?.arrayValue?.compactMap(\.stringValue) ?? [] where members[name] == nil {
+                return false
+            }
+            for (name, property) in schema["properties"]?.objectValue ?? [:] {
+                if let member = members[name], !isValid(member, property) { return false }
+            }
+            if let choices = schema["anyOf"]?.arrayValue, !choices.contains(where: { isValid(value, $0) }) {
+                return false
+            }
+        }
+        return true
+    }
+}
