@@ -209,12 +209,12 @@ package enum StoreSQL {
             ])
     }
 
-    /// The most outcomes one insert statement carries (10 values each, plus the send id).
+    /// The most outcomes one insert statement carries (11 values each, plus the send id).
     ///
-    /// PostgreSQL takes 100, for few round trips. SQLite takes 6: every full chunk is then the same statement of 61
+    /// PostgreSQL takes 100, for few round trips. SQLite takes 5: every full chunk is then the same statement of 56
     /// placeholders, which the SQLite backend keeps prepared (it caches statements of up to 64); a fresh statement of
     /// a thousand placeholders costs more to bind than to run, because SQLite looks parameter names up linearly.
-    package static func outcomeChunk(_ dialect: SQLStatement.Dialect) -> Int { dialect == .sqlite ? 6 : 100 }
+    package static func outcomeChunk(_ dialect: SQLStatement.Dialect) -> Int { dialect == .sqlite ? 5 : 100 }
 
     /// Inserts a batch of outcomes, numbered after those already recorded, in statements of at most
     /// ``outcomeChunk(_:)`` rows.
@@ -234,6 +234,7 @@ package enum StoreSQL {
                     .text(outcome.environment.name), .text(outcome.result.kind), .textOrNull(columns.apnsID),
                     .integerOrNull(columns.status), .textOrNull(columns.reason), .integerOrNull(columns.timestamp),
                     .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
+                    .textOrNull(outcome.action?.rawValue),
                 ]
                 return "(\(sendPlaceholder), " + values.map { statement.bind($0) }.joined(separator: ", ") + ")"
             }
@@ -246,7 +247,7 @@ package enum StoreSQL {
 
     /// The columns of `send_outcomes` after `send_id`, in the order ``StoredRow/outcome()`` reads them.
     package static let outcomeColumns =
-        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at"
+        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at, action"
 
     /// One page of a send's outcomes (one row more than the limit).
     package static func outcomes(

@@ -117,7 +117,12 @@ package enum StoreSchema {
                     issued_at BIGINT NOT NULL
                 )
                 """,
-            ])
+            ]),
+        // Issue 12 (sends and crashes). If another branch took this version, renumber these to follow it: they
+        // touch only send_outcomes and depend on nothing after version 1.
+        Migration(
+            version: 2, name: "send outcomes record what the server did about them (removed, kept, environment corrected)",
+            statements: ["ALTER TABLE send_outcomes ADD COLUMN action TEXT"]),
     ]
 
     /// The highest version this build knows.

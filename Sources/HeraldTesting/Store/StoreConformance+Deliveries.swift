@@ -14,9 +14,12 @@ extension StoreConformance {
         ]
     }
 
-    static func outcome(_ n: Int, _ result: DeliveryOutcome.Result, at date: Date) -> DeliveryOutcome {
+    static func outcome(
+        _ n: Int, _ result: DeliveryOutcome.Result, at date: Date, action: DeliveryOutcome.Action? = nil
+    ) -> DeliveryOutcome {
         DeliveryOutcome(
-            token: token(n), environment: n.isMultiple(of: 2) ? .development : .production, result: result, at: date)
+            token: token(n), environment: n.isMultiple(of: 2) ? .development : .production, result: result, at: date,
+            action: action)
     }
 
     static func deliveryRecords(_ context: Context) async throws {
@@ -31,9 +34,13 @@ extension StoreConformance {
         let timestamp = now.addingTimeInterval(-60)
         let outcomes: [DeliveryOutcome] = (1...250).map { n in
             switch n % 5 {
-            case 0: outcome(n, .rejected(status: 410, reason: .unregistered, timestamp: timestamp), at: now)
-            case 1: outcome(n, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now)
+            case 0:
+                outcome(
+                    n, .rejected(status: 410, reason: .unregistered, timestamp: timestamp), at: now,
+                    action: n.isMultiple(of: 10) ? .removed : .kept)
+            case 1: outcome(n, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now, action: .removed)
             case 2: outcome(n, .failed(message: "connection reset after 3 attempts"), at: now)
+            case 3: outcome(n, .accepted(apnsID: APNSID()), at: now, action: .environmentCorrected)
             default: outcome(n, .accepted(apnsID: APNSID()), at: now)
             }
         }
@@ -56,7 +63,7 @@ extension StoreConformance {
             pages += 1
         } while cursor != nil
         #expect(pages == 3)
-        #expect(read == outcomes, "every outcome, in the order recorded, exactly as given")
+        #expect(read == outcomes, "every outcome, in the order recorded, exactly as given, with its action")
         #expect(try await store.outcomes(of: SendID(), after: nil, limit: 10).outcomes.isEmpty)
         let tail = try await store.outcomes(of: created.id, after: OutcomeCursor(sequence: 245), limit: 10)
         #expect(tail.outcomes == Array(outcomes.suffix(5)) && tail.next == nil)
@@ -188,6 +195,6 @@ extension StoreConformance {
 
 extension DeliveryOutcome {
     fileprivate func with(token: DeviceToken) -> DeliveryOutcome {
-        DeliveryOutcome(token: token, environment: environment, result: result, at: at)
+        DeliveryOutcome(token: token, environment: environment, result: result, at: at, action: action)
     }
 }
