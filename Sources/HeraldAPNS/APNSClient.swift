@@ -156,7 +156,7 @@ public final class APNSClient: Service, Sendable {
                     inFlight -= try await settle(queue.take(), group: &group, queue: queue, onDelivery: onDelivery)
                 }
                 let providerToken = configuration.credentials.tokenCache?.currentToken()
-                if shared == nil || shared!.notification != notification || shared!.providerToken != providerToken {
+                if shared == nil || !shared!.fits(notification) || shared!.providerToken != providerToken {
                     shared = sharedParts(notification, providerToken: providerToken)
                 }
                 let send = Send(
@@ -370,13 +370,20 @@ public final class APNSClient: Service, Sendable {
         let body: ByteBuffer
         let template: APNSHeaderTemplate
 
+        /// Whether these parts are those of `other`: the same notification, whatever its `apns-id` (a fan-out gives
+        /// each device its own, and the id is not part of the body or the template).
+        func fits(_ other: PreparedNotification) -> Bool {
+            notification.body == other.body && notification.pushType == other.pushType && notification.topic == other.topic
+                && notification.priority == other.priority && notification.expiration == other.expiration
+                && notification.collapseID == other.collapseID
+        }
     }
 
     /// The body and header template for a notification, reused while the same notification goes to many devices
     /// (a fan-out through ``send(_:to:)-(PreparedNotification,_)`` from many tasks): connections then find the
     /// template's fields already indexed instead of looking each one up.
     private func sharedParts(_ notification: PreparedNotification, providerToken: ProviderToken?) -> SharedParts {
-        if let last = lastSharedParts.withLock({ $0 }), last.providerToken == providerToken, last.notification == notification {
+        if let last = lastSharedParts.withLock({ $0 }), last.providerToken == providerToken, last.fits(notification) {
             return last
         }
         let parts = SharedParts(

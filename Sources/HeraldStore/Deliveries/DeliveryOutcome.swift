@@ -101,3 +101,14 @@ extension DeliveryOutcome {
         }
     }
 }
+
+extension DeviceToken {
+    /// A token from its stored hex.
+    /// - Throws: ``StoreError`` `.corruptRecord` when the column holds something else.
+    package init(storedHex hex: String) throws {
+        guard let token = try? DeviceToken(hex: hex) else {
+            throw StoreError(.corruptRecord, "A stored token is not hex: was the table changed by hand?")
+        }
+        self = token
+    }
+}
