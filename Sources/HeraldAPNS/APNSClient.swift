@@ -114,6 +114,9 @@ public final class APNSClient: Service, Sendable {
     /// Connections currently open or opening.
     public var connectionCount: Int { pool.connectionCount }
 
+    /// The most streams one connection carried at once so far, for tests.
+    var mostStreamsOnOneConnection: Int { pool.mostStreamsOnOneConnection }
+
     // MARK: Sending
 
     /// Validates and sends one notification.
@@ -153,7 +156,7 @@ public final class APNSClient: Service, Sendable {
                     inFlight -= try await settle(queue.take(), group: &group, queue: queue, onDelivery: onDelivery)
                 }
                 let providerToken = configuration.credentials.tokenCache?.currentToken()
-                if shared == nil || shared!.notification != notification || shared!.providerToken != providerToken {
+                if shared == nil || !shared!.fits(notification) || shared!.providerToken != providerToken {
                     shared = sharedParts(notification, providerToken: providerToken)
                 }
                 let send = Send(
@@ -192,7 +195,7 @@ public final class APNSClient: Service, Sendable {
                 try await onDelivery(delivery)
             case .retry(let send, let afterBackoff, let otherwise):
                 group.addTask {
-                    if afterBackoff, !(await self.backoff(after: send.attempts)) {
+                    if afterBackoff, !(await self.backoff(after: send.backoffStep)) {
                         queue.push(.delivered(self.giveUp(otherwise)))
                         return
                     }
@@ -215,7 +218,12 @@ public final class APNSClient: Service, Sendable {
         var providerToken: ProviderToken?
         var template: APNSHeaderTemplate
         var refreshedProviderToken = false
+        /// Every attempt, those APNs never processed included.
         var attempts = 0
+        /// Attempts APNs never processed: they do not count against ``RetryPolicy/maximumAttempts``.
+        var unprocessed = 0
+        /// Which backoff the next retry waits: the processed attempts so far, or the unprocessed streak.
+        var backoffStep = 0
     }
 
     /// What one attempt's result means for the notification.
@@ -234,7 +242,7 @@ public final class APNSClient: Service, Sendable {
             case .final(let delivery):
                 return delivery
             case .retry(let afterBackoff, let otherwise):
-                if afterBackoff, !(await backoff(after: send.attempts)) { return giveUp(otherwise) }
+                if afterBackoff, !(await backoff(after: send.backoffStep)) { return giveUp(otherwise) }
             }
         }
     }
@@ -292,7 +300,18 @@ public final class APNSClient: Service, Sendable {
 
     /// The retry policy applied to one attempt's result.
     private func judge(_ result: Result<APNSResponse, APNSClientError>, _ send: inout Send) -> Verdict {
-        let retryable = send.attempts < configuration.retry.maximumAttempts
+        if case .failure(let error) = result, error.code == .notProcessed,
+            send.unprocessed < configuration.retry.maximumUnprocessedResends
+        {
+            // Safe to repeat, and free: the first re-send goes out at once on another stream, later ones back off.
+            // Beyond the cap, it counts like any other attempt.
+            send.unprocessed += 1
+            send.backoffStep = send.unprocessed - 1
+            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts)
+            return .retry(afterBackoff: send.unprocessed > 1, otherwise: failed)
+        }
+        send.backoffStep = send.attempts - send.unprocessed
+        let retryable = send.attempts - send.unprocessed < configuration.retry.maximumAttempts
         switch result {
         case .success(let response) where response.status == 200:
             metrics.accept()
@@ -321,8 +340,7 @@ public final class APNSClient: Service, Sendable {
             return .final(rejected)
         case .failure(let error):
             let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts)
-            // A stream APNs never processed goes out again at once on another stream; anything else waits.
-            if error.isRetryable, retryable { return .retry(afterBackoff: error.code != .notProcessed, otherwise: failed) }
+            if error.isRetryable, retryable { return .retry(afterBackoff: true, otherwise: failed) }
             metrics.fail()
             return .final(failed)
         }
@@ -351,13 +369,21 @@ public final class APNSClient: Service, Sendable {
         let providerToken: ProviderToken?
         let body: ByteBuffer
         let template: APNSHeaderTemplate
+
+        /// Whether these parts are those of `other`: the same notification, whatever its `apns-id` (a fan-out gives
+        /// each device its own, and the id is not part of the body or the template).
+        func fits(_ other: PreparedNotification) -> Bool {
+            notification.body == other.body && notification.pushType == other.pushType && notification.topic == other.topic
+                && notification.priority == other.priority && notification.expiration == other.expiration
+                && notification.collapseID == other.collapseID
+        }
     }
 
     /// The body and header template for a notification, reused while the same notification goes to many devices
     /// (a fan-out through ``send(_:to:)-(PreparedNotification,_)`` from many tasks): connections then find the
     /// template's fields already indexed instead of looking each one up.
     private func sharedParts(_ notification: PreparedNotification, providerToken: ProviderToken?) -> SharedParts {
-        if let last = lastSharedParts.withLock({ $0 }), last.providerToken == providerToken, last.notification == notification {
+        if let last = lastSharedParts.withLock({ $0 }), last.providerToken == providerToken, last.fits(notification) {
             return last
         }
         let parts = SharedParts(

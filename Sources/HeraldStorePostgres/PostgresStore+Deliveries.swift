@@ -1,5 +1,5 @@
 public import Foundation
-import HeraldCore
+public import HeraldCore
 public import HeraldStore
 
 extension PostgresStore {
@@ -27,16 +27,26 @@ extension PostgresStore {
         async throws -> OutcomeCounts
     {
         let now = clock.now()
-        let batch = OutcomeCounts(outcomes)
         return try await transaction("record delivery outcomes") { session in
-            // The UPDATE locks the send's row, so concurrent batches of one send are numbered one after the other.
+            guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil else { throw SendRecord.notFound(id) }
+            let last = try await session.rows(StoreSQL.lastOutcomeSequence(of: id, .postgres)).first?.integer(0) ?? 0
+            var batch = OutcomeCounts()
+            for statement in StoreSQL.insertOutcomes(outcomes, of: id, firstSequence: last + 1, .postgres) {
+                batch.add(kinds: try await session.rows(statement).map { try $0.text(0) })
+            }
             let update = StoreSQL.addCounts(batch, to: id, checkpoint: checkpoint, at: now, .postgres)
             guard let row = try await session.rows(update).first else { throw SendRecord.notFound(id) }
-            let counts = try OutcomeCounts(stored: row)
-            for statement in StoreSQL.insertOutcomes(outcomes, of: id, countsAfter: counts, .postgres) {
-                try await session.execute(statement)
-            }
-            return counts
+            return try OutcomeCounts(stored: row)
+        }
+    }
+
+    public func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
+        guard !tokens.isEmpty else { return [] }
+        return try await session("read which devices a send has done") { session in
+            Set(
+                try await session.rows(StoreSQL.tokensWithOutcomes(of: id, among: tokens, .postgres)).map {
+                    try DeviceToken(storedHex: $0.text(0))
+                })
         }
     }
 
@@ -62,6 +72,11 @@ extension PostgresStore {
             try await session.rows(StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, at: now, .postgres))
                 .first?.send()
         }
+    }
+
+    public func requeueAbandonedSends(keeping worker: String) async throws -> [SendID] {
+        // Another instance's worker may be alive: only its lease running out says it is not.
+        []
     }
 
     public func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool {

@@ -1,6 +1,6 @@
 public import Foundation
 import GRDB
-import HeraldCore
+public import HeraldCore
 public import HeraldStore
 
 extension SQLiteStore {
@@ -28,15 +28,26 @@ extension SQLiteStore {
         async throws -> OutcomeCounts
     {
         let now = clock.now()
-        let batch = OutcomeCounts(outcomes)
         return try await write("record delivery outcomes") { db in
+            guard try db.rows(StoreSQL.lockSend(id, .sqlite)).first != nil else { throw SendRecord.notFound(id) }
+            let last = try db.rows(StoreSQL.lastOutcomeSequence(of: id, .sqlite)).first?.integer(0) ?? 0
+            var batch = OutcomeCounts()
+            for statement in StoreSQL.insertOutcomes(outcomes, of: id, firstSequence: last + 1, .sqlite) {
+                batch.add(kinds: try db.rows(statement).map { try $0.text(0) })
+            }
             let update = StoreSQL.addCounts(batch, to: id, checkpoint: checkpoint, at: now, .sqlite)
             guard let row = try db.rows(update).first else { throw SendRecord.notFound(id) }
-            let counts = try OutcomeCounts(stored: row)
-            for statement in StoreSQL.insertOutcomes(outcomes, of: id, countsAfter: counts, .sqlite) {
-                try db.execute(statement)
-            }
-            return counts
+            return try OutcomeCounts(stored: row)
+        }
+    }
+
+    public func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
+        guard !tokens.isEmpty else { return [] }
+        return try await read("read which devices a send has done") { db in
+            Set(
+                try db.rows(StoreSQL.tokensWithOutcomes(of: id, among: tokens, .sqlite)).map {
+                    try DeviceToken(storedHex: $0.text(0))
+                })
         }
     }
 
@@ -59,6 +70,13 @@ extension SQLiteStore {
         // One UPDATE under SQLite's single writer: no other claim can run between choosing the send and taking it.
         return try await write("claim a send") { db in
             try db.rows(StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, at: now, .sqlite)).first?.send()
+        }
+    }
+
+    public func requeueAbandonedSends(keeping worker: String) async throws -> [SendID] {
+        let now = clock.now()
+        return try await write("put back abandoned sends") { db in
+            try db.rows(StoreSQL.requeueSends(exceptWorker: worker, at: now, .sqlite)).compactMap { SendID(try $0.text(0)) }
         }
     }
 

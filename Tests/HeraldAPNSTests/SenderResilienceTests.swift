@@ -47,7 +47,10 @@ struct SenderResilienceTests {
             let deliveries = try await burst(client, count: 2000)
             expectNothingLost(deliveries, count: 2000, emulator: emulator)
             #expect(deliveries.allSatisfy { $0.attempts == 1 })
-            #expect(client.connectionCount <= 2)
+            // The emulator allows one stream until the provider token is verified; a client that kept to it (or
+            // ignored the raised limit) would never carry two streams on one connection.
+            #expect(client.mostStreamsOnOneConnection > 1, "the raised MAX_CONCURRENT_STREAMS was used")
+            #expect(emulator.counters.connections <= 2, "no connection was opened that the limit did not ask for")
         }
     }
 
@@ -59,6 +62,22 @@ struct SenderResilienceTests {
             expectNothingLost(deliveries, count: 1000, emulator: emulator)
             #expect(emulator.counters.goAways >= 5)
             #expect(deliveries.contains { $0.attempts > 1 }, "some streams were above the GOAWAY and were re-sent")
+        }
+    }
+
+    @Test("streams APNs never processed are re-sent without using up the attempt budget")
+    func unprocessedAreFree() async throws {
+        // Each connection serves 20 streams and then sends GOAWAY: a burst of 100 meets several GOAWAYs in a row,
+        // and every stream above a GOAWAY's last-stream-id was never processed. With one attempt allowed, counting
+        // them would give those notifications up.
+        let faults = FaultConfiguration(goAwayAfterStreams: 20)
+        try await harness.run(
+            emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly),
+            client: { harness.clientConfiguration($0, retry: RetryPolicy(maximumAttempts: 1, initialBackoff: .milliseconds(100))) }
+        ) { emulator, client in
+            let deliveries = try await burst(client, count: 100, maximumInFlight: 100)
+            expectNothingLost(deliveries, count: 100, emulator: emulator)
+            #expect(deliveries.contains { $0.attempts > 1 }, "some streams were above a GOAWAY and were re-sent")
         }
     }
 

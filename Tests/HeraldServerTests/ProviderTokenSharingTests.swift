@@ -13,16 +13,7 @@ import Testing
 struct ProviderTokenSharingTests {
     /// A migrated store of the backend, running for the duration of `body`.
     private func withMigratedStore(_ backend: Backend, _ body: (any Store) async throws -> Void) async throws {
-        let database = try TestDatabase.make(backend)
-        let store = try StoreFactory.open(url: database.url)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await store.run() }
-            try await store.migrate()
-            try await body(store)
-            await store.close()
-            group.cancelAll()
-        }
-        await database.cleanup()
+        try await TestDatabase.withMigratedStore(backend, body)
     }
 
     /// One round of an instance's sharing service.

@@ -41,6 +41,8 @@ final class ConnectionPool: Sendable {
         var nextID = 0
         var isShutDown = false
         var cancelledWaiters: Set<Int> = []
+        /// The most streams one connection carried at once: proof that the server's raised limit was used.
+        var mostStreamsOnOneConnection = 0
     }
 
     private let state = Mutex(State())
@@ -127,6 +129,7 @@ final class ConnectionPool: Sendable {
         let mayOpen = !connecting && usable < configuration.maximumConnections && !state.isShutDown
         if let best, case .ready(let connection) = state.slots.values[best.index].state {
             state.slots.values[best.index].inFlight += 1
+            state.mostStreamsOnOneConnection = max(state.mostStreamsOnOneConnection, best.inFlight + 1)
             state.slots.values[best.index].lastUsed = .now
             if mayOpen, best.inFlight + 1 >= configuration.streamsPerConnectionBeforeSpreading { openConnection(&state) }
             return Lease(connection: connection)
@@ -302,6 +305,9 @@ final class ConnectionPool: Sendable {
         for continuation in waiting { continuation.resume(throwing: APNSClientError(.shutdown, "The APNs client shut down.")) }
         for connection in connections { await connection.close() }
     }
+
+    /// The most streams one connection carried at once so far, for tests.
+    var mostStreamsOnOneConnection: Int { state.withLock { $0.mostStreamsOnOneConnection } }
 
     /// Connections open now, for metrics and tests.
     var connectionCount: Int { state.withLock { $0.slots.count } }

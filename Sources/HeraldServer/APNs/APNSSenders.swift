@@ -35,6 +35,13 @@ final class APNSSenders: PushSender {
         switch delivery.outcome {
         case .accepted(let apnsID, _):
             return .accepted(apnsID: APNSID(headerValue: apnsID) ?? APNSID())
+        case .rejected(let rejection) where rejection.reason.retry == .withBackoff || rejection.reason.retry == .onAnotherConnection:
+            // The sender retries these; one that still ends so ran out of attempts: APNs never took the
+            // notification, so it failed (docs/server.md), it was not refused.
+            return .failed(
+                message:
+                    "APNs answered \(rejection.status) \(rejection.reason) to all \(delivery.attempts) attempts; the notification was not delivered: send it again later."
+            )
         case .rejected(let rejection):
             return .rejected(status: rejection.status, reason: rejection.reason, timestamp: rejection.timestamp)
         case .failed(let error):

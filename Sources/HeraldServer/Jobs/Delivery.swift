@@ -3,20 +3,21 @@ import HeraldCore
 import HeraldStore
 import Logging
 
-/// One device's outcome, and what the server did about it.
+/// One device's outcome, and what the server did about it (stored with the outcome, so background sends show it
+/// too).
 struct ReportedOutcome: Sendable {
-    /// What Herald did to the registry because of the answer.
-    enum Action: String, Sendable {
-        /// `410` or `BadDeviceToken` in both environments: the token is out of every send until registered again.
-        case removed
-        /// `410`, but the app registered the token after APNs's timestamp: kept.
-        case kept
-        /// `BadDeviceToken`, and the other environment's host accepted it: the record's environment was corrected.
-        case environmentCorrected
-    }
+    typealias Action = DeliveryOutcome.Action
 
     var outcome: DeliveryOutcome
-    var action: Action?
+    var action: Action? {
+        get { outcome.action }
+        set { outcome.action = newValue }
+    }
+
+    init(outcome: DeliveryOutcome, action: Action?) {
+        self.outcome = outcome
+        self.outcome.action = action ?? outcome.action
+    }
 }
 
 /// Sends to one device and applies APNs's verdict to the registry (docs/server.md, "Outcome handling").

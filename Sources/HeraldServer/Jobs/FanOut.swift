@@ -1,16 +1,22 @@
+import Crypto
 import DequeModule
 import Foundation
 import HeraldCore
 import HeraldStore
 
-/// Performs one send: walks its target page by page after a checkpoint, keeps up to `maximumInFlight` notifications
-/// in flight across page boundaries, and records outcomes in order, one transaction per batch, with the checkpoint of
-/// the last whole page.
+/// Performs one send: walks its target page by page after a checkpoint, keeps up to `maximumInFlight` devices
+/// between "sent" and "recorded", and records outcomes in batches as they come, one transaction per batch.
 ///
-/// Memory stays bounded whatever the target's size: at most two pages wait to be sent, outcomes are kept only until
-/// their page is recorded, and no page is fetched while four pages of outcomes wait to be recorded. A resumed send starts after the last recorded page, so a crash re-sends at most the
-/// pages that were in flight (at-least-once). Runs as one task group: the page fetch, the sends and the recording
-/// overlap, and nothing outlives the call.
+/// What a crash costs: a device is re-sent after `kill -9` only if it was sent and its outcome not yet recorded, and
+/// there are never more than `maximumInFlight` of those — the limit counts a device from the moment it is sent
+/// until its outcome is committed, not until APNs answers. A resumed run starts after the send's checkpoint (the
+/// last page whose every device is recorded) and skips the devices of later pages that already have an outcome.
+/// Each device gets the same `apns-id` on every attempt and every run (``apnsID(send:token:)``), so what is sent
+/// twice is recognisable downstream.
+///
+/// Memory stays bounded whatever the target's size: at most two pages wait to be sent and `maximumInFlight`
+/// outcomes wait to be recorded. Runs as one task group: the page fetch, the sends and the recording overlap, and
+/// nothing outlives the call.
 struct FanOut: Sendable {
     let store: any Store
     let delivery: Delivery
@@ -26,7 +32,7 @@ struct FanOut: Sendable {
 
     /// How a run ended.
     struct Result: Sendable {
-        /// Whether every page was sent and recorded; `false` when asked to stop.
+        /// Whether every device was sent and recorded; `false` when asked to stop.
         var finished: Bool
         /// The send's counts, as recorded.
         var counts: OutcomeCounts
@@ -38,28 +44,29 @@ struct FanOut: Sendable {
     struct LeaseLost: Error {}
 
     private enum Event: Sendable {
-        case page(DevicePage)
+        case page(DevicePage, done: Set<DeviceToken>)
         case delivered(page: Int, ReportedOutcome)
-        case recorded(OutcomeCounts)
+        case recorded(count: Int, OutcomeCounts)
     }
 
+    /// A fetched page: how many of its devices are not yet in a recording batch, and the cursor after it.
     private struct PageProgress {
-        var remaining: Int
-        var outcomes: [DeliveryOutcome]
-        var checkpoint: DeviceCursor?
+        var unbatched: Int
+        var next: DeviceCursor?
     }
 
     /// Runs the send.
     /// - Parameters:
     ///   - checkpoint: Where a resumed send starts; `nil` from the beginning.
+    ///   - resuming: Whether outcomes may be recorded already (after the checkpoint too): their devices are skipped.
     ///   - lease: The background worker's lease to keep renewing; `nil` for an inline send.
     ///   - collect: Whether to return every outcome (inline sends only: a small target).
-    ///   - shouldStop: Checked between events; once `true`, no more pages are fetched, and the pages already fetched
-    ///     are finished and recorded (graceful shutdown).
+    ///   - shouldStop: Checked between events; once `true`, nothing more is fetched or sent, and what is in flight
+    ///     is finished and recorded (graceful shutdown). A later run skips what was recorded.
     /// - Throws: ``LeaseLost``, a store error, or `CancellationError`.
     func run(
-        _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, lease: Lease?, collect: Bool,
-        shouldStop: @escaping @Sendable () -> Bool = { false }
+        _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, resuming: Bool = false, lease: Lease?,
+        collect: Bool, shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Result {
         try await withThrowingTaskGroup(of: Event.self) { group in
             var cursor = checkpoint
@@ -67,70 +74,88 @@ struct FanOut: Sendable {
             var fetching = false
             var pagesFetched = 0
             var queue = Deque<(page: Int, device: DeviceRegistration)>()
-            var inFlight = 0
-            var progress: [Int: PageProgress] = [:]
-            var nextToRecord = 0
+            // Sent and not yet recorded: in flight, answered, or in the batch being recorded.
+            var unrecorded = 0
+            var pages: [Int: PageProgress] = [:]
+            var nextPageToCheckpoint = 0
             var ready: [DeliveryOutcome] = []
-            var readyCheckpoint: DeviceCursor?
-            var hasReady = false
+            var readyPages: [Int] = []
             var recording = false
+            var pendingCheckpoint: DeviceCursor?
             var result = Result(finished: false, counts: OutcomeCounts(), outcomes: [])
             var lastRenewal = clock.now()
             var stopping = false
+            var dropped = false
 
             while true {
-                if !stopping, shouldStop() { stopping = true }
-                while inFlight < maximumInFlight, let next = queue.popFirst() {
-                    let notification = plan.notification(for: next.device)
-                    let device = next.device
-                    group.addTask { .delivered(page: next.page, await delivery.deliver(notification, to: device)) }
-                    inFlight += 1
+                if !stopping, shouldStop() {
+                    stopping = true
+                    dropped = !queue.isEmpty
+                    queue.removeAll()
                 }
-                // Back-pressure: when recording falls behind sending, stop fetching until it catches up.
-                if !fetching, !exhausted, !stopping, queue.count < pageSize, ready.count < 4 * pageSize {
+                while unrecorded < maximumInFlight, let next = queue.popFirst() {
+                    let device = next.device
+                    let notification = plan.notification(for: device).with(
+                        apnsID: Self.apnsID(send: id, token: device.token))
+                    group.addTask { .delivered(page: next.page, await delivery.deliver(notification, to: device)) }
+                    unrecorded += 1
+                }
+                if !fetching, !exhausted, !stopping, queue.count < pageSize {
                     let after = cursor
                     group.addTask {
-                        .page(try await store.devices(matching: plan.query, after: after, limit: pageSize))
+                        let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
+                        let done =
+                            resuming
+                            ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
+                        return .page(page, done: done)
                     }
                     fetching = true
                 }
-                if !recording, hasReady {
+                if !recording, !ready.isEmpty || pendingCheckpoint != nil {
+                    // Whole pages whose every device is in this batch or an earlier one move the checkpoint: batches
+                    // are recorded one at a time, in order, so it is committed with the last of them.
+                    for page in readyPages { pages[page]!.unbatched -= 1 }
+                    var batchCheckpoint = pendingCheckpoint
+                    while let page = pages[nextPageToCheckpoint], page.unbatched == 0 {
+                        if let next = page.next { batchCheckpoint = next }
+                        pages[nextPageToCheckpoint] = nil
+                        nextPageToCheckpoint += 1
+                    }
                     let batch = ready
-                    let batchCheckpoint = readyCheckpoint
                     ready = []
-                    readyCheckpoint = nil
-                    hasReady = false
+                    readyPages = []
+                    pendingCheckpoint = nil
                     group.addTask {
-                        .recorded(try await store.recordOutcomes(batch, for: id, checkpoint: batchCheckpoint))
+                        .recorded(
+                            count: batch.count,
+                            try await store.recordOutcomes(batch, for: id, checkpoint: batchCheckpoint))
                     }
                     recording = true
                 }
                 guard let event = try await group.next() else { break }
                 switch event {
-                case .page(let page):
+                case .page(let page, let done):
                     fetching = false
                     cursor = page.next
                     exhausted = page.next == nil
-                    progress[pagesFetched] = PageProgress(
-                        remaining: page.devices.count, outcomes: [], checkpoint: page.next)
-                    for device in page.devices { queue.append((pagesFetched, device)) }
+                    let devices = page.devices.filter { !done.contains($0.token) }
+                    pages[pagesFetched] = PageProgress(unbatched: devices.count, next: page.next)
+                    if devices.isEmpty, pagesFetched == nextPageToCheckpoint, page.next != nil {
+                        // Every device of the page was done before: only the checkpoint moves.
+                        pages[pagesFetched] = nil
+                        nextPageToCheckpoint += 1
+                        pendingCheckpoint = page.next
+                    }
+                    for device in devices { queue.append((pagesFetched, device)) }
                     pagesFetched += 1
                 case .delivered(let page, let reported):
-                    inFlight -= 1
-                    progress[page]!.remaining -= 1
-                    progress[page]!.outcomes.append(reported.outcome)
+                    ready.append(reported.outcome)
+                    readyPages.append(page)
                     if collect { result.outcomes.append(reported) }
-                case .recorded(let counts):
+                case .recorded(let count, let counts):
                     recording = false
+                    unrecorded -= count
                     result.counts = counts
-                }
-                // Whole pages, in order, become one recording batch with the checkpoint after the last of them.
-                while let page = progress[nextToRecord], page.remaining == 0 {
-                    ready.append(contentsOf: page.outcomes)
-                    if let checkpoint = page.checkpoint { readyCheckpoint = checkpoint }
-                    hasReady = hasReady || !page.outcomes.isEmpty || page.checkpoint != nil
-                    progress[nextToRecord] = nil
-                    nextToRecord += 1
                 }
                 if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {
                     lastRenewal = clock.now()
@@ -140,9 +165,27 @@ struct FanOut: Sendable {
                     }
                 }
             }
-            result.finished = exhausted
+            result.finished = exhausted && !dropped
             return result
         }
+    }
+
+    /// The `apns-id` of one send to one device: the name-based (version 5) UUID of the token's hex in the send id's
+    /// namespace, the same on every attempt, after every restart and on every instance. Anyone can compute it
+    /// (`uuid.uuid5(uuid.UUID(send_id), token_hex)` in Python) to match APNs's or a device's logs to a send.
+    static func apnsID(send: SendID, token: DeviceToken) -> APNSID {
+        var hash = Insecure.SHA1()
+        withUnsafeBytes(of: send.uuid.uuid) { hash.update(bufferPointer: $0) }
+        hash.update(data: Array(token.hex.utf8))
+        var bytes = Array(hash.finalize().prefix(16))
+        bytes[6] = bytes[6] & 0x0F | 0x50
+        bytes[8] = bytes[8] & 0x3F | 0x80
+        let uuid = UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+        return APNSID(uuid)
     }
 
     static func seconds(_ duration: Duration) -> TimeInterval {

@@ -10,9 +10,10 @@ import Synchronization
 /// lease it keeps renewing, and marks it completed or failed.
 ///
 /// Several instances on one PostgreSQL database share the queue: a claim gives a send to one worker, and a worker that
-/// dies loses its lease, so another resumes the send after its last checkpoint. On graceful shutdown the worker stops
-/// fetching pages, finishes and records the pages it has, and puts the send back in the queue, so the next start
-/// resumes it at once.
+/// dies loses its lease, so another resumes the send once the lease runs out (docs/reliability.md). On SQLite the
+/// database is this server's alone, so at start the worker puts back the sends its earlier incarnation held and
+/// resumes them at once. On graceful shutdown the worker stops sending, records what is in flight, and puts the send
+/// back in the queue, so the next start resumes it at once. A resumed send skips the devices already recorded.
 public final class SendWorker: Service, Sendable {
     private let store: any Store
     private let apps: AppDirectory
@@ -50,6 +51,16 @@ public final class SendWorker: Service, Sendable {
     public func run() async throws {
         await withGracefulShutdownHandler {
             await storeReady.wait()
+            do {
+                let abandoned = try await store.requeueAbandonedSends(keeping: name)
+                if !abandoned.isEmpty {
+                    logger.notice(
+                        "Resuming the sends an earlier run of this server left behind",
+                        metadata: [LogKey.count: "\(abandoned.count)"])
+                }
+            } catch {
+                logger.warning("Cannot look for sends an earlier run left behind", metadata: [LogKey.error: "\(error)"])
+            }
             while !stopping.load(ordering: .relaxed), !Task.isCancelled {
                 var claimed: SendRecord?
                 do {
@@ -116,11 +127,11 @@ public final class SendWorker: Service, Sendable {
                 return
             }
             logger.info(
-                record.checkpoint == nil
-                    ? "Starting a background send" : "Resuming a background send after its checkpoint",
+                record.counts.total == 0
+                    ? "Starting a background send" : "Resuming a background send: skipping the devices already recorded",
                 metadata: [LogKey.count: "\(record.targetCount ?? -1)"])
             let result = try await fanOut.run(
-                plan, send: record.id, after: record.checkpoint,
+                plan, send: record.id, after: record.checkpoint, resuming: record.counts.total > 0,
                 lease: FanOut.Lease(worker: name, duration: leaseDuration),
                 collect: false, shouldStop: { self.stopping.load(ordering: .relaxed) })
             if result.finished {

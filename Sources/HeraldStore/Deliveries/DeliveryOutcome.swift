@@ -22,6 +22,16 @@ public struct DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// What Herald did to the registry because of APNs's answer.
+    public enum Action: String, Sendable, Hashable, CaseIterable {
+        /// `410` or `BadDeviceToken` in both environments: the token is out of every send until registered again.
+        case removed
+        /// `410`, but the app registered the token after APNs's timestamp: kept.
+        case kept
+        /// `BadDeviceToken`, and the other environment's host accepted it: the record's environment was corrected.
+        case environmentCorrected
+    }
+
     /// The token it was sent to.
     public var token: DeviceToken
     /// The environment it was sent to.
@@ -30,12 +40,15 @@ public struct DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
     public var result: Result
     /// When it ended.
     public var at: Date
+    /// What the server did about it, if anything.
+    public var action: Action?
 
-    public init(token: DeviceToken, environment: APNSEnvironment, result: Result, at: Date) {
+    public init(token: DeviceToken, environment: APNSEnvironment, result: Result, at: Date, action: Action? = nil) {
         self.token = token
         self.environment = environment
         self.result = result
         self.at = at
+        self.action = action
     }
 
     /// Safe to log: the token is redacted.
@@ -47,7 +60,7 @@ extension DeliveryOutcome {
     /// - Throws: ``StoreError`` `.corruptRecord` when a column holds something no store writes.
     package init(
         token: String, environment: String, kind: String, apnsID: String?, status: Int?, reason: String?,
-        apnsTimestamp: Int64?, message: String?, at: Int64
+        apnsTimestamp: Int64?, message: String?, at: Int64, action: String?
     ) throws {
         guard let parsedToken = try? DeviceToken(hex: token), let parsedEnvironment = APNSEnvironment(name: environment)
         else { throw StoreError(.corruptRecord, "A stored delivery outcome has an unreadable token or environment.") }
@@ -66,7 +79,16 @@ extension DeliveryOutcome {
         default:
             throw StoreError(.corruptRecord, "A stored delivery outcome has the unknown kind '\(kind)'.")
         }
-        self.init(token: parsedToken, environment: parsedEnvironment, result: result, at: StoreTime.date(at))
+        var parsedAction: Action?
+        if let action {
+            guard let known = Action(rawValue: action) else {
+                throw StoreError(.corruptRecord, "A stored delivery outcome has the unknown action '\(action)'.")
+            }
+            parsedAction = known
+        }
+        self.init(
+            token: parsedToken, environment: parsedEnvironment, result: result, at: StoreTime.date(at),
+            action: parsedAction)
     }
 
     /// The stored columns that depend on the result: apns-id, status, reason, timestamp (µs), message.
@@ -77,5 +99,16 @@ extension DeliveryOutcome {
             (nil, status, reason.rawValue, timestamp.map(StoreTime.microseconds), nil)
         case .failed(let message): (nil, nil, nil, nil, message)
         }
+    }
+}
+
+extension DeviceToken {
+    /// A token from its stored hex.
+    /// - Throws: ``StoreError`` `.corruptRecord` when the column holds something else.
+    package init(storedHex hex: String) throws {
+        guard let token = try? DeviceToken(hex: hex) else {
+            throw StoreError(.corruptRecord, "A stored token is not hex: was the table changed by hand?")
+        }
+        self = token
     }
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// Delivery records: each send, its progress, and the outcome of every notification; and the bookkeeping that lets
 /// a background send survive a crash and be shared by several server instances.
@@ -23,14 +24,19 @@ public protocol DeliveryStore: Sendable {
 
     /// Appends a batch of outcomes to a send, adds them to its counts and moves its checkpoint, in one transaction.
     ///
-    /// Outcomes are numbered in the order given, after those already recorded. Write batches (hundreds of outcomes),
-    /// not single outcomes: the cost is one transaction per call.
+    /// A send has at most one outcome per device: an outcome for a token the send already has is left out (a
+    /// resumed send, or a worker that lost its lease, may send a device again), and not counted. Outcomes are
+    /// numbered in the order given, after those already recorded. Write batches, not single outcomes: the cost is
+    /// one transaction per call.
     /// - Parameters:
     ///   - checkpoint: The last target the batch covers; `nil` keeps the stored checkpoint.
     /// - Returns: The send's counts after the batch.
     /// - Throws: ``StoreError`` `.notFound` when there is no such send (nothing is written).
     func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, checkpoint: DeviceCursor?) async throws
         -> OutcomeCounts
+
+    /// Which of `tokens` already have an outcome in a send: a resumed send skips them.
+    func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken>
 
     /// A send, or `nil` when unknown.
     func send(_ id: SendID) async throws -> SendRecord?
@@ -51,6 +57,17 @@ public protocol DeliveryStore: Sendable {
     ///   - leaseUntil: Until when the send is the worker's; renew it well before.
     /// - Returns: The claimed send, now `running`, or `nil` when nothing waits.
     func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord?
+
+    /// Puts back in the queue the running sends whose worker is known to be dead because `worker` now runs in its
+    /// place; called once when a worker starts, so a restarted server resumes its sends at once instead of waiting
+    /// for their leases to run out.
+    ///
+    /// SQLite: one server owns the database, so every running send held by another worker name was held by an earlier
+    /// incarnation of this server (killed, or crashed) and is put back. PostgreSQL: instances share the database and
+    /// a worker cannot tell a dead peer from a live one, so nothing is put back: another instance resumes the send
+    /// once its lease runs out.
+    /// - Returns: The sends put back in the queue.
+    func requeueAbandonedSends(keeping worker: String) async throws -> [SendID]
 
     /// Extends a worker's lease on a running send.
     /// - Returns: `false` when the worker no longer holds the send (its lease ran out and another worker claimed

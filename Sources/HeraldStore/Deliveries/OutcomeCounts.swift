@@ -28,6 +28,17 @@ public struct OutcomeCounts: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Adds outcomes by their stored kind (`accepted`, `rejected`, `failed`).
+    package mutating func add(kinds: some Sequence<String>) {
+        for kind in kinds {
+            switch kind {
+            case "accepted": accepted += 1
+            case "rejected": rejected += 1
+            default: failed += 1
+            }
+        }
+    }
+
     public var description: String { "accepted \(accepted), rejected \(rejected), failed \(failed)" }
 }
 

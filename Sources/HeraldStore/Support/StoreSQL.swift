@@ -209,20 +209,31 @@ package enum StoreSQL {
             ])
     }
 
-    /// The most outcomes one insert statement carries (10 values each, plus the send id).
+    /// The most outcomes one insert statement carries (11 values each, plus the send id).
     ///
-    /// PostgreSQL takes 100, for few round trips. SQLite takes 6: every full chunk is then the same statement of 61
+    /// PostgreSQL takes 100, for few round trips. SQLite takes 5: every full chunk is then the same statement of 56
     /// placeholders, which the SQLite backend keeps prepared (it caches statements of up to 64); a fresh statement of
     /// a thousand placeholders costs more to bind than to run, because SQLite looks parameter names up linearly.
-    package static func outcomeChunk(_ dialect: SQLStatement.Dialect) -> Int { dialect == .sqlite ? 6 : 100 }
+    package static func outcomeChunk(_ dialect: SQLStatement.Dialect) -> Int { dialect == .sqlite ? 5 : 100 }
 
-    /// Inserts a batch of outcomes, numbered after those already recorded, in statements of at most
-    /// ``outcomeChunk(_:)`` rows.
-    /// - Parameter counts: The send's counts that ``addCounts(_:to:checkpoint:at:_:)`` returned, this batch included.
+    /// A send's id, locked on PostgreSQL so that its batches are numbered one after the other (SQLite's single writer
+    /// holds it already); no row when there is no such send.
+    package static func lockSend(_ id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "SELECT id FROM sends WHERE id = $1" + lock(dialect), [.text(id.description)])
+    }
+
+    /// The sequence number of a send's last outcome, 0 for none. Run after ``lockSend(_:_:)``.
+    package static func lastOutcomeSequence(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "SELECT coalesce(max(seq), 0) FROM send_outcomes WHERE send_id = $1", [.text(id.description)])
+    }
+
+    /// Inserts a batch of outcomes, numbered from `firstSequence`, in statements of at most ``outcomeChunk(_:)``
+    /// rows. A device the send already has an outcome for keeps it: the statements return the kind (`outcome`) of
+    /// each row they inserted, so the caller counts only those.
     package static func insertOutcomes(
-        _ outcomes: [DeliveryOutcome], of id: SendID, countsAfter counts: OutcomeCounts, _ dialect: SQLStatement.Dialect
+        _ outcomes: [DeliveryOutcome], of id: SendID, firstSequence: Int64, _ dialect: SQLStatement.Dialect
     ) -> [SQLStatement] {
-        let firstSequence = Int64(counts.total - outcomes.count + 1)
         let chunk = outcomeChunk(dialect)
         return stride(from: 0, to: outcomes.count, by: chunk).map { start in
             var statement = SQLStatement(dialect)
@@ -234,19 +245,44 @@ package enum StoreSQL {
                     .text(outcome.environment.name), .text(outcome.result.kind), .textOrNull(columns.apnsID),
                     .integerOrNull(columns.status), .textOrNull(columns.reason), .integerOrNull(columns.timestamp),
                     .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
+                    .textOrNull(outcome.action?.rawValue),
                 ]
                 return "(\(sendPlaceholder), " + values.map { statement.bind($0) }.joined(separator: ", ") + ")"
             }
             statement.sql =
                 "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES "
-                + rows.joined(separator: ", ")
+                + rows.joined(separator: ", ") + " ON CONFLICT (send_id, token) DO NOTHING RETURNING outcome"
             return statement
         }
     }
 
+    /// Which of some tokens already have an outcome in a send.
+    package static func tokensWithOutcomes(
+        of id: SendID, among tokens: [DeviceToken], _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        var statement = SQLStatement(dialect)
+        let sendPlaceholder = statement.bind(id.description)
+        let list = statement.bindList(tokens.map(\.hex))
+        statement.sql = "SELECT token FROM send_outcomes WHERE send_id = \(sendPlaceholder) AND token IN (\(list))"
+        return statement
+    }
+
+    /// Puts running sends held by any worker but one back in the queue; returns their ids.
+    package static func requeueSends(exceptWorker worker: String, at now: Date, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE sends SET status = 'queued', worker = NULL, lease_until = NULL, updated_at = $2 \
+            WHERE status = 'running' AND worker IS NOT NULL AND worker <> $1 RETURNING id
+            """,
+            [.text(worker), .integer(StoreTime.microseconds(now))])
+    }
+
     /// The columns of `send_outcomes` after `send_id`, in the order ``StoredRow/outcome()`` reads them.
     package static let outcomeColumns =
-        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at"
+        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at, action"
 
     /// One page of a send's outcomes (one row more than the limit).
     package static func outcomes(

@@ -129,6 +129,23 @@ package enum StoreSchema {
                 "UPDATE api_keys SET prefix = ''",
                 "CREATE INDEX api_keys_lookup_id ON api_keys (lookup_id)",
             ]),
+        Migration(
+            version: 3, name: "send outcomes record what the server did about them (removed, kept, environment corrected)",
+            statements: ["ALTER TABLE send_outcomes ADD COLUMN action TEXT"]),
+        Migration(
+            version: 4, name: "one outcome per send and device, so a resumed send skips the devices already done",
+            statements: [
+                // Sends resumed before this version may have recorded a device twice: keep its first outcome. The
+                // temporary index makes the clean-up a lookup per row instead of a scan.
+                "CREATE INDEX send_outcomes_send_token_scan ON send_outcomes (send_id, token)",
+                """
+                DELETE FROM send_outcomes WHERE EXISTS (SELECT 1 FROM send_outcomes earlier \
+                WHERE earlier.send_id = send_outcomes.send_id AND earlier.token = send_outcomes.token \
+                AND earlier.seq < send_outcomes.seq)
+                """,
+                "DROP INDEX send_outcomes_send_token_scan",
+                "CREATE UNIQUE INDEX send_outcomes_send_token ON send_outcomes (send_id, token)",
+            ]),
     ]
 
     /// The highest version this build knows.

@@ -8,15 +8,21 @@ extension StoreConformance {
         [
             Case("a send records its outcomes in batches, counts them and pages them in order", deliveryRecords),
             Case("sends change status, and unknown sends are reported", sendUpdates),
+            Case(
+                "a send keeps one outcome per device: a device recorded again is left out, and a resumed send can ask which are done",
+                oneOutcomePerDevice),
             Case("a checkpoint lets another instance resume a send where it stopped", checkpointResume),
             Case("workers claim different sends, and a send whose lease ran out can be claimed again", claims),
             Case("two instances claiming at once never get the same send", concurrentClaims),
         ]
     }
 
-    static func outcome(_ n: Int, _ result: DeliveryOutcome.Result, at date: Date) -> DeliveryOutcome {
+    static func outcome(
+        _ n: Int, _ result: DeliveryOutcome.Result, at date: Date, action: DeliveryOutcome.Action? = nil
+    ) -> DeliveryOutcome {
         DeliveryOutcome(
-            token: token(n), environment: n.isMultiple(of: 2) ? .development : .production, result: result, at: date)
+            token: token(n), environment: n.isMultiple(of: 2) ? .development : .production, result: result, at: date,
+            action: action)
     }
 
     static func deliveryRecords(_ context: Context) async throws {
@@ -31,9 +37,13 @@ extension StoreConformance {
         let timestamp = now.addingTimeInterval(-60)
         let outcomes: [DeliveryOutcome] = (1...250).map { n in
             switch n % 5 {
-            case 0: outcome(n, .rejected(status: 410, reason: .unregistered, timestamp: timestamp), at: now)
-            case 1: outcome(n, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now)
+            case 0:
+                outcome(
+                    n, .rejected(status: 410, reason: .unregistered, timestamp: timestamp), at: now,
+                    action: n.isMultiple(of: 10) ? .removed : .kept)
+            case 1: outcome(n, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now, action: .removed)
             case 2: outcome(n, .failed(message: "connection reset after 3 attempts"), at: now)
+            case 3: outcome(n, .accepted(apnsID: APNSID()), at: now, action: .environmentCorrected)
             default: outcome(n, .accepted(apnsID: APNSID()), at: now)
             }
         }
@@ -56,10 +66,32 @@ extension StoreConformance {
             pages += 1
         } while cursor != nil
         #expect(pages == 3)
-        #expect(read == outcomes, "every outcome, in the order recorded, exactly as given")
+        #expect(read == outcomes, "every outcome, in the order recorded, exactly as given, with its action")
         #expect(try await store.outcomes(of: SendID(), after: nil, limit: 10).outcomes.isEmpty)
         let tail = try await store.outcomes(of: created.id, after: OutcomeCursor(sequence: 245), limit: 10)
         #expect(tail.outcomes == Array(outcomes.suffix(5)) && tail.next == nil)
+    }
+
+    static func oneOutcomePerDevice(_ context: Context) async throws {
+        let store = context.store
+        let send = try await store.createSend(NewSend(target: "topic", summary: "resumed", status: .running))
+        let now = context.clock.now()
+        let first = (1...10).map { outcome($0, .accepted(apnsID: APNSID()), at: now) }
+        #expect(try await store.recordOutcomes(first, for: send.id, checkpoint: nil) == OutcomeCounts(accepted: 10))
+        #expect(try await store.tokensWithOutcomes(of: send.id, among: (5...15).map(token)) == Set((5...10).map(token)))
+        #expect(try await store.tokensWithOutcomes(of: SendID(), among: (5...15).map(token)).isEmpty)
+        #expect(try await store.tokensWithOutcomes(of: send.id, among: []).isEmpty)
+
+        // A resumed run sends devices 8…12 again (the first run died before it knew 8…10 were recorded).
+        let again = (8...12).map { outcome($0, .failed(message: "timeout"), at: now, action: nil) }
+        let counts = try await store.recordOutcomes(again, for: send.id, checkpoint: nil)
+        #expect(counts == OutcomeCounts(accepted: 10, failed: 2), "only 11 and 12 are new")
+        let page = try await store.outcomes(of: send.id, after: nil, limit: 100)
+        #expect(page.outcomes == first + again.suffix(2), "the first outcome of a device stays")
+        let more = try await store.recordOutcomes([outcome(13, .accepted(apnsID: APNSID()), at: now)], for: send.id, checkpoint: nil)
+        #expect(more.total == 13)
+        let all = try await store.outcomes(of: send.id, after: nil, limit: 100)
+        #expect(all.outcomes.map(\.token) == (1...13).map(token), "numbered after the last recorded one")
     }
 
     static func sendUpdates(_ context: Context) async throws {
@@ -188,6 +220,6 @@ extension StoreConformance {
 
 extension DeliveryOutcome {
     fileprivate func with(token: DeviceToken) -> DeliveryOutcome {
-        DeliveryOutcome(token: token, environment: environment, result: result, at: at)
+        DeliveryOutcome(token: token, environment: environment, result: result, at: at, action: action)
     }
 }
