@@ -340,6 +340,33 @@ struct ConnectionHandlerTests {
         #expect(error.message.contains("header list too large") && !error.message.contains("decod"))
     }
 
+    @Test("RFC 7541 §4.2: a table size that went down and back up is announced smallest first, then final")
+    func tableSizeUpdates() throws {
+        let template = APNSHeaderTemplate(fields: [.init(":authority", "api.push.apple.com"), .init("apns-topic", "com.example.app")])
+        var encoder = HPACKRequestEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var first = ByteBuffer()
+        encoder.encode(template: template, tokenHex: "abcd", apnsID: "id-0", into: &first)
+        _ = try decoder.decodeHeaders(from: &first)
+        encoder.peerMaximumSizeChanged(to: 0)
+        encoder.peerMaximumSizeChanged(to: 4096)
+        var block = ByteBuffer()
+        encoder.encode(template: template, tokenHex: "abcd", apnsID: "id-1", into: &block)
+        #expect(block.getInteger(at: block.readerIndex, as: UInt8.self) == 0x20, "a size update to 0 first")
+        #expect(block.getInteger(at: block.readerIndex + 1, as: UInt8.self) == 0x3F, "then 4,096")
+        // The decoder emptied its table too, so the encoder's new indices mean the same to both.
+        for index in 1...40 {
+            if index > 1 {
+                block.clear()
+                encoder.encode(template: APNSHeaderTemplate(fields: [.init("apns-collapse-id", "c\(index)")] + template.fields),
+                               tokenHex: "abcd", apnsID: "id-\(index)", into: &block)
+            }
+            let headers = try decoder.decodeHeaders(from: &block)
+            #expect(headers.first(name: "apns-topic") == "com.example.app")
+            #expect(headers.first(name: "apns-id") == "id-\(index)")
+        }
+    }
+
     @Test("apns-ids are lowercase version-4 UUIDs and do not repeat")
     func apnsIDs() {
         let generator = APNSIDGenerator(seed: 5)
