@@ -264,6 +264,52 @@ struct EmulatorBehaviourTests {
         }
     }
 
+    @Test("an alert push to a .voip topic is DeviceTokenNotForTopic, as APNs answers a topic of another push type")
+    func alertToVoIPTopic() async throws {
+        try await fixture.run { emulator in
+            let client = try await fixture.connect(emulator)
+            let response = try await client.send(path: "/3/device/" + fixture.voipDevice.hex, headers: [
+                ("authorization", fixture.bearer), ("apns-topic", APNSOutcomeTable.bundleID + ".voip"), ("apns-push-type", "alert"),
+            ], body: Array(APNSOutcomeTable.validBody.utf8))
+            #expect(response.status == 400 && response.reason == "DeviceTokenNotForTopic")
+            // Another app's .voip topic is still one the key may not use.
+            let other = try await client.send(path: "/3/device/" + fixture.voipDevice.hex, headers: [
+                ("authorization", fixture.bearer), ("apns-topic", "com.other.app.voip"), ("apns-push-type", "alert"),
+            ], body: Array(APNSOutcomeTable.validBody.utf8))
+            #expect(other.reason == "TopicDisallowed")
+            await client.close()
+        }
+    }
+
+    @Test("an apns-expiration above 2^32-1 (milliseconds by mistake) is BadExpirationDate; 2^32-1 itself is accepted")
+    func expirationInMilliseconds() async throws {
+        try await fixture.run { emulator in
+            let client = try await fixture.connect(emulator)
+            let milliseconds = String(Int(fixture.clock.now().timeIntervalSince1970) * 1000)
+            let (headers, body) = fixture.alert(extra: [("apns-expiration", milliseconds)])
+            let refused = try await client.send(path: "/3/device/" + fixture.developmentDevice.hex, headers: headers, body: body)
+            #expect(refused.status == 400 && refused.reason == "BadExpirationDate")
+            let (limitHeaders, _) = fixture.alert(extra: [("apns-expiration", String(UInt32.max))])
+            #expect(try await client.send(path: "/3/device/" + fixture.developmentDevice.hex, headers: limitHeaders, body: body).status == 200)
+            await client.close()
+        }
+    }
+
+    @Test("a port in use is reported with the port")
+    func portInUse() async throws {
+        try await fixture.run { emulator in
+            let taken = try #require(emulator.port(for: .production))
+            var configuration = fixture.configuration()
+            configuration.productionPort = taken
+            do {
+                try await APNSEmulator.withRunning(configuration) { _ in }
+                Issue.record("a second emulator bound the same port")
+            } catch let error as EmulatorError {
+                #expect(error.message.contains("127.0.0.1:\(taken)") && error.message.contains("production"), "\(error.message)")
+            }
+        }
+    }
+
     @Test("fault decisions and latency are reproducible from the seed")
     func seeded() throws {
         let faults = FaultConfiguration(tooManyRequests: 0.2, internalServerError: 0.1, latency: .uniform(minimumMilliseconds: 50, maximumMilliseconds: 150))
