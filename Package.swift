@@ -50,11 +50,15 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: upcomingFeatures
         ),
-        // HTTP/2 framing (RFC 9113) and fixed-shape HPACK literals: the wire layer under the sender and the emulator,
-        // which each keep their own connection logic. NIOCore only; checked against curl, h2load and nginx.
+        // HTTP/2 framing (RFC 9113), fixed-shape HPACK literals and the one connection state machine (stream states,
+        // SETTINGS, windows, limits) that the sender and the emulator both drive. Checked against curl, h2load, nginx.
         .target(
             name: "HeraldHTTP2",
-            dependencies: [.product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         // The fuzz targets' properties, one per parser that reads what strangers send. The libFuzzer driver lives in

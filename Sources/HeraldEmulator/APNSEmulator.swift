@@ -79,9 +79,12 @@ public final class APNSEmulator: Service, Sendable {
         }
         let sslContext = try NIOSSLContext(configuration: tls)
         var bound: [(String, any Channel)] = []
+        // Which listener is being bound, so a failure names its port.
+        var attempt = ("production", configuration.productionPort)
         do {
             for (name, environment, port) in [("production", APNSEnvironment.production, configuration.productionPort),
                                               ("development", .development, configuration.developmentPort)] {
+                attempt = (name, port)
                 let processor = RequestProcessor(environment: environment, verifier: verifier, registry: registry, faults: faultInjector)
                 let context = EmulatorListener.Context(
                     processor: processor, sslContext: sslContext, maxConcurrentStreams: configuration.maxConcurrentStreams,
@@ -89,11 +92,12 @@ public final class APNSEmulator: Service, Sendable {
                 bound.append((name, try await EmulatorListener.bind(host: configuration.host, port: port, context: context)))
             }
             if let adminPort = configuration.adminPort {
+                attempt = ("admin", adminPort)
                 bound.append(("admin", try await AdminServer.bind(host: configuration.host, port: adminPort, emulator: self)))
             }
         } catch {
             for (_, channel) in bound { try? await channel.close() }
-            throw EmulatorError("Cannot listen on \(configuration.host): \(error). Is the port in use? Pass 0 to pick a free one.")
+            throw EmulatorError("Cannot listen on \(configuration.host):\(attempt.1) (the \(attempt.0) port): \(error). Is the port in use? Pass 0 to pick a free one.")
         }
         state.withLock { state in
             for (name, channel) in bound {

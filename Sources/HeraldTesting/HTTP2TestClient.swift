@@ -113,6 +113,11 @@ public final class HTTP2TestClient: Sendable {
     /// Whether the connection is still open.
     public var isActive: Bool { channel.isActive }
 
+    /// Returns once the connection has closed (by either side).
+    public func waitUntilClosed() async {
+        try? await channel.closeFuture.get()
+    }
+
     public func close() async {
         try? await channel.close()
     }

@@ -42,8 +42,9 @@ struct ConnectionHandlerTests {
         ])
         let token = try! DeviceToken(hex: String(repeating: "ab", count: 32))
 
-        init(serverSettings: [(HTTP2SettingID, Int)] = [(.maxConcurrentStreams, 1000)]) throws {
-            handler = APNSConnectionHandler(events: recorder.events, requestTimeout: .seconds(30), pingInterval: .seconds(60))
+        init(serverSettings: [(HTTP2SettingID, Int)] = [(.maxConcurrentStreams, 1000)], limits: HTTP2Limits = HTTP2Limits(),
+             expectAcknowledgement: Bool = true) throws {
+            handler = APNSConnectionHandler(events: recorder.events, requestTimeout: .seconds(30), pingInterval: .seconds(60), limits: limits)
             try channel.pipeline.syncOperations.addHandler(handler)
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
             var preface = try #require(try channel.readOutbound(as: ByteBuffer.self))
@@ -54,8 +55,18 @@ struct ConnectionHandlerTests {
             var wire = ByteBuffer()
             wire.writeHTTP2Settings(serverSettings)
             try serve(wire)
+            guard expectAcknowledgement else { return }
             let ack = try #require(try frames().first)
             #expect(ack.knownType == .settings && ack.has(HTTP2Flags.ack))
+        }
+
+        /// The error code of the GOAWAY the client wrote, and its debug text.
+        mutating func goAway() throws -> (code: UInt32, text: String)? {
+            guard let frame = try frames().last(where: { $0.knownType == .goAway }) else { return nil }
+            var payload = frame.payload
+            payload.moveReaderIndex(forwardBy: 4)
+            let code = payload.readInteger(as: UInt32.self)!
+            return (code, String(buffer: payload))
         }
 
         func serve(_ bytes: ByteBuffer) throws {
@@ -260,6 +271,100 @@ struct ConnectionHandlerTests {
         #expect(literal.readableBytes > blocks[0].readableBytes - 10)
         let headers = try decoder.decodeHeaders(from: &literal)
         #expect(headers.first(name: "authorization") == "bearer " + String(repeating: "j", count: 200))
+    }
+
+    @Test("RFC 9113 §6.5.2: SETTINGS_ENABLE_PUSH=1 from the server ends the connection with PROTOCOL_ERROR")
+    func enablePushFromServer() throws {
+        var connection = try Connection(serverSettings: [(.enablePush, 1)], expectAcknowledgement: false)
+        let goAway = try #require(try connection.goAway())
+        #expect(goAway.code == HTTP2ErrorCode.protocolError.rawValue && goAway.text.contains("ENABLE_PUSH"))
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test("RFC 9113 §6.9.2: an INITIAL_WINDOW_SIZE that takes an open stream's window above 2^31-1 is a FLOW_CONTROL_ERROR")
+    func initialWindowOverflow() throws {
+        var connection = try Connection(serverSettings: [(.maxConcurrentStreams, 10), (.initialWindowSize, 0)])
+        connection.send("waiting", body: Array("{}".utf8))
+        _ = try connection.frames()
+        var wire = ByteBuffer()
+        // The 2-byte body goes out on the update, leaving 2^31-3; a larger initial window by 10 overflows it.
+        wire.writeHTTP2WindowUpdate(streamID: 1, increment: 0x7FFF_FFFF)
+        wire.writeHTTP2Settings([(.initialWindowSize, 10)])
+        try connection.serve(wire)
+        let goAway = try #require(try connection.goAway())
+        #expect(goAway.code == HTTP2ErrorCode.flowControlError.rawValue)
+        #expect(connection.failure("waiting")?.message.contains("FLOW_CONTROL_ERROR") == true)
+    }
+
+    @Test("RFC 9113 §6.10: more than five CONTINUATION frames in a response header block end the connection, ENHANCE_YOUR_CALM")
+    func continuationFlood() throws {
+        var connection = try Connection()
+        try connection.open("flooded")
+        var wire = ByteBuffer()
+        wire.writeHTTP2FrameHeader(length: 0, type: .headers, streamID: 1)
+        for _ in 0..<6 { wire.writeHTTP2FrameHeader(length: 0, type: .continuation, streamID: 1) }
+        try connection.serve(wire)
+        let goAway = try #require(try connection.goAway())
+        #expect(goAway.code == HTTP2ErrorCode.enhanceYourCalm.rawValue && goAway.text.contains("CONTINUATION"))
+    }
+
+    @Test("PING acknowledgements owed while the channel is not writable are bounded: past the limit, GOAWAY ENHANCE_YOUR_CALM")
+    func bufferedControlFrames() throws {
+        var limits = HTTP2Limits()
+        limits.maxBufferedControlFrames = 10
+        limits.controlFrames.maximumCount = 1000
+        var connection = try Connection(limits: limits)
+        connection.channel.isWritable = false
+        connection.channel.pipeline.fireChannelWritabilityChanged()
+        var wire = ByteBuffer()
+        for index in 0..<11 { wire.writeHTTP2Ping(UInt64(index), ack: false) }
+        try connection.serve(wire)
+        let goAway = try #require(try connection.goAway())
+        #expect(goAway.code == HTTP2ErrorCode.enhanceYourCalm.rawValue && goAway.text.contains("does not read"))
+    }
+
+    @Test("a response header list far over the limit fails the streams as too large, not as undecodable")
+    func headerListTooLarge() throws {
+        var connection = try Connection()
+        try connection.open("bombed")
+        var block = ByteBuffer()
+        block.writeHPACKIndexed(HPACKStaticIndex.status200)
+        block.writeInteger(UInt8(0x40))
+        block.writeHPACKString(Array("x-bomb".utf8))
+        block.writeHPACKString([UInt8](repeating: 0x61, count: 4000))
+        for _ in 0..<20 { block.writeHPACKIndexed(62) }
+        var wire = ByteBuffer()
+        wire.writeHTTP2Headers(streamID: 1, block: block, endStream: true)
+        try connection.serve(wire)
+        let error = try #require(connection.failure("bombed"))
+        #expect(error.message.contains("header list too large") && !error.message.contains("decod"))
+    }
+
+    @Test("RFC 7541 §4.2: a table size that went down and back up is announced smallest first, then final")
+    func tableSizeUpdates() throws {
+        let template = APNSHeaderTemplate(fields: [.init(":authority", "api.push.apple.com"), .init("apns-topic", "com.example.app")])
+        var encoder = HPACKRequestEncoder()
+        var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
+        var first = ByteBuffer()
+        encoder.encode(template: template, tokenHex: "abcd", apnsID: "id-0", into: &first)
+        _ = try decoder.decodeHeaders(from: &first)
+        encoder.peerMaximumSizeChanged(to: 0)
+        encoder.peerMaximumSizeChanged(to: 4096)
+        var block = ByteBuffer()
+        encoder.encode(template: template, tokenHex: "abcd", apnsID: "id-1", into: &block)
+        #expect(block.getInteger(at: block.readerIndex, as: UInt8.self) == 0x20, "a size update to 0 first")
+        #expect(block.getInteger(at: block.readerIndex + 1, as: UInt8.self) == 0x3F, "then 4,096")
+        // The decoder emptied its table too, so the encoder's new indices mean the same to both.
+        for index in 1...40 {
+            if index > 1 {
+                block.clear()
+                encoder.encode(template: APNSHeaderTemplate(fields: [.init("apns-collapse-id", "c\(index)")] + template.fields),
+                               tokenHex: "abcd", apnsID: "id-\(index)", into: &block)
+            }
+            let headers = try decoder.decodeHeaders(from: &block)
+            #expect(headers.first(name: "apns-topic") == "com.example.app")
+            #expect(headers.first(name: "apns-id") == "id-\(index)")
+        }
     }
 
     @Test("apns-ids are lowercase version-4 UUIDs and do not repeat")

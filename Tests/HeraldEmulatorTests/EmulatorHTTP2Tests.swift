@@ -49,7 +49,7 @@ struct EmulatorHTTP2Tests {
         }
     }
 
-    @Test("opening more streams than advertised gets GOAWAY ENHANCE_YOUR_CALM with APNs' words, then the connection closes")
+    @Test("opening more streams than advertised gets GOAWAY ENHANCE_YOUR_CALM with APNs' words; the accepted stream is answered, then the connection closes")
     func tooManyStreams() async throws {
         try await fixture.run { emulator in
             let connection = try await connect(emulator)
@@ -60,12 +60,19 @@ struct EmulatorHTTP2Tests {
             bytes.writeHTTP2Headers(streamID: 1, block: validRequest, endStream: false)
             bytes.writeHTTP2Headers(streamID: 3, block: validRequest, endStream: false)
             try await connection.write(bytes)
-            let frames = try await connection.frames { _ in false }
-            let goAway = try #require(frames.first { $0.knownType == .goAway })
+            let refused = try await connection.frames { $0.knownType == .goAway }
+            let goAway = try #require(refused.last)
+            #expect(Self.errorCode(goAway, at: 0) == 1, "last-stream-id: stream 1 was accepted")
             #expect(Self.errorCode(goAway, at: 4) == HTTP2ErrorCode.enhanceYourCalm.rawValue)
             #expect(String(buffer: goAway.payload.getSlice(at: goAway.payload.readerIndex + 8, length: goAway.payload.readableBytes - 8)!)
                 == #"{"reason":"Maximum active streams violated for this endpoint."}"#)
-            #expect(emulator.counters.accepted == 0)
+            // Stream 1's body still comes in and is answered; only then does the connection close.
+            try await connection.send { $0.writeHTTP2Data(streamID: 1, bytes: Array(APNSOutcomeTable.validBody.utf8), endStream: true) }
+            let rest = try await connection.frames { _ in false }
+            let answer = try #require(rest.first { $0.knownType == .headers })
+            #expect(answer.streamID == 1 && answer.has(HTTP2Flags.endStream))
+            #expect(!rest.contains { $0.streamID == 3 })
+            #expect(emulator.counters.accepted == 1)
         }
     }
 
@@ -112,6 +119,34 @@ struct EmulatorHTTP2Tests {
             let data = try #require(afterUpdate.last)
             #expect(data.streamID == 1 && data.has(HTTP2Flags.endStream))
             #expect(String(buffer: data.payload) == #"{"reason":"MissingProviderToken"}"#)
+            await connection.close()
+        }
+    }
+
+    @Test("an answer body larger than the stream window goes out in pieces, and a stalled stream does not hold back the next")
+    func bodyInPieces() async throws {
+        try await fixture.run { emulator in
+            let connection = try await connect(emulator)
+            try await connection.start(settings: [(.initialWindowSize, 10)])
+            let unauthorized = RawHTTP2Connection.requestBlock(path: "/3/device/" + fixture.developmentDevice.hex, headers: [
+                ("apns-topic", APNSOutcomeTable.bundleID),
+            ])
+            var bytes = ByteBuffer()
+            for streamID: UInt32 in [1, 3] {
+                bytes.writeHTTP2Headers(streamID: streamID, block: unauthorized, endStream: false)
+                bytes.writeHTTP2Data(streamID: streamID, bytes: Array(APNSOutcomeTable.validBody.utf8), endStream: true)
+            }
+            try await connection.write(bytes)
+            let first = try await connection.frames { $0.knownType == .data && $0.streamID == 3 }
+            let pieces = first.filter { $0.knownType == .data }
+            #expect(pieces.map(\.streamID) == [1, 3], "each stream's first piece, neither waiting for the other")
+            #expect(pieces.allSatisfy { $0.payload.readableBytes == 10 && !$0.has(HTTP2Flags.endStream) })
+
+            try await connection.send { $0.writeHTTP2WindowUpdate(streamID: 1, increment: 100) }
+            let rest = try await connection.frames { $0.knownType == .data && $0.has(HTTP2Flags.endStream) }
+            let last = try #require(rest.last)
+            #expect(last.streamID == 1)
+            #expect(String(buffer: pieces[0].payload) + String(buffer: last.payload) == #"{"reason":"MissingProviderToken"}"#)
             await connection.close()
         }
     }

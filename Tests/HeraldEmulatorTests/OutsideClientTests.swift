@@ -147,11 +147,23 @@ struct OutsideClientTests {
             #expect((counters as? [String: Any])?["accepted"] as? Int == 1)
             #expect(((counters as? [String: Any])?["rejected"] as? [String: Int])?["Unregistered"] == 1)
 
-            let (faultStatus, _) = try await call("PUT", "/faults", #"{"tooManyRequests":0,"internalServerError":1,"serviceUnavailable":0,"shutdown":0,"goAwayProbability":0,"resetProbability":0,"noResponseProbability":0,"latency":{"none":{}}}"#)
+            // A partial object changes only the fields it names.
+            let (latencyStatus, _) = try await call("PUT", "/faults", #"{"latency":{"fixed":{"milliseconds":5}}}"#)
+            #expect(latencyStatus == 200)
+            let (faultStatus, _) = try await call("PUT", "/faults", #"{"internalServerError":1}"#)
             #expect(faultStatus == 200)
-            #expect(emulator.faults.internalServerError == 1)
+            #expect(emulator.faults.internalServerError == 1 && emulator.faults.latency == .fixed(milliseconds: 5))
             let (badFaults, error) = try await call("PUT", "/faults", #"{"internalServerError":2}"#)
             #expect(badFaults == 400 && (error as? [String: String])?["error"] != nil)
+            // Bad input is explained in words, not as a Swift DecodingError, and changes nothing.
+            for (body, words) in [(#"{"tooManyRequests":"lots"}"#, #""tooManyRequests" must be a number"#),
+                                  (#"{"tooManyRequest":0.5}"#, #"Unknown fault field "tooManyRequest""#),
+                                  ("[1]", "a JSON object")] {
+                let (status, answer) = try await call("PUT", "/faults", body)
+                let message = (answer as? [String: String])?["error"] ?? ""
+                #expect(status == 400 && message.contains(words) && !message.contains("DecodingError") && !message.contains("CodingKeys"), "\(message)")
+            }
+            #expect(emulator.faults.internalServerError == 1 && emulator.faults.tooManyRequests == 0)
             let (cleared, _) = try await call("DELETE", "/devices/\(token)/inbox")
             #expect(cleared == 204)
             let (removed, _) = try await call("DELETE", "/devices/\(token)")

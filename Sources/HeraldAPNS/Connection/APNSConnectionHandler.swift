@@ -7,11 +7,10 @@ import NIOTLS
 
 /// The client side of one HTTP/2 connection (RFC 9113) to APNs, directly over TLS.
 ///
-/// APNs traffic is one small request and one small response per stream, so this handler does only what that needs:
-/// the preface and SETTINGS, HEADERS (+ CONTINUATION) and DATA for requests, connection and stream flow control for
-/// request bodies (bodies wait when the server's window is short), WINDOW_UPDATE for response bodies, SETTINGS and
-/// PING acknowledgements, RST_STREAM, GOAWAY, and `MAX_CONCURRENT_STREAMS` changes reported to the pool. Requests are
-/// written in batches straight into one buffer (``write(_:)``), responses matched to pending streams by id.
+/// The protocol itself (stream states, SETTINGS, both directions' windows, acknowledgements, the limits a server is
+/// held to) is ``HTTP2ConnectionState``, shared with the emulator. This handler adds what a sender needs: requests
+/// written in batches straight into one buffer (``write(_:)``), request bodies that wait for window, responses matched
+/// to pending streams by id, deadlines, keep-alive PINGs, GOAWAY and `MAX_CONCURRENT_STREAMS` reported to the pool.
 /// Anything the server does outside the protocol closes the connection with a GOAWAY and an error that says what.
 final class APNSConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
@@ -34,16 +33,8 @@ final class APNSConnectionHandler: ChannelInboundHandler {
         let onResponse: @Sendable (Result<APNSResponse, APNSClientError>) -> Void
         let deadline: NIODeadline
         var response = APNSResponse()
-        var sendWindow: Int
-        var receiveWindow = HTTP2Protocol.defaultWindowSize
         /// Body bytes waiting for flow-control window.
         var unsentBody: ByteBuffer?
-    }
-
-    /// A protocol violation by the server: the connection ends with a GOAWAY carrying `code`.
-    private struct ConnectionError: Error {
-        let code: HTTP2ErrorCode
-        let message: String
     }
 
     /// The MAX_CONCURRENT_STREAMS assumed when the server's first SETTINGS does not say (RFC 9113 §6.5.2 recommends
@@ -57,38 +48,34 @@ final class APNSConnectionHandler: ChannelInboundHandler {
     private let pingInterval: TimeAmount
     private var context: ChannelHandlerContext?
     private var reader = HTTP2FrameReader()
+    /// Stream states, SETTINGS, windows and the limits a server is held to: shared with the emulator's handler.
+    private var state: HTTP2ConnectionState
     private var encoder = HPACKRequestEncoder()
-    private var decoder = HPACKDecoder(allocator: ByteBufferAllocator())
     private var streams: [UInt32: Stream] = [:]
     /// Stream ids in the order they were opened: deadlines grow in that order, so the sweep looks at the front only.
     private var order = Deque<UInt32>()
     /// Streams whose body waits for window, oldest first.
     private var blocked = Deque<UInt32>()
-    private var nextStreamID: UInt32
-    private var goAwayLastStreamID: UInt32?
-    private var settingsReceived = false
-    /// A header block whose CONTINUATION frames are still to come.
-    private var partialHeaders: (streamID: UInt32, block: ByteBuffer, endStream: Bool)?
-    private var peerMaxFrameSize = HTTP2Protocol.minMaxFrameSize
-    private var peerInitialWindowSize = HTTP2Protocol.defaultWindowSize
-    private var connectionSendWindow = HTTP2Protocol.defaultWindowSize
-    private var connectionReceiveWindow = HTTP2Protocol.defaultWindowSize
-    /// Control frames (acknowledgements, window updates) written while reading, flushed when the read completes.
-    private var control: ByteBuffer?
+    /// Set once no new streams may start: a GOAWAY arrived or the stream ids ran out.
+    private var goingAway = false
+    /// Frames written while reading or writing requests, flushed together.
+    private var out = ByteBuffer()
     private var lastActivity = NIODeadline.now()
     private var sweep: RepeatedTask?
     /// Why the connection is closing, for the streams it fails.
     private var closeReason: APNSClientError?
 
-    init(events: Events, requestTimeout: TimeAmount, pingInterval: TimeAmount, firstStreamID: UInt32 = 1) {
+    init(events: Events, requestTimeout: TimeAmount, pingInterval: TimeAmount, firstStreamID: UInt32 = 1,
+         limits: HTTP2Limits = HTTP2Limits()) {
         self.events = events
         self.requestTimeout = requestTimeout
         self.pingInterval = pingInterval
-        self.nextStreamID = firstStreamID
+        self.state = HTTP2ConnectionState(role: .client, limits: limits, firstLocalStreamID: firstStreamID)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        out = context.channel.allocator.buffer(capacity: 1024)
         let interval = TimeAmount.milliseconds(min(250, max(10, requestTimeout.nanoseconds / 4_000_000)))
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
         sweep = context.eventLoop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
@@ -109,42 +96,38 @@ final class APNSConnectionHandler: ChannelInboundHandler {
     }
 
     private func writePreface(context: ChannelHandlerContext) {
-        var buffer = context.channel.allocator.buffer(capacity: 64)
-        buffer.writeBytes(HTTP2Protocol.clientPreface)
-        buffer.writeHTTP2Settings([
+        state.start(settings: [
             (.enablePush, 0),
             (.maxConcurrentStreams, 100),
             (.initialWindowSize, HTTP2Protocol.defaultWindowSize),
-        ])
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        ], into: &out)
+        flush()
     }
 
     // MARK: Requests
 
     /// Opens a stream for each request and writes them all with one flush. Requests the connection can no longer
-    /// take fail at once with `notProcessed`.
+    /// take fail at once with `notProcessed`: they were never written, so sending them again elsewhere is safe.
     func write(_ requests: [APNSStreamRequest]) {
-        guard let context, context.channel.isActive, goAwayLastStreamID == nil, closeReason == nil else {
+        guard let context, context.channel.isActive, !goingAway, closeReason == nil else {
             let error = closeReason.map { APNSClientError(.notProcessed, "The connection is closing (\($0.message)); the notification was not sent on it.") }
                 ?? APNSClientError(.notProcessed, "The connection is closing; the notification was not sent on it.")
             for request in requests { request.onResponse(.failure(error)) }
             return
         }
         if !blocked.isEmpty { resumeBlockedBodies() }
-        var buffer = takeControlBuffer(context: context, capacity: requests.count * 512)
         let deadline = NIODeadline.now() + requestTimeout
         for request in requests {
-            guard nextStreamID <= Self.maximumStreamID else {
+            let endStream = request.body.readableBytes == 0
+            guard let streamID = state.openLocalStream(endStream: endStream) else {
                 request.onResponse(.failure(APNSClientError(.notProcessed, "The connection ran out of stream ids; the notification was not sent on it.")))
                 continue
             }
-            let streamID = nextStreamID
-            nextStreamID += 2
-            writeHeaders(streamID: streamID, request: request, endStream: request.body.readableBytes == 0, into: &buffer)
-            var stream = Stream(onResponse: request.onResponse, deadline: deadline, sendWindow: peerInitialWindowSize)
-            if request.body.readableBytes > 0 {
+            writeHeaders(streamID: streamID, request: request, endStream: endStream)
+            var stream = Stream(onResponse: request.onResponse, deadline: deadline)
+            if !endStream {
                 var body = request.body
-                writeData(streamID: streamID, stream: &stream, body: &body, into: &buffer)
+                writeData(streamID: streamID, body: &body)
                 if body.readableBytes > 0 {
                     stream.unsentBody = body
                     blocked.append(streamID)
@@ -154,84 +137,65 @@ final class APNSConnectionHandler: ChannelInboundHandler {
             order.append(streamID)
         }
         lastActivity = deadline - requestTimeout
-        context.write(wrapOutboundOut(buffer), promise: nil)
-        context.flush()
-        if nextStreamID > Self.maximumStreamID, goAwayLastStreamID == nil {
+        flush()
+        if state.nextLocalStreamID > Self.maximumStreamID, !goingAway {
             // Stream ids cannot be reused: the pool must open another connection (RFC 9113 §5.1.1).
-            goAwayLastStreamID = Self.maximumStreamID
+            goingAway = true
             events.goingAway("stream ids exhausted")
         }
     }
 
-    private func writeHeaders(streamID: UInt32, request: APNSStreamRequest, endStream: Bool, into buffer: inout ByteBuffer) {
-        let start = buffer.writerIndex
-        buffer.writeHTTP2Headers(streamID: streamID, endStream: endStream) { block in
+    private func writeHeaders(streamID: UInt32, request: APNSStreamRequest, endStream: Bool) {
+        let start = out.writerIndex
+        out.writeHTTP2Headers(streamID: streamID, endStream: endStream) { block in
             encoder.encode(template: request.template, tokenHex: request.token.hex, apnsID: request.apnsID, into: &block)
         }
-        let length = buffer.writerIndex - start - HTTP2Protocol.frameHeaderLength
-        guard length > peerMaxFrameSize else { return }
+        let length = out.writerIndex - start - HTTP2Protocol.frameHeaderLength
+        let maxFrameSize = state.peerMaxFrameSize
+        guard length > maxFrameSize else { return }
         // Larger than the server's frame size: split into HEADERS and CONTINUATION frames (RFC 9113 §6.10).
-        var block = buffer.getSlice(at: start + HTTP2Protocol.frameHeaderLength, length: length)!
-        buffer.moveWriterIndex(to: start)
+        var block = out.getSlice(at: start + HTTP2Protocol.frameHeaderLength, length: length)!
+        out.moveWriterIndex(to: start)
         var first = true
         while block.readableBytes > 0 {
-            let chunk = block.readSlice(length: min(peerMaxFrameSize, block.readableBytes))!
+            let chunk = block.readSlice(length: min(maxFrameSize, block.readableBytes))!
             let last = block.readableBytes == 0
             let flags = (last ? HTTP2Flags.endHeaders : 0) | (first && endStream ? HTTP2Flags.endStream : 0)
-            buffer.writeHTTP2FrameHeader(length: chunk.readableBytes, type: first ? .headers : .continuation, flags: flags, streamID: streamID)
-            buffer.writeImmutableBuffer(chunk)
+            out.writeHTTP2FrameHeader(length: chunk.readableBytes, type: first ? .headers : .continuation, flags: flags, streamID: streamID)
+            out.writeImmutableBuffer(chunk)
             first = false
         }
     }
 
     /// Writes as much of `body` as the windows allow; what is left stays in `body`.
-    private func writeData(streamID: UInt32, stream: inout Stream, body: inout ByteBuffer, into buffer: inout ByteBuffer) {
+    private func writeData(streamID: UInt32, body: inout ByteBuffer) {
         while body.readableBytes > 0 {
-            let length = min(body.readableBytes, connectionSendWindow, stream.sendWindow, peerMaxFrameSize)
+            let length = state.reserveSendWindow(streamID: streamID, wanted: body.readableBytes)
             guard length > 0 else { return }
             let chunk = body.readSlice(length: length)!
-            buffer.writeHTTP2Data(streamID: streamID, buffer: chunk, endStream: body.readableBytes == 0)
-            connectionSendWindow -= length
-            stream.sendWindow -= length
+            let last = body.readableBytes == 0
+            out.writeHTTP2Data(streamID: streamID, buffer: chunk, endStream: last)
+            if last { state.sentEndStream(streamID: streamID) }
         }
     }
 
     /// Sends waiting bodies, oldest first, as far as the windows now allow.
     private func resumeBlockedBodies() {
-        guard let context else { return }
-        var buffer = takeControlBuffer(context: context, capacity: 1024)
         var stillBlocked = Deque<UInt32>()
         while let streamID = blocked.popFirst() {
             guard var stream = streams[streamID], var body = stream.unsentBody else { continue }
-            if connectionSendWindow > 0 { writeData(streamID: streamID, stream: &stream, body: &body, into: &buffer) }
+            if state.connectionSendWindow > 0 { writeData(streamID: streamID, body: &body) }
             stream.unsentBody = body.readableBytes > 0 ? body : nil
             streams[streamID] = stream
             if body.readableBytes > 0 { stillBlocked.append(streamID) }
         }
         blocked = stillBlocked
-        control = buffer
     }
 
-    private func takeControlBuffer(context: ChannelHandlerContext, capacity: Int) -> ByteBuffer {
-        if let buffer = control {
-            control = nil
-            return buffer
-        }
-        return context.channel.allocator.buffer(capacity: capacity)
-    }
-
-    private func writeControl(_ write: (inout ByteBuffer) -> Void) {
-        guard let context else { return }
-        var buffer = takeControlBuffer(context: context, capacity: 64)
-        write(&buffer)
-        control = buffer
-    }
-
-    private func flushControl() {
-        guard let context, let buffer = control else { return }
-        control = nil
-        guard buffer.readableBytes > 0 else { return }
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+    private func flush() {
+        guard let context, out.readableBytes > 0 else { return }
+        context.writeAndFlush(wrapOutboundOut(out), promise: nil)
+        out = context.channel.allocator.buffer(capacity: 256)
     }
 
     // MARK: Frames in
@@ -241,120 +205,63 @@ final class APNSConnectionHandler: ChannelInboundHandler {
         lastActivity = .now()
         do {
             while closeReason == nil, let frame = try reader.nextFrame() {
-                try receive(frame)
+                try receive(state.receive(frame, into: &out))
             }
-        } catch let error as ConnectionError {
+        } catch let error as HTTP2ConnectionError {
             connectionError(error)
         } catch let error as HTTP2FrameReader.FrameTooLarge {
-            connectionError(ConnectionError(code: .frameSizeError, message: "a \(error.length)-byte frame, above the 16,384 bytes allowed"))
+            connectionError(HTTP2ConnectionError(.frameSizeError, "a \(error.length)-byte frame, above the 16,384 bytes allowed"))
         } catch {
-            connectionError(ConnectionError(code: .internalError, message: "\(error)"))
+            connectionError(HTTP2ConnectionError(.internalError, "\(error)"))
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        flushControl()
+        flush()
         context.fireChannelReadComplete()
     }
 
-    private func receive(_ frame: HTTP2Frame) throws(ConnectionError) {
-        if let partial = partialHeaders {
-            guard frame.type == HTTP2FrameType.continuation.rawValue, frame.streamID == partial.streamID else {
-                throw ConnectionError(code: .protocolError, message: "a header block interrupted by another frame")
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        state.outputWritable = context.channel.isWritable
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func receive(_ event: HTTP2Event) throws {
+        switch event {
+        case .none, .settingsAcknowledged, .pingAcknowledged, .streamLimitExceeded:
+            break
+        case .headers(let streamID, let headers, let endStream):
+            try receivedHeaders(streamID: streamID, headers: headers, endStream: endStream)
+        case .headerListTooLarge(let streamID, let size, let limit):
+            fail(streamID, APNSClientError(.connectionClosed, "APNs answered with \(size) bytes of headers, above the \(limit) allowed."))
+        case .data(let streamID, let payload, let endStream):
+            guard var stream = streams[streamID] else { return }
+            if stream.response.body == nil { stream.response.body = payload } else { stream.response.body!.writeImmutableBuffer(payload) }
+            if endStream { complete(streamID, stream) } else { streams[streamID] = stream }
+        case .streamReset(let streamID, let code):
+            // REFUSED_STREAM means the server did not process it: safe to send again.
+            let error = code == HTTP2ErrorCode.refusedStream.rawValue
+                ? APNSClientError(.notProcessed, "APNs refused the stream (REFUSED_STREAM); it was not processed.")
+                : APNSClientError(.connectionClosed, "APNs reset the stream (\(HTTP2ErrorCode.name(of: code))) before answering.")
+            fail(streamID, error)
+        case .streamError(let streamID, let code):
+            fail(streamID, APNSClientError(.connectionClosed, "APNs broke the protocol on the stream (\(code.name)); it was reset."))
+        case .settings(let streamLimit, let first, _):
+            encoder.peerMaximumSizeChanged(to: state.headerTableSize)
+            if first {
+                events.streamLimitChanged(streamLimit ?? Self.defaultStreamLimit)
+            } else if let streamLimit {
+                events.streamLimitChanged(streamLimit)
             }
-            var block = partial.block
-            var payload = frame.payload
-            block.writeBuffer(&payload)
-            if frame.has(HTTP2Flags.endHeaders) {
-                partialHeaders = nil
-                try receivedHeaders(streamID: partial.streamID, block: block, endStream: partial.endStream)
-            } else {
-                partialHeaders = (partial.streamID, block, partial.endStream)
-            }
-            return
-        }
-        guard settingsReceived || frame.type == HTTP2FrameType.settings.rawValue else {
-            throw ConnectionError(code: .protocolError, message: "the server's first frame was not SETTINGS")
-        }
-        switch frame.knownType {
-        case .data: try receivedData(frame)
-        case .headers:
-            guard frame.streamID != 0 else { throw ConnectionError(code: .protocolError, message: "HEADERS on stream 0") }
-            guard let block = frame.unpaddedPayload() else { throw ConnectionError(code: .protocolError, message: "HEADERS with bad padding") }
-            if frame.has(HTTP2Flags.endHeaders) {
-                try receivedHeaders(streamID: frame.streamID, block: block, endStream: frame.has(HTTP2Flags.endStream))
-            } else {
-                partialHeaders = (frame.streamID, block, frame.has(HTTP2Flags.endStream))
-            }
-        case .rstStream:
-            guard frame.streamID != 0, let code = frame.resetCode else {
-                throw ConnectionError(code: .protocolError, message: "a malformed RST_STREAM")
-            }
-            receivedReset(streamID: frame.streamID, code: code)
-        case .settings: try receivedSettings(frame)
-        case .ping:
-            guard frame.streamID == 0, let opaque = frame.pingData else { throw ConnectionError(code: .protocolError, message: "a malformed PING") }
-            if !frame.has(HTTP2Flags.ack) {
-                writeControl { $0.writeHTTP2Ping(opaque, ack: true) }
-            }
-        case .goAway:
-            guard frame.streamID == 0, frame.payload.readableBytes >= 8 else { throw ConnectionError(code: .protocolError, message: "a malformed GOAWAY") }
-            var payload = frame.payload
-            let lastStreamID = payload.readInteger(as: UInt32.self)! & 0x7FFF_FFFF
-            let code = payload.readInteger(as: UInt32.self)!
-            receivedGoAway(lastStreamID: lastStreamID, code: code, debugData: payload)
-        case .windowUpdate: try receivedWindowUpdate(frame)
-        case .pushPromise:
-            throw ConnectionError(code: .protocolError, message: "PUSH_PROMISE although this client disabled server push")
-        case .continuation:
-            throw ConnectionError(code: .protocolError, message: "CONTINUATION without a header block to continue")
-        case .priority, nil:
-            break  // PRIORITY is advisory; unknown frame types must be ignored (RFC 9113 §4.1).
+            if !blocked.isEmpty { resumeBlockedBodies() }
+        case .windowOpened:
+            if !blocked.isEmpty { resumeBlockedBodies() }
+        case .goAway(let lastStreamID, let code, let debugData):
+            receivedGoAway(lastStreamID: lastStreamID, code: code, debugData: debugData)
         }
     }
 
-    private func receivedData(_ frame: HTTP2Frame) throws(ConnectionError) {
-        guard frame.streamID != 0 else { throw ConnectionError(code: .protocolError, message: "DATA on stream 0") }
-        // The whole payload, padding included, counts against the windows (RFC 9113 §6.9.1).
-        let length = frame.payload.readableBytes
-        connectionReceiveWindow -= length
-        guard connectionReceiveWindow >= 0 else {
-            throw ConnectionError(code: .flowControlError, message: "DATA beyond the connection's flow-control window")
-        }
-        if connectionReceiveWindow <= HTTP2Protocol.defaultWindowSize / 2 {
-            let increment = HTTP2Protocol.defaultWindowSize - connectionReceiveWindow
-            connectionReceiveWindow = HTTP2Protocol.defaultWindowSize
-            writeControl { $0.writeHTTP2WindowUpdate(streamID: 0, increment: increment) }
-        }
-        guard let payload = frame.unpaddedPayload() else { throw ConnectionError(code: .protocolError, message: "DATA with bad padding") }
-        // A stream that timed out or was reset is gone; its late data only counted for the connection window.
-        guard var stream = streams[frame.streamID] else { return }
-        stream.receiveWindow -= length
-        guard stream.receiveWindow >= 0 else {
-            throw ConnectionError(code: .flowControlError, message: "DATA beyond stream \(frame.streamID)'s flow-control window")
-        }
-        if stream.response.body == nil { stream.response.body = payload } else { stream.response.body!.writeImmutableBuffer(payload) }
-        if frame.has(HTTP2Flags.endStream) {
-            complete(frame.streamID, stream)
-            return
-        }
-        if stream.receiveWindow <= HTTP2Protocol.defaultWindowSize / 2 {
-            let increment = HTTP2Protocol.defaultWindowSize - stream.receiveWindow
-            stream.receiveWindow = HTTP2Protocol.defaultWindowSize
-            writeControl { $0.writeHTTP2WindowUpdate(streamID: frame.streamID, increment: increment) }
-        }
-        streams[frame.streamID] = stream
-    }
-
-    private func receivedHeaders(streamID: UInt32, block: ByteBuffer, endStream: Bool) throws(ConnectionError) {
-        // Every block is decoded, even for streams already gone, to keep the HPACK table in step with the server's.
-        var block = block
-        let headers: HPACKHeaders
-        do {
-            headers = try decoder.decodeHeaders(from: &block)
-        } catch {
-            throw ConnectionError(code: .compressionError, message: "an undecodable header block (\(error))")
-        }
+    private func receivedHeaders(streamID: UInt32, headers: HPACKHeaders, endStream: Bool) throws {
         guard var stream = streams[streamID] else { return }
         if stream.response.status == 0 {
             var status = 0
@@ -369,97 +276,24 @@ final class APNSConnectionHandler: ChannelInboundHandler {
             guard (200...599).contains(status) else {
                 // 1xx is informational (APNs sends none); anything else is no HTTP status.
                 if (100...199).contains(status) { return }
-                throw ConnectionError(code: .protocolError, message: "a response without a valid :status")
+                throw HTTP2ConnectionError(.protocolError, "a response without a valid :status")
             }
             stream.response.status = status
         }
         if endStream { complete(streamID, stream) } else { streams[streamID] = stream }
     }
 
-    private func receivedReset(streamID: UInt32, code: UInt32) {
-        // REFUSED_STREAM means the server did not process it: safe to send again.
-        let error = code == HTTP2ErrorCode.refusedStream.rawValue
-            ? APNSClientError(.notProcessed, "APNs refused the stream (REFUSED_STREAM); it was not processed.")
-            : APNSClientError(.connectionClosed, "APNs reset the stream (\(Self.name(ofErrorCode: code))) before answering.")
-        fail(streamID, error)
-    }
-
-    private func receivedSettings(_ frame: HTTP2Frame) throws(ConnectionError) {
-        guard frame.streamID == 0 else { throw ConnectionError(code: .protocolError, message: "SETTINGS on a stream") }
-        if frame.has(HTTP2Flags.ack) {
-            guard frame.payload.readableBytes == 0 else { throw ConnectionError(code: .frameSizeError, message: "a SETTINGS acknowledgement with a payload") }
-            return
-        }
-        guard frame.payload.readableBytes % 6 == 0 else { throw ConnectionError(code: .frameSizeError, message: "a SETTINGS frame of \(frame.payload.readableBytes) bytes") }
-        var payload = frame.payload
-        var streamLimit: Int?
-        var windowChanged = false
-        while let id = payload.readInteger(as: UInt16.self), let value = payload.readInteger(as: UInt32.self) {
-            switch HTTP2SettingID(rawValue: id) {
-            case .headerTableSize:
-                encoder.peerMaximumSizeChanged(to: Int(value))
-            case .maxConcurrentStreams:
-                streamLimit = Int(value)
-            case .initialWindowSize:
-                guard value <= UInt32(HTTP2Protocol.maxWindowSize) else {
-                    throw ConnectionError(code: .flowControlError, message: "an initial window size of \(value), above 2^31-1")
-                }
-                // Open streams' windows move by the difference (RFC 9113 §6.9.2).
-                let delta = Int(value) - peerInitialWindowSize
-                peerInitialWindowSize = Int(value)
-                if delta != 0 {
-                    for key in streams.keys { streams[key]!.sendWindow += delta }
-                    windowChanged = delta > 0
-                }
-            case .maxFrameSize:
-                guard (HTTP2Protocol.minMaxFrameSize...HTTP2Protocol.maxMaxFrameSize).contains(Int(value)) else {
-                    throw ConnectionError(code: .protocolError, message: "a maximum frame size of \(value)")
-                }
-                peerMaxFrameSize = Int(value)
-            case .enablePush, .maxHeaderListSize, nil:
-                break
-            }
-        }
-        writeControl { $0.writeHTTP2SettingsAck() }
-        if !settingsReceived {
-            settingsReceived = true
-            events.streamLimitChanged(streamLimit ?? Self.defaultStreamLimit)
-        } else if let streamLimit {
-            events.streamLimitChanged(streamLimit)
-        }
-        if windowChanged, !blocked.isEmpty { resumeBlockedBodies() }
-    }
-
-    private func receivedWindowUpdate(_ frame: HTTP2Frame) throws(ConnectionError) {
-        guard let increment = frame.windowIncrement else {
-            throw ConnectionError(code: .frameSizeError, message: "a WINDOW_UPDATE of \(frame.payload.readableBytes) bytes")
-        }
-        if frame.streamID == 0 {
-            guard increment > 0 else { throw ConnectionError(code: .protocolError, message: "a connection WINDOW_UPDATE of 0") }
-            connectionSendWindow += increment
-            guard connectionSendWindow <= HTTP2Protocol.maxWindowSize else {
-                throw ConnectionError(code: .flowControlError, message: "a connection window above 2^31-1")
-            }
-        } else {
-            guard streams[frame.streamID] != nil else { return }
-            guard increment > 0, streams[frame.streamID]!.sendWindow + increment <= HTTP2Protocol.maxWindowSize else {
-                // A stream error (RFC 9113 §6.9): only that stream ends.
-                writeControl { $0.writeHTTP2RSTStream(streamID: frame.streamID, error: increment == 0 ? .protocolError : .flowControlError) }
-                fail(frame.streamID, APNSClientError(.connectionClosed, "APNs sent an invalid WINDOW_UPDATE for the stream; it was reset."))
-                return
-            }
-            streams[frame.streamID]!.sendWindow += increment
-        }
-        if !blocked.isEmpty { resumeBlockedBodies() }
-    }
-
     private func receivedGoAway(lastStreamID: UInt32, code: UInt32, debugData: ByteBuffer) {
-        let reason = Self.reason(in: debugData) ?? (code == 0 ? nil : Self.name(ofErrorCode: code))
-        let first = goAwayLastStreamID == nil
-        goAwayLastStreamID = min(lastStreamID, goAwayLastStreamID ?? lastStreamID)
+        let reason = Self.reason(in: debugData) ?? (code == 0 ? nil : HTTP2ErrorCode.name(of: code))
+        let first = !goingAway
+        goingAway = true
         if first { events.goingAway(reason) }
+        // Streams above last-stream-id were never processed (RFC 9113 §6.8): safe to send again elsewhere.
         let unprocessed = APNSClientError(.notProcessed, "APNs sent GOAWAY (\(reason ?? "no reason")) before processing the stream.")
-        for streamID in streams.keys where streamID > lastStreamID { fail(streamID, unprocessed) }
+        for streamID in streams.keys where streamID > lastStreamID {
+            state.forgetStream(streamID)
+            fail(streamID, unprocessed)
+        }
         if streams.isEmpty { context?.close(promise: nil) }
     }
 
@@ -493,12 +327,11 @@ final class APNSConnectionHandler: ChannelInboundHandler {
     }
 
     /// The server broke the protocol: say so in a GOAWAY, close, and fail every stream with the reason.
-    private func connectionError(_ error: ConnectionError) {
+    private func connectionError(_ error: HTTP2ConnectionError) {
         guard closeReason == nil, let context else { return }
-        let name = Self.name(ofErrorCode: error.code.rawValue)
-        closeReason = APNSClientError(.connectionClosed, "APNs broke the HTTP/2 protocol (\(name): \(error.message)); the connection was closed.")
-        writeControl { $0.writeHTTP2GoAway(lastStreamID: 0, error: error.code, debugData: Array(error.message.utf8)) }
-        flushControl()
+        closeReason = APNSClientError(.connectionClosed, "APNs broke the HTTP/2 protocol (\(error.code.name): \(error.message)); the connection was closed.")
+        state.goAway(lastStreamID: 0, code: error.code, debugData: Array(error.message.utf8), into: &out)
+        flush()
         context.close(promise: nil)
     }
 
@@ -508,7 +341,9 @@ final class APNSConnectionHandler: ChannelInboundHandler {
         streams[streamID] = nil
         if stream.unsentBody != nil {
             // APNs answered before the whole body went out: stop sending it (RFC 9113 §8.1).
-            writeControl { $0.writeHTTP2RSTStream(streamID: streamID, error: .cancel) }
+            try? state.resetStream(streamID, code: .cancel, into: &out)
+        } else {
+            state.forgetStream(streamID)
         }
         stream.onResponse(.success(stream.response))
         settled()
@@ -516,6 +351,7 @@ final class APNSConnectionHandler: ChannelInboundHandler {
 
     private func fail(_ streamID: UInt32, _ error: APNSClientError) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
+        state.forgetStream(streamID)
         stream.onResponse(.failure(error))
         settled()
     }
@@ -525,7 +361,7 @@ final class APNSConnectionHandler: ChannelInboundHandler {
         order.removeAll(keepingCapacity: true)
         blocked.removeAll(keepingCapacity: true)
         events.streamsIdle()
-        if goAwayLastStreamID != nil { context?.close(promise: nil) }
+        if goingAway { context?.close(promise: nil) }
     }
 
     private func sweepDeadlines() {
@@ -538,34 +374,14 @@ final class APNSConnectionHandler: ChannelInboundHandler {
             }
             guard stream.deadline <= now else { break }
             order.removeFirst()
-            writeControl { $0.writeHTTP2RSTStream(streamID: streamID, error: .cancel) }
+            try? state.resetStream(streamID, code: .cancel, into: &out)
             fail(streamID, APNSClientError(.timeout, "APNs did not answer within \(requestTimeout.nanoseconds / 1_000_000) ms."))
         }
         if streams.isEmpty, now - lastActivity >= pingInterval, context.channel.isActive {
             lastActivity = now
-            writeControl { $0.writeHTTP2Ping(UInt64(truncatingIfNeeded: now.uptimeNanoseconds), ack: false) }
+            state.ping(UInt64(truncatingIfNeeded: now.uptimeNanoseconds), into: &out)
         }
-        flushControl()
-    }
-
-    private static func name(ofErrorCode code: UInt32) -> String {
-        switch HTTP2ErrorCode(rawValue: code) {
-        case .noError: "NO_ERROR"
-        case .protocolError: "PROTOCOL_ERROR"
-        case .internalError: "INTERNAL_ERROR"
-        case .flowControlError: "FLOW_CONTROL_ERROR"
-        case .settingsTimeout: "SETTINGS_TIMEOUT"
-        case .streamClosed: "STREAM_CLOSED"
-        case .frameSizeError: "FRAME_SIZE_ERROR"
-        case .refusedStream: "REFUSED_STREAM"
-        case .cancel: "CANCEL"
-        case .compressionError: "COMPRESSION_ERROR"
-        case .connectError: "CONNECT_ERROR"
-        case .enhanceYourCalm: "ENHANCE_YOUR_CALM"
-        case .inadequateSecurity: "INADEQUATE_SECURITY"
-        case .http11Required: "HTTP_1_1_REQUIRED"
-        case nil: "error 0x" + String(code, radix: 16)
-        }
+        flush()
     }
 
     private static func reason(in buffer: ByteBuffer) -> String? {

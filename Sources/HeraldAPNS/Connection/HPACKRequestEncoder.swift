@@ -53,6 +53,9 @@ struct HPACKRequestEncoder {
     private(set) var maximumSize: Int
     /// A size change not yet announced to the decoder (RFC 7541 §4.2, §6.3).
     private var pendingSizeUpdate: Int?
+    /// The smallest size since the last header block: when the size went down and back up, the decoder must hear
+    /// the smallest first, or it keeps entries this encoder already evicted (RFC 7541 §4.2).
+    private var smallestPendingSize: Int?
     /// Where the last template's fields sit: their sequence numbers (nil for fields that are not indexed).
     private var lastTemplate: APNSHeaderTemplate?
     private var lastSequences: [Int?] = []
@@ -71,14 +74,19 @@ struct HPACKRequestEncoder {
         guard newSize != maximumSize else { return }
         maximumSize = newSize
         pendingSizeUpdate = newSize
+        smallestPendingSize = min(smallestPendingSize ?? newSize, newSize)
         evict(toFit: 0)
     }
 
     /// Writes one request's header block: `POST /3/device/<tokenHex>` with the template's fields and `apnsID`.
     mutating func encode(template: APNSHeaderTemplate, tokenHex: String, apnsID: String, into buffer: inout ByteBuffer) {
         if let update = pendingSizeUpdate {
+            if let smallest = smallestPendingSize, smallest < update {
+                buffer.writeHPACKInteger(smallest, prefixBits: 5, pattern: 0x20)
+            }
             buffer.writeHPACKInteger(update, prefixBits: 5, pattern: 0x20)
             pendingSizeUpdate = nil
+            smallestPendingSize = nil
         }
         buffer.writeHPACKIndexed(HPACKStaticIndex.methodPost)
         buffer.writeHPACKIndexed(HPACKStaticIndex.schemeHTTPS)

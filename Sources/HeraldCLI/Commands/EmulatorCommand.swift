@@ -38,7 +38,8 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("device"), help: "Create a device: ENVIRONMENT:TOPIC[:HEXTOKEN] (repeatable).")
     var devices: [String] = []
 
-    @Option(help: "Where to write the generated CA certificate for clients to trust.") var caFile = "herald-emulator-ca.pem"
+    @Option(help: "Where to write the generated CA certificate for clients to trust (default: $XDG_STATE_HOME/herald/herald-emulator-ca.pem, else ~/.local/state/herald/…, else the temporary folder).")
+    var caFile: String?
     @Option(help: "Serve this PEM certificate chain instead of a generated one.") var tlsCertificate: String?
     @Option(help: "Private key (PEM) of --tls-certificate.") var tlsKey: String?
 
@@ -46,9 +47,13 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "Notifications kept per device inbox.") var inboxCapacity = 100
     @Flag(help: "Keep only counters (totals, reasons, duplicate apns-ids), no inboxes: for benchmarks.") var countingOnly = false
 
-    @Option(help: "Fraction of valid requests answered 429 TooManyRequests.") var fault429: Double = 0
-    @Option(help: "Fraction answered 500 InternalServerError.") var fault500: Double = 0
-    @Option(help: "Fraction answered 503 ServiceUnavailable.") var fault503: Double = 0
+    // The documented spellings are --fault-429 etc.; --fault429 (the first release's) still works.
+    @Option(name: [.customLong("fault-429"), .customLong("fault429")], help: "Fraction of valid requests answered 429 TooManyRequests.")
+    var fault429: Double = 0
+    @Option(name: [.customLong("fault-500"), .customLong("fault500")], help: "Fraction answered 500 InternalServerError.")
+    var fault500: Double = 0
+    @Option(name: [.customLong("fault-503"), .customLong("fault503")], help: "Fraction answered 503 ServiceUnavailable.")
+    var fault503: Double = 0
     @Option(help: "Fraction answered 503 Shutdown.") var faultShutdown: Double = 0
     @Option(help: "Send GOAWAY after this many streams on a connection.") var goawayAfter: Int?
     @Option(help: "Fraction of requests followed by a GOAWAY.") var goawayRate: Double = 0
@@ -57,11 +62,39 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "Added latency per response: 100ms, 50ms-150ms, or normal:100ms,20ms.") var latency: String?
     @Option(help: "Seed for faults, latency and generated tokens.") var seed: UInt64 = 0x4845_5241_4C44
 
+    /// Where the generated CA (and the generated key beside it) go without `--ca-file`: a state folder of the user's,
+    /// never the working folder, which may be a repository.
+    static func defaultCAFile(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        let directory: String
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            directory = state + "/herald"
+        } else if let home = environment["HOME"], !home.isEmpty {
+            directory = home + "/.local/state/herald"
+        } else {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald").path
+        }
+        return directory + "/herald-emulator-ca.pem"
+    }
+
+    /// The CA file to use, its folder created when it is the default one and something will be written there.
+    private func resolvedCAFile() throws -> String {
+        if let caFile { return caFile }
+        let file = Self.defaultCAFile()
+        guard tlsCertificate == nil || keys.isEmpty else { return file }
+        do {
+            try FileManager.default.createDirectory(at: URL(fileURLWithPath: file).deletingLastPathComponent(), withIntermediateDirectories: true)
+        } catch {
+            throw ValidationError("Cannot create the folder of \(file) (\(error)); pass --ca-file to choose another place.")
+        }
+        return file
+    }
+
     func run() async throws {
+        let caFile = try resolvedCAFile()
         var trusted = try trustedKeys()
         var generatedKeyNote = ""
         if trusted.isEmpty {
-            let (key, file) = try generateKey()
+            let (key, file) = try generateKey(caFile: caFile)
             trusted = [ProviderTokenVerifier.TrustedKey(key, bundleIDs: topics.isEmpty ? nil : Set(topics))]
             generatedKeyNote = " from \(file)"
         }
@@ -132,7 +165,7 @@ struct EmulatorCommand: AsyncParsableCommand {
     }
 
     /// The emulator's own key, kept beside the CA file and reused on the next start so clients keep working.
-    private func generateKey() throws -> (ProviderSigningKey, String) {
+    private func generateKey(caFile: String) throws -> (ProviderSigningKey, String) {
         let keyID = "EMULATOR01"
         let directory = URL(fileURLWithPath: caFile).deletingLastPathComponent()
         let file = directory.appendingPathComponent("AuthKey_\(keyID).p8")

@@ -8,8 +8,9 @@ import NIOHPACK
 ///
 /// It works on the byte stream (after TLS) with Herald's framing layer rather than a general HTTP/2 server: APNs
 /// traffic is one small request and one small answer per stream, and a child channel with its own pipeline per
-/// stream cost more than the checks themselves. Everything runs on the connection's event loop; answers given
-/// during one read are written together and flushed once when the read ends.
+/// stream cost more than the checks themselves. The protocol (stream states, SETTINGS, windows, limits, error codes)
+/// is ``HTTP2ConnectionState``, the same value the sender's handler drives. Everything runs on the connection's event
+/// loop; answers given during one read are written together and flushed once when the read ends.
 final class EmulatorConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -33,18 +34,16 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         /// Every body byte received; `body` keeps only the first ``EmulatorConnectionHandler/bodyCap``.
         var bodyLength = 0
         var contentLength: Int?
-        var receivedEnd = false
-        /// Bytes consumed on this stream and not yet returned with a WINDOW_UPDATE.
-        var unacknowledged = 0
-        var sendWindow: Int
         /// Set once the request went to the processor: later frames for it are a protocol error or ignored.
         var answering = false
     }
 
-    /// An answer that has to wait: for its added latency, or for the client to open the flow-control window.
+    /// An answer body that has to wait for the client to open the flow-control window.
     private struct BlockedData {
         var streamID: UInt32
         var body: [UInt8]
+        /// How much of `body` is written.
+        var sent = 0
     }
 
     private struct DelayedAnswer {
@@ -53,46 +52,30 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         var goAway: Bool
     }
 
-    private struct ConnectionError: Error {
-        var code: HTTP2ErrorCode
-        var message: String
-    }
-
-    private struct HeaderBlock {
-        var streamID: UInt32
-        var endStream: Bool
-        var fragments: ByteBuffer
-    }
-
     /// The largest request body kept: bigger ones are only counted, to answer `PayloadTooLarge` without storing them.
     private static let bodyCap = APNSPushType.voip.maximumPayloadSize + 1
-    /// The connection receive window: large enough that a thousand concurrent requests never wait for an update.
-    private static let connectionWindow = 1 << 24
+    /// The limits clients are held to: NIOHTTP2's defaults, APNs' header list size, and a connection receive window
+    /// large enough that a thousand concurrent requests never wait for an update.
+    private static let limits: HTTP2Limits = {
+        var limits = HTTP2Limits()
+        limits.maxHeaderListSize = 8000
+        limits.connectionReceiveWindow = 1 << 24
+        return limits
+    }()
     private static let goAwayReason = #"{"reason":"Maximum active streams violated for this endpoint."}"#
 
     private let settings: Settings
     private var authentication: ConnectionAuthentication
     private var ids = IDGenerator()
     private var reader = HTTP2FrameReader(maxFrameSize: HTTP2Protocol.minMaxFrameSize)
-    private var decoder: HPACKDecoder
+    private var state = HTTP2ConnectionState(role: .server, limits: EmulatorConnectionHandler.limits)
     private var out = ByteBuffer()
     private var context: ChannelHandlerContext?
 
     private var prefaceReceived = false
-    private var settingsReceived = false
     private var streams: [UInt32: Stream] = [:]
-    private var lastClientStreamID: UInt32 = 0
-    private var pendingHeaders: HeaderBlock?
     private var blocked = Deque<BlockedData>()
-
-    /// Limits this side advertised, in order, not yet acknowledged; a limit applies once the client acknowledged it.
-    private var unacknowledgedLimits: [Int?] = []
-    private var streamLimit = Int.max
     private var streamLimitRaised = false
-
-    private var peerInitialWindow = HTTP2Protocol.defaultWindowSize
-    private var connectionSendWindow = HTTP2Protocol.defaultWindowSize
-    private var connectionUnacknowledged = 0
 
     private var streamsServed = 0
     /// Answers scheduled for later (added latency); a GOAWAY closes the connection once they are written.
@@ -105,7 +88,6 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     init(settings: Settings) {
         self.settings = settings
         self.authentication = settings.authentication
-        self.decoder = HPACKDecoder(allocator: ByteBufferAllocator(), maxDynamicTableSize: 4096, maxHeaderListSize: 8000)
         streamLimitRaised = settings.initialStreams > 1
     }
 
@@ -115,12 +97,10 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         self.context = context
         out = context.channel.allocator.buffer(capacity: 16_384)
         // APNs' initial SETTINGS (apns-protocol.md §10): one stream until a request proves its credential.
-        out.writeHTTP2Settings([
+        state.start(settings: [
             (.headerTableSize, 4096), (.maxConcurrentStreams, settings.initialStreams),
-            (.maxFrameSize, HTTP2Protocol.minMaxFrameSize), (.maxHeaderListSize, 8000),
-        ])
-        unacknowledgedLimits.append(settings.initialStreams)
-        out.writeHTTP2WindowUpdate(streamID: 0, increment: Self.connectionWindow - HTTP2Protocol.defaultWindowSize)
+            (.maxFrameSize, HTTP2Protocol.minMaxFrameSize), (.maxHeaderListSize, Self.limits.maxHeaderListSize),
+        ], into: &out)
         flush()
     }
 
@@ -141,12 +121,12 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
             if !prefaceReceived {
                 guard let preface = reader.readBytes(HTTP2Protocol.clientPreface.count) else { return }
                 guard preface == HTTP2Protocol.clientPreface else {
-                    throw ConnectionError(code: .protocolError, message: "Expected the HTTP/2 connection preface.")
+                    throw HTTP2ConnectionError(.protocolError, "Expected the HTTP/2 connection preface.")
                 }
                 prefaceReceived = true
             }
             while !closing, let frame = try nextFrame() {
-                try handle(frame)
+                try handle(state.receive(frame, into: &out))
             }
         } catch {
             fail(error)
@@ -156,6 +136,11 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         flush()
         context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        state.outputWritable = context.channel.isWritable
+        context.fireChannelWritabilityChanged()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -168,201 +153,59 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         do {
             return try reader.nextFrame()
         } catch {
-            throw ConnectionError(code: .frameSizeError, message: "A \(error.length)-byte frame exceeds SETTINGS_MAX_FRAME_SIZE.")
+            throw HTTP2ConnectionError(.frameSizeError, "A \(error.length)-byte frame exceeds SETTINGS_MAX_FRAME_SIZE.")
         }
     }
 
     // MARK: Frames
 
-    private func handle(_ frame: HTTP2Frame) throws {
-        if !settingsReceived {
-            guard frame.knownType == .settings, !frame.has(HTTP2Flags.ack) else {
-                throw ConnectionError(code: .protocolError, message: "The first frame must be SETTINGS.")
+    private func handle(_ event: HTTP2Event) throws {
+        switch event {
+        case .none, .settingsAcknowledged, .pingAcknowledged, .goAway:
+            break
+        case .headers(let streamID, let headers, let endStream):
+            try receiveHeaders(streamID: streamID, headers: headers, endStream: endStream)
+        case .headerListTooLarge(let streamID, let size, let limit):
+            // RFC 9113 §10.5.1: a server may answer 431. APNs documents nothing; the reason says what to fix.
+            streams[streamID] = Stream(answering: true)
+            let reason = "Header list too large: \(size) bytes, above the \(limit) bytes of SETTINGS_MAX_HEADER_LIST_SIZE."
+            writeAnswer(streamID, status: 431, apnsID: ids.next(), uniqueID: nil, body: JSONValue.object(["reason": .string(reason)]).jsonBytes)
+            closeIfDrained()
+        case .data(let streamID, let payload, let endStream):
+            guard var stream = streams[streamID], !stream.answering else { return }
+            let room = max(0, Self.bodyCap - stream.body.count)
+            stream.body.append(contentsOf: payload.readableBytesView.prefix(room))
+            stream.bodyLength += payload.readableBytes
+            streams[streamID] = stream
+            if endStream { complete(streamID) }
+        case .streamReset(let streamID, _), .streamError(let streamID, _):
+            streams[streamID] = nil
+            blocked.removeAll { $0.streamID == streamID }
+            closeIfDrained()
+        case .streamLimitExceeded(_, let last):
+            // More streams than advertised: APNs refuses the connection with these words. The streams up to
+            // last-stream-id were accepted, so they are answered before the connection closes (RFC 9113 §6.8);
+            // the sender knows the others were never processed.
+            if goAwayLastStreamID == nil {
+                state.goAway(lastStreamID: last, code: .enhanceYourCalm, debugData: Array(Self.goAwayReason.utf8), into: &out)
+                goAwayLastStreamID = last
             }
-            settingsReceived = true
-        }
-        if let pending = pendingHeaders, frame.knownType != .continuation || frame.streamID != pending.streamID {
-            throw ConnectionError(code: .protocolError, message: "Expected CONTINUATION for stream \(pending.streamID).")
-        }
-        switch frame.knownType {
-        case .data: try receiveData(frame)
-        case .headers: try receiveHeaders(frame)
-        case .continuation: try receiveContinuation(frame)
-        case .settings: try receiveSettings(frame)
-        case .ping: try receivePing(frame)
-        case .windowUpdate: try receiveWindowUpdate(frame)
-        case .rstStream: try receiveReset(frame)
-        case .priority:
-            guard frame.streamID != 0 else { throw ConnectionError(code: .protocolError, message: "PRIORITY on stream 0.") }
-            if frame.payload.readableBytes != 5 { resetStream(frame.streamID, .frameSizeError) }
-        case .goAway:
-            guard frame.streamID == 0 else { throw ConnectionError(code: .protocolError, message: "GOAWAY on a stream.") }
-        case .pushPromise:
-            throw ConnectionError(code: .protocolError, message: "Clients must not send PUSH_PROMISE.")
-        case nil:
-            break  // Unknown frame types are ignored (RFC 9113 §4.1).
+            closeIfDrained()
+        case .settings, .windowOpened:
+            writeBlockedData()
         }
     }
 
-    private func receiveSettings(_ frame: HTTP2Frame) throws {
-        guard frame.streamID == 0 else { throw ConnectionError(code: .protocolError, message: "SETTINGS on a stream.") }
-        if frame.has(HTTP2Flags.ack) {
-            guard frame.payload.readableBytes == 0 else { throw ConnectionError(code: .frameSizeError, message: "SETTINGS ACK with a payload.") }
-            guard !unacknowledgedLimits.isEmpty else { throw ConnectionError(code: .protocolError, message: "Unexpected SETTINGS ACK.") }
-            if let limit = unacknowledgedLimits.removeFirst() { streamLimit = limit }
-            return
-        }
-        guard frame.payload.readableBytes % 6 == 0 else { throw ConnectionError(code: .frameSizeError, message: "SETTINGS length is not a multiple of 6.") }
-        var payload = frame.payload
-        while let id = payload.readInteger(as: UInt16.self), let value = payload.readInteger(as: UInt32.self) {
-            switch HTTP2SettingID(rawValue: id) {
-            case .enablePush:
-                guard value <= 1 else { throw ConnectionError(code: .protocolError, message: "SETTINGS_ENABLE_PUSH must be 0 or 1.") }
-            case .initialWindowSize:
-                guard value <= UInt32(HTTP2Protocol.maxWindowSize) else {
-                    throw ConnectionError(code: .flowControlError, message: "SETTINGS_INITIAL_WINDOW_SIZE above 2^31-1.")
-                }
-                let delta = Int(value) - peerInitialWindow
-                peerInitialWindow = Int(value)
-                for id in streams.keys { streams[id]!.sendWindow += delta }
-            case .maxFrameSize:
-                guard (HTTP2Protocol.minMaxFrameSize...HTTP2Protocol.maxMaxFrameSize).contains(Int(value)) else {
-                    throw ConnectionError(code: .protocolError, message: "SETTINGS_MAX_FRAME_SIZE out of range.")
-                }
-            default:
-                break  // Answers are a few hundred bytes and use no dynamic table: the other settings do not matter.
-            }
-        }
-        out.writeHTTP2SettingsAck()
-        writeBlockedData()
-    }
-
-    private func receivePing(_ frame: HTTP2Frame) throws {
-        guard frame.streamID == 0 else { throw ConnectionError(code: .protocolError, message: "PING on a stream.") }
-        guard let data = frame.pingData else { throw ConnectionError(code: .frameSizeError, message: "PING payload is not 8 bytes.") }
-        if !frame.has(HTTP2Flags.ack) { out.writeHTTP2Ping(data, ack: true) }
-    }
-
-    private func receiveWindowUpdate(_ frame: HTTP2Frame) throws {
-        guard let increment = frame.windowIncrement else {
-            throw ConnectionError(code: .frameSizeError, message: "WINDOW_UPDATE payload is not 4 bytes.")
-        }
-        if frame.streamID == 0 {
-            guard increment > 0 else { throw ConnectionError(code: .protocolError, message: "WINDOW_UPDATE with increment 0.") }
-            connectionSendWindow += increment
-            guard connectionSendWindow <= HTTP2Protocol.maxWindowSize else {
-                throw ConnectionError(code: .flowControlError, message: "The connection window exceeds 2^31-1.")
-            }
-        } else if streams[frame.streamID] != nil {
-            guard increment > 0 else { return resetStream(frame.streamID, .protocolError) }
-            streams[frame.streamID]!.sendWindow += increment
-            if streams[frame.streamID]!.sendWindow > HTTP2Protocol.maxWindowSize { return resetStream(frame.streamID, .flowControlError) }
-        } else if frame.streamID > lastClientStreamID {
-            throw ConnectionError(code: .protocolError, message: "WINDOW_UPDATE on idle stream \(frame.streamID).")
-        }
-        writeBlockedData()
-    }
-
-    private func receiveReset(_ frame: HTTP2Frame) throws {
-        guard frame.streamID != 0 else { throw ConnectionError(code: .protocolError, message: "RST_STREAM on stream 0.") }
-        guard frame.resetCode != nil else { throw ConnectionError(code: .frameSizeError, message: "RST_STREAM payload is not 4 bytes.") }
-        guard frame.streamID <= lastClientStreamID else { throw ConnectionError(code: .protocolError, message: "RST_STREAM on idle stream \(frame.streamID).") }
-        streams[frame.streamID] = nil
-        blocked.removeAll { $0.streamID == frame.streamID }
-    }
-
-    private func receiveData(_ frame: HTTP2Frame) throws {
-        let length = frame.payload.readableBytes
-        guard frame.streamID != 0 else { throw ConnectionError(code: .protocolError, message: "DATA on stream 0.") }
-        // Flow control counts the whole frame, padding included, whatever happens to the stream.
-        connectionUnacknowledged += length
-        if connectionUnacknowledged >= Self.connectionWindow / 2 {
-            out.writeHTTP2WindowUpdate(streamID: 0, increment: connectionUnacknowledged)
-            connectionUnacknowledged = 0
-        }
-        guard var stream = streams[frame.streamID] else {
-            guard frame.streamID <= lastClientStreamID else { throw ConnectionError(code: .protocolError, message: "DATA on idle stream \(frame.streamID).") }
-            return resetStream(frame.streamID, .streamClosed)
-        }
-        guard !stream.receivedEnd else { return resetStream(frame.streamID, .streamClosed) }
-        guard let data = frame.unpaddedPayload() else { throw ConnectionError(code: .protocolError, message: "DATA padding exceeds the frame.") }
-        stream.unacknowledged += length
-        guard stream.unacknowledged <= HTTP2Protocol.defaultWindowSize else { throw ConnectionError(code: .flowControlError, message: "Stream \(frame.streamID) exceeded its window.") }
-        let room = max(0, Self.bodyCap - stream.body.count)
-        stream.body.append(contentsOf: data.readableBytesView.prefix(room))
-        stream.bodyLength += data.readableBytes
-        if frame.has(HTTP2Flags.endStream) {
-            stream.receivedEnd = true
-        } else if stream.unacknowledged >= HTTP2Protocol.defaultWindowSize / 2 {
-            out.writeHTTP2WindowUpdate(streamID: frame.streamID, increment: stream.unacknowledged)
-            stream.unacknowledged = 0
-        }
-        streams[frame.streamID] = stream
-        if stream.receivedEnd { complete(frame.streamID) }
-    }
-
-    private func receiveHeaders(_ frame: HTTP2Frame) throws {
-        guard frame.streamID != 0 else { throw ConnectionError(code: .protocolError, message: "HEADERS on stream 0.") }
-        guard let fragment = frame.unpaddedPayload() else { throw ConnectionError(code: .protocolError, message: "HEADERS padding exceeds the frame.") }
-        let block = HeaderBlock(streamID: frame.streamID, endStream: frame.has(HTTP2Flags.endStream), fragments: fragment)
-        if frame.has(HTTP2Flags.endHeaders) {
-            try receiveHeaderBlock(block)
-        } else {
-            pendingHeaders = block
-        }
-    }
-
-    private func receiveContinuation(_ frame: HTTP2Frame) throws {
-        guard var block = pendingHeaders, block.streamID == frame.streamID else {
-            throw ConnectionError(code: .protocolError, message: "CONTINUATION without HEADERS.")
-        }
-        var fragment = frame.payload
-        block.fragments.writeBuffer(&fragment)
-        guard block.fragments.readableBytes <= 64 * 1024 else {
-            throw ConnectionError(code: .enhanceYourCalm, message: "Header block too large.")
-        }
-        if frame.has(HTTP2Flags.endHeaders) {
-            pendingHeaders = nil
-            try receiveHeaderBlock(block)
-        } else {
-            pendingHeaders = block
-        }
-    }
-
-    private func receiveHeaderBlock(_ block: HeaderBlock) throws {
-        var fragments = block.fragments
-        // Every block is decoded, even for streams that are ignored: the HPACK table is shared by the connection.
-        let headers: HPACKHeaders
-        do {
-            headers = try decoder.decodeHeaders(from: &fragments)
-        } catch {
-            throw ConnectionError(code: .compressionError, message: "The header block could not be decoded.")
-        }
-        let id = block.streamID
-        if var stream = streams[id] {
+    private func receiveHeaders(streamID id: UInt32, headers: HPACKHeaders, endStream: Bool) throws {
+        if streams[id] != nil {
             // Trailers: they must end the stream.
-            guard !stream.receivedEnd, block.endStream else { return resetStream(id, .protocolError) }
-            stream.receivedEnd = true
-            streams[id] = stream
+            guard endStream else { return try resetStream(id, .protocolError) }
             return complete(id)
         }
-        guard id % 2 == 1, id > lastClientStreamID else {
-            throw ConnectionError(code: .protocolError, message: "Stream \(id) is not a new client stream.")
-        }
-        lastClientStreamID = id
-        if let last = goAwayLastStreamID, id > last { return }  // after our GOAWAY: not processed, the client re-sends
-        guard streams.count < streamLimit else {
-            // More streams than advertised: APNs refuses the connection with these words.
-            out.writeHTTP2GoAway(lastStreamID: id - 2, error: .enhanceYourCalm, debugData: Array(Self.goAwayReason.utf8))
-            goAwayLastStreamID = id - 2
-            closeAfterFlush()
-            return
-        }
-        var stream = Stream(sendWindow: peerInitialWindow)
-        guard Self.read(headers, into: &stream) else { return resetStream(id, .protocolError) }
-        stream.receivedEnd = block.endStream
+        var stream = Stream()
+        guard Self.read(headers, into: &stream) else { return try resetStream(id, .protocolError) }
         streams[id] = stream
-        if block.endStream { complete(id) }
+        if endStream { complete(id) }
     }
 
     /// Copies a request's headers, checking the rules of RFC 9113 §8.2–8.3 that make a request malformed.
@@ -409,9 +252,11 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     /// The request is complete: check it, then answer now or after the added latency.
     private func complete(_ streamID: UInt32) {
         guard var stream = streams[streamID], !stream.answering else { return }
-        if let length = stream.contentLength, length != stream.bodyLength { return resetStream(streamID, .protocolError) }
+        if let length = stream.contentLength, length != stream.bodyLength {
+            // A peer fault on one stream; the rate of such resets is bounded by the state machine.
+            do { return try resetStream(streamID, .protocolError) } catch { return fail(error) }
+        }
         stream.answering = true
-        stream.unacknowledged = 0  // the stream is closing; no update needed
         let request = EmulatedRequest(method: stream.method, path: stream.path, headers: stream.headers, body: stream.body)
         stream.headers = []
         stream.body = []
@@ -420,8 +265,7 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         let response = settings.processor.process(request, connection: &authentication, now: settings.clock.now(), ids: &ids)
         if authentication.hasValidatedRequest, !streamLimitRaised {
             streamLimitRaised = true
-            out.writeHTTP2Settings([(.maxConcurrentStreams, settings.maxConcurrentStreams)])
-            unacknowledgedLimits.append(settings.maxConcurrentStreams)
+            state.advertise([(.maxConcurrentStreams, settings.maxConcurrentStreams)], into: &out)
         }
         streamsServed += 1
 
@@ -467,53 +311,75 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
 
     private func answer(_ streamID: UInt32, _ response: EmulatedResponse, goAway: Bool) {
         if streams[streamID] != nil {
-            let body = response.body
-            out.writeHTTP2Headers(streamID: streamID, endStream: body == nil) { block in
-                if let index = HPACKStaticIndex.status(response.status) {
-                    block.writeHPACKIndexed(index)
-                } else {
-                    block.writeHPACKLiteral(nameIndex: HPACKStaticIndex.status, value: String(response.status).utf8)
-                }
-                block.writeHPACKLiteral(name: "apns-id".utf8, value: response.apnsID.utf8)
-                if let uniqueID = response.uniqueID { block.writeHPACKLiteral(name: "apns-unique-id".utf8, value: uniqueID.utf8) }
-                if body != nil { block.writeHPACKLiteral(nameIndex: HPACKStaticIndex.contentType, value: "application/json".utf8) }
-            }
-            if let body {
-                blocked.append(BlockedData(streamID: streamID, body: body))
-                writeBlockedData()
-            } else {
-                streams[streamID] = nil
-            }
+            writeAnswer(streamID, status: response.status, apnsID: response.apnsID, uniqueID: response.uniqueID, body: response.body)
         }
         if goAway {
             settings.processor.registry.countGoAway()
             if goAwayLastStreamID == nil {
                 goAwayLastStreamID = streamID
-                out.writeHTTP2GoAway(lastStreamID: streamID, error: .noError, debugData: JSONValue.object(["reason": .string(APNSReason.shutdown.rawValue)]).jsonBytes)
+                state.goAway(lastStreamID: streamID, code: .noError, debugData: JSONValue.object(["reason": .string(APNSReason.shutdown.rawValue)]).jsonBytes, into: &out)
+                // Streams above it are left unprocessed: the client sends them again elsewhere.
+                for id in streams.keys where id > streamID { streams[id] = nil }
+                blocked.removeAll { $0.streamID > streamID }
             }
         }
         closeIfDrained()
     }
 
-    /// Writes answer bodies the flow-control windows allow, in order.
+    private func writeAnswer(_ streamID: UInt32, status: Int, apnsID: String, uniqueID: String?, body: [UInt8]?) {
+        out.writeHTTP2Headers(streamID: streamID, endStream: body == nil) { block in
+            if let index = HPACKStaticIndex.status(status) {
+                block.writeHPACKIndexed(index)
+            } else {
+                block.writeHPACKLiteral(nameIndex: HPACKStaticIndex.status, value: String(status).utf8)
+            }
+            block.writeHPACKLiteral(name: "apns-id".utf8, value: apnsID.utf8)
+            if let uniqueID { block.writeHPACKLiteral(name: "apns-unique-id".utf8, value: uniqueID.utf8) }
+            if body != nil { block.writeHPACKLiteral(nameIndex: HPACKStaticIndex.contentType, value: "application/json".utf8) }
+        }
+        state.sentHeaders(streamID: streamID, endStream: body == nil)
+        if let body {
+            blocked.append(BlockedData(streamID: streamID, body: body))
+            writeBlockedData()
+        } else {
+            streams[streamID] = nil
+        }
+    }
+
+    /// Writes answer bodies in frames as large as the flow-control windows allow, oldest first. A stream whose own
+    /// window is shut does not hold back the ones after it; only the connection window stops them all.
     private func writeBlockedData() {
-        while let next = blocked.first {
-            guard let window = streams[next.streamID]?.sendWindow else {
-                blocked.removeFirst()
+        var index = blocked.startIndex
+        while index < blocked.endIndex, state.connectionSendWindow > 0 {
+            let streamID = blocked[index].streamID
+            guard streams[streamID] != nil, state.isOpen(streamID) else {
+                blocked.remove(at: index)
                 continue
             }
-            guard next.body.count <= min(window, connectionSendWindow) else { return }
-            blocked.removeFirst()
-            connectionSendWindow -= next.body.count
-            out.writeHTTP2Data(streamID: next.streamID, bytes: next.body, endStream: true)
-            streams[next.streamID] = nil
+            var entry = blocked[index]
+            while entry.sent < entry.body.count {
+                let length = state.reserveSendWindow(streamID: streamID, wanted: entry.body.count - entry.sent)
+                guard length > 0 else { break }
+                let end = entry.sent + length
+                out.writeHTTP2Data(streamID: streamID, bytes: entry.body[entry.sent..<end], endStream: end == entry.body.count)
+                entry.sent = end
+            }
+            if entry.sent == entry.body.count {
+                state.sentEndStream(streamID: streamID)
+                streams[streamID] = nil
+                blocked.remove(at: index)
+            } else {
+                blocked[index] = entry
+                index += 1
+            }
         }
         closeIfDrained()
     }
 
-    private func resetStream(_ streamID: UInt32, _ error: HTTP2ErrorCode) {
+    private func resetStream(_ streamID: UInt32, _ error: HTTP2ErrorCode) throws {
         streams[streamID] = nil
-        out.writeHTTP2RSTStream(streamID: streamID, error: error)
+        try state.resetStream(streamID, code: error, peerFault: true, into: &out)
+        closeIfDrained()
     }
 
     // MARK: Output and closing
@@ -525,9 +391,10 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     }
 
     /// After a GOAWAY the connection closes once every answer it still owes (for streams up to the GOAWAY's last
-    /// stream id) has been written.
+    /// stream id) has been written: requests still arriving, answers waiting for their latency or for window.
+    /// Streams the `noResponse` fault keeps open owe nothing.
     private func closeIfDrained() {
-        guard goAwayLastStreamID != nil, delayed == 0, blocked.isEmpty else { return }
+        guard goAwayLastStreamID != nil, delayed == 0, blocked.isEmpty, streams.values.allSatisfy(\.answering) else { return }
         closeAfterFlush()
     }
 
@@ -544,8 +411,8 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     }
 
     private func fail(_ error: any Error) {
-        let connectionError = error as? ConnectionError ?? ConnectionError(code: .internalError, message: "\(error)")
-        out.writeHTTP2GoAway(lastStreamID: lastClientStreamID, error: connectionError.code, debugData: Array(connectionError.message.utf8))
+        let connectionError = error as? HTTP2ConnectionError ?? HTTP2ConnectionError(.internalError, "\(error)")
+        state.goAway(code: connectionError.code, debugData: Array(connectionError.message.utf8), into: &out)
         closeAfterFlush()
     }
 }

@@ -123,7 +123,11 @@ struct RequestProcessor: Sendable {
         if pushType == .liveactivity, priority == .prioritizePowerOver { return reject(.badPriority, apnsID) }
         var expiration: Int?
         if let value = headers["apns-expiration"] {
-            guard let parsed = APNSExpiration(headerValue: value) else { return reject(.badExpirationDate, apnsID) }
+            // Above 2^32-1 is milliseconds by mistake (year 2106+ in seconds): APNs' answer is unknown; the emulator
+            // refuses it so the sender bug shows here instead of as a notification stored for 30 days.
+            guard let parsed = APNSExpiration(headerValue: value), parsed.secondsSince1970 <= Int(UInt32.max) else {
+                return reject(.badExpirationDate, apnsID)
+            }
             expiration = parsed.secondsSince1970
         }
         let collapseID = headers["apns-collapse-id"]
@@ -140,7 +144,9 @@ struct RequestProcessor: Sendable {
         guard Self.isWellFormedTopic(topic) else { return reject(.badTopic, apnsID) }
         switch connection.method {
         case .token:
-            let bundleID = pushType.bundleID(fromTopic: topic) ?? topic
+            // A topic with another push type's suffix is still the key's app: that mismatch is the token's topic
+            // (DeviceTokenNotForTopic, apns-protocol.md §2.4), not a topic the key may not use.
+            let bundleID = pushType.bundleID(fromTopic: topic) ?? Self.bareBundleID(topic)
             if let key = connection.boundKey, !key.covers(bundleID: bundleID) { return reject(.topicDisallowed, apnsID) }
         case .certificate(let topics, _):
             if !topics.contains(topic) || pushType == .location { return reject(.topicDisallowed, apnsID) }
@@ -194,6 +200,12 @@ struct RequestProcessor: Sendable {
 
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
+    }
+
+    /// The bundle id in a topic, whatever push type's suffix it carries.
+    static func bareBundleID(_ topic: String) -> String {
+        guard let implied = APNSPushType.impliedBySuffix(ofTopic: topic) else { return topic }
+        return implied.bundleID(fromTopic: topic) ?? topic
     }
 
     static func isWellFormedTopic(_ topic: String) -> Bool {
