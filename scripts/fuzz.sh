@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     defaults: 60 seconds, every target
 #
-# Targets: json, payload, device-token, http2-frames, hpack (Sources/HeraldFuzzing). Each run grows a working
+# Targets: json, payload, device-token, http2-frames, http2-connection, hpack (Sources/HeraldFuzzing). Each run grows a working
 # corpus in Fuzz/.build/corpus/<target>/ (the committed seeds in Fuzz/Corpus/ are only read), and prints one summary
 # line: executions, executions per second, coverage, and the corpus size. A finding stops the script with the
 # crashing input saved under Fuzz/.build/findings/<target>/; once fixed, copy it into Fuzz/Corpus/<target>/ so that
@@ -15,7 +15,7 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(json payload device-token http2-frames hpack)
+[ "${#targets[@]}" -gt 0 ] || targets=(json payload device-token http2-frames http2-connection hpack)
 configuration="${FUZZ_CONFIGURATION:-release}"
 
 cd "$here/Fuzz"

@@ -15,6 +15,10 @@ public enum FuzzTarget: String, Sendable, CaseIterable {
     /// `HTTP2FrameReader`: frames are the same however the bytes are split, never exceed the advertised size, and
     /// write back to the bytes they came from.
     case http2Frames = "http2-frames"
+    /// `HTTP2ConnectionState`, the state machine under the sender and the emulator, fed the input's frames as a server
+    /// (answering as the emulator does) or a client: any frame sequence ends in an event or a connection error,
+    /// never a trap; one frame never makes it write more than a few control frames; windows stay within 2^31−1.
+    case http2Connection = "http2-connection"
     /// HPACK: header blocks written with HeraldHTTP2's literals decode (with NIOHPACK, as a peer would) to the same
     /// fields, and arbitrary blocks decode under the emulator's limits without trapping.
     case hpack
@@ -27,6 +31,7 @@ public enum FuzzTarget: String, Sendable, CaseIterable {
         case .payload: PayloadFuzzing.check(input)
         case .deviceToken: DeviceTokenFuzzing.check(input)
         case .http2Frames: HTTP2FrameFuzzing.check(input)
+        case .http2Connection: HTTP2ConnectionFuzzing.check(input)
         case .hpack: HPACKFuzzing.check(input)
         }
     }
