@@ -367,6 +367,18 @@ struct ConnectionHandlerTests {
         }
     }
 
+    @Test("a stream the server never answers fails with a timeout once the event loop's clock passes its deadline, and is reset with CANCEL")
+    func requestTimeout() throws {
+        var connection = try Connection()
+        try connection.open("never-answered")
+        connection.channel.embeddedEventLoop.advanceTime(by: .seconds(29))
+        #expect(connection.recorder.response("never-answered") == nil, "not before the 30 s timeout")
+        connection.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        #expect(connection.failure("never-answered")?.code == .timeout)
+        let reset = try #require(try connection.frames().first { $0.knownType == .rstStream })
+        #expect(reset.streamID == 1 && reset.resetCode == HTTP2ErrorCode.cancel.rawValue)
+    }
+
     @Test("apns-ids are lowercase version-4 UUIDs and do not repeat")
     func apnsIDs() {
         let generator = APNSIDGenerator(seed: 5)

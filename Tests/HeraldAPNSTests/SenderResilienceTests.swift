@@ -101,8 +101,9 @@ struct SenderResilienceTests {
             client: { harness.clientConfiguration($0, requestTimeout: .seconds(2)) }
         ) { emulator, client in
             let deliveries = try await burst(client, count: 300, maximumInFlight: 50)
-            // A stream answered after the timeout on a loaded machine was processed and is sent again: a duplicate
-            // that only a re-send can cause.
+            // End to end only: that a timed-out stream is re-sent and nothing is lost. When the timeout fires is
+            // checked on virtual time (ConnectionHandlerTests "requestTimeout"). A stream answered after the timeout
+            // on a loaded machine was processed and is sent again: a duplicate that only a re-send can cause.
             expectNothingLost(deliveries, count: 300, emulator: emulator, forcedResends: true)
             #expect(emulator.counters.faults["noResponse", default: 0] > 0)
         }

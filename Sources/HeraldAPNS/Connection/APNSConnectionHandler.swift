@@ -75,6 +75,7 @@ final class APNSConnectionHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        lastActivity = context.eventLoop.now
         out = context.channel.allocator.buffer(capacity: 1024)
         let interval = TimeAmount.milliseconds(min(250, max(10, requestTimeout.nanoseconds / 4_000_000)))
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -116,7 +117,8 @@ final class APNSConnectionHandler: ChannelInboundHandler {
             return
         }
         if !blocked.isEmpty { resumeBlockedBodies() }
-        let deadline = NIODeadline.now() + requestTimeout
+        // The event loop's clock, not the wall's: an EmbeddedEventLoop's advanceTime then drives timeouts in tests.
+        let deadline = context.eventLoop.now + requestTimeout
         for request in requests {
             let endStream = request.body.readableBytes == 0
             guard let streamID = state.openLocalStream(endStream: endStream) else {
@@ -366,7 +368,7 @@ final class APNSConnectionHandler: ChannelInboundHandler {
 
     private func sweepDeadlines() {
         guard let context else { return }
-        let now = NIODeadline.now()
+        let now = context.eventLoop.now
         while let streamID = order.first {
             guard let stream = streams[streamID] else {
                 order.removeFirst()

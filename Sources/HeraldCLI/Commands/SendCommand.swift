@@ -14,7 +14,8 @@ struct SendCommand: AsyncParsableCommand {
                         --token <hex> --title "Hello" --body "From Herald"
             The key id comes from the AuthKey_<KEYID>.p8 file name unless --key-id is given. Tokens from an app run
             from Xcode are development (sandbox) tokens, the default; TestFlight and App Store builds need --production.
-            Point it at `herald emulator` with --host 127.0.0.1 --port 7444 --ca-file herald-emulator-ca.pem.
+            Point it at `herald emulator` with --host 127.0.0.1 --port 7444 and --ca-file set to the CA file its first line names
+            (by default ~/.local/state/herald/herald-emulator-ca.pem).
             """
     )
 
