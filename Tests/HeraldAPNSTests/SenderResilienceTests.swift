@@ -65,6 +65,23 @@ struct SenderResilienceTests {
         }
     }
 
+    @Test("GOAWAY under latency: streams processed while its answer waited are answered before the close, none twice")
+    func goAwayWithLatency() async throws {
+        // With answers held back 1–40 ms, later streams are processed while the GOAWAY's own stream waits for its
+        // answer. APNs's last-stream-id promises that nothing above it was processed, so it must cover them, and
+        // they must be answered before the connection closes; otherwise the client re-sends what already arrived.
+        let faults = FaultConfiguration(goAwayAfterStreams: 150, latency: .uniform(minimumMilliseconds: 1, maximumMilliseconds: 40))
+        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly)) { emulator, client in
+            let deliveries = try await burst(client, count: 1000)
+            expectNothingLost(deliveries, count: 1000, emulator: emulator, forcedResends: true)
+            #expect(emulator.counters.goAways >= 3)
+            // What may still come twice: answers the closing connection's TCP reset threw away (the client's
+            // requests above last-stream-id arrive unread), as in "connection resets". 0–2 per run here; before
+            // last-stream-id covered the streams answered late, about 190 of the 1,000 arrived twice.
+            #expect(emulator.counters.duplicateAPNSIDs <= 20, "streams processed before the GOAWAY were not re-sent")
+        }
+    }
+
     @Test("streams APNs never processed are re-sent without using up the attempt budget")
     func unprocessedAreFree() async throws {
         // Each connection serves 20 streams and then sends GOAWAY: a burst of 100 meets several GOAWAYs in a row,

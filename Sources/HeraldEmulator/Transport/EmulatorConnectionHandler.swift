@@ -316,11 +316,14 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         if goAway {
             settings.processor.registry.countGoAway()
             if goAwayLastStreamID == nil {
-                goAwayLastStreamID = streamID
-                state.goAway(lastStreamID: streamID, code: .noError, debugData: JSONValue.object(["reason": .string(APNSReason.shutdown.rawValue)]).jsonBytes, into: &out)
+                // last-stream-id promises that nothing above it was processed, so it covers every stream whose
+                // request was already handled (delivered, its answer held back by latency), not only this one.
+                let last = streams.filter(\.value.answering).keys.reduce(streamID, max)
+                goAwayLastStreamID = last
+                state.goAway(lastStreamID: last, code: .noError, debugData: JSONValue.object(["reason": .string(APNSReason.shutdown.rawValue)]).jsonBytes, into: &out)
                 // Streams above it are left unprocessed: the client sends them again elsewhere.
-                for id in streams.keys where id > streamID { streams[id] = nil }
-                blocked.removeAll { $0.streamID > streamID }
+                for id in streams.keys where id > last { streams[id] = nil }
+                blocked.removeAll { $0.streamID > last }
             }
         }
         closeIfDrained()
