@@ -1,36 +1,19 @@
 import HeraldHTTP2
 import NIOCore
-import NIOPosix
-import NIOSSL
+import HeraldTesting
 
 /// A TLS connection that speaks HTTP/2 frame by frame, for the protocol rules no well-behaved client breaks.
 final class RawHTTP2Connection: Sendable {
     struct Closed: Error {}
     struct TimedOut: Error {}
 
-    private let channel: any Channel
-    private let incoming: AsyncStream<ByteBuffer>
+    private let connection: LoopbackConnection
+    private var incoming: AsyncStream<ByteBuffer> { connection.incoming }
 
-    private init(channel: any Channel, incoming: AsyncStream<ByteBuffer>) {
-        self.channel = channel
-        self.incoming = incoming
-    }
+    private init(_ connection: LoopbackConnection) { self.connection = connection }
 
     static func connect(port: Int, trustRootPEM: String) async throws -> RawHTTP2Connection {
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(trustRootPEM.utf8)))
-        tls.applicationProtocols = ["h2"]
-        let sslContext = try NIOSSLContext(configuration: tls)
-        let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: "127.0.0.1", port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: "localhost"))
-                    try channel.pipeline.syncOperations.addHandler(Collector(continuation: continuation))
-                    return channel
-                }
-            }
-        return RawHTTP2Connection(channel: channel, incoming: stream)
+        RawHTTP2Connection(try await LoopbackConnection.connect(port: port, trustRootPEM: trustRootPEM, applicationProtocols: ["h2"]))
     }
 
     /// Writes bytes built by `build` and flushes them.
@@ -41,7 +24,7 @@ final class RawHTTP2Connection: Sendable {
     }
 
     func write(_ buffer: ByteBuffer) async throws {
-        try await channel.writeAndFlush(buffer)
+        try await connection.write(buffer)
     }
 
     /// The preface and an empty SETTINGS frame, as every client starts.
@@ -81,17 +64,6 @@ final class RawHTTP2Connection: Sendable {
     }
 
     func close() async {
-        try? await channel.close()
-    }
-
-    private final class Collector: ChannelInboundHandler, Sendable {
-        typealias InboundIn = ByteBuffer
-        let continuation: AsyncStream<ByteBuffer>.Continuation
-
-        init(continuation: AsyncStream<ByteBuffer>.Continuation) { self.continuation = continuation }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) { continuation.yield(unwrapInboundIn(data)) }
-        func channelInactive(context: ChannelHandlerContext) { continuation.finish() }
-        func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
+        await connection.close()
     }
 }

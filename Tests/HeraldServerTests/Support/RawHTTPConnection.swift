@@ -1,29 +1,18 @@
 import Foundation
 import NIOCore
-import NIOPosix
+import HeraldTesting
 
 /// A plain TCP connection to a loopback server for requests no well-behaved client sends: half-sent heads and
 /// bodies, malformed framing, stalls. It reads what the server answers and notices when the server closes.
 final class RawHTTPConnection: Sendable {
-    private let channel: any Channel
-    private let incoming: AsyncStream<ByteBuffer>
+    private let connection: LoopbackConnection
+    private var incoming: AsyncStream<ByteBuffer> { connection.incoming }
 
-    private init(channel: any Channel, incoming: AsyncStream<ByteBuffer>) {
-        self.channel = channel
-        self.incoming = incoming
-    }
+    private init(_ connection: LoopbackConnection) { self.connection = connection }
 
     /// Connects to `127.0.0.1:port`.
     static func connect(port: Int) async throws -> RawHTTPConnection {
-        let (stream, continuation) = AsyncStream.makeStream(of: ByteBuffer.self)
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: "127.0.0.1", port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(Collector(continuation: continuation))
-                    return channel
-                }
-            }
-        return RawHTTPConnection(channel: channel, incoming: stream)
+        RawHTTPConnection(try await LoopbackConnection.connect(port: port))
     }
 
     /// Writes text as it is (CRLFs included) and flushes it.
@@ -33,7 +22,7 @@ final class RawHTTPConnection: Sendable {
 
     /// Writes bytes as they are and flushes them.
     func write(_ bytes: [UInt8]) async throws {
-        try await channel.writeAndFlush(ByteBuffer(bytes: bytes))
+        try await connection.write(ByteBuffer(bytes: bytes))
     }
 
     /// Everything the server sends until it closes the connection: the signal that it gave up on this client.
@@ -55,29 +44,7 @@ final class RawHTTPConnection: Sendable {
 
     /// Closes the connection from this side.
     func close() async {
-        try? await channel.close()
-    }
-
-    private final class Collector: ChannelInboundHandler, Sendable {
-        typealias InboundIn = ByteBuffer
-        let continuation: AsyncStream<ByteBuffer>.Continuation
-
-        init(continuation: AsyncStream<ByteBuffer>.Continuation) { self.continuation = continuation }
-
-        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-            continuation.yield(unwrapInboundIn(data))
-        }
-
-        func channelInactive(context: ChannelHandlerContext) {
-            continuation.finish()
-            context.fireChannelInactive()
-        }
-
-        func errorCaught(context: ChannelHandlerContext, error: any Error) {
-            // A reset from the server is a close, too.
-            continuation.finish()
-            context.close(promise: nil)
-        }
+        await connection.close()
     }
 }
 
