@@ -137,6 +137,10 @@ struct OutsideClientTests {
             let (_, inbox) = try await call("GET", "/devices/\(token)/inbox")
             let entries = try #require(inbox as? [[String: Any]])
             #expect(entries.count == 1 && (entries[0]["payload"] as? [String: Any])?["aps"] as? [String: Int] == ["badge": 3])
+            // Answers keep one documented key order (names sorted, nested objects too), not the dictionary's.
+            let (raw, _) = try await URLSession.shared.data(from: URL(string: base + "/devices/\(token)/inbox")!)
+            let text = Array(raw.dropLast())
+            #expect(try JSONValue(parsing: text).sortedJSONBytes == text, "\(String(decoding: text, as: UTF8.self))")
 
             let (unregistered, _) = try await call("POST", "/devices/\(token)/unregister", #"{"timestamp":1767225600000}"#)
             #expect(unregistered == 200)

@@ -43,7 +43,7 @@ final class AdminHandler: ChannelInboundHandler {
             let (status, json) = api.handle(method: head.method.rawValue, uri: head.uri, body: body)
             var headers = HTTPHeaders()
             headers.add(name: "content-type", value: "application/json")
-            let bytes = json.map { $0.jsonBytes + [0x0A] } ?? []
+            let bytes = json.map { $0.sortedJSONBytes + [0x0A] } ?? []
             headers.add(name: "content-length", value: String(bytes.count))
             let keepAlive = head.isKeepAlive
             if !keepAlive { headers.add(name: "connection", value: "close") }

@@ -13,40 +13,6 @@ extension Response {
     }
 }
 
-extension JSONValue {
-    /// The compact encoding with every object's members in name order, so answers have a stable key order: core's
-    /// writer follows the dictionary, whose order changes from one process to the next.
-    var sortedJSONBytes: [UInt8] {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256)
-        appendSorted(to: &bytes)
-        return bytes
-    }
-
-    private func appendSorted(to bytes: inout [UInt8]) {
-        switch self {
-        case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
-            for (index, name) in members.keys.sorted().enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                bytes += JSONValue.string(name).jsonBytes
-                bytes.append(UInt8(ascii: ":"))
-                members[name]!.appendSorted(to: &bytes)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                element.appendSorted(to: &bytes)
-            }
-            bytes.append(UInt8(ascii: "]"))
-        default:
-            bytes += jsonBytes
-        }
-    }
-}
-
 extension Request {
     /// The body, refused with `413 payloadTooLarge` beyond `limit` bytes: by its `Content-Length` before reading, and
     /// while reading a chunked body, which NIO reports as `NIOTooManyBytesError`.
