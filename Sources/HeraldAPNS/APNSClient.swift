@@ -134,6 +134,25 @@ public final class APNSClient: Service, Sendable {
             providerToken: providerToken, template: shared.template))
     }
 
+    /// Starts sending one prepared notification without a task, for callers that run their own bulk loop (the
+    /// server's fan-out): if a connection has a free stream right now, the request is written and `answered` is
+    /// called once, on an event loop, with how it ended or with the ``APNSRetry`` to run in a task. It must not block.
+    /// - Returns: `false` when no stream is free (or no connection is open yet): nothing was sent, and the caller
+    ///   should use ``send(_:to:)-(PreparedNotification,_)`` from a task instead, which waits for one.
+    public func startSending(
+        _ notification: PreparedNotification, to token: DeviceToken,
+        answered: @escaping @Sendable (APNSStartedSend) -> Void
+    ) -> Bool {
+        let providerToken = configuration.credentials.tokenCache?.currentToken()
+        let shared = sharedParts(notification, providerToken: providerToken)
+        return startAttempt(
+            Send(
+                notification: notification, body: shared.body, token: token,
+                apnsID: notification.apnsID?.headerValue ?? ids.next(), providerToken: providerToken,
+                template: shared.template),
+            answered: answered)
+    }
+
     /// Sends many notifications with at most `maximumInFlight` at once, calling `onDelivery` for each outcome as it
     /// comes. Memory stays bounded: the next notification is taken only when a slot is free, and `onDelivery` is
     /// awaited before more are taken, so a slow consumer slows the sender instead of queueing results.
@@ -146,7 +165,7 @@ public final class APNSClient: Service, Sendable {
         onDelivery: (APNSDelivery) async throws -> Void
     ) async throws where Notifications.Element == (PreparedNotification, DeviceToken) {
         precondition(maximumInFlight >= 1, "maximumInFlight must be at least 1")
-        let queue = DeliveryQueue()
+        let queue = BatchQueue<DeliveryQueueItem>()
         // A fan-out sends one notification to many devices: encode its body and header template once and share them.
         var shared: SharedParts?
         try await withThrowingDiscardingTaskGroup { group in
@@ -162,9 +181,13 @@ public final class APNSClient: Service, Sendable {
                 let send = Send(
                     notification: notification, body: shared!.body, token: token, apnsID: notification.apnsID?.headerValue ?? ids.next(),
                     providerToken: providerToken, template: shared!.template)
-                if !startAttempt(send, reportingTo: queue) {
-                    group.addTask { queue.push(.delivered(await self.deliver(send))) }
+                let started = startAttempt(send) { answer in
+                    switch answer {
+                    case .finished(let delivery): queue.push(.delivered(delivery))
+                    case .retry(let retry): queue.push(.retry(retry))
+                    }
                 }
+                if !started { group.addTask { queue.push(.delivered(await self.deliver(send))) } }
                 inFlight += 1
             }
             while inFlight > 0 {
@@ -184,7 +207,7 @@ public final class APNSClient: Service, Sendable {
     /// Hands finished notifications to the caller and gives those to retry a task each.
     /// - Returns: how many notifications finished.
     private func settle(
-        _ items: [DeliveryQueue.Item], group: inout ThrowingDiscardingTaskGroup<any Error>, queue: DeliveryQueue,
+        _ items: [DeliveryQueueItem], group: inout ThrowingDiscardingTaskGroup<any Error>, queue: BatchQueue<DeliveryQueueItem>,
         onDelivery: (APNSDelivery) async throws -> Void
     ) async throws -> Int {
         var finished = 0
@@ -193,14 +216,8 @@ public final class APNSClient: Service, Sendable {
             case .delivered(let delivery):
                 finished += 1
                 try await onDelivery(delivery)
-            case .retry(let send, let afterBackoff, let otherwise):
-                group.addTask {
-                    if afterBackoff, !(await self.backoff(after: send.backoffStep)) {
-                        queue.push(.delivered(self.giveUp(otherwise)))
-                        return
-                    }
-                    queue.push(.delivered(await self.deliver(send)))
-                }
+            case .retry(let retry):
+                group.addTask { queue.push(.delivered(await retry.run())) }
             }
         }
         return finished
@@ -265,9 +282,9 @@ public final class APNSClient: Service, Sendable {
         return result
     }
 
-    /// Starts an attempt without a task if a stream is free right now; its verdict goes to `queue`.
+    /// Starts an attempt without a task if a stream is free right now; `answered` gets its verdict on the event loop.
     /// - Returns: `false` when every stream is taken: the caller must wait for one.
-    private func startAttempt(_ send: Send, reportingTo queue: DeliveryQueue) -> Bool {
+    private func startAttempt(_ send: Send, answered: @escaping @Sendable (APNSStartedSend) -> Void) -> Bool {
         guard let lease = pool.tryLease() else { return false }
         var attempting = send
         attempting.attempts += 1
@@ -279,11 +296,19 @@ public final class APNSClient: Service, Sendable {
             self.finish(lease, started: started, result)
             var send = sent
             switch self.judge(result, &send) {
-            case .final(let delivery): queue.push(.delivered(delivery))
-            case .retry(let afterBackoff, let otherwise): queue.push(.retry(send, afterBackoff: afterBackoff, otherwise: otherwise))
+            case .final(let delivery): answered(.finished(delivery))
+            case .retry(let afterBackoff, let otherwise):
+                answered(.retry(APNSRetry(client: self, send: send, afterBackoff: afterBackoff, otherwise: otherwise)))
             }
         })
         return true
+    }
+
+    /// The rest of a retry that ``startSending(_:to:answered:)`` could not finish on the event loop: the backoff and
+    /// the further attempts, which need a task.
+    func continueRetry(_ send: Send, afterBackoff: Bool, otherwise: APNSDelivery) async -> APNSDelivery {
+        if afterBackoff, !(await backoff(after: send.backoffStep)) { return giveUp(otherwise) }
+        return await deliver(send)
     }
 
     /// Returns the stream slot; retires the connection when APNs' answer says it must not be used again.
@@ -438,41 +463,31 @@ private struct SequenceOfNotifications<Base: Sequence<(PreparedNotification, Dev
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(iterator: base.makeIterator()) }
 }
 
-/// Where a bulk send's attempts report back: event-loop callbacks and retry tasks push, the sending task takes
-/// everything there is at once, so it wakes once per batch of answers rather than once per notification.
-private final class DeliveryQueue: Sendable {
-    enum Item: Sendable {
-        case delivered(APNSDelivery)
-        case retry(APNSClient.Send, afterBackoff: Bool, otherwise: APNSDelivery)
-    }
+/// What a bulk send's attempts report back to its sending task, which takes everything there is at once, so it wakes
+/// once per batch of answers rather than once per notification.
+private enum DeliveryQueueItem: Sendable {
+    case delivered(APNSDelivery)
+    case retry(APNSRetry)
+}
 
-    private let state = Mutex<(items: [Item], waiter: UnsafeContinuation<Void, Never>?)>(([], nil))
+/// How a notification started with ``APNSClient/startSending(_:to:answered:)`` went on its first attempt.
+public enum APNSStartedSend: Sendable {
+    /// Accepted, rejected for good, or failed: the end.
+    case finished(APNSDelivery)
+    /// The retry policy wants another attempt, which needs a task: run the retry there.
+    case retry(APNSRetry)
+}
 
-    func push(_ item: Item) {
-        let waiter = state.withLock { state in
-            state.items.append(item)
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
+/// The remaining attempts of a notification whose first attempt asked for a retry (after a backoff, on another
+/// connection, or with a fresh provider token).
+public struct APNSRetry: Sendable {
+    let client: APNSClient
+    let send: APNSClient.Send
+    let afterBackoff: Bool
+    let otherwise: APNSDelivery
 
-    /// Everything pushed so far, waiting until there is something.
-    func take() async -> [Item] {
-        while true {
-            let items = state.withLock { state in
-                defer { state.items = [] }
-                return state.items
-            }
-            if !items.isEmpty { return items }
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                let ready = state.withLock { state in
-                    if !state.items.isEmpty { return true }
-                    state.waiter = continuation
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        }
+    /// Waits the backoff, attempts again as the policy allows, and returns how the notification ended.
+    public func run() async -> APNSDelivery {
+        await client.continueRetry(send, afterBackoff: afterBackoff, otherwise: otherwise)
     }
 }

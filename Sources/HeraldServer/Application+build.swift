@@ -114,15 +114,16 @@ public func buildApplication(
         let rateLimiter =
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute) : nil
+        let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
         let addRoutes = { (router: Router<ServerRequestContext>) in
             RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
                 to: router)
             SendController(
-                store: store, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
+                store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
                 metrics: metrics
             )
             .addRoutes(to: router)
-            DeviceController(store: store).addRoutes(to: router)
+            DeviceController(store: store, keys: keys).addRoutes(to: router)
             OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the

@@ -41,6 +41,24 @@ extension SQLiteStore {
         }
     }
 
+    public func recordFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome]) async throws -> SendRecord {
+        let now = clock.now()
+        return try await write("record a finished send") { db in
+            guard try db.rows(StoreSQL.insertSend(send, at: now, .sqlite)).first != nil else {
+                throw NewSend.alreadyExists(send.id)
+            }
+            var counts = OutcomeCounts()
+            for statement in StoreSQL.insertOutcomes(outcomes, of: send.id, firstSequence: 1, .sqlite) {
+                counts.add(kinds: try db.rows(statement).map { try $0.text(0) })
+            }
+            _ = try db.rows(StoreSQL.addCounts(counts, to: send.id, checkpoint: nil, at: now, .sqlite))
+            guard let row = try db.rows(StoreSQL.selectSend(send.id, .sqlite)).first else {
+                throw SendRecord.notFound(send.id)
+            }
+            return try row.send()
+        }
+    }
+
     public func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
         guard !tokens.isEmpty else { return [] }
         return try await read("read which devices a send has done") { db in

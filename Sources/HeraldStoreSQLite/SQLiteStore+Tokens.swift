@@ -4,11 +4,11 @@ public import HeraldCore
 public import HeraldStore
 
 extension SQLiteStore {
-    /// Concurrent upserts are committed together (group commit, ``UpsertBatcher``): each is durable when it returns.
+    /// Concurrent upserts are committed together (group commit, ``GroupCommit``): each is durable when it returns.
     public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
         let registration = try registration.validated()
-        try ensureOpen()
-        return try await upserts.upsert(registration, at: clock.now())
+        let now = clock.now()
+        return try await write("store a registration") { db in try SQLiteStore.write(registration, at: now, in: db) }
     }
 
     /// Writes one validated registration inside the caller's transaction.

@@ -7,7 +7,8 @@ import Synchronization
 
 /// The embedded backend: one SQLite file, in WAL mode, written by one connection and read by several.
 ///
-/// Every write is one transaction on GRDB's writer queue, off the Swift concurrency pool; reads run on reader
+/// Every write is one transaction (or a savepoint of a group commit) on GRDB's writer queue, off the Swift
+/// concurrency pool; reads run on reader
 /// connections concurrently with it. Commits are durable (`synchronous = FULL`) unless the configuration chooses
 /// `NORMAL`. Several processes may open the same file: SQLite's lock serializes their writes, and a busy timeout
 /// makes them wait rather than fail.
@@ -21,7 +22,7 @@ public final class SQLiteStore: Store {
     public let configuration: Configuration
     let writer: any DatabaseWriter
     let clock: any WallClock
-    let upserts: UpsertBatcher
+    let writes: GroupCommit
     private let closed = Mutex(false)
 
     /// Opens (or creates) the database. Call ``migrate()`` before using it.
@@ -51,9 +52,7 @@ public final class SQLiteStore: Store {
                 "Cannot open the SQLite database at \(configuration.location): \(Self.reason(error)). Check that the folder exists and is writable.",
                 underlying: error)
         }
-        upserts = UpsertBatcher(
-            writer: writer, write: { try SQLiteStore.write($0, at: $1, in: $2) },
-            mapError: { SQLiteStore.map($0, "store a registration") })
+        writes = GroupCommit(writer: writer)
     }
 
     /// Opens the database a URL names (`sqlite:///path/to/herald.sqlite`, `sqlite::memory:`).
@@ -112,11 +111,12 @@ public final class SQLiteStore: Store {
 
     // MARK: Access
 
-    /// Runs a write transaction on the writer queue.
+    /// Runs a write on the writer queue, committed with the writes that arrive meanwhile (``GroupCommit``): durable
+    /// when it returns, and rolled back alone if it throws.
     func write<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try ensureOpen()
         do {
-            return try await writer.write(body)
+            return try await writes.perform(body)
         } catch {
             throw Self.map(error, action)
         }

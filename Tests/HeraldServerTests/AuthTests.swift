@@ -13,10 +13,11 @@ struct AuthTests {
     static let send = #"{"target": {"user": "nobody"}, "alert": "x"}"#
 
     @Test(
-        "no key, an unknown key and a malformed header are 401; a revoked key is 401; a key without the scope is 403",
+        "no key, an unknown key and a malformed header are 401; a revoked key is 401 once the verified-key memory lapses; a key without the scope is 403",
         arguments: Backend.available)
     func keys(backend: Backend) async throws {
-        try await ServerHarness.withServer(backend) { client, app in
+        let clock = ManualWallClock()
+        try await ServerHarness.withServer(backend, clock: clock) { client, app in
             let missing = try await client.call(.post, "/api/send", body: Self.send)
             #expect(
                 missing.status == .unauthorized && missing.reason == "missingAPIKey"
@@ -40,9 +41,16 @@ struct AuthTests {
             let sendsNeedSend = try await client.call(.get, "/api/sends/\(UUID())", bearer: adminOnly.secret.value)
             #expect(sendsNeedSend.status == .forbidden)
 
+            // Revoked by another process (herald keys revoke): the server trusts the key it verified a moment ago for
+            // APIKeyVerifier.lifetime, then asks the store again.
             #expect(try await app.store.revokeAPIKey(sender.key.id))
+            let remembered = try await client.call(.post, "/api/send", body: Self.send, bearer: sender.secret.value)
+            #expect(remembered.status == .ok)
+            clock.advance(by: .seconds(APIKeyVerifier.lifetime + 1))
             let revoked = try await client.call(.post, "/api/send", body: Self.send, bearer: sender.secret.value)
             #expect(revoked.status == .unauthorized && revoked.reason == "invalidAPIKey")
+            let stillRevoked = try await client.call(.post, "/api/send", body: Self.send, bearer: sender.secret.value)
+            #expect(stillRevoked.status == .unauthorized, "a refused key is not remembered as valid")
         }
     }
 

@@ -31,7 +31,25 @@ final class APNSSenders: PushSender {
         guard let client = clients[bundleID]?[environment] else {
             return .failed(message: "No APNs client is configured for \(bundleID) in \(environment).")
         }
-        let delivery = await client.send(notification, to: token)
+        return Self.result(of: await client.send(notification, to: token))
+    }
+
+    func start(
+        _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
+        answered: @escaping @Sendable (StartedSend) -> Void
+    ) -> Bool {
+        let bundleID = notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic
+        guard let client = clients[bundleID]?[environment] else { return false }
+        return client.startSending(notification, to: token) { started in
+            switch started {
+            case .finished(let delivery): answered(.finished(Self.result(of: delivery)))
+            case .retry(let retry): answered(.continuing { Self.result(of: await retry.run()) })
+            }
+        }
+    }
+
+    /// How the server records what the sender says.
+    private static func result(of delivery: APNSDelivery) -> DeliveryOutcome.Result {
         switch delivery.outcome {
         case .accepted(let apnsID, _):
             return .accepted(apnsID: APNSID(headerValue: apnsID) ?? APNSID())

@@ -6,9 +6,10 @@ import Hummingbird
 /// `GET /api/devices` and `GET /api/devices/{token}`: admin lookups (API key with the `admin` scope).
 struct DeviceController: Sendable {
     let store: any Store
+    let keys: APIKeyVerifier
 
     func addRoutes(to router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: APIKeyAuthenticator(store: store, scope: .admin))
+        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .admin))
         group.get("/api/devices", use: list)
         group.get("/api/devices/{token}", use: show)
     }

@@ -8,10 +8,12 @@ import Logging
 /// `POST /api/send` and `GET /api/sends/{id}` (API key with the `send` scope).
 ///
 /// A send is validated first (`400` with the APNs reason it would cause). A target of at most
-/// ``ServerConfiguration/Limits/inlineSendLimit`` devices is sent while the request waits, and the answer lists every
-/// device's outcome; a larger one is queued as a durable job and answered `202` with its id.
+/// ``ServerConfiguration/Limits/inlineSendLimit`` devices is sent while the request waits, then recorded whole in one
+/// write, and the answer lists every device's outcome; a larger one is queued as a durable job and answered `202` with
+/// its id.
 struct SendController: Sendable {
     let store: any Store
+    let keys: APIKeyVerifier
     let apps: AppDirectory
     let fanOut: FanOut
     let worker: SendWorker
@@ -19,7 +21,7 @@ struct SendController: Sendable {
     let metrics: ServerMetrics
 
     func addRoutes(to router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: APIKeyAuthenticator(store: store, scope: .send))
+        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
         group.post("/api/send", use: send)
         group.get("/api/sends/{id}", use: status)
     }
@@ -34,36 +36,24 @@ struct SendController: Sendable {
         }
         try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps)
-        if let token = plan.singleToken, try await store.device(token)?.isActive != true {
-            throw APIError(
-                .notFound, reason: "unknownToken",
-                "The token \(token.redacted) is not registered, or was removed after APNs rejected it: the app must register it first."
-            )
-        }
-        let count = try await store.count(matching: plan.query)
         var logger = context.logger
-        if count <= limits.inlineSendLimit {
-            let record = try await store.createSend(
-                NewSend(target: plan.targetDescription, summary: plan.summary, status: .running, targetCount: count))
-            logger[metadataKey: LogKey.sendID] = "\(record.id)"
+        if let devices = try await inlineTargets(of: plan) {
+            let new = NewSend(
+                target: plan.targetDescription, summary: plan.summary, status: .completed, targetCount: devices.count)
+            logger[metadataKey: LogKey.sendID] = "\(new.id)"
             metrics.sendStarted(background: false)
-            let result: FanOut.Result
-            do {
-                result = try await fanOut.run(plan, send: record.id, after: nil, lease: nil, collect: true)
-            } catch {
-                _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
-                throw error
-            }
-            let final = try await store.updateSend(record.id, SendUpdate(status: .completed))
-            logger.info("Sent", metadata: [LogKey.count: "\(result.counts)"])
-            var body = Self.json(final)
+            let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
+            let record = try await store.recordFinishedSend(new, outcomes: outcomes.map(\.outcome))
+            logger.info("Sent", metadata: [LogKey.count: "\(record.counts)"])
+            var body = Self.json(record)
             if case .object(var members) = body {
                 let reveal = Self.revealsTokens(to: context)
-                members["outcomes"] = .array(result.outcomes.map { Self.json($0, revealingToken: reveal) })
+                members["outcomes"] = .array(outcomes.map { Self.json($0, revealingToken: reveal) })
                 body = .object(members)
             }
             return .json(body)
         }
+        let count = try await store.count(matching: plan.query)
         let record = try await store.createSend(
             NewSend(
                 target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString, status: .queued,
@@ -73,6 +63,36 @@ struct SendController: Sendable {
         logger[metadataKey: LogKey.sendID] = "\(record.id)"
         logger.info("Queued a background send", metadata: [LogKey.count: "\(count)"])
         return .json(Self.json(record), status: .accepted, headers: [.location: "/api/sends/\(record.id)"])
+    }
+
+    /// The devices of a send small enough to perform while the request waits (at most
+    /// ``ServerConfiguration/Limits/inlineSendLimit``), or `nil` for a background send.
+    ///
+    /// One read for the common cases (one token, one user): the first page of the target, one device longer than
+    /// the limit, says whether it fits.
+    /// - Throws: ``APIError`` `404 unknownToken` for a single token that is not registered or was removed.
+    private func inlineTargets(of plan: SendPlan) async throws -> [DeviceRegistration]? {
+        let limit = limits.inlineSendLimit
+        if let token = plan.singleToken {
+            let page = try await store.devices(matching: plan.query, after: nil, limit: 1)
+            if page.devices.isEmpty, try await store.device(token)?.isActive != true {
+                throw APIError(
+                    .notFound, reason: "unknownToken",
+                    "The token \(token.redacted) is not registered, or was removed after APNs rejected it: the app must register it first."
+                )
+            }
+            return limit >= page.devices.count ? page.devices : nil
+        }
+        guard limit > 0 else { return nil }
+        var devices: [DeviceRegistration] = []
+        var cursor: DeviceCursor?
+        repeat {
+            let page = try await store.devices(matching: plan.query, after: cursor, limit: limit + 1 - devices.count)
+            devices += page.devices
+            cursor = page.next
+            if devices.count > limit { return nil }
+        } while cursor != nil
+        return devices
     }
 
     /// A send's status, counts and one page of outcomes (`?after=<cursor>&limit=<1…1000>`, default 100).

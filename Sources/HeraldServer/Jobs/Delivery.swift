@@ -38,16 +38,56 @@ struct Delivery: Sendable {
     let clock: any WallClock
 
     func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
+        await settle(await sender.send(notification, to: device.token, in: device.environment), notification, device)
+    }
+
+    /// How a delivery started with ``start(_:to:answered:)`` went.
+    enum Started: Sendable {
+        /// It ended, and nothing is left to do about it.
+        case finished(ReportedOutcome)
+        /// A retry, or a rejection to apply to the registry: run this in a task for the outcome.
+        case continuing(@Sendable () async -> ReportedOutcome)
+    }
+
+    /// Starts a delivery without a task when the sender has a free stream: accepted answers end on the event loop,
+    /// and only what needs more (a retry, a rejection to apply to the registry) asks for a task.
+    /// - Returns: `false` when nothing could start without waiting: use ``deliver(_:to:)`` from a task instead.
+    func start(
+        _ notification: PreparedNotification, to device: DeviceRegistration,
+        answered: @escaping @Sendable (Started) -> Void
+    ) -> Bool {
+        sender.start(notification, to: device.token, in: device.environment) { started in
+            switch started {
+            case .finished(let result):
+                if case .rejected = result {
+                    answered(.continuing { await self.settle(result, notification, device) })
+                } else {
+                    answered(.finished(self.settle(result, device)))
+                }
+            case .continuing(let rest):
+                answered(.continuing { await self.settle(await rest(), notification, device) })
+            }
+        }
+    }
+
+    /// The outcome of an answer that needs nothing from the registry (accepted, failed).
+    private func settle(_ result: DeliveryOutcome.Result, _ device: DeviceRegistration) -> ReportedOutcome {
+        metrics.outcome(result)
+        return ReportedOutcome(
+            outcome: DeliveryOutcome(token: device.token, environment: device.environment, result: result, at: clock.now()),
+            action: nil)
+    }
+
+    /// Applies APNs's answer to the registry and returns the outcome with what was done.
+    private func settle(
+        _ result: DeliveryOutcome.Result, _ notification: PreparedNotification, _ device: DeviceRegistration
+    ) async -> ReportedOutcome {
         let token = device.token
         let environment = device.environment
-        let result = await sender.send(notification, to: token, in: environment)
+        guard case .rejected(_, let reason, let timestamp) = result else { return settle(result, device) }
         var reported = ReportedOutcome(
             outcome: DeliveryOutcome(token: token, environment: environment, result: result, at: clock.now()),
             action: nil)
-        guard case .rejected(_, let reason, let timestamp) = result else {
-            metrics.outcome(result)
-            return reported
-        }
         if reason == .badDeviceToken {
             let other = environment.other
             let retry = await sender.send(notification, to: token, in: other)

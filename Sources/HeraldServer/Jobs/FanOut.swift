@@ -16,7 +16,7 @@ import HeraldStore
 ///
 /// Memory stays bounded whatever the target's size: at most two pages wait to be sent and `maximumInFlight`
 /// outcomes wait to be recorded. Runs as one task group: the page fetch, the sends and the recording overlap, and
-/// nothing outlives the call.
+/// nothing outlives the call but the requests already written, whose answers nobody awaits after a failure.
 struct FanOut: Sendable {
     let store: any Store
     let delivery: Delivery
@@ -46,7 +46,10 @@ struct FanOut: Sendable {
     private enum Event: Sendable {
         case page(DevicePage, done: Set<DeviceToken>)
         case delivered(page: Int, ReportedOutcome)
+        /// A delivery that needs a task to end (a retry, a rejection to apply to the registry).
+        case continuing(page: Int, @Sendable () async -> ReportedOutcome)
         case recorded(count: Int, OutcomeCounts)
+        case failed(any Error)
     }
 
     /// A fetched page: how many of its devices are not yet in a recording batch, and the cursor after it.
@@ -56,6 +59,11 @@ struct FanOut: Sendable {
     }
 
     /// Runs the send.
+    ///
+    /// One loop drives everything from one queue of events: devices go to the sender without a task while it has a
+    /// free stream (its answers come back through the queue from the event loop), and only what must wait — a
+    /// device with no free stream, a retry, a rejection to apply to the registry, a page fetch, a recording — gets a
+    /// child task.
     /// - Parameters:
     ///   - checkpoint: Where a resumed send starts; `nil` from the beginning.
     ///   - resuming: Whether outcomes may be recorded already (after the checkpoint too): their devices are skipped.
@@ -68,7 +76,8 @@ struct FanOut: Sendable {
         _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, resuming: Bool = false, lease: Lease?,
         collect: Bool, shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Event.self) { group in
+        let events = BatchQueue<Event>()
+        return try await withThrowingDiscardingTaskGroup { group in
             var cursor = checkpoint
             var exhausted = false
             var fetching = false
@@ -94,20 +103,33 @@ struct FanOut: Sendable {
                     queue.removeAll()
                 }
                 while unrecorded < maximumInFlight, let next = queue.popFirst() {
+                    let page = next.page
                     let device = next.device
                     let notification = plan.notification(for: device).with(
                         apnsID: Self.apnsID(send: id, token: device.token))
-                    group.addTask { .delivered(page: next.page, await delivery.deliver(notification, to: device)) }
+                    let started = delivery.start(notification, to: device) { started in
+                        switch started {
+                        case .finished(let reported): events.push(.delivered(page: page, reported))
+                        case .continuing(let rest): events.push(.continuing(page: page, rest))
+                        }
+                    }
+                    if !started {
+                        group.addTask { events.push(.delivered(page: page, await delivery.deliver(notification, to: device))) }
+                    }
                     unrecorded += 1
                 }
                 if !fetching, !exhausted, !stopping, queue.count < pageSize {
                     let after = cursor
                     group.addTask {
-                        let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
-                        let done =
-                            resuming
-                            ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
-                        return .page(page, done: done)
+                        do {
+                            let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
+                            let done =
+                                resuming
+                                ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
+                            events.push(.page(page, done: done))
+                        } catch {
+                            events.push(.failed(error))
+                        }
                     }
                     fetching = true
                 }
@@ -126,36 +148,51 @@ struct FanOut: Sendable {
                     readyPages = []
                     pendingCheckpoint = nil
                     group.addTask {
-                        .recorded(
-                            count: batch.count,
-                            try await store.recordOutcomes(batch, for: id, checkpoint: batchCheckpoint))
+                        do {
+                            events.push(
+                                .recorded(
+                                    count: batch.count,
+                                    try await store.recordOutcomes(batch, for: id, checkpoint: batchCheckpoint)))
+                        } catch {
+                            events.push(.failed(error))
+                        }
                     }
                     recording = true
                 }
-                guard let event = try await group.next() else { break }
-                switch event {
-                case .page(let page, let done):
-                    fetching = false
-                    cursor = page.next
-                    exhausted = page.next == nil
-                    let devices = page.devices.filter { !done.contains($0.token) }
-                    pages[pagesFetched] = PageProgress(unbatched: devices.count, next: page.next)
-                    if devices.isEmpty, pagesFetched == nextPageToCheckpoint, page.next != nil {
-                        // Every device of the page was done before: only the checkpoint moves.
-                        pages[pagesFetched] = nil
-                        nextPageToCheckpoint += 1
-                        pendingCheckpoint = page.next
+                if !fetching, !recording, unrecorded == 0, queue.isEmpty, exhausted || stopping { break }
+                for event in try await events.take() {
+                    switch event {
+                    case .page(let page, let done):
+                        fetching = false
+                        cursor = page.next
+                        exhausted = page.next == nil
+                        let devices = page.devices.filter { !done.contains($0.token) }
+                        pages[pagesFetched] = PageProgress(unbatched: devices.count, next: page.next)
+                        if devices.isEmpty, pagesFetched == nextPageToCheckpoint, page.next != nil {
+                            // Every device of the page was done before: only the checkpoint moves.
+                            pages[pagesFetched] = nil
+                            nextPageToCheckpoint += 1
+                            pendingCheckpoint = page.next
+                        }
+                        if stopping {
+                            dropped = dropped || !devices.isEmpty
+                        } else {
+                            for device in devices { queue.append((pagesFetched, device)) }
+                        }
+                        pagesFetched += 1
+                    case .delivered(let page, let reported):
+                        ready.append(reported.outcome)
+                        readyPages.append(page)
+                        if collect { result.outcomes.append(reported) }
+                    case .continuing(let page, let rest):
+                        group.addTask { events.push(.delivered(page: page, await rest())) }
+                    case .recorded(let count, let counts):
+                        recording = false
+                        unrecorded -= count
+                        result.counts = counts
+                    case .failed(let error):
+                        throw error
                     }
-                    for device in devices { queue.append((pagesFetched, device)) }
-                    pagesFetched += 1
-                case .delivered(let page, let reported):
-                    ready.append(reported.outcome)
-                    readyPages.append(page)
-                    if collect { result.outcomes.append(reported) }
-                case .recorded(let count, let counts):
-                    recording = false
-                    unrecorded -= count
-                    result.counts = counts
                 }
                 if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {
                     lastRenewal = clock.now()
@@ -167,6 +204,24 @@ struct FanOut: Sendable {
             }
             result.finished = exhausted && !dropped
             return result
+        }
+    }
+
+    /// Sends to a few devices at once (an inline send) and returns their outcomes as they came; records nothing.
+    func deliver(_ plan: SendPlan, send id: SendID, to devices: [DeviceRegistration]) async -> [ReportedOutcome] {
+        func notification(for device: DeviceRegistration) -> PreparedNotification {
+            plan.notification(for: device).with(apnsID: Self.apnsID(send: id, token: device.token))
+        }
+        if devices.count == 1 { return [await delivery.deliver(notification(for: devices[0]), to: devices[0])] }
+        return await withTaskGroup { group in
+            for device in devices {
+                let notification = notification(for: device)
+                group.addTask { await delivery.deliver(notification, to: device) }
+            }
+            var outcomes: [ReportedOutcome] = []
+            outcomes.reserveCapacity(devices.count)
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
         }
     }
 

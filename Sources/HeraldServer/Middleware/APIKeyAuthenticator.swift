@@ -4,14 +4,15 @@ import HeraldStore
 import Hummingbird
 import Logging
 
-/// Checks `Authorization: Bearer <secret>` against the stored API keys (salted HMAC-SHA256) and the scope a route needs.
+/// Checks `Authorization: Bearer <secret>` against the stored API keys (salted HMAC-SHA256; verified keys are
+/// remembered for a few seconds, ``APIKeyVerifier``) and the scope a route needs.
 ///
 /// No header is `401 missingAPIKey`; an unknown or revoked key `401 invalidAPIKey`; a key without the scope
 /// `403 insufficientScope`. The secret is never logged; the key's name and display prefix are.
 struct APIKeyAuthenticator: RouterMiddleware {
     typealias Context = ServerRequestContext
 
-    let store: any APIKeyStore
+    let keys: APIKeyVerifier
     let scope: APIKeyScope
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
@@ -25,7 +26,7 @@ struct APIKeyAuthenticator: RouterMiddleware {
         }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer",
-            let key = try await store.apiKey(forSecret: String(parts[1]).trimmingCharacters(in: .whitespaces))
+            let key = try await keys.key(forSecret: String(parts[1]).trimmingCharacters(in: .whitespaces))
         else {
             throw APIError(
                 .unauthorized, reason: "invalidAPIKey",

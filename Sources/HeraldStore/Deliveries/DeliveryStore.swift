@@ -35,6 +35,13 @@ public protocol DeliveryStore: Sendable {
     func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, checkpoint: DeviceCursor?) async throws
         -> OutcomeCounts
 
+    /// Records a send performed while its request waited (an inline send), with its status, every outcome and their
+    /// counts, in one transaction: one write for the whole send instead of one to create it, one per batch and one to
+    /// finish it.
+    /// - Returns: The send as stored.
+    /// - Throws: ``StoreError`` `.invalidRecord` when a send with that id exists (nothing is written).
+    func recordFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome]) async throws -> SendRecord
+
     /// Which of `tokens` already have an outcome in a send: a resumed send skips them.
     func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken>
 

@@ -8,6 +8,7 @@ extension StoreConformance {
         [
             Case("a send records its outcomes in batches, counts them and pages them in order", deliveryRecords),
             Case("sends change status, and unknown sends are reported", sendUpdates),
+            Case("an inline send is recorded whole, outcomes and counts, in one write", finishedSend),
             Case(
                 "a send keeps one outcome per device: a device recorded again is left out, and a resumed send can ask which are done",
                 oneOutcomePerDevice),
@@ -92,6 +93,34 @@ extension StoreConformance {
         #expect(more.total == 13)
         let all = try await store.outcomes(of: send.id, after: nil, limit: 100)
         #expect(all.outcomes.map(\.token) == (1...13).map(token), "numbered after the last recorded one")
+    }
+
+    static func finishedSend(_ context: Context) async throws {
+        let store = context.store
+        let now = context.clock.now()
+        let outcomes = [
+            outcome(1, .accepted(apnsID: APNSID()), at: now),
+            outcome(2, .rejected(status: 410, reason: .unregistered, timestamp: now), at: now, action: .removed),
+            outcome(3, .failed(message: "no connection"), at: now),
+            outcome(4, .accepted(apnsID: APNSID()), at: now, action: .environmentCorrected),
+        ]
+        let new = NewSend(target: "user 7", summary: "alert", status: .completed, targetCount: 4)
+        let recorded = try await store.recordFinishedSend(new, outcomes: outcomes)
+        #expect(recorded.id == new.id && recorded.status == .completed && recorded.targetCount == 4)
+        #expect(recorded.counts == OutcomeCounts(accepted: 2, rejected: 1, failed: 1))
+        #expect(recorded.createdAt == now && recorded.job == nil)
+        #expect(try await store.send(new.id) == recorded)
+        #expect(try await store.outcomes(of: new.id, after: nil, limit: 10).outcomes == outcomes)
+
+        // The same id again: refused, and nothing of it is written.
+        await #expect(throws: StoreError.self) {
+            try await store.recordFinishedSend(new, outcomes: [outcome(5, .accepted(apnsID: APNSID()), at: now)])
+        }
+        #expect(try await store.send(new.id)?.counts == recorded.counts)
+        #expect(try await store.outcomes(of: new.id, after: nil, limit: 10).outcomes == outcomes)
+        let empty = try await store.recordFinishedSend(
+            NewSend(target: "user 8", summary: "alert", status: .completed, targetCount: 0), outcomes: [])
+        #expect(empty.counts == OutcomeCounts() && empty.status == .completed)
     }
 
     static func sendUpdates(_ context: Context) async throws {

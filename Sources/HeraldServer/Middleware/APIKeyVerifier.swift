@@ -1,0 +1,57 @@
+import Crypto
+import Foundation
+import HeraldCore
+import HeraldStore
+import Synchronization
+
+/// Finds the API key a secret belongs to, remembering keys it verified for a few seconds.
+///
+/// Every API request carries its key: checking it in the store (a read and an HMAC) on each one is the largest cost
+/// of a one-device send. A verified secret is remembered by its SHA-256 for ``lifetime``, so a key revoked with
+/// `herald keys revoke` or by another instance stops working within that time; a revocation through this server
+/// calls ``forget(_:)`` and takes effect at once. Only keys that verified are remembered, so unknown secrets cannot
+/// fill the memory, and there are at most ``capacity`` of them.
+final class APIKeyVerifier: Sendable {
+    /// How long a verified key is trusted without asking the store again.
+    static let lifetime: TimeInterval = 5
+    /// The most keys remembered; when full, the oldest are dropped.
+    static let capacity = 1_000
+
+    private struct Entry {
+        let key: APIKey
+        let until: Date
+    }
+
+    private let store: any APIKeyStore
+    private let clock: any WallClock
+    private let verified = Mutex<[SHA256Digest: Entry]>([:])
+
+    init(store: any APIKeyStore, clock: any WallClock) {
+        self.store = store
+        self.clock = clock
+    }
+
+    /// The active key with this secret, or `nil`.
+    func key(forSecret secret: String) async throws -> APIKey? {
+        let digest = SHA256.hash(data: Array(secret.utf8))
+        let now = clock.now()
+        if let entry = verified.withLock({ $0[digest] }), entry.until > now { return entry.key }
+        guard let key = try await store.apiKey(forSecret: secret) else {
+            verified.withLock { _ = $0.removeValue(forKey: digest) }
+            return nil
+        }
+        verified.withLock { verified in
+            if verified.count >= Self.capacity {
+                verified = verified.filter { $0.value.until > now }
+                if verified.count >= Self.capacity { verified.removeAll() }
+            }
+            verified[digest] = Entry(key: key, until: now.addingTimeInterval(Self.lifetime))
+        }
+        return key
+    }
+
+    /// Stops trusting a key at once (it was revoked here).
+    func forget(_ id: UUID) {
+        verified.withLock { verified in verified = verified.filter { $0.value.key.id != id } }
+    }
+}
