@@ -8,9 +8,17 @@
 #   scripts/bench-server.sh fanout [sqlite|postgres] [DEVICES]                  defaults: sqlite 1000000
 #       Seeds DEVICES tokens of one app (half development, half production), then one send to the whole app through
 #       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
-#       createdAt to updatedAt) and the server's peak RSS (VmHWM).
+#       createdAt to updatedAt) and the server's peak RSS (VmHWM); then, as the ceiling, `herald send` alone pushes
+#       DEVICES notifications to the same emulator (1,000 in flight, 4 connections) and the ratio of the two rates.
+#       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency).
+#   scripts/bench-server.sh transactional [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
+#       A backend's push per event: wrk posts `POST /api/send` to one registered token (scripts/bench/send.lua), each
+#       answered inline with the APNs outcome, against `herald emulator --counting-only`. As the ceiling, `herald send`
+#       pushes to the same emulator with CONNECTIONS in flight on 1 connection. Prints both rates, the p50/p99 of the
+#       server, and their ratio.
 #
-# PostgreSQL: set HERALD_BENCH_DATABASE_URL to a database the script may fill (it creates a schema per run), or let
+# HERALD_BENCH_BINARY=/path/to/herald runs that build instead of building this tree (to measure a baseline in the same
+# session). PostgreSQL: set HERALD_BENCH_DATABASE_URL to a database the script may fill (it creates a schema per run), or let
 # it start a throwaway cluster on 127.0.0.1 as .ci/run does (needs Debian's postgresql). Needs wrk and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,9 +47,13 @@ wait_for() {  # URL: waits until it answers 200
     return 1
 }
 
-log "Building herald (release)"
-swift build -c release --product herald 2>&1 | tail -n 3 >&2
-herald="$root/.build/release/herald"
+if [ -n "${HERALD_BENCH_BINARY:-}" ]; then
+    herald="$HERALD_BENCH_BINARY"
+else
+    log "Building herald (release)"
+    swift build -c release --product herald 2>&1 | tail -n 3 >&2
+    herald="$root/.build/release/herald"
+fi
 
 start_postgres() {
     local bin port
@@ -78,7 +90,7 @@ database_url() {
     esac
 }
 
-# Runs wrk and prints "requests/s p99 non-2xx".
+# Runs wrk and prints "requests/s p99 non-2xx p50".
 run_wrk() {  # URL SCRIPT(or -) SECONDS CONNECTIONS
     local out="$work/wrk-$RANDOM.txt" args=(-t2 -c"$4" -d"$3"s --latency)
     [ "$2" != "-" ] && args+=(-s "$2")
@@ -87,8 +99,9 @@ run_wrk() {  # URL SCRIPT(or -) SECONDS CONNECTIONS
     awk '
         /Requests\/sec:/ { rps = $2 }
         $1 == "99%" { p99 = $2 }
+        $1 == "50%" { p50 = $2 }
         /Non-2xx or 3xx responses:/ { errors = $5 }
-        END { printf "%s %s %d\n", rps, p99, errors }
+        END { printf "%s %s %d %s\n", rps, p99, errors, p50 }
     ' "$out"
 }
 
@@ -98,6 +111,37 @@ server_env() {  # DATABASE_URL PORT VAR=VALUE… COMMAND…: replaces the callin
 }
 
 if [ "$backend" = postgres ] && [ -z "${HERALD_BENCH_DATABASE_URL:-}" ]; then start_postgres; fi
+
+start_emulator() {
+    log "Starting herald emulator --counting-only${LATENCY:+ --latency $LATENCY}"
+    emulator_production=$(free_port)
+    emulator_development=$(free_port)
+    emulator_admin=$(free_port)
+    "$herald" emulator --production-port "$emulator_production" --development-port "$emulator_development" \
+        --admin-port "$emulator_admin" --ca-file "$work/ca.pem" --counting-only ${LATENCY:+--latency "$LATENCY"} \
+        >"$work/emulator.log" 2>&1 &
+    pids+=($!)
+    wait_for "http://127.0.0.1:$emulator_admin/health"
+}
+
+start_server() {  # DATABASE_URL: herald serve pushing to the emulator; sets port and server_pid
+    port=$(free_port)
+    (cd "$work" && server_env "$1" "$port" HERALD_APNS=custom HERALD_APNS_PRODUCTION_PORT="$emulator_production" \
+        HERALD_APNS_DEVELOPMENT_PORT="$emulator_development" HERALD_APNS_CA_FILE="$work/ca.pem" \
+        HERALD_KEY_FILE="$work/AuthKey_EMULATOR01.p8" HERALD_TEAM_ID=EMULATORTM HERALD_API_KEYS="bench:send:$secret" \
+        "$herald" serve >"$work/serve.log" 2>&1) &
+    pids+=($!)
+    server_pid=${pids[-1]}
+    wait_for "http://127.0.0.1:$port/ready"
+}
+
+# `herald send` alone against the emulator's production port: prints its JSON summary line.
+bare_sender() {  # COUNT CONCURRENCY CONNECTIONS TOKEN
+    "$herald" send --key "$work/AuthKey_EMULATOR01.p8" --key-id EMULATOR01 --team-id EMULATORTM \
+        --topic com.example.app --production --host 127.0.0.1 --port "$emulator_production" --ca-file "$work/ca.pem" \
+        --token "$4" --repeat "$1" --concurrency "$2" --connections "$3" \
+        --title "Hello" --body "to everyone" --summary-json | tail -n 1
+}
 
 case "$mode" in
 register)
@@ -129,14 +173,7 @@ register)
 fanout)
     devices=${3:-1000000}
     url=$(database_url)
-    log "Starting herald emulator --counting-only"
-    emulator_production=$(free_port)
-    emulator_development=$(free_port)
-    emulator_admin=$(free_port)
-    "$herald" emulator --production-port "$emulator_production" --development-port "$emulator_development" \
-        --admin-port "$emulator_admin" --ca-file "$work/ca.pem" --counting-only >"$work/emulator.log" 2>&1 &
-    pids+=($!)
-    wait_for "http://127.0.0.1:$emulator_admin/health"
+    start_emulator
 
     log "Seeding $devices devices"
     "$herald" tokens add "$(printf 'ff%.0s' $(seq 1 32))" --debug --database-url "$url" >/dev/null  # migrates
@@ -164,15 +201,8 @@ PY
             ;;
     esac
 
-    secret="bench-secret-$(date +%s%N)"
-    port=$(free_port)
-    (cd "$work" && server_env "$url" "$port" HERALD_APNS=custom HERALD_APNS_PRODUCTION_PORT="$emulator_production" \
-        HERALD_APNS_DEVELOPMENT_PORT="$emulator_development" HERALD_APNS_CA_FILE="$work/ca.pem" \
-        HERALD_KEY_FILE="$work/AuthKey_EMULATOR01.p8" HERALD_TEAM_ID=EMULATORTM HERALD_API_KEYS="bench:send:$secret" \
-        "$herald" serve >"$work/serve.log" 2>&1) &
-    pids+=($!)
-    wait_for "http://127.0.0.1:$port/ready"
-    server_pid=${pids[-1]}
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    start_server "$url"
 
     log "One send to every device of the app"
     answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
@@ -198,9 +228,53 @@ print(f"| {backend} | {devices:,} | {seconds:.1f} s | {devices / seconds:,.0f} |
 PY
     curl -s "http://127.0.0.1:$emulator_admin/counters" >&2
     echo >&2
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+
+    log "Ceiling: herald send alone, $devices notifications to the same emulator (1,000 in flight, 4 connections)"
+    summary=$(bare_sender "$devices" 1000 4 "$(printf '%064x' 1)")
+    python3 - "$summary" "$record" "$devices" <<'PY'
+import json, sys
+from datetime import datetime
+summary, record, devices = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
+seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
+print()
+print(f"Ceiling, herald send alone: {summary['rate']:,.0f} notifications/s ({summary['ok']:,} ok, {summary['failed']} failed); "
+      f"fan-out / ceiling = {devices / seconds / summary['rate']:.2f}")
+PY
+    ;;
+transactional)
+    seconds=${3:-30}
+    connections=${4:-64}
+    url=$(database_url)
+    start_emulator
+    token=$(printf 'ab%.0s' $(seq 1 32))
+    "$herald" tokens add "$token" --topic com.example.app --database-url "$url" >/dev/null
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    start_server "$url"
+    log "wrk posting one-token sends to herald serve on $backend ($seconds s, $connections connections)"
+    read -r rps p99 errors p50 < <(TOKEN=$token SECRET=$secret \
+        run_wrk "http://127.0.0.1:$port" scripts/bench/send.lua "$seconds" "$connections")
+    accepted=$(curl -s "http://127.0.0.1:$emulator_admin/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["accepted"])')
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    count=$(python3 -c "print(max(10000, int(float('$rps') * 10)))")
+    log "Ceiling: herald send alone, $count notifications, $connections in flight on 1 connection"
+    summary=$(bare_sender "$count" "$connections" 1 "$token")
+    python3 - "$summary" "$rps" "$p50" "$p99" "$errors" "$backend" "$accepted" <<'PY'
+import json, sys
+summary, rps, p50, p99, errors, backend, accepted = json.loads(sys.argv[1]), float(sys.argv[2]), *sys.argv[3:]
+print("| Transactional send (one token, inline) | Requests/s | p50 | p99 | Errors |")
+print("| --- | ---: | ---: | ---: | ---: |")
+print(f"| `POST /api/send`, {backend} | {rps:,.0f} | {p50} | {p99} | {errors} |")
+print(f"| `herald send` alone (ceiling) | {summary['rate']:,.0f} | | | {summary['failed']} |")
+print()
+print(f"Accepted by the emulator during wrk: {accepted}; server / ceiling = {rps / summary['rate']:.2f}")
+PY
     ;;
 *)
-    echo "usage: scripts/bench-server.sh register|fanout [sqlite|postgres] [...]" >&2
+    echo "usage: scripts/bench-server.sh register|fanout|transactional [sqlite|postgres] [...]" >&2
     exit 2
     ;;
 esac

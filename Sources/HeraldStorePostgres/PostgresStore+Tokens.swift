@@ -4,20 +4,13 @@ public import HeraldStore
 import PostgresNIO
 
 extension PostgresStore {
+    /// One round trip: the `herald_register` function does the locking read, the upsert, the tag rows and the
+    /// move-aside in one implicit transaction, durable when it returns.
     public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
         let registration = try registration.validated()
         let now = clock.now()
-        return try await transaction("store a registration") { session in
-            // Locks the row when it exists; a concurrent first registration meets the insert's conflict instead.
-            let previous = try await session.rows(StoreSQL.selectDeviceState(registration.token, .postgres)).first
-            let createdAt = try await session.rows(StoreSQL.upsertDevice(registration, at: now, .postgres))[0].integer(
-                0)
-            for statement in StoreSQL.rewriteTags(registration, storedTags: try previous?.text(0), .postgres) {
-                try await session.execute(statement)
-            }
-            let moveAside = StoreSQL.moveAside(registration, .postgres)
-            let moved = if let moveAside { try await session.rows(moveAside) } else { [PostgresRandomAccessRow]() }
-            return try UpsertResult(registration, at: now, createdAt: createdAt, previous: previous, movedAside: moved)
+        return try await session("store a registration") { session in
+            try UpsertResult(registration, at: now, registered: try await session.rows(StoreSQL.register(registration, at: now))[0])
         }
     }
 

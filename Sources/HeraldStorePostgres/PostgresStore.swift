@@ -81,7 +81,9 @@ public final class PostgresStore: Store {
                 try await session.execute(StoreSchema.createMigrationsTable)
                 let applied = Set(try await session.rows(StoreSchema.selectVersions).map { Int(try $0.integer(0)) })
                 for migration in try Migration.pending(StoreSchema.migrations, applied: applied) {
-                    for statement in migration.statements { try await session.execute(statement) }
+                    for statement in migration.statements + migration.postgresStatements {
+                        try await session.execute(statement)
+                    }
                     try await session.execute(StoreSchema.recordMigration(migration, at: now, .postgres))
                 }
             }

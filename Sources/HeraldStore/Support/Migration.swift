@@ -6,11 +6,14 @@ package struct Migration: Sendable {
     package let name: String
     /// The SQL statements, run in one transaction.
     package let statements: [String]
+    /// Statements only PostgreSQL runs, after ``statements`` (stored functions).
+    package let postgresStatements: [String]
 
-    package init(version: Int, name: String, statements: [String]) {
+    package init(version: Int, name: String, statements: [String], postgresStatements: [String] = []) {
         self.version = version
         self.name = name
         self.statements = statements
+        self.postgresStatements = postgresStatements
     }
 
     /// The migrations of a list that a database with these versions applied still lacks, in order.

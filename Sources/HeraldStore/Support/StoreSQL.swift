@@ -52,6 +52,23 @@ package enum StoreSQL {
             """, binds)
     }
 
+    /// PostgreSQL's one-round-trip registration (the `herald_register` function of migration 5): the locking read,
+    /// ``upsertDevice(_:at:_:)``, the tag rows and ``moveAside(_:_:)`` in one call. Returns one row: `created_at`,
+    /// whether the token existed, its `invalidated_at` before, and the tokens moved aside (comma-separated, or `NULL`).
+    package static func register(_ registration: TokenRegistration, at now: Date) -> SQLStatement {
+        SQLStatement(
+            .postgres,
+            "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            [
+                .text(registration.token.hex), .text(registration.topic), .text(registration.environment.name),
+                .text(registration.tokenKind.name), .textOrNull(registration.userID),
+                .textOrNull(registration.installationID?.uuidString.lowercased()),
+                .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
+                .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
+                .integer(StoreTime.microseconds(now)), .integer(registration.tokenKind.isOnePerInstallation ? 1 : 0),
+            ])
+    }
+
     /// Deletes a token's tag rows.
     package static func deleteTags(_ token: DeviceToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(dialect, "DELETE FROM device_tags WHERE token = $1", [.text(token.hex)])

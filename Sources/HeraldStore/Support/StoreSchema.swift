@@ -146,6 +146,52 @@ package enum StoreSchema {
                 "DROP INDEX send_outcomes_send_token_scan",
                 "CREATE UNIQUE INDEX send_outcomes_send_token ON send_outcomes (send_id, token)",
             ]),
+        Migration(
+            version: 5, name: "PostgreSQL stores a registration in one round trip (herald_register)",
+            statements: [],
+            postgresStatements: [
+                // The locking read, the upsert, the tag rows and the move-aside of StoreSQL's statements, in one call:
+                // one round trip and one implicit transaction instead of six. See StoreSQL.register.
+                """
+                CREATE FUNCTION herald_register(p_token TEXT, p_topic TEXT, p_environment TEXT, p_kind TEXT, \
+                p_user TEXT, p_installation TEXT, p_languages TEXT, p_app_version TEXT, p_platform TEXT, p_tags TEXT, \
+                p_now BIGINT, p_one_per_installation BIGINT) \
+                RETURNS TABLE (r_created_at BIGINT, r_existed BOOLEAN, r_invalidated_at BIGINT, r_moved TEXT) \
+                LANGUAGE plpgsql AS $body$
+                DECLARE
+                    previous_tags TEXT;
+                BEGIN
+                    SELECT d.tags, d.invalidated_at INTO previous_tags, r_invalidated_at
+                        FROM devices d WHERE d.token = p_token FOR UPDATE;
+                    r_existed := FOUND;
+                    INSERT INTO devices AS d (token, topic, environment, token_kind, user_id, installation_id,
+                        preferred_languages, app_version, platform, tags, registered_at, created_at, updated_at)
+                    VALUES (p_token, p_topic, p_environment, p_kind, p_user, p_installation, p_languages, p_app_version,
+                        p_platform, p_tags, p_now, p_now, p_now)
+                    ON CONFLICT (token) DO UPDATE SET topic = excluded.topic, environment = excluded.environment,
+                        token_kind = excluded.token_kind, user_id = excluded.user_id,
+                        installation_id = excluded.installation_id, preferred_languages = excluded.preferred_languages,
+                        app_version = excluded.app_version, platform = excluded.platform, tags = excluded.tags,
+                        registered_at = excluded.registered_at, updated_at = excluded.updated_at, invalidated_at = NULL,
+                        invalidation_reason = NULL, apns_timestamp = NULL
+                    RETURNING d.created_at INTO r_created_at;
+                    -- A token that looked new may have been inserted meanwhile by a concurrent registration (the
+                    -- insert became an update), with tags of its own: clear them too.
+                    IF NOT r_existed OR previous_tags IS DISTINCT FROM p_tags THEN
+                        DELETE FROM device_tags WHERE token = p_token;
+                        INSERT INTO device_tags (tag, token) SELECT DISTINCT t, p_token FROM json_array_elements_text(p_tags::json) AS t
+                            ON CONFLICT DO NOTHING;
+                    END IF;
+                    IF p_installation IS NOT NULL AND p_one_per_installation = 1 THEN
+                        WITH gone AS (DELETE FROM devices WHERE installation_id = p_installation AND topic = p_topic
+                            AND token_kind = p_kind AND token <> p_token RETURNING token)
+                        SELECT string_agg(token, ',') INTO r_moved FROM gone;
+                    END IF;
+                    RETURN NEXT;
+                END
+                $body$
+                """
+            ]),
     ]
 
     /// The highest version this build knows.

@@ -47,4 +47,14 @@ extension UpsertResult {
             reactivated: try previous?.optionalInteger(1) != nil,
             movedAside: try movedAside.map { try DeviceToken(hex: $0.text(0)) }.sorted())
     }
+
+    /// The result of an upsert from the row of ``StoreSQL/register(_:at:)``.
+    package init(_ registration: TokenRegistration, at now: Date, registered row: any StoredRow) throws {
+        let moved = try row.optionalText(3).map { $0.split(separator: ",").map(String.init) } ?? []
+        self.init(
+            change: try row.integer(1) == 1 ? .updated : .created,
+            registration: DeviceRegistration(registration, registeredAt: now, createdAt: StoreTime.date(try row.integer(0))),
+            reactivated: try row.optionalInteger(2) != nil,
+            movedAside: try moved.map { try DeviceToken(hex: $0) }.sorted())
+    }
 }
