@@ -40,20 +40,12 @@ extension PostgresStore {
         }
     }
 
+    /// One statement, so one round trip: the send with its counts, and its outcomes.
     public func recordFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome]) async throws -> SendRecord {
         let now = clock.now()
-        return try await transaction("record a finished send") { session in
-            guard try await session.rows(StoreSQL.insertSend(send, at: now, .postgres)).first != nil else {
-                throw NewSend.alreadyExists(send.id)
-            }
-            var counts = OutcomeCounts()
-            for statement in StoreSQL.insertOutcomes(outcomes, of: send.id, firstSequence: 1, .postgres) {
-                counts.add(kinds: try await session.rows(statement).map { try $0.text(0) })
-            }
-            _ = try await session.rows(StoreSQL.addCounts(counts, to: send.id, checkpoint: nil, at: now, .postgres))
-            guard let row = try await session.rows(StoreSQL.selectSend(send.id, .postgres)).first else {
-                throw SendRecord.notFound(send.id)
-            }
+        return try await session("record a finished send") { session in
+            guard let row = try await session.rows(StoreSQL.insertFinishedSend(send, outcomes: outcomes, at: now)).first
+            else { throw NewSend.alreadyExists(send.id) }
             return try row.send()
         }
     }

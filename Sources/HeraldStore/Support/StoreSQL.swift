@@ -255,22 +255,65 @@ package enum StoreSQL {
         return stride(from: 0, to: outcomes.count, by: chunk).map { start in
             var statement = SQLStatement(dialect)
             let sendPlaceholder = statement.bind(id.description)
-            let rows = outcomes[start..<min(start + chunk, outcomes.count)].enumerated().map { offset, outcome in
-                let columns = outcome.resultColumns
-                let values: [Value] = [
-                    .integer(firstSequence + Int64(start + offset)), .text(outcome.token.hex),
-                    .text(outcome.environment.name), .text(outcome.result.kind), .textOrNull(columns.apnsID),
-                    .integerOrNull(columns.status), .textOrNull(columns.reason), .integerOrNull(columns.timestamp),
-                    .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
-                    .textOrNull(outcome.action?.rawValue),
-                ]
-                return "(\(sendPlaceholder), " + values.map { statement.bind($0) }.joined(separator: ", ") + ")"
-            }
+            let rows = outcomeValues(
+                outcomes[start..<min(start + chunk, outcomes.count)], firstSequence: firstSequence + Int64(start),
+                binding: &statement)
             statement.sql =
                 "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES "
-                + rows.joined(separator: ", ") + " ON CONFLICT (send_id, token) DO NOTHING RETURNING outcome"
+                + rows.map { "(\(sendPlaceholder), \($0))" }.joined(separator: ", ")
+                + " ON CONFLICT (send_id, token) DO NOTHING RETURNING outcome"
             return statement
         }
+    }
+
+    /// The bound values of outcome rows, in ``outcomeColumns`` order, numbered from `firstSequence`.
+    private static func outcomeValues(
+        _ outcomes: ArraySlice<DeliveryOutcome>, firstSequence: Int64, binding statement: inout SQLStatement
+    ) -> [String] {
+        outcomes.enumerated().map { offset, outcome in
+            let columns = outcome.resultColumns
+            let values: [Value] = [
+                .integer(firstSequence + Int64(offset)), .text(outcome.token.hex),
+                .text(outcome.environment.name), .text(outcome.result.kind), .textOrNull(columns.apnsID),
+                .integerOrNull(columns.status), .textOrNull(columns.reason), .integerOrNull(columns.timestamp),
+                .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
+                .textOrNull(outcome.action?.rawValue),
+            ]
+            return values.map { statement.bind($0) }.joined(separator: ", ")
+        }
+    }
+
+    /// PostgreSQL: a finished send with its counts and outcomes (one device each), in one statement — one round trip.
+    /// Returns the send; no row (and nothing written) when its id exists. A `NULL` is bound as text, hence the casts
+    /// of the integer columns.
+    package static func insertFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome], at now: Date) -> SQLStatement {
+        var counts = OutcomeCounts()
+        counts.add(kinds: outcomes.map(\.result.kind))
+        var statement = SQLStatement(.postgres)
+        let values: [Value] = [
+            .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target), .text(send.summary),
+            .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
+            .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
+        ]
+        let placeholders = values.map { statement.bind($0) }
+        let created = placeholders[1]
+        let insertSend = """
+            INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
+            rejected, failed) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
+            ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
+            """
+        guard !outcomes.isEmpty else {
+            statement.sql = insertSend
+            return statement
+        }
+        let rows = outcomeValues(outcomes[...], firstSequence: 1, binding: &statement)
+        statement.sql = """
+            WITH created AS (\(insertSend)), recorded AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) \
+            SELECT created.id, v.seq::bigint, v.token, v.environment, v.outcome, v.apns_id, v.status::bigint, v.reason, \
+            v.apns_timestamp::bigint, v.message, v.at::bigint, v.action FROM created, (VALUES \(rows.map { "(\($0))" }.joined(separator: ", "))) \
+            AS v(\(outcomeColumns))) SELECT * FROM created
+            """
+        return statement
     }
 
     /// Which of some tokens already have an outcome in a send.
