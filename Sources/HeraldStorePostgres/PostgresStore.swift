@@ -30,8 +30,9 @@ public final class PostgresStore: Store {
     let logger: Logger
     private let closed = Mutex(false)
 
-    /// A key for `pg_advisory_xact_lock`: the bytes of "herald".
-    private static let migrationLock: Int64 = 0x68_65_72_61_6c_64
+    /// The first key of `pg_advisory_xact_lock(int, int)` for migrations: the bytes of "hrld". The second is the
+    /// schema's `hashtext`, so instances migrating one schema wait for each other, and other schemas do not wait.
+    private static let migrationLock: Int32 = 0x68_72_6c_64
 
     /// Creates the store and its pool. No connection is opened until ``run()`` runs and a query needs one.
     /// - Parameters:
@@ -73,9 +74,10 @@ public final class PostgresStore: Store {
         let schema = configuration.schema
         do {
             try await transaction("apply migrations") { session in
-                try await session.execute("SELECT pg_advisory_xact_lock(\(Self.migrationLock))")
+                // The schema name was checked against [a-z][a-z0-9_]* when the configuration was made.
+                try await session.execute(
+                    "SELECT pg_advisory_xact_lock(\(Self.migrationLock), hashtext('\(schema ?? "public")'))")
                 if let schema {
-                    // The name was checked against [a-z][a-z0-9_]* when the configuration was made.
                     try await session.execute("CREATE SCHEMA IF NOT EXISTS \(schema)")
                 }
                 try await session.execute(StoreSchema.createMigrationsTable)

@@ -398,18 +398,32 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
     /// Streams the `noResponse` fault keeps open owe nothing.
     private func closeIfDrained() {
         guard goAwayLastStreamID != nil, delayed == 0, blocked.isEmpty, streams.values.allSatisfy(\.answering) else { return }
-        closeAfterFlush()
+        closeAfterFlush(lingering: true)
     }
 
-    private func closeAfterFlush() {
+    /// How long a connection that said GOAWAY waits for the client to close it once every answer is written.
+    static let linger = TimeAmount.seconds(1)
+
+    /// Writes what is left, then closes; `lingering`, it first waits (reading and dropping what arrives) for the client
+    /// to close, at most ``linger``. Closing while the client's requests above last-stream-id are still arriving
+    /// would leave them unread, and the kernel then resets the connection: the client may lose answers it had not yet
+    /// read, and send those notifications again. APNs's graceful GOAWAY leaves the close to the client too.
+    private func closeAfterFlush(lingering: Bool = false) {
         guard !closing, let context else { return }
         closing = true
         let channel = context.channel
+        let close: @Sendable () -> Void = {
+            if lingering {
+                channel.eventLoop.scheduleTask(in: Self.linger) { channel.close(promise: nil) }
+            } else {
+                channel.close(promise: nil)
+            }
+        }
         if out.readableBytes > 0 {
-            context.writeAndFlush(wrapOutboundOut(out)).whenComplete { _ in channel.close(promise: nil) }
+            context.writeAndFlush(wrapOutboundOut(out)).whenComplete { _ in close() }
             out = context.channel.allocator.buffer(capacity: 0)
         } else {
-            channel.close(promise: nil)
+            close()
         }
     }
 
