@@ -25,6 +25,7 @@ struct SendController: Sendable {
     }
 
     @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let dryRun = try Self.isDryRun(request)
         let bytes = try await request.bodyBytes(limit: limits.sendBodyBytes)
         let value: JSONValue
         do {
@@ -34,13 +35,9 @@ struct SendController: Sendable {
         }
         try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps)
-        if let token = plan.singleToken, try await store.device(token)?.isActive != true {
-            throw APIError(
-                .notFound, reason: "unknownToken",
-                "The token \(token.redacted) is not registered, or was removed after APNs rejected it: the app must register it first."
-            )
-        }
+        try await checkSingleToken(of: plan)
         let count = try await store.count(matching: plan.query)
+        if dryRun { return dryRunAnswer(plan, count: count) }
         var logger = context.logger
         if count <= limits.inlineSendLimit {
             let record = try await store.createSend(
