@@ -20,6 +20,14 @@ components:
       type: http
       scheme: bearer
       description: An API key from `herald keys create` (stored hashed). Scopes `send`, `admin`, `register`.
+    consoleSession:
+      type: apiKey
+      in: cookie
+      name: herald_session
+      description: >
+        A console session (docs/console.md) authenticates /api/ calls like a key with the admin and send scopes;
+        a call that changes something must also carry the session's CSRF token in X-Herald-CSRF (else 403
+        csrfTokenMissing).
     registrationKey:
       type: apiKey
       in: header
@@ -312,7 +320,7 @@ paths:
         answered with every outcome; a larger one is queued as a durable background job (202). With
         ?dryRun=true the same validation runs and the answer is the DryRun (target count, payloads, headers), or
         exactly the error the send would answer; nothing is sent or recorded.
-      security: [{ apiKey: [send] }]
+      security: [{ apiKey: [send] }, { consoleSession: [] }]
       parameters:
         - name: dryRun
           in: query
@@ -350,7 +358,7 @@ paths:
   /api/sends/{id}:
     get:
       summary: A send's status, counts and one page of outcomes.
-      security: [{ apiKey: [send] }]
+      security: [{ apiKey: [send] }, { consoleSession: [] }]
       parameters:
         - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
         - { $ref: "#/components/parameters/after" }
