@@ -42,6 +42,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // The shared APNs vocabulary: tokens, headers, payload, validation, JWT, encryption. No NIO, no HTTP.
@@ -132,7 +133,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Mustache", package: "swift-mustache"),
             ],
+            // The console's templates, style sheet and scripts: embedded as Swift strings by scripts/embed-console.sh.
+            exclude: ["Console/Assets"],
             swiftSettings: upcomingFeatures
         ),
         // The `herald` command: thin commands over the libraries.
@@ -277,6 +281,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            // The console's browser flows (Playwright), run by ConsoleBrowserTests.
+            exclude: ["Console/browser_flows.py"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

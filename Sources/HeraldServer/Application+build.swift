@@ -48,19 +48,25 @@ public struct HeraldApplication: ApplicationProtocol {
     public let emulator: APNSEmulator?
     /// The background send worker.
     public let worker: SendWorker
-    /// Every route, as `METHOD /path/{parameter}`.
+    /// Every route of the HTTP API, as `METHOD /path/{parameter}`; the console's pages (`/console…`) are not listed.
     public let routes: [String]
+    let console: ConsoleAuthority
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
-        routes: [String]
+        routes: [String], console: ConsoleAuthority
     ) {
         self.application = application
         self.store = store
         self.emulator = emulator
         self.worker = worker
         self.routes = routes
+        self.console = console
     }
+
+    /// The path of the one-time console sign-in link (`/console/sign-in/<token>`) made at start because no active API
+    /// key has the `admin` scope; `nil` before the application starts, or when an admin key exists. It works once.
+    public var consoleSignInLinkPath: String? { console.signInLinkPath }
 
     public var responder: Responder { get async throws { application.responder } }
     public var server: HTTPServerBuilder { application.server }
@@ -115,6 +121,8 @@ public func buildApplication(
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute) : nil
         let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
+        let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
+        let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
         let addRoutes = { (router: Router<ServerRequestContext>) in
             RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
                 to: router)
@@ -125,6 +133,10 @@ public func buildApplication(
             .addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
+            ConsoleController(
+                store: store, keys: keys, authority: console, renderer: renderer,
+                appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, clock: dependencies.clock
+            ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
         // routes are listed once on a router that is then dropped.
@@ -134,8 +146,10 @@ public func buildApplication(
         router.add(
             middleware: ErrorMiddleware(
                 routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") })))
+        router.add(middleware: ConsoleSecurityMiddleware(renderer: renderer))
+        router.add(middleware: ConsoleSessionMiddleware(authority: console))
         addRoutes(router)
-        let routes = router.routes.map { "\($0.method) \($0.path)" }
+        let routes = router.routes.filter { !"\($0.path)".hasPrefix("/console") }.map { "\($0.method) \($0.path)" }
 
         var services: [any Service] = [store]
         if let emulator = destination.emulator { services.append(RunningEmulator(emulator: emulator)) }
@@ -167,16 +181,24 @@ public func buildApplication(
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? listen.port
                 logger.notice("Herald is listening on http://\(listen.host):\(port)")
+                if let path = console.signInLinkPath {
+                    let host = ["0.0.0.0", "::", "[::]"].contains(listen.host) ? "127.0.0.1" : listen.host
+                    logger.notice(
+                        "Console: open http://\(host):\(port)\(path) to sign in (works once, for an hour; no API key has the admin scope yet)"
+                    )
+                }
             },
             logger: logger)
         let apiKeys = configuration.apiKeys
         application.beforeServerStarts {
             try await store.migrate()
             try await bootstrap(apiKeys, in: store, clock: dependencies.clock, logger: logger)
+            try await console.prepareSignInLink()
             storeReady.open()
         }
         return HeraldApplication(
-            application: application, store: store, emulator: destination.emulator, worker: worker, routes: routes)
+            application: application, store: store, emulator: destination.emulator, worker: worker, routes: routes,
+            console: console)
     } catch {
         await destination.emulator?.shutdown()
         throw error

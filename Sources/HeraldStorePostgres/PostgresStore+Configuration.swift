@@ -73,6 +73,12 @@ extension PostgresStore {
                 )
             }
             self.init(client: client, schema: options["schema"], clock: clock)
+            if let seconds = options["connect_timeout"] {
+                guard let value = Int(seconds), (1...600).contains(value) else {
+                    throw invalid("has a connect_timeout that is not a number of seconds from 1 to 600")
+                }
+                acquireTimeout = .seconds(value)
+            }
         }
 
         static func isValidSchema(_ name: String) -> Bool {

@@ -100,7 +100,7 @@ struct OpenAPIConformanceTests {
         }
     }
 
-    @Test("the query parameters of GET /api/devices and GET /api/sends/{id} agree with the document")
+    @Test("the query parameters of GET /api/devices, POST /api/send and GET /api/sends/{id} agree with the document")
     func queryParameters() async throws {
         let spec = try Self.document()
         let components = try #require(spec["components"]?["parameters"])
@@ -123,6 +123,22 @@ struct OpenAPIConformanceTests {
                     if (answer.status == .ok) != specValid || (!specValid && answer.status != .badRequest) {
                         mismatches.append(
                             Mismatch(field: name, value: query, specValid: specValid, answer: "\(answer)"))
+                    }
+                }
+            }
+            // POST /api/send's query parameters (dryRun), on a valid body.
+            let sendParameters = try #require(spec["paths"]?["/api/send"]?["post"]?["parameters"]?.arrayValue)
+            for parameter in sendParameters {
+                let name = try #require(parameter["name"]?.stringValue)
+                let schema = try #require(parameter["schema"])
+                for candidate in SchemaCases.queryCandidates(for: schema) {
+                    let specValid = SchemaCases.isValid(SchemaCases.queryValue(candidate, schema), schema)
+                    let answer = try await client.call(
+                        .post, "/api/send?\(name)=\(Self.percentEncoded(candidate))",
+                        body: #"{"target": {"user": "nobody"}, "alert": "x"}"#, bearer: key)
+                    if (answer.status == .ok) != specValid || (!specValid && answer.status != .badRequest) {
+                        mismatches.append(
+                            Mismatch(field: name, value: candidate, specValid: specValid, answer: "\(answer)"))
                     }
                 }
             }

@@ -46,6 +46,9 @@ struct PostgresStoreTests {
         #expect(configuration.client.options.maximumConnections == 7)
         let defaults = try PostgresStore.Configuration(url: "postgresql://herald@db.internal/herald")
         #expect(defaults.client.port == 5432 && defaults.client.password == nil && defaults.schema == nil)
+        #expect(defaults.acquireTimeout == .seconds(10))
+        let patient = try PostgresStore.Configuration(url: "postgresql://herald@db.internal/herald?connect_timeout=60")
+        #expect(patient.acquireTimeout == .seconds(60))
     }
 
     @Test(
@@ -53,7 +56,8 @@ struct PostgresStoreTests {
         arguments: [
             "sqlite:///x.sqlite", "postgres://:hunter2@host/db", "postgres://u:hunter2@/db",
             "postgres://u:hunter2@h/db?sslmode=sometimes", "postgres://u:hunter2@h/db?schema=Drop;Table",
-            "postgres://u:hunter2@h/db?pool=0",
+            "postgres://u:hunter2@h/db?pool=0", "postgres://u:hunter2@h/db?connect_timeout=0",
+            "postgres://u:hunter2@h/db?connect_timeout=soon",
         ])
     func badURL(url: String) {
         let error = #expect(throws: StoreError.self) { try PostgresStore.Configuration(url: url) }

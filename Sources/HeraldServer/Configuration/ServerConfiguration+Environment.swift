@@ -45,6 +45,7 @@ extension ServerConfiguration {
     /// | `HERALD_SHUTDOWN_GRACE` [`shutdownGrace`] | seconds a busy connection gets at shutdown | 10 |
     /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight per send | 1000 |
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
+    /// | `HERALD_CONSOLE_IDLE_TIMEOUT` [`consoleIdleTimeout`] | seconds a console session may go unused | 1800 |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -87,6 +88,9 @@ extension ServerConfiguration {
             try reader.integer("HERALD_SEND_CONCURRENCY", "sendConcurrency", in: 1...100_000) ?? sending.maximumInFlight
         sending.connectionsPerClient =
             try reader.integer("HERALD_APNS_CONNECTIONS", "apnsConnections", in: 1...64) ?? sending.connectionsPerClient
+        console.idleTimeout =
+            try reader.integer("HERALD_CONSOLE_IDLE_TIMEOUT", "consoleIdleTimeout", in: 60...604_800).map { .seconds($0) }
+            ?? console.idleTimeout
 
         apps = try Self.readApps(reader: reader, file: file)
         apns = try Self.readAPNSMode(reader: reader)

@@ -27,6 +27,8 @@ public struct ServerConfiguration: Sendable {
     public var limits: Limits
     /// How sends run: batch size, concurrency, connections, retries, leases.
     public var sending: Sending
+    /// The web console's sessions and sign-in.
+    public var console = Console()
 
     /// - Parameters: see the properties; every one has a default.
     public init(
@@ -42,6 +44,26 @@ public struct ServerConfiguration: Sendable {
         self.apiKeys = apiKeys
         self.limits = limits
         self.sending = sending
+    }
+
+    /// The web console's sessions and sign-in (docs/console.md).
+    public struct Console: Sendable, Hashable {
+        /// How long a session may go unused before it ends: 30 minutes by default.
+        public var idleTimeout: Duration
+        /// Sign-in attempts a minute per client address (passwords and one-time links alike): 10 by default.
+        public var signInAttemptsPerMinute: Int
+        /// How long the one-time sign-in link printed at start works, if unused: an hour by default.
+        public var signInLinkLifetime: Duration
+
+        /// - Parameters: see the properties.
+        public init(
+            idleTimeout: Duration = .seconds(1800), signInAttemptsPerMinute: Int = 10,
+            signInLinkLifetime: Duration = .seconds(3600)
+        ) {
+            self.idleTimeout = idleTimeout
+            self.signInAttemptsPerMinute = signInAttemptsPerMinute
+            self.signInLinkLifetime = signInLinkLifetime
+        }
     }
 
     /// A host and port to listen on.

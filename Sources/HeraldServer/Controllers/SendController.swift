@@ -27,6 +27,7 @@ struct SendController: Sendable {
     }
 
     @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let dryRun = try Self.isDryRun(request)
         let bytes = try await request.bodyBytes(limit: limits.sendBodyBytes)
         let value: JSONValue
         do {
@@ -36,6 +37,10 @@ struct SendController: Sendable {
         }
         try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps)
+        if dryRun {
+            try await checkSingleToken(of: plan)
+            return dryRunAnswer(plan, count: try await store.count(matching: plan.query))
+        }
         var logger = context.logger
         if let devices = try await inlineTargets(of: plan) {
             let new = NewSend(
@@ -73,14 +78,9 @@ struct SendController: Sendable {
     /// - Throws: ``APIError`` `404 unknownToken` for a single token that is not registered or was removed.
     private func inlineTargets(of plan: SendPlan) async throws -> [DeviceRegistration]? {
         let limit = limits.inlineSendLimit
-        if let token = plan.singleToken {
+        if plan.singleToken != nil {
             let page = try await store.devices(matching: plan.query, after: nil, limit: 1)
-            if page.devices.isEmpty, try await store.device(token)?.isActive != true {
-                throw APIError(
-                    .notFound, reason: "unknownToken",
-                    "The token \(token.redacted) is not registered, or was removed after APNs rejected it: the app must register it first."
-                )
-            }
+            if page.devices.isEmpty { try await checkSingleToken(of: plan) }
             return limit >= page.devices.count ? page.devices : nil
         }
         guard limit > 0 else { return nil }

@@ -218,6 +218,9 @@ struct SendPlan: Sendable {
         return variants[""]!
     }
 
+    /// Every prepared notification by language key (`""` is the default): what a dry run shows.
+    var preparedVariants: [String: PreparedNotification] { variants }
+
     /// The language keys the send carries, for tests and summaries.
     var languages: [String] { variants.keys.filter { !$0.isEmpty }.sorted() }
 

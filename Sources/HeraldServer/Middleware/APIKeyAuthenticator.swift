@@ -7,6 +7,7 @@ import Logging
 /// Checks `Authorization: Bearer <secret>` against the stored API keys (salted HMAC-SHA256; verified keys are
 /// remembered for a few seconds, ``APIKeyVerifier``) and the scope a route needs.
 ///
+/// A request a console session already authenticated (its cookie, no `Authorization`) only has its scope checked.
 /// No header is `401 missingAPIKey`; an unknown or revoked key `401 invalidAPIKey`; a key without the scope
 /// `403 insufficientScope`. The secret is never logged; the key's name and display prefix are.
 struct APIKeyAuthenticator: RouterMiddleware {
@@ -18,6 +19,11 @@ struct APIKeyAuthenticator: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
+        // A console session's cookie authenticated the request already (ConsoleSessionMiddleware).
+        if let key = context.apiKey, request.headers[.authorization] == nil {
+            guard key.allows(scope) else { throw Self.insufficientScope(key, scope) }
+            return try await next(request, context)
+        }
         guard let header = request.headers[.authorization], !header.isEmpty else {
             throw APIError(
                 .unauthorized, reason: "missingAPIKey",
@@ -33,15 +39,17 @@ struct APIKeyAuthenticator: RouterMiddleware {
                 "The API key is unknown or revoked: send Authorization: Bearer <key> with an active key (herald keys list).",
                 headers: [.wwwAuthenticate: "Bearer"])
         }
-        guard key.allows(scope) else {
-            throw APIError(
-                .forbidden, reason: "insufficientScope",
-                "The API key \(key.name) lacks the \(scope) scope: create a key with it (herald keys create --scope \(scope))."
-            )
-        }
+        guard key.allows(scope) else { throw Self.insufficientScope(key, scope) }
         var context = context
         context.apiKey = key
         context.logger[metadataKey: LogKey.apiKey] = "\(key.name) \(key.prefix)…"
         return try await next(request, context)
+    }
+
+    static func insufficientScope(_ key: APIKey, _ scope: APIKeyScope) -> APIError {
+        APIError(
+            .forbidden, reason: "insufficientScope",
+            "The API key \(key.name) lacks the \(scope) scope: create a key with it (herald keys create --scope \(scope))."
+        )
     }
 }

@@ -14,13 +14,20 @@ final class RateLimiter: Sendable {
     private let capacity: Double
     private let perSecond: Double
     private let now: @Sendable () -> Duration
+    /// What is limited, in the plural, for the error message: "registrations", "sign-in attempts".
+    private let subject: String
     private let buckets = Mutex<[String: Bucket]>([:])
     private static let pruneThreshold = 10_000
 
     /// - Parameters:
     ///   - perMinute: Requests a minute per client, at least 1.
+    ///   - subject: What is limited, in the plural, for the error message.
     ///   - now: A monotonic time; tests pass their own.
-    init(perMinute: Int, now: @escaping @Sendable () -> Duration = RateLimiter.monotonicNow) {
+    init(
+        perMinute: Int, subject: String = "registrations",
+        now: @escaping @Sendable () -> Duration = RateLimiter.monotonicNow
+    ) {
+        self.subject = subject
         capacity = Double(max(1, perMinute))
         perSecond = capacity / 60
         self.now = now
@@ -50,7 +57,7 @@ final class RateLimiter: Sendable {
             let retryAfter = max(1, Int(wait.rounded(.up)))
             throw APIError(
                 .tooManyRequests, reason: "rateLimited",
-                "Too many registrations from this address: try again in \(retryAfter) s.",
+                "Too many \(subject) from this address: try again in \(retryAfter) s.",
                 headers: [.retryAfter: String(retryAfter)])
         }
     }

@@ -20,6 +20,14 @@ components:
       type: http
       scheme: bearer
       description: An API key from `herald keys create` (stored hashed). Scopes `send`, `admin`, `register`.
+    consoleSession:
+      type: apiKey
+      in: cookie
+      name: herald_session
+      description: >
+        A console session (docs/console.md) authenticates /api/ calls like a key with the admin and send scopes;
+        a call that changes something must also carry the session's CSRF token in X-Herald-CSRF (else 403
+        csrfTokenMissing).
     registrationKey:
       type: apiKey
       in: header
@@ -219,6 +227,33 @@ components:
           type: string
           enum: [removed, kept, environmentCorrected]
           description: What the server did to the registry (in the answer of an inline send only).
+    DryRun:
+      type: object
+      description: What POST /api/send?dryRun=true answers; nothing was sent or recorded.
+      required: [dryRun, target, summary, targetCount, background, notifications]
+      properties:
+        dryRun: { type: boolean, const: true }
+        target: { type: string, description: The target in words. }
+        summary: { type: string, description: The notification in words (no alert text). }
+        targetCount: { type: integer, minimum: 0, description: The devices the send would go to now. }
+        background:
+          type: boolean
+          description: Whether the send would run as a background job (more than HERALD_INLINE_SEND_LIMIT devices).
+        notifications:
+          type: array
+          description: One per variant, the default first, then one per language of localizations.
+          items:
+            type: object
+            required: [headers, payload, payloadBytes, payloadLimit]
+            properties:
+              language: { type: string, description: Absent for the default variant. }
+              headers:
+                type: object
+                description: The APNs headers (apns-push-type, apns-topic, apns-priority, apns-expiration, apns-collapse-id; apns-id is per device).
+                additionalProperties: { type: string }
+              payload: { type: object, description: The exact JSON payload. }
+              payloadBytes: { type: integer, minimum: 0 }
+              payloadLimit: { type: integer, description: "APNs's limit for the push type: 4096, or 5120 for VoIP." }
     Send:
       type: object
       required: [id, status, target, summary, counts, createdAt, updatedAt]
@@ -282,8 +317,15 @@ paths:
       summary: Send a notification to a token, tokens, a user, a tag or every device of an app.
       description: >
         Validated first. A target of at most HERALD_INLINE_SEND_LIMIT devices is sent while the request waits and
-        answered with every outcome; a larger one is queued as a durable background job (202).
-      security: [{ apiKey: [send] }]
+        answered with every outcome; a larger one is queued as a durable background job (202). With
+        ?dryRun=true the same validation runs and the answer is the DryRun (target count, payloads, headers), or
+        exactly the error the send would answer; nothing is sent or recorded.
+      security: [{ apiKey: [send] }, { consoleSession: [] }]
+      parameters:
+        - name: dryRun
+          in: query
+          schema: { type: boolean }
+          description: true validates and previews without sending; false (or absent) sends.
       requestBody:
         required: true
         content:
@@ -291,10 +333,13 @@ paths:
             schema: { $ref: "#/components/schemas/SendRequest" }
       responses:
         "200":
-          description: Sent; per-device outcomes.
+          description: Sent, with per-device outcomes; or, for a dry run, what would be sent.
           content:
             application/json:
-              schema: { $ref: "#/components/schemas/Send" }
+              schema:
+                oneOf:
+                  - { $ref: "#/components/schemas/Send" }
+                  - { $ref: "#/components/schemas/DryRun" }
         "202":
           description: Queued; follow Location.
           headers:
@@ -313,7 +358,7 @@ paths:
   /api/sends/{id}:
     get:
       summary: A send's status, counts and one page of outcomes.
-      security: [{ apiKey: [send] }]
+      security: [{ apiKey: [send] }, { consoleSession: [] }]
       parameters:
         - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
         - { $ref: "#/components/parameters/after" }

@@ -192,6 +192,37 @@ package enum StoreSchema {
                 $body$
                 """
             ]),
+        Migration(
+            version: 6, name: "console: sessions, one-time sign-in links, and the indexes of its pages",
+            statements: [
+                // Only the SHA-256 of a session id is stored: reading the table does not sign anyone in.
+                """
+                CREATE TABLE console_sessions (
+                    id_hash TEXT NOT NULL PRIMARY KEY,
+                    csrf_token TEXT NOT NULL,
+                    api_key_id TEXT,
+                    created_at BIGINT NOT NULL,
+                    last_seen_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX console_sessions_last_seen ON console_sessions (last_seen_at)",
+                """
+                CREATE TABLE console_sign_in_links (
+                    token_hash TEXT NOT NULL PRIMARY KEY,
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    used_at BIGINT
+                )
+                """,
+                // New devices per day (overview).
+                "CREATE INDEX devices_created_at ON devices (created_at)",
+                // The sends list, newest first, and the overview's sends per day.
+                "CREATE INDEX sends_created ON sends (created_at, id)",
+                // A device's deliveries.
+                "CREATE INDEX send_outcomes_token_at ON send_outcomes (token, at)",
+                // Rejection reasons of the last days: rejections are few among outcomes, so the index stays small.
+                "CREATE INDEX send_outcomes_rejected_at ON send_outcomes (at) WHERE outcome = 'rejected'",
+            ]),
     ]
 
     /// The highest version this build knows.

@@ -46,7 +46,7 @@ public enum StoreConformance {
     }
 
     /// Every case.
-    public static var cases: [Case] { tokenCases + deliveryCases + keyCases + lifecycleCases }
+    public static var cases: [Case] { tokenCases + deliveryCases + keyCases + lifecycleCases + consoleCases }
 
     /// Runs one case on a fresh database: opens a store, runs and migrates it, runs the case, then cleans up.
     public static func run(_ check: Case, on fixture: StoreFixture) async throws {

@@ -1,0 +1,43 @@
+// A send's page: while the send is queued or running, polls GET /api/sends/{id} and moves the progress bar.
+"use strict";
+(function () {
+  const panel = document.getElementById("send-progress");
+  if (!panel) return;
+  const id = panel.dataset.send;
+  const $ = (name) => document.getElementById(name);
+
+  async function poll() {
+    let send;
+    try {
+      const response = await fetch("/api/sends/" + encodeURIComponent(id) + "?limit=1", { credentials: "same-origin" });
+      if (!response.ok) { $("send-live").textContent = "Progress unavailable (" + response.status + ")."; return; }
+      send = await response.json();
+    } catch (e) {
+      $("send-live").textContent = "Progress unavailable: retrying…";
+      setTimeout(poll, 2000);
+      return;
+    }
+    const counts = send.counts;
+    const done = counts.accepted + counts.rejected + counts.failed;
+    const total = send.targetCount || done || 1;
+    const percent = Math.min(100, Math.floor((done * 100) / total));
+    $("send-bar").max = total;
+    $("send-bar").value = done;
+    $("send-bar").textContent = percent + " %";
+    $("send-percent").textContent = percent + " %";
+    $("send-done").textContent = done + " of " + total + " devices";
+    $("count-accepted").textContent = counts.accepted;
+    $("count-rejected").textContent = counts.rejected;
+    $("count-failed").textContent = counts.failed;
+    $("send-status").textContent = send.status;
+    $("send-status").className = "status-" + send.status;
+    panel.dataset.status = send.status;
+    if (send.status === "queued" || send.status === "running") {
+      setTimeout(poll, 1000);
+    } else {
+      $("send-live").textContent = "The send is " + send.status + ". Reload for the outcomes by reason and device.";
+    }
+  }
+
+  if (panel.dataset.status === "queued" || panel.dataset.status === "running") poll();
+})();

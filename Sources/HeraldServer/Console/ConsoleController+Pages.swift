@@ -1,0 +1,424 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import Hummingbird
+import Logging
+
+extension ConsoleController {
+    private static let day: TimeInterval = 86_400
+
+    // MARK: Overview
+
+    @Sendable func overview(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        let now = clock.now()
+        let today = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / Self.day).rounded(.down) * Self.day)
+        async let devices = store.deviceStatistics()
+        async let lastDay = store.sendStatistics(since: now.addingTimeInterval(-Self.day), reasons: 5)
+        async let lastWeek = store.sendStatistics(since: now.addingTimeInterval(-7 * Self.day), reasons: 6)
+        async let newDevices = store.newDevicesPerDay(since: today.addingTimeInterval(-13 * Self.day))
+        async let perDay = store.sendsPerDay(since: today.addingTimeInterval(-6 * Self.day))
+        let statistics = try await devices
+        let day = try await lastDay
+        let week = try await lastWeek
+
+        let newByDay = Dictionary(try await newDevices.map { ($0.day, $0.count) }, uniquingKeysWith: +)
+        let sendsByDay = Dictionary(try await perDay.map { ($0.day, $0.counts) }, uniquingKeysWith: { a, _ in a })
+        let fortnight = (0..<14).map { today.addingTimeInterval(Double($0 - 13) * Self.day) }
+        let sevenDays = fortnight.suffix(7)
+        let outcomeSeries = [
+            ConsoleCharts.Series(name: "accepted", style: 1), ConsoleCharts.Series(name: "rejected", style: 2),
+            ConsoleCharts.Series(name: "failed", style: 3),
+        ]
+        func figures(_ statistics: SendStatistics) -> [String: Any] {
+            [
+                "sends": statistics.sends, "accepted": statistics.counts.accepted,
+                "rejected": statistics.counts.rejected, "removed": statistics.removed,
+            ]
+        }
+        func outcomes(_ statistics: SendStatistics, _ label: String) -> String {
+            ConsoleCharts.bars(
+                [
+                    Tally("accepted", statistics.counts.accepted), Tally("rejected", statistics.counts.rejected),
+                    Tally("failed", statistics.counts.failed), Tally("tokens removed", statistics.removed),
+                ], label: label)
+        }
+        let deviceCharts: [[String: Any]] = [
+            ("by-app", "Devices by app", statistics.byTopic, "unknown"),
+            ("by-environment", "Devices by environment", statistics.byEnvironment, "unknown"),
+            ("by-kind", "Devices by token kind", statistics.byTokenKind, "unknown"),
+            ("by-platform", "Devices by platform", statistics.byPlatform, "not reported"),
+        ].map { id, title, tallies, empty in
+            ["id": id, "title": title, "svg": ConsoleCharts.bars(tallies, label: title, emptyName: empty)]
+        }
+        let data: [String: Any] = [
+            "devices": statistics.total,
+            "noDevices": statistics.total == 0,
+            "emptyDevices": emptyDevices(request),
+            "day": figures(day), "week": figures(week),
+            "deviceCharts": deviceCharts,
+            "newDevicesChart": ConsoleCharts.days(
+                fortnight.map { ($0, [newByDay[$0] ?? 0]) }, series: [.init(name: "new devices", style: 1)],
+                label: "New devices per day over the last 14 days"),
+            "sendsChart": ConsoleCharts.days(
+                sevenDays.map { date in
+                    let counts = sendsByDay[date] ?? OutcomeCounts()
+                    return (date, [counts.accepted, counts.rejected, counts.failed])
+                }, series: outcomeSeries, label: "Accepted, rejected and failed notifications per day, last 7 days"),
+            "dayChart": outcomes(day, "Outcomes of the last 24 hours"),
+            "weekChart": outcomes(week, "Outcomes of the last 7 days"),
+            "hasReasons": !week.topReasons.isEmpty,
+            "reasons": week.topReasons.map(\.name),
+            "reasonsChart": ConsoleCharts.bars(week.topReasons, label: "Top rejection reasons of the last 7 days"),
+        ]
+        return renderer.page("overview", title: "Overview", section: .overview, data: data, context: context)
+    }
+
+    // MARK: Compose
+
+    @Sendable func compose(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        let token = try request.queryParameter("token").flatMap { try? DeviceToken(hex: $0) }?.hex
+        let kind = token == nil ? "user" : "token"
+        let data: [String: Any] = [
+            "apps": appIDs, "firstApp": appIDs.first ?? "",
+            "pushTypes": APNSPushType.allCases.filter { $0 != .mdm }.map(\.rawValue),
+            "kindToken": kind == "token", "kindUser": kind == "user", "kindTag": false, "kindTopic": false,
+            "targetValue": token ?? "", "testToken": token ?? "",
+            "title": token == nil ? "" : "Test from the Herald console",
+            "body": token == nil ? "" : "If you can read this, pushes reach this device.",
+        ]
+        return renderer.page(
+            "compose", title: "Compose", section: .compose, data: data, context: context, scripts: ["compose.js"])
+    }
+
+    // MARK: Sends
+
+    @Sendable func sends(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        var cursor: SendListCursor?
+        if let after = try request.queryParameter("after"), !after.isEmpty {
+            guard let parsed = SendListCursor(after) else {
+                throw APIError.invalidField("after", "use the link of the previous page")
+            }
+            cursor = parsed
+        }
+        let page = try await store.recentSends(after: cursor, limit: 25)
+        let rows: [[String: Any]] = page.sends.map { send in
+            var row = Self.progress(send)
+            row["id"] = send.id.description
+            row["createdAt"] = Self.display(send.createdAt)
+            row["target"] = send.target
+            row["summary"] = send.summary
+            row["status"] = send.status.rawValue
+            return row
+        }
+        var data: [String: Any] = ["sends": rows, "hasSends": !rows.isEmpty]
+        if let next = page.next { data["next"] = "/console/sends?after=\(next)" }
+        return renderer.page("sends", title: "Sends", section: .sends, data: data, context: context)
+    }
+
+    /// A send's counts and progress, for templates.
+    static func progress(_ send: SendRecord) -> [String: Any] {
+        let done = send.counts.total
+        let total = max(send.targetCount ?? done, done)
+        return [
+            "done": done, "total": max(total, 1), "percent": total == 0 ? 100 : done * 100 / total,
+            "accepted": send.counts.accepted, "rejected": send.counts.rejected, "failed": send.counts.failed,
+        ]
+    }
+
+    @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        guard let id = context.parameters.get("id").flatMap(SendID.init), let send = try await store.send(id) else {
+            throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
+        }
+        var cursor: OutcomeCursor?
+        if let after = try request.queryParameter("after"), !after.isEmpty { cursor = OutcomeCursor(after) }
+        async let groups = store.outcomeGroups(of: id)
+        async let page = store.outcomes(of: id, after: cursor, limit: 50)
+        var data = Self.progress(send)
+        data["id"] = send.id.description
+        data["target"] = send.target
+        data["summary"] = send.summary
+        data["status"] = send.status.rawValue
+        data["createdAt"] = Self.display(send.createdAt)
+        if let message = send.message { data["message"] = message }
+        let groupRows: [[String: Any]] = try await groups.map { group in
+            [
+                "kind": group.kind, "reason": group.reason ?? "—", "count": group.count,
+                "action": group.action.map(Self.describe) ?? "—",
+            ]
+        }
+        data["groups"] = groupRows
+        data["hasGroups"] = !groupRows.isEmpty
+        let outcomes = try await page
+        let outcomeRows: [[String: Any]] = outcomes.outcomes.map { outcome in
+            [
+                "token": outcome.token.hex, "suffix": String(outcome.token.hex.suffix(8)),
+                "environment": outcome.environment.name, "status": outcome.result.kind,
+                "detail": Self.detail(outcome), "at": Self.display(outcome.at),
+            ]
+        }
+        data["outcomes"] = outcomeRows
+        data["hasOutcomes"] = !outcomeRows.isEmpty
+        if let next = outcomes.next { data["next"] = "/console/sends/\(id)?after=\(next)" }
+        if cursor != nil { data["first"] = "/console/sends/\(id)" }
+        return renderer.page(
+            "send", title: "Send to \(send.target)", section: .sends, data: data, context: context,
+            scripts: ["send.js"])
+    }
+
+    static func describe(_ action: DeliveryOutcome.Action) -> String {
+        switch action {
+        case .removed: "token removed from sends"
+        case .kept: "token kept (registered again after APNs's answer)"
+        case .environmentCorrected: "environment corrected"
+        }
+    }
+
+    /// An outcome's detail in words: the apns-id, the reason and what Herald did, or the failure.
+    static func detail(_ outcome: DeliveryOutcome) -> String {
+        var text: String
+        switch outcome.result {
+        case .accepted(let apnsID): text = "apns-id \(apnsID.headerValue)"
+        case .rejected(let status, let reason, _): text = "\(status) \(reason.rawValue)"
+        case .failed(let message): text = message
+        }
+        if let action = outcome.action { text += "; " + describe(action) }
+        return text
+    }
+
+    // MARK: Devices
+
+    @Sendable func devices(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        let search = (try request.queryParameter("q") ?? "").trimmingCharacters(in: .whitespaces)
+        let user = (try request.queryParameter("user") ?? "").trimmingCharacters(in: .whitespaces)
+        let tag = (try request.queryParameter("tag") ?? "").trimmingCharacters(in: .whitespaces)
+        let app = try request.queryParameter("app").flatMap { appIDs.contains($0) ? $0 : nil } ?? appIDs.first ?? ""
+        var data: [String: Any] = [
+            "q": search, "user": user, "tag": tag,
+            "apps": appIDs.map { ["name": $0, "selected": $0 == app] as [String: Any] },
+        ]
+        if let removed = try request.queryParameter("removed") {
+            data["notice"] = "Device …\(removed) removed: it gets no pushes until its app registers it again."
+        }
+        var found: [DeviceRegistration] = []
+        var description: String
+        let filtered = !search.isEmpty || !user.isEmpty || !tag.isEmpty
+        if !search.isEmpty {
+            let hex = search.lowercased().filter { !" <>".contains($0) }
+            guard hex.count >= 4, hex.count <= 1024, hex.allSatisfy(\.isHexDigit) else {
+                data["error"] = "Search a token by at least 4 of its hex digits, such as its last 8."
+                return renderer.page("devices", title: "Devices", section: .devices, data: data, context: context)
+            }
+            found = try await store.devices(withTokenSuffix: hex, limit: 50)
+            description = "Tokens ending in \(hex)"
+        } else {
+            var query: DeviceQuery
+            if !user.isEmpty {
+                query = .user(user)
+                description = "Devices of user \(user)"
+            } else if !tag.isEmpty {
+                query = .tag(tag)
+                description = "Devices tagged \(tag)"
+            } else {
+                query = .topic(app)
+                description = "Devices of \(app)"
+            }
+            query = query.inTopic(app).includingInvalidated()
+            var cursor: DeviceCursor?
+            if let after = try request.queryParameter("after"), !after.isEmpty { cursor = DeviceCursor(after) }
+            let page = try await store.devices(matching: query, after: cursor, limit: 50)
+            found = page.devices
+            if let next = page.next {
+                var components = URLComponents()
+                components.path = "/console/devices"
+                components.queryItems = [
+                    URLQueryItem(name: "user", value: user), URLQueryItem(name: "tag", value: tag),
+                    URLQueryItem(name: "app", value: app), URLQueryItem(name: "after", value: next.description),
+                ]
+                data["next"] = components.string
+            }
+        }
+        data["description"] = description
+        data["rows"] = found.map(Self.row)
+        data["hasRows"] = !found.isEmpty
+        if found.isEmpty {
+            if filtered {
+                data["searchedNothing"] = true
+            } else {
+                data["noDevices"] = true
+                data["emptyDevices"] = emptyDevices(request)
+            }
+        }
+        return renderer.page("devices", title: "Devices", section: .devices, data: data, context: context)
+    }
+
+    /// A registration as a table row.
+    static func row(_ device: DeviceRegistration) -> [String: Any] {
+        let registration = device.registration
+        return [
+            "token": registration.token.hex, "suffix": String(registration.token.hex.suffix(8)),
+            "topic": registration.topic, "environment": registration.environment.name,
+            "kind": registration.tokenKind.name, "platform": registration.platform?.name ?? "—",
+            "user": registration.userID ?? "—", "tags": registration.tags.joined(separator: ", "),
+            "registeredAt": display(device.registeredAt), "active": device.isActive,
+        ]
+    }
+
+    private func deviceToken(_ context: ServerRequestContext) throws -> DeviceToken {
+        guard let hex = context.parameters.get("token"), let token = try? DeviceToken(hex: hex) else {
+            throw APIError(.notFound, reason: "unknownToken", "There is no such device: search for it by token.")
+        }
+        return token
+    }
+
+    @Sendable func device(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        let token = try deviceToken(context)
+        guard let device = try await store.device(token) else {
+            throw APIError(
+                .notFound, reason: "unknownToken",
+                "No device has this token: it was never registered, or it was removed.")
+        }
+        let deliveries = try await store.deliveries(to: token, limit: 50)
+        var data = Self.row(device)
+        let registration = device.registration
+        data["languages"] = registration.preferredLanguages.joined(separator: ", ")
+        data["appVersion"] = registration.appVersion ?? "—"
+        data["installation"] = registration.installationID?.uuidString.lowercased() ?? "—"
+        data["createdAt"] = Self.display(device.createdAt)
+        data["deliveries"] = deliveries.map { delivery -> [String: Any] in
+            [
+                "at": Self.display(delivery.outcome.at), "sendID": delivery.sendID.description,
+                "target": delivery.target, "summary": delivery.summary, "status": delivery.outcome.result.kind,
+                "detail": Self.detail(delivery.outcome),
+            ]
+        }
+        data["hasDeliveries"] = !deliveries.isEmpty
+        var removals: [[String: Any]] = deliveries.compactMap { delivery in
+            guard delivery.outcome.action != nil else { return nil }
+            return [
+                "at": Self.display(delivery.outcome.at),
+                "what": "\(Self.detail(delivery.outcome)) (send to \(delivery.target))",
+            ]
+        }
+        if let invalidation = device.invalidation {
+            removals.insert(
+                [
+                    "at": Self.display(invalidation.recordedAt),
+                    "what": "removed from sends after APNs answered \(invalidation.reason.rawValue)"
+                        + (invalidation.apnsTimestamp.map { " (APNs timestamp \(Self.display($0)))" } ?? ""),
+                ], at: 0)
+        }
+        data["removals"] = removals
+        data["hasRemovals"] = !removals.isEmpty
+        return renderer.page(
+            "device", title: "Device …\(token.hex.suffix(8))", section: .devices, data: data, context: context)
+    }
+
+    @Sendable func removeDevice(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        _ = try await ConsoleForm.read(request, session: session)
+        let token = try deviceToken(context)
+        _ = try await store.remove(token)
+        context.logger.notice("Console removed a device", metadata: [LogKey.tokenSuffix: "\(token.redacted)"])
+        return Self.redirect("/console/devices?removed=\(token.hex.suffix(8))")
+    }
+
+    // MARK: API keys
+
+    @Sendable func keys(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        var data: [String: Any] = [:]
+        if try request.queryParameter("revoked") != nil { data["notice"] = "The key was revoked: it no longer works." }
+        return try await keysPage(data, context: context)
+    }
+
+    private func keysPage(
+        _ extra: [String: Any], context: ServerRequestContext, status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let keys = try await store.apiKeys().reversed().map { key -> [String: Any] in
+            [
+                "id": key.id.uuidString.lowercased(), "name": key.name, "prefix": key.prefix.isEmpty ? "—" : key.prefix,
+                "scopes": key.scopes.sorted().map(\.rawValue).joined(separator: ", "),
+                "createdAt": Self.display(key.createdAt), "active": key.isActive,
+                "revokedAt": Self.display(key.revokedAt), "csrf": context.consoleSession?.csrfToken ?? "",
+            ]
+        }
+        var data = extra
+        data["keys"] = keys
+        data["hasKeys"] = !keys.isEmpty
+        return renderer.page("keys", title: "API keys", section: .keys, data: data, context: context, status: status)
+    }
+
+    @Sendable func createKey(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        let form = try await ConsoleForm.read(request, session: session)
+        let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
+        let scopes = Set(form.all("scope").compactMap { value in APIKeyScope.known.first { $0.rawValue == value } })
+        guard !name.isEmpty, name.utf8.count <= 200, !TextRules.hasControlCharacter(name) else {
+            return try await keysPage(
+                ["error": "A key needs a name of 1 to 200 bytes, such as “backend”."], context: context,
+                status: .badRequest)
+        }
+        guard !scopes.isEmpty else {
+            return try await keysPage(
+                ["error": "Give the key at least one scope."], context: context, status: .badRequest)
+        }
+        let created = try await store.createAPIKey(name: name, scopes: scopes, at: clock.now())
+        context.logger.notice(
+            "Console created an API key", metadata: [LogKey.apiKey: "\(created.key.name) \(created.key.prefix)…"])
+        return try await keysPage(
+            ["created": ["name": created.key.name, "secret": created.secret.value]], context: context,
+            status: .created)
+    }
+
+    @Sendable func revokeKey(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        _ = try await ConsoleForm.read(request, session: session)
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
+            throw APIError(.notFound, reason: "unknownAPIKey", "There is no such API key: pick one from the list.")
+        }
+        _ = try await store.revokeAPIKey(id)
+        keys.forget(id)
+        context.logger.notice("Console revoked an API key", metadata: [LogKey.apiKey: "\(id)"])
+        return Self.redirect("/console/keys?revoked=1")
+    }
+
+    // MARK: Emulator
+
+    @Sendable func emulatorInboxes(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        guard let emulator else {
+            throw APIError(
+                .notFound, reason: "noEmulator", "This server sends to APNs, not to the in-process emulator.")
+        }
+        let search = (try request.queryParameter("q") ?? "").lowercased().filter(\.isHexDigit)
+        let matching = emulator.devices().filter { search.isEmpty || $0.token.hex.hasSuffix(search) }
+            .sorted { $0.token.hex < $1.token.hex }
+        let shown = matching.prefix(20)
+        let devices: [[String: Any]] = shown.map { device in
+            let entries = ((try? emulator.inbox(for: device.token)) ?? []).reversed()
+            let rows: [[String: Any]] = entries.prefix(10).map { entry in
+                [
+                    "receivedAt": Self.display(entry.receivedAt), "pushType": entry.pushType ?? "—",
+                    "payload": entry.payloadString,
+                ]
+            }
+            return [
+                "suffix": String(device.token.hex.suffix(8)), "environment": device.environment.name,
+                "count": entries.count, "entries": rows, "hasEntries": !rows.isEmpty,
+            ]
+        }
+        var data: [String: Any] = ["q": search, "devices": devices, "hasDevices": !devices.isEmpty]
+        if matching.count > shown.count {
+            data["more"] = "Showing 20 of \(matching.count) virtual devices: search by the last digits of a token."
+        }
+        return renderer.page("emulator", title: "Emulator", section: .emulator, data: data, context: context)
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// The web console under `/console`: server-rendered pages over the store, signed in with an `admin` API key or the
+/// one-time link a fresh server prints (docs/console.md).
+///
+/// Every page reads through the ``HeraldStore/Store`` interface with bounded, paged queries. Pages that change
+/// something are forms posted with the session's CSRF token (``ConsoleForm``); the compose page and a send's
+/// progress call the API itself with the session cookie and `X-Herald-CSRF` (``ConsoleSessionMiddleware``).
+struct ConsoleController: Sendable {
+    let store: any Store
+    /// Told of revocations, so a revoked key stops working at once.
+    let keys: APIKeyVerifier
+    let authority: ConsoleAuthority
+    let renderer: ConsoleRenderer
+    /// The apps' bundle ids, in configuration order.
+    let appIDs: [String]
+    let emulator: APNSEmulator?
+    let clock: any WallClock
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        router.get("/console/assets/{name}", use: asset)
+        router.get("/console/sign-in", use: signInForm)
+        router.post("/console/sign-in", use: signIn)
+        router.get("/console/sign-in/{token}", use: signInWithLink)
+        router.post("/console/sign-out", use: signOut)
+        router.get("/console", use: overview)
+        router.get("/console/compose", use: compose)
+        router.get("/console/sends", use: sends)
+        router.get("/console/sends/{id}", use: send)
+        router.get("/console/devices", use: devices)
+        router.get("/console/devices/{token}", use: device)
+        router.post("/console/devices/{token}/remove", use: removeDevice)
+        router.get("/console/keys", use: keys)
+        router.post("/console/keys", use: createKey)
+        router.post("/console/keys/{id}/revoke", use: revokeKey)
+        router.get("/console/emulator", use: emulatorInboxes)
+    }
+
+    // MARK: Assets
+
+    @Sendable func asset(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let name = context.parameters.get("name"), let response = renderer.asset(name) else {
+            throw HTTPError(.notFound)
+        }
+        return response
+    }
+
+    // MARK: Sign-in
+
+    @Sendable func signInForm(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        // No redirect when a session cookie is present: a planted session must not capture the person signing in.
+        signInPage(error: nil, status: .ok, request: request, context: context)
+    }
+
+    private func signInPage(
+        error: String?, status: HTTPResponse.Status, request: Request, context: ServerRequestContext
+    ) -> Response {
+        let token = ConsoleAuthority.randomToken()
+        var headers = HTTPFields()
+        headers[.setCookie] =
+            "\(ConsoleAuthority.signInCookie)=\(token); Path=/console/sign-in; HttpOnly; SameSite=Strict"
+            + (ConsoleAuthority.isSecure(request) ? "; Secure" : "")
+        var data: [String: Any] = ["formToken": token]
+        if let error { data["error"] = error }
+        return renderer.page(
+            "sign-in", title: "Sign in", section: nil, data: data, context: context, status: status, headers: headers)
+    }
+
+    @Sendable func signIn(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try authority.limiter.admit(Self.client(context))
+        let form = try await ConsoleForm.read(request)
+        guard let cookie = ConsoleAuthority.cookie(ConsoleAuthority.signInCookie, in: request),
+            ConsoleAuthority.matches(form[ConsoleAuthority.csrfField], cookie)
+        else {
+            throw ConsoleForm.csrfRefused
+        }
+        let secret = (form["key"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard !secret.isEmpty, secret.utf8.count <= 512, let key = try await store.apiKey(forSecret: secret),
+            key.allows(.admin)
+        else {
+            context.logger.notice("Console sign-in refused", metadata: [LogKey.path: "/console/sign-in"])
+            return signInPage(
+                error:
+                    "That key is unknown, revoked, or lacks the admin scope: use a key made with herald keys create <name> --scope admin.",
+                status: .unauthorized, request: request, context: context)
+        }
+        let cookieValue = try await authority.open(for: key, replacing: request)
+        context.logger.info("Console sign-in", metadata: [LogKey.apiKey: "\(key.name) \(key.prefix)…"])
+        var response = Self.redirect("/console")
+        response.headers.append(HTTPField(name: .setCookie, value: cookieValue))
+        response.headers.append(
+            HTTPField(
+                name: .setCookie,
+                value: "\(ConsoleAuthority.signInCookie)=; Path=/console/sign-in; Max-Age=0; HttpOnly; SameSite=Strict"))
+        return response
+    }
+
+    @Sendable func signInWithLink(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        try authority.limiter.admit(Self.client(context))
+        guard try await authority.consumeSignInLink(context.parameters.get("token") ?? "") else {
+            context.logger.notice("Console sign-in link refused: used, expired or unknown")
+            return signInPage(
+                error:
+                    "This sign-in link was used already or has expired: sign in with an admin API key (herald keys create <name> --scope admin), or restart herald serve for a new link while no admin key exists.",
+                status: .unauthorized, request: request, context: context)
+        }
+        let cookieValue = try await authority.open(for: nil, replacing: request)
+        context.logger.notice("Console sign-in with the one-time link")
+        var response = Self.redirect("/console")
+        response.headers.append(HTTPField(name: .setCookie, value: cookieValue))
+        return response
+    }
+
+    @Sendable func signOut(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        _ = try await ConsoleForm.read(request, session: session)
+        let cookieValue = try await authority.close(request)
+        var response = Self.redirect("/console/sign-in")
+        response.headers.append(HTTPField(name: .setCookie, value: cookieValue))
+        return response
+    }
+
+    // MARK: Helpers
+
+    /// `303 See Other` to a path of the console.
+    static func redirect(_ path: String) -> Response {
+        Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
+    }
+
+    /// The rate limit's key for a client: its address.
+    static func client(_ context: ServerRequestContext) -> String {
+        context.remoteAddress?.ipAddress ?? "local"
+    }
+
+    /// A time as pages show it: `2026-01-01 09:41:00 UTC`.
+    static func display(_ date: Date?) -> String {
+        guard let date else { return "" }
+        let text = date.formatted(.iso8601)
+        return text.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC")
+    }
+
+    /// The curl line an app's registration amounts to, with the host the browser used.
+    static func registrationExample(_ request: Request) -> String {
+        let scheme = ConsoleAuthority.isSecure(request) ? "https" : "http"
+        let host = request.head.authority ?? "127.0.0.1:8080"
+        return """
+            curl -X POST \(scheme)://\(host)/api/token -H 'Content-Type: application/json' \\
+              -d '{"token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9", "debug": true, "userId": "alice"}'
+            """
+    }
+
+    /// The empty state of the device lists.
+    func emptyDevices(_ request: Request) -> String {
+        renderer.fragment("empty-devices", ["curl": Self.registrationExample(request)])
+    }
+}
+
+/// A form posted by a console page: URL-encoded fields, checked for the session's CSRF token.
+struct ConsoleForm {
+    private let fields: [(name: String, value: String)]
+
+    /// The largest form a console page posts.
+    static let maximumBytes = 16 * 1024
+
+    static let csrfRefused = APIError(
+        .forbidden, reason: "csrfTokenMissing",
+        "This form was not sent by a console page of your session, or the page is out of date: reload it and try again.")
+
+    /// Reads the body; with a session, refuses it (`403 csrfTokenMissing`) unless it carries the session's token.
+    static func read(_ request: Request, session: ConsoleSession? = nil) async throws -> ConsoleForm {
+        let bytes = try await request.bodyBytes(limit: maximumBytes)
+        let form = ConsoleForm(urlEncoded: String(decoding: bytes, as: UTF8.self))
+        if let session, !ConsoleAuthority.matches(form[ConsoleAuthority.csrfField], session.csrfToken) {
+            throw csrfRefused
+        }
+        return form
+    }
+
+    init(urlEncoded text: String) {
+        fields = text.split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decode(_ part: Substring) -> String {
+                let spaced = part.replacingOccurrences(of: "+", with: " ")
+                return spaced.removingPercentEncoding ?? spaced
+            }
+            return (decode(parts[0]), parts.count > 1 ? decode(parts[1]) : "")
+        }
+    }
+
+    /// The first value of a field.
+    subscript(name: String) -> String? { fields.first { $0.name == name }?.value }
+
+    /// Every value of a field (checkboxes).
+    func all(_ name: String) -> [String] { fields.filter { $0.name == name }.map(\.value) }
+}

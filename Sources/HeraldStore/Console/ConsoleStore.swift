@@ -1,0 +1,60 @@
+public import Foundation
+public import HeraldCore
+
+/// What the web console reads and keeps: its sign-in sessions and one-time sign-in links, and the summaries and
+/// paged lists its pages show.
+///
+/// Every list is bounded by a limit and, where it pages, keyset-paged over an index (migration 6 adds them), so a page
+/// costs the same with a million devices. Methods throw ``StoreError`` (or `CancellationError`).
+public protocol ConsoleStore: Sendable {
+    /// Stores a new session.
+    /// - Throws: ``StoreError`` `.invalidRecord` when a session with that id exists.
+    func createConsoleSession(_ session: ConsoleSession) async throws
+
+    /// The session with an id hash, or `nil` when there is none, or when the API key it was opened with has been
+    /// revoked since (revoking a key signs its sessions out).
+    func consoleSession(idHash: String) async throws -> ConsoleSession?
+
+    /// Records activity on a session, which moves its idle expiry.
+    func touchConsoleSession(idHash: String, at date: Date) async throws
+
+    /// Deletes a session (sign-out, expiry).
+    /// - Returns: `false` when there was no such session.
+    func deleteConsoleSession(idHash: String) async throws -> Bool
+
+    /// Deletes the sessions last seen before a moment.
+    /// - Returns: How many were deleted.
+    func deleteConsoleSessions(lastSeenBefore date: Date) async throws -> Int
+
+    /// Stores a one-time sign-in link's token hash, usable until `expiresAt`.
+    func createSignInLink(tokenHash: String, expiresAt: Date) async throws
+
+    /// Uses a one-time sign-in link: succeeds once, before it expires, across every instance on the database.
+    /// - Returns: `false` when the link is unknown, used already or expired.
+    func consumeSignInLink(tokenHash: String, at date: Date) async throws -> Bool
+
+    /// The active devices counted by app, environment, token kind and platform.
+    func deviceStatistics() async throws -> DeviceStatistics
+
+    /// Devices first registered on each UTC day since a moment (days without one are left out), oldest first.
+    func newDevicesPerDay(since date: Date) async throws -> [DayCount]
+
+    /// Sends created since a moment, with their outcome counts, removals and most frequent rejection reasons.
+    /// - Parameter reasons: How many rejection reasons to return at most.
+    func sendStatistics(since date: Date, reasons: Int) async throws -> SendStatistics
+
+    /// Sends created on each UTC day since a moment, with their outcome counts, oldest first.
+    func sendsPerDay(since date: Date) async throws -> [DaySends]
+
+    /// One page of sends, newest first, starting after a cursor.
+    func recentSends(after cursor: SendListCursor?, limit: Int) async throws -> SendListPage
+
+    /// A send's outcomes counted by kind, reason and action, largest group first.
+    func outcomeGroups(of id: SendID) async throws -> [OutcomeGroup]
+
+    /// A device's latest delivery outcomes, newest first, with the sends they belong to.
+    func deliveries(to token: DeviceToken, limit: Int) async throws -> [DeviceDelivery]
+
+    /// Registrations, active or invalidated, whose token ends with the given lowercase hex digits, in token order.
+    func devices(withTokenSuffix suffix: String, limit: Int) async throws -> [DeviceRegistration]
+}

@@ -1,0 +1,285 @@
+package import Foundation
+package import HeraldCore
+
+/// The console's statements, for both backends (see ``StoreSQL``).
+extension StoreSQL {
+    /// A UTC day in stored microseconds.
+    private static let dayMicroseconds: Int64 = 86_400_000_000
+
+    // MARK: Sessions
+
+    /// Stores a session.
+    package static func insertConsoleSession(_ session: ConsoleSession, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            """
+            INSERT INTO console_sessions (id_hash, csrf_token, api_key_id, created_at, last_seen_at) \
+            VALUES ($1, $2, $3, $4, $5)
+            """,
+            [
+                .text(session.idHash), .text(session.csrfToken), .textOrNull(session.apiKey?.storedID),
+                .integer(StoreTime.microseconds(session.createdAt)),
+                .integer(StoreTime.microseconds(session.lastSeenAt)),
+            ])
+    }
+
+    /// A session with its API key's columns (``apiKeyColumns``, all `NULL` for a link session); no row when the key
+    /// was revoked.
+    package static func selectConsoleSession(idHash: String, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        let keyColumns = apiKeyColumns.split(separator: ",").map { "k." + $0.trimmingCharacters(in: .whitespaces) }
+        return SQLStatement(
+            dialect,
+            """
+            SELECT s.id_hash, s.csrf_token, s.created_at, s.last_seen_at, s.api_key_id, \
+            \(keyColumns.joined(separator: ", ")) FROM console_sessions s \
+            LEFT JOIN api_keys k ON k.id = s.api_key_id \
+            WHERE s.id_hash = $1 AND (s.api_key_id IS NULL OR (k.id IS NOT NULL AND k.revoked_at IS NULL))
+            """, [.text(idHash)])
+    }
+
+    /// Moves a session's last activity.
+    package static func touchConsoleSession(idHash: String, at date: Date, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect, "UPDATE console_sessions SET last_seen_at = $2 WHERE id_hash = $1",
+            [.text(idHash), .integer(StoreTime.microseconds(date))])
+    }
+
+    /// Deletes a session; returns it when it existed.
+    package static func deleteConsoleSession(idHash: String, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "DELETE FROM console_sessions WHERE id_hash = $1 RETURNING id_hash", [.text(idHash)])
+    }
+
+    /// Deletes the sessions idle since a moment; returns them.
+    package static func deleteConsoleSessions(lastSeenBefore date: Date, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect, "DELETE FROM console_sessions WHERE last_seen_at < $1 RETURNING id_hash",
+            [.integer(StoreTime.microseconds(date))])
+    }
+
+    /// Stores a one-time sign-in link.
+    package static func insertSignInLink(
+        tokenHash: String, expiresAt: Date, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect, "INSERT INTO console_sign_in_links (token_hash, created_at, expires_at) VALUES ($1, $2, $3)",
+            [.text(tokenHash), .integer(StoreTime.microseconds(now)), .integer(StoreTime.microseconds(expiresAt))])
+    }
+
+    /// Marks an unused, unexpired link used; returns it when it was usable. One statement, so two instances cannot
+    /// both use it.
+    package static func consumeSignInLink(tokenHash: String, at date: Date, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE console_sign_in_links SET used_at = $2 \
+            WHERE token_hash = $1 AND used_at IS NULL AND expires_at > $2 RETURNING token_hash
+            """, [.text(tokenHash), .integer(StoreTime.microseconds(date))])
+    }
+
+    // MARK: Overview
+
+    /// Active devices counted by each dimension: rows of (dimension, name, count).
+    package static func deviceStatistics(_ dialect: SQLStatement.Dialect) -> SQLStatement {
+        let dimensions = [
+            ("topic", "topic"), ("environment", "environment"), ("kind", "token_kind"),
+            ("platform", "coalesce(platform, '')"),
+        ]
+        let selects = dimensions.map { name, column in
+            "SELECT '\(name)' AS dimension, \(column) AS name, count(*) AS n FROM devices "
+                + "WHERE invalidated_at IS NULL GROUP BY \(column)"
+        }
+        return SQLStatement(dialect, selects.joined(separator: " UNION ALL ") + " ORDER BY 1, 3 DESC, 2")
+    }
+
+    /// Devices created per day since a moment: rows of (day number, count).
+    package static func newDevicesPerDay(since date: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT created_at / \(dayMicroseconds) AS day, count(*) FROM devices WHERE created_at >= $1 \
+            GROUP BY created_at / \(dayMicroseconds) ORDER BY 1
+            """, [.integer(StoreTime.microseconds(date))])
+    }
+
+    /// Sends since a moment: one row of (sends, accepted, rejected, failed).
+    package static func sendTotals(since date: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT count(*), CAST(coalesce(sum(accepted), 0) AS BIGINT), CAST(coalesce(sum(rejected), 0) AS BIGINT), \
+            CAST(coalesce(sum(failed), 0) AS BIGINT) FROM sends WHERE created_at >= $1
+            """, [.integer(StoreTime.microseconds(date))])
+    }
+
+    /// Rejections since a moment by reason, most frequent first: rows of (reason, count, removed).
+    package static func rejectionReasons(since date: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT coalesce(reason, ''), count(*), \
+            CAST(sum(CASE WHEN action = 'removed' THEN 1 ELSE 0 END) AS BIGINT) \
+            FROM send_outcomes WHERE outcome = 'rejected' AND at >= $1 \
+            GROUP BY coalesce(reason, '') ORDER BY 2 DESC, 1
+            """, [.integer(StoreTime.microseconds(date))])
+    }
+
+    /// Sends per day since a moment: rows of (day number, sends, accepted, rejected, failed).
+    package static func sendsPerDay(since date: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT created_at / \(dayMicroseconds), count(*), CAST(sum(accepted) AS BIGINT), \
+            CAST(sum(rejected) AS BIGINT), CAST(sum(failed) AS BIGINT) FROM sends WHERE created_at >= $1 \
+            GROUP BY created_at / \(dayMicroseconds) ORDER BY 1
+            """, [.integer(StoreTime.microseconds(date))])
+    }
+
+    /// The day a stored day number stands for.
+    package static func day(_ number: Int64) -> Date { StoreTime.date(number * dayMicroseconds) }
+
+    // MARK: Lists
+
+    /// One page of sends, newest first (one row more than the limit).
+    package static func recentSends(after cursor: SendListCursor?, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        guard let cursor else {
+            return SQLStatement(
+                dialect, "SELECT \(sendColumns) FROM sends ORDER BY created_at DESC, id DESC LIMIT $1",
+                [.integer(Int64(limit + 1))])
+        }
+        return SQLStatement(
+            dialect,
+            """
+            SELECT \(sendColumns) FROM sends WHERE created_at < $1 OR (created_at = $1 AND id < $2) \
+            ORDER BY created_at DESC, id DESC LIMIT $3
+            """, [.integer(cursor.createdAt), .text(cursor.id.description), .integer(Int64(limit + 1))])
+    }
+
+    /// A send's outcomes grouped: rows of (kind, reason, action, count).
+    package static func outcomeGroups(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT outcome, reason, action, count(*) FROM send_outcomes WHERE send_id = $1 \
+            GROUP BY outcome, reason, action ORDER BY 4 DESC, 1, 2
+            """, [.text(id.description)])
+    }
+
+    /// A device's latest outcomes: rows of ``outcomeColumns`` then send id, target and summary.
+    package static func deliveries(to token: DeviceToken, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        let columns = outcomeColumns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }
+        return SQLStatement(
+            dialect,
+            """
+            SELECT \(columns.joined(separator: ", ")), s.id, s.target, s.summary FROM send_outcomes o \
+            JOIN sends s ON s.id = o.send_id WHERE o.token = $1 ORDER BY o.at DESC, o.send_id LIMIT $2
+            """, [.text(token.hex), .integer(Int64(limit))])
+    }
+
+    /// Registrations whose token ends with hex digits. The suffix is checked to be hex before it gets here, so it
+    /// holds no `LIKE` wildcard.
+    package static func devices(withTokenSuffix suffix: String, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect, "SELECT \(DeviceQuery.columns) FROM devices d WHERE d.token LIKE $1 ORDER BY d.token LIMIT $2",
+            [.text("%" + suffix), .integer(Int64(limit))])
+    }
+}
+
+extension StoredRow {
+    /// A session from ``StoreSQL/selectConsoleSession(idHash:_:)``.
+    package func consoleSession() throws -> ConsoleSession {
+        let key: APIKey? =
+            try optionalText(4) == nil
+            ? nil
+            : try APIKey(
+                storedID: text(5), name: text(6), scopes: text(7), prefix: text(8), createdAt: integer(9),
+                revokedAt: optionalInteger(10))
+        return ConsoleSession(
+            idHash: try text(0), csrfToken: try text(1), apiKey: key, createdAt: StoreTime.date(try integer(2)),
+            lastSeenAt: StoreTime.date(try integer(3)))
+    }
+
+    /// A delivery from ``StoreSQL/deliveries(to:limit:_:)``.
+    package func delivery() throws -> DeviceDelivery {
+        guard let id = SendID(try text(11)) else {
+            throw StoreError(.corruptRecord, "A stored send has an unreadable id: repair or delete the row.")
+        }
+        return DeviceDelivery(sendID: id, target: try text(12), summary: try text(13), outcome: try outcome().outcome)
+    }
+
+    /// An outcome group from ``StoreSQL/outcomeGroups(of:_:)``.
+    package func outcomeGroup() throws -> OutcomeGroup {
+        OutcomeGroup(
+            kind: try text(0), reason: try optionalText(1),
+            action: try optionalText(2).flatMap(DeliveryOutcome.Action.init(rawValue:)), count: Int(try integer(3)))
+    }
+}
+
+extension DeviceStatistics {
+    /// The statistics from the rows of ``StoreSQL/deviceStatistics(_:)``.
+    package init(rows: [some StoredRow]) throws {
+        self.init()
+        for row in rows {
+            let tally = Tally(try row.text(1), Int(try row.integer(2)))
+            switch try row.text(0) {
+            case "topic": byTopic.append(tally)
+            case "environment": byEnvironment.append(tally)
+            case "kind": byTokenKind.append(tally)
+            default: byPlatform.append(tally)
+            }
+        }
+    }
+}
+
+extension SendStatistics {
+    /// The statistics from one row of ``StoreSQL/sendTotals(since:_:)`` and the rows of
+    /// ``StoreSQL/rejectionReasons(since:_:)``.
+    package init(totals: some StoredRow, reasons: [some StoredRow], limit: Int) throws {
+        var removed = 0
+        var tallies: [Tally] = []
+        for row in reasons {
+            removed += Int(try row.integer(2))
+            tallies.append(Tally(try row.text(0), Int(try row.integer(1))))
+        }
+        self.init(
+            sends: Int(try totals.integer(0)),
+            counts: OutcomeCounts(
+                accepted: Int(try totals.integer(1)), rejected: Int(try totals.integer(2)),
+                failed: Int(try totals.integer(3))),
+            removed: removed, topReasons: Array(tallies.prefix(limit)))
+    }
+}
+
+extension DaySends {
+    /// A day from a row of ``StoreSQL/sendsPerDay(since:_:)``.
+    package init(row: some StoredRow) throws {
+        self.init(
+            day: StoreSQL.day(try row.integer(0)), sends: Int(try row.integer(1)),
+            counts: OutcomeCounts(
+                accepted: Int(try row.integer(2)), rejected: Int(try row.integer(3)), failed: Int(try row.integer(4))))
+    }
+}
+
+extension SendListPage {
+    /// The page from rows of ``StoreSQL/recentSends(after:limit:_:)`` (at most one more than the limit).
+    package init(_ sends: [SendRecord], limit: Int) {
+        let kept = Array(sends.prefix(limit))
+        self.init(
+            sends: kept,
+            next: sends.count > limit
+                ? kept.last.map { SendListCursor(createdAt: StoreTime.microseconds($0.createdAt), id: $0.id) } : nil)
+    }
+}

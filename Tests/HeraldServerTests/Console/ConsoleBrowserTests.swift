@@ -1,0 +1,68 @@
+import Foundation
+import HeraldTesting
+import Testing
+
+/// The console's flows in a real browser: `herald serve` as its own process, and Tests/…/browser_flows.py driving
+/// Debian's chromium headless through Playwright. Screenshots of each page go to `.build/console-screenshots/`.
+///
+/// Needs `chromium` (apt-get install chromium) and Playwright (pip install playwright). Without them the test is
+/// skipped, unless `CI` is set: CI must run it, so there a missing browser fails.
+@Suite("Console in a real browser")
+struct ConsoleBrowserTests {
+    static let chromium = ProcessInfo.processInfo.environment["HERALD_CHROMIUM"] ?? "/usr/bin/chromium"
+    static let isCI = ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty && $0 != "false" } ?? false
+
+    static var browserAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: chromium)
+            && (try? ProcessRunner.run("python3", ["-c", "import playwright.sync_api"]).status) == 0
+    }
+
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../..").standardized
+
+    @Test(
+        "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, find a device, create and revoke a key, sign out",
+        .enabled(
+            if: isCI || browserAvailable,
+            "chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs this test)"),
+        .timeLimit(.minutes(10)))
+    func flows() throws {
+        try #require(
+            Self.browserAvailable,
+            "CI is set but \(Self.chromium) or Python's playwright is missing: .ci/run installs them (apt-get install chromium; pip install playwright)"
+        )
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-browser-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try ServeProcess.start(
+            in: directory,
+            environment: [
+                "HERALD_RATE_LIMIT": "0", "HERALD_EMULATOR_ADMIN_PORT": "off", "HERALD_LOG_LEVEL": "notice",
+                "HERALD_EMULATOR_CA_FILE": directory.appendingPathComponent("ca.pem").path,
+            ])
+        defer { if server.process.isRunning { _ = server.terminate() } }
+        var log = server.startLog
+        while !log.contains("/console/sign-in/") {
+            let chunk = server.output.fileHandleForReading.availableData
+            try #require(!chunk.isEmpty, "herald serve ended without printing its sign-in link: \(log)")
+            log += String(decoding: chunk, as: UTF8.self)
+        }
+        let link = try #require(
+            log.split(separator: " ").first { $0.contains("/console/sign-in/") }.map {
+                "/console/sign-in/" + $0.components(separatedBy: "/console/sign-in/")[1]
+            })
+        let screenshots = Self.packageRoot.appendingPathComponent(".build/console-screenshots")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "browser_flows.py")
+        let result = try ProcessRunner.run(
+            "python3", [script.path, "http://127.0.0.1:\(server.port)", link, screenshots.path])
+        #expect(
+            result.status == 0,
+            "browser flows failed:\n\(result.standardOutput)\n\(result.standardError.suffix(4000))")
+        for name in ["overview", "compose", "compose-error", "send", "send-progress", "sends", "device", "keys", "sign-in"] {
+            #expect(
+                FileManager.default.fileExists(atPath: screenshots.appendingPathComponent(name + ".png").path),
+                "screenshot \(name)")
+        }
+    }
+}

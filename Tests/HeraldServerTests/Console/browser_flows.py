@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""The console in a real browser: Debian's chromium, headless, driven by Playwright.
+
+Run by ConsoleBrowserTests (swift test) against a `herald serve` it started:
+    browser_flows.py <base URL> <one-time sign-in path> <screenshot folder>
+Exits non-zero with a message on the first flow that fails. Keeps a screenshot of each page in the folder.
+"""
+import concurrent.futures
+import json
+import os
+import re
+import sys
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+BASE, LINK, SHOTS = sys.argv[1], sys.argv[2], sys.argv[3]
+CHROMIUM = os.environ.get("HERALD_CHROMIUM", "/usr/bin/chromium")
+BULK = int(os.environ.get("HERALD_BROWSER_BULK", "5000"))
+TOKEN_A = "a1" * 32
+TOKEN_B = "b2" * 32
+
+
+def step(text):
+    print("==>", text, flush=True)
+
+
+def api(method, path, body=None, headers=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(BASE + path, data=data, method=method, headers=headers or {})
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def register(token, **fields):
+    status, body = api("POST", "/api/token", {"token": token, **fields})
+    if status not in (200, 201):
+        raise SystemExit(f"registering {token[-8:]} answered {status}: {body}")
+
+
+def shot(page, name):
+    page.screenshot(path=os.path.join(SHOTS, name + ".png"))
+
+
+def main():
+    os.makedirs(SHOTS, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1200, "height": 800})
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        problems = []
+        # Pages that answer 401 on purpose make chromium log "Failed to load resource": only policy violations count.
+        page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.on("dialog", lambda dialog: dialog.accept())
+
+        step("sign in with the one-time link")
+        page.goto(BASE + LINK)
+        expect(page).to_have_url(re.compile(r"/console$"))
+        expect(page.locator("h1")).to_have_text("Overview")
+        expect(page.get_by_text("No devices yet")).to_be_visible()
+        shot(page, "overview-empty")
+        page.goto(BASE + LINK)
+        expect(page.get_by_role("alert")).to_contain_text("used already")
+        page.goto(BASE + "/console")
+
+        step("register two devices through the API")
+        register(TOKEN_A, debug=True, userId="alice", tags=["beta"], platform="iOS", preferredLanguages=["en"])
+        register(TOKEN_B, debug=False, userId="alice", platform="macOS")
+
+        step("compose with a mistake, see the error, fix it, preview, send to a user")
+        page.goto(BASE + "/console/compose")
+        page.select_option("#target-kind", "user")
+        page.fill("#target-value", "alice")
+        page.fill("#title", "Hello from the console")
+        page.fill("#body", "Your order shipped")
+        page.fill("#collapse-id", "x" * 70)
+        expect(page.locator("#validity")).to_contain_text("BadCollapseId")
+        shot(page, "compose-error")
+        page.fill("#collapse-id", "order-42")
+        expect(page.locator("#validity")).to_contain_text("Ready to send to 2 devices")
+        expect(page.locator("#target-count")).to_have_text("2")
+        expect(page.locator("#preview-title")).to_have_text("Hello from the console")
+        expect(page.locator("#payload")).to_contain_text('"title": "Hello from the console"')
+        expect(page.locator("#headers")).to_contain_text("apns-collapse-id: order-42")
+        shot(page, "compose")
+        page.click("#send")
+        expect(page).to_have_url(re.compile(r"/console/sends/[0-9a-f-]{36}$"))
+        expect(page.locator("#send-status")).to_have_text("completed")
+        expect(page.locator("#count-accepted")).to_have_text("2")
+
+        step(f"register {BULK} devices and watch a background send reach 100 %")
+        def register_bulk(n):
+            register(f"{n:064x}", debug=n % 2 == 0, tags=["bulk"])
+        with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+            list(pool.map(register_bulk, range(1, BULK + 1)))
+        page.goto(BASE + "/console/compose")
+        page.select_option("#target-kind", "tag")
+        page.fill("#target-value", "bulk")
+        page.fill("#title", "Big news")
+        expect(page.locator("#validity")).to_contain_text(f"Ready to send to {BULK} devices")
+        expect(page.locator("#target-count")).to_contain_text("in the background")
+        page.click("#send")
+        expect(page).to_have_url(re.compile(r"/console/sends/[0-9a-f-]{36}$"))
+        send_url = page.url
+        expect(page.locator("#send-percent")).to_have_text("100 %", timeout=180_000)
+        expect(page.locator("#send-status")).to_have_text("completed", timeout=30_000)
+        expect(page.locator("#send-bar")).to_have_attribute("value", str(BULK))
+        shot(page, "send-progress")
+
+        step("open the send and see its counts")
+        page.goto(send_url)
+        expect(page.locator("#count-accepted")).to_have_text(str(BULK))
+        expect(page.locator("#groups + table")).to_contain_text("accepted")
+        shot(page, "send")
+        page.goto(BASE + "/console/sends")
+        expect(page.locator("tbody tr")).to_have_count(2)
+        shot(page, "sends")
+
+        step("find a device and see its delivery")
+        page.goto(BASE + "/console/devices")
+        page.fill("#q", TOKEN_A[-8:])
+        page.keyboard.press("Enter")
+        page.click(f"a[href='/console/devices/{TOKEN_A}']")
+        expect(page.locator("h1")).to_contain_text(TOKEN_A[-8:])
+        expect(page.locator("#deliveries + div")).to_contain_text("accepted")
+        expect(page.locator("#deliveries + div")).to_contain_text("user alice")
+        shot(page, "device")
+
+        step("the emulator's inboxes and the overview")
+        page.goto(BASE + "/console/emulator?q=" + TOKEN_A[-8:])
+        expect(page.locator("main")).to_contain_text("Hello from the console")
+        shot(page, "emulator")
+        page.goto(BASE + "/console")
+        expect(page.locator("main svg").first).to_be_visible()
+        shot(page, "overview")
+        phone = browser.new_context(viewport={"width": 390, "height": 844}, storage_state=context.storage_state())
+        phone_page = phone.new_page()
+        phone_page.goto(BASE + "/console")
+        phone_page.screenshot(path=os.path.join(SHOTS, "overview-phone.png"))
+        phone.close()
+
+        step("create an API key (secret shown once) and revoke it")
+        page.goto(BASE + "/console/keys")
+        page.fill("#name", "ci-backend")
+        page.click("button:has-text('Create key')")
+        secret = page.locator("#secret").inner_text()
+        if not secret.startswith("hrld_"):
+            raise SystemExit(f"the new key's secret is not shown: {secret!r}")
+        status, _ = api("POST", "/api/send?dryRun=true", {"target": {"user": "alice"}, "alert": "x"},
+                        {"Authorization": "Bearer " + secret})
+        if status != 200:
+            raise SystemExit(f"the created key does not work: {status}")
+        shot(page, "keys-created")
+        page.click("button[aria-label='Revoke ci-backend']")
+        expect(page.get_by_role("status")).to_contain_text("revoked")
+        status, _ = api("POST", "/api/send?dryRun=true", {"target": {"user": "alice"}, "alert": "x"},
+                        {"Authorization": "Bearer " + secret})
+        if status != 401:
+            raise SystemExit(f"the revoked key still works: {status}")
+        page.goto(BASE + "/console/keys")
+        if secret in page.content():
+            raise SystemExit("the secret is shown again")
+        shot(page, "keys")
+
+        step("sign out; the old session is refused")
+        old_cookies = context.cookies()
+        page.click("button:has-text('Sign out')")
+        expect(page).to_have_url(re.compile(r"/console/sign-in$"))
+        shot(page, "sign-in")
+        replay = browser.new_context()
+        replay.add_cookies(old_cookies)
+        replayed = replay.new_page()
+        replayed.goto(BASE + "/console/devices")
+        expect(replayed).to_have_url(re.compile(r"/console/sign-in$"))
+        answer = replayed.request.get(BASE + "/api/sends/00000000-0000-0000-0000-000000000000")
+        if answer.status != 401:
+            raise SystemExit(f"the old session still reads the API: {answer.status}")
+        replay.close()
+
+        if problems:
+            raise SystemExit("the browser reported errors: " + "; ".join(problems))
+        browser.close()
+    step("all flows passed")
+
+
+if __name__ == "__main__":
+    main()
