@@ -10,7 +10,9 @@
 #       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
 #       createdAt to updatedAt) and the server's peak RSS (VmHWM); then, as the ceiling, `herald send` alone pushes
 #       DEVICES notifications to the same emulator (1,000 in flight, 4 connections) and the ratio of the two rates.
-#       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency).
+#       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency);
+#       HERALD_BENCH_PERF=/tmp/perf.data records a perf profile of the server during the send (and during wrk in
+#       the transactional mode).
 #   scripts/bench-server.sh transactional [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
 #       A backend's push per event: wrk posts `POST /api/send` to one registered token (scripts/bench/send.lua), each
 #       answered inline with the APNs outcome, against `herald emulator --counting-only`. As the ceiling, `herald send`
@@ -140,7 +142,7 @@ bare_sender() {  # COUNT CONCURRENCY CONNECTIONS TOKEN
     "$herald" send --key "$work/AuthKey_EMULATOR01.p8" --key-id EMULATOR01 --team-id EMULATORTM \
         --topic com.example.app --production --host 127.0.0.1 --port "$emulator_production" --ca-file "$work/ca.pem" \
         --token "$4" --repeat "$1" --concurrency "$2" --connections "$3" \
-        --title "Hello" --body "to everyone" --summary-json | tail -n 1
+        --title "Hello" --body "to everyone" --summary-json | tail -n 1 || true
 }
 
 case "$mode" in
@@ -152,7 +154,7 @@ register)
     pids+=($!)
     wait_for "http://127.0.0.1:$hello_port/hello"
     log "wrk against the Hummingbird hello route ($seconds s, $connections connections)"
-    read -r hello_rps hello_p99 _ < <(run_wrk "http://127.0.0.1:$hello_port/hello" - "$seconds" "$connections")
+    read -r hello_rps hello_p99 _ hello_p50 < <(run_wrk "http://127.0.0.1:$hello_port/hello" - "$seconds" "$connections")
     kill "${pids[0]}"
 
     url=$(database_url)
@@ -161,12 +163,13 @@ register)
     pids+=($!)
     wait_for "http://127.0.0.1:$port/ready"
     log "wrk posting registrations to herald serve on $backend ($seconds s, $connections connections)"
-    read -r rps p99 errors < <(run_wrk "http://127.0.0.1:$port" scripts/bench/register.lua "$seconds" "$connections")
+    read -r rps p99 errors p50 < <(run_wrk "http://127.0.0.1:$port" scripts/bench/register.lua "$seconds" "$connections")
     created=$(curl -s "http://127.0.0.1:$port/metrics" | awk -F' ' '/^herald_registrations_total\{result="created"\}/ { print $2 }')
-    echo "| Route | Requests/s | p99 latency | Errors |"
-    echo "| --- | ---: | ---: | ---: |"
-    echo "| Hummingbird \`GET /hello\` (ceiling) | $hello_rps | $hello_p99 | 0 |"
-    echo "| \`POST /api/token\`, $backend | $rps | $p99 | $errors |"
+    echo "| Route | Requests/s | p50 | p99 | Errors |"
+    echo "| --- | ---: | ---: | ---: | ---: |"
+    echo "| Hummingbird \`GET /hello\` (ceiling) | $hello_rps | $hello_p50 | $hello_p99 | 0 |"
+    echo "| \`POST /api/token\`, $backend | $rps | $p50 | $p99 | $errors |"
+    python3 -c "print(f'registrations / hello = {float(\"$rps\") / float(\"$hello_rps\"):.2f}')"
     echo
     echo "Registrations stored (created): $created"
     ;;
@@ -204,6 +207,11 @@ PY
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
     start_server "$url"
 
+    if [ -n "${HERALD_BENCH_PERF:-}" ]; then
+        # perf record of the server during the send (HERALD_BENCH_PERF=/path/to/perf.data).
+        perf record -F 499 -g -p "$server_pid" -o "$HERALD_BENCH_PERF" >/dev/null 2>&1 &
+        perf_pid=$!
+    fi
     log "One send to every device of the app"
     answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
         -d '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
@@ -214,6 +222,7 @@ PY
         [ "$status" = completed ] || [ "$status" = failed ] && break
         sleep 1
     done
+    if [ -n "${perf_pid:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
     python3 - "$record" "$peak" "$devices" "$backend" <<'PY'
 import json, sys
@@ -232,7 +241,8 @@ PY
     wait "$server_pid" 2>/dev/null || true
 
     log "Ceiling: herald send alone, $devices notifications to the same emulator (1,000 in flight, 4 connections)"
-    summary=$(bare_sender "$devices" 1000 4 "$(printf '%064x' 1)")
+    # A token the fan-out did not use: the emulator remembers each token's environment.
+    summary=$(bare_sender "$devices" 1000 4 "$(printf 'ee%.0s' $(seq 1 32))")
     python3 - "$summary" "$record" "$devices" <<'PY'
 import json, sys
 from datetime import datetime
@@ -250,12 +260,17 @@ transactional)
     url=$(database_url)
     start_emulator
     token=$(printf 'ab%.0s' $(seq 1 32))
-    "$herald" tokens add "$token" --topic com.example.app --database-url "$url" >/dev/null
+    "$herald" tokens add "$token" --topic com.example.app --environment production --database-url "$url" >/dev/null
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
     start_server "$url"
+    if [ -n "${HERALD_BENCH_PERF:-}" ]; then
+        perf record -F 499 -g -p "$server_pid" -o "$HERALD_BENCH_PERF" >/dev/null 2>&1 &
+        perf_pid=$!
+    fi
     log "wrk posting one-token sends to herald serve on $backend ($seconds s, $connections connections)"
     read -r rps p99 errors p50 < <(TOKEN=$token SECRET=$secret \
         run_wrk "http://127.0.0.1:$port" scripts/bench/send.lua "$seconds" "$connections")
+    if [ -n "${perf_pid:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     accepted=$(curl -s "http://127.0.0.1:$emulator_admin/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["accepted"])')
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
