@@ -45,6 +45,7 @@ extension ServerConfiguration {
     /// | `HERALD_SHUTDOWN_GRACE` [`shutdownGrace`] | seconds a busy connection gets at shutdown | 10 |
     /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight per send | 1000 |
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
+    /// | `HERALD_INSTANCE_ID` [`instanceId`] | this server's name among instances sharing a database, stable across restarts; no `/` | the host name |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -87,6 +88,15 @@ extension ServerConfiguration {
             try reader.integer("HERALD_SEND_CONCURRENCY", "sendConcurrency", in: 1...100_000) ?? sending.maximumInFlight
         sending.connectionsPerClient =
             try reader.integer("HERALD_APNS_CONNECTIONS", "apnsConnections", in: 1...64) ?? sending.connectionsPerClient
+
+        if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {
+            if let problem = InstanceLock.problem(with: id) {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_INSTANCE_ID", "instanceId")) is \"\(id)\": it \(problem). Write a name that stays the same across restarts and differs between the servers that share a database, such as api-1."
+                )
+            }
+            instanceID = id
+        }
 
         apps = try Self.readApps(reader: reader, file: file)
         apns = try Self.readAPNSMode(reader: reader)
