@@ -239,7 +239,7 @@ print(f"duplicates (emulator, duplicate apns-ids): {counters['duplicateApnsIds']
 for how in ("kill -9", "SIGTERM"):
     if resent[how]:
         print(f"  after {how}: mean {statistics.mean(resent[how]):.0f}, max {max(resent[how])} per {how}")
-print(f"accepted by the emulator: {counters['accepted']}; faults: {counters['faults']}")
+print(f"accepted by the emulator: {counters['accepted']}; faults: {counters['faults']}; GOAWAYs: {counters.get('goAways', 0)}")
 print(f"registrations acknowledged: {len(acknowledged)}, missing afterwards: {missing}")
 print(f"resume after kill -9: {summary(resumes['kill -9'])}")
 print(f"resume after SIGTERM: {summary(resumes['SIGTERM'])}")
