@@ -15,7 +15,10 @@
 #   - acknowledged-but-missing registrations: tokens the server answered 200/201 for and does not have;
 #   - resume times: from the restarted process's start to the interrupted send's next recorded outcome.
 #
-# PostgreSQL: set HERALD_SOAK_DATABASE_URL to a database the script may fill (it creates a schema per run).
+# PostgreSQL: set HERALD_SOAK_DATABASE_URL to a database the script may fill (it creates a schema per run). Every
+# restart keeps the instance id (HERALD_INSTANCE_ID=soak), so the resume times are those of a restarted instance; run
+# with HERALD_SOAK_INSTANCE_IDS=each to give every restart a new id and measure another instance's take-over (the
+# lease) instead.
 # HERALD_SOAK_BINARY runs another herald binary instead of building one; HERALD_SOAK_KEEP names a folder to copy the
 # server's and the emulator's logs to. Needs curl and python3. Everything listens on 127.0.0.1.
 set -euo pipefail
@@ -108,7 +111,7 @@ env -u HERALD_CONFIG HERALD_LISTEN="127.0.0.1:$port" HERALD_DATABASE_URL="$url" 
     HERALD_LOG_LEVEL=notice HERALD_APNS=custom HERALD_APNS_PRODUCTION_PORT="$emulator_production" \
     HERALD_APNS_DEVELOPMENT_PORT="$emulator_development" HERALD_APNS_CA_FILE="$work/ca.pem" \
     HERALD_KEY_FILE="$work/AuthKey_EMULATOR01.p8" HERALD_TEAM_ID=EMULATORTM \
-    HERALD_API_KEYS="soak:send+admin:$secret" \
+    HERALD_API_KEYS="soak:send+admin:$secret" HERALD_INSTANCE_ID=soak \
     python3 - "$herald" "$port" "$secret" "$minutes" "$emulator_admin" "$work" "$devices" <<'PY'
 import http.client, json, os, random, signal, statistics, subprocess, sys, threading, time
 
@@ -126,7 +129,10 @@ def call(method, path, body=None, timeout=10):
 
 def start():
     log = open(os.path.join(work, "serve.log"), "a")
-    process = subprocess.Popen([herald, "serve"], cwd=work, stdout=log, stderr=subprocess.STDOUT)
+    environment = dict(os.environ)
+    if os.environ.get("HERALD_SOAK_INSTANCE_IDS") == "each":
+        environment["HERALD_INSTANCE_ID"] = f"soak-{time.monotonic_ns()}"
+    process = subprocess.Popen([herald, "serve"], cwd=work, stdout=log, stderr=subprocess.STDOUT, env=environment)
     started = time.monotonic()
     while True:
         try:
@@ -233,7 +239,7 @@ print(f"duplicates (emulator, duplicate apns-ids): {counters['duplicateApnsIds']
 for how in ("kill -9", "SIGTERM"):
     if resent[how]:
         print(f"  after {how}: mean {statistics.mean(resent[how]):.0f}, max {max(resent[how])} per {how}")
-print(f"accepted by the emulator: {counters['accepted']}; faults: {counters['faults']}")
+print(f"accepted by the emulator: {counters['accepted']}; faults: {counters['faults']}; GOAWAYs: {counters.get('goAways', 0)}")
 print(f"registrations acknowledged: {len(acknowledged)}, missing afterwards: {missing}")
 print(f"resume after kill -9: {summary(resumes['kill -9'])}")
 print(f"resume after SIGTERM: {summary(resumes['SIGTERM'])}")

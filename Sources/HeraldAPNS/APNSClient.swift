@@ -367,8 +367,19 @@ public final class APNSClient: Service, Sendable {
             let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts)
             if error.isRetryable, retryable { return .retry(afterBackoff: true, otherwise: failed) }
             metrics.fail()
-            return .final(failed)
+            guard error.isRetryable else { return .final(failed) }
+            return .final(APNSDelivery(
+                token: send.token, apnsID: send.apnsID, outcome: .failed(outOfAttempts(error, send)), attempts: send.attempts))
         }
+    }
+
+    /// The last failure of a notification whose retry policy ran out, saying so: one attempt's message alone reads as
+    /// if nothing had been tried again.
+    private func outOfAttempts(_ error: APNSClientError, _ send: Send) -> APNSClientError {
+        let policy = configuration.retry
+        return APNSClientError(
+            error.code,
+            "Gave up after \(send.attempts) attempts, the retry policy's limit (\(policy.maximumAttempts) counted, plus up to \(policy.maximumUnprocessedResends) re-sends of attempts APNs never processed); the last: \(error.message) Check that APNs, or the proxy on the way, is reachable and answering; the notification can be sent again.")
     }
 
     /// How a notification ends when its retry cannot happen (the backoff was cancelled).

@@ -96,11 +96,16 @@ public func buildApplication(
     guard !configuration.apps.isEmpty else {
         throw ConfigurationError("No app is configured: set HERALD_TOPIC to your app's bundle id.")
     }
+    if let problem = InstanceLock.problem(with: configuration.instanceID) {
+        throw ConfigurationError(
+            "The instance id \"\(configuration.instanceID)\" \(problem): set HERALD_INSTANCE_ID to a name that stays the same across restarts, such as api-1."
+        )
+    }
     let destination = try await APNSDestination.resolve(configuration, logger: logger)
     do {
         let store = try StoreFactory.open(url: configuration.databaseURL, clock: dependencies.clock)
         logger.info(
-            "Store: \(redactedDatabaseURL(configuration.databaseURL)); apps: \(configuration.apps.map { "\($0.bundleID) (\($0.credentials.map(\.description) ?? "emulator key"))" }.joined(separator: ", "))"
+            "Store: \(redactedDatabaseURL(configuration.databaseURL)); instance: \(configuration.instanceID); apps: \(configuration.apps.map { "\($0.bundleID) (\($0.credentials.map(\.description) ?? "emulator key"))" }.joined(separator: ", "))"
         )
         let senders = try APNSSenders.make(
             apps: configuration.apps, destinations: destination.destinations, emulatorKey: destination.emulatorKey,
@@ -114,7 +119,8 @@ public func buildApplication(
             maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock)
         let storeReady = Gate()
         let worker = SendWorker(
-            store: store, apps: apps, fanOut: fanOut, sending: configuration.sending, clock: dependencies.sleepClock,
+            store: store, apps: apps, fanOut: fanOut, sending: configuration.sending,
+            instance: configuration.instanceID, clock: dependencies.sleepClock,
             wallClock: dependencies.clock, storeReady: storeReady, logger: logger)
 
         let rateLimiter =

@@ -28,7 +28,9 @@ extension PostgresStore {
     {
         let now = clock.now()
         return try await transaction("record delivery outcomes") { session in
-            guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil else { throw SendRecord.notFound(id) }
+            guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil else {
+                throw SendRecord.notFound(id)
+            }
             let last = try await session.rows(StoreSQL.lastOutcomeSequence(of: id, .postgres)).first?.integer(0) ?? 0
             var batch = OutcomeCounts()
             for statement in StoreSQL.insertOutcomes(outcomes, of: id, firstSequence: last + 1, .postgres) {
@@ -84,9 +86,59 @@ extension PostgresStore {
         }
     }
 
-    public func requeueAbandonedSends(keeping worker: String) async throws -> [SendID] {
-        // Another instance's worker may be alive: only its lease running out says it is not.
-        []
+    public func withInstanceLock<T: Sendable>(
+        _ instance: String, _ body: @escaping @Sendable (InstanceLock) async throws -> T
+    ) async throws -> T {
+        let key = Self.instanceLockKey(instance, schema: configuration.schema)
+        // A session-level lock lives as long as the connection: this one is kept out of the pool until `body` ends,
+        // and the lock is released before the connection goes back. The process dying closes the connection, and
+        // PostgreSQL releases the lock then.
+        return try await session("hold the lock of instance \(instance)") { session in
+            let take: @Sendable () async throws -> Bool = {
+                do {
+                    let rows = try await session.rows(
+                        SQLStatement(.postgres, "SELECT pg_try_advisory_lock($1)::int", [.integer(key)]))
+                    return try rows.first?.integer(0) == 1
+                } catch {
+                    throw Self.map(error, "take the lock of instance \(instance)")
+                }
+            }
+            let lock = InstanceLock(instance: instance, held: try await take(), take: take)
+            let release = {
+                guard lock.isHeld else { return }
+                try? await session.execute(SQLStatement(.postgres, "SELECT pg_advisory_unlock($1)", [.integer(key)]))
+            }
+            do {
+                let result = try await body(lock)
+                await release()
+                return result
+            } catch {
+                await release()
+                throw error
+            }
+        }
+    }
+
+    public func requeueAbandonedSends(of lock: InstanceLock, keeping worker: String) async throws -> [SendID] {
+        // Another instance's worker may be alive: only its lease running out says it is not. A worker of this
+        // instance is not, since this process holds the instance's lock.
+        guard lock.isHeld else { return [] }
+        let now = clock.now()
+        return try await session("put back abandoned sends") { session in
+            try await session.rows(
+                StoreSQL.requeueSends(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres)
+            ).compactMap { SendID(try $0.text(0)) }
+        }
+    }
+
+    /// The advisory lock key of an instance id in a schema: 64 bits of FNV-1a, so that the key is the same in every
+    /// process and every release of Herald. Two ids that collide only make the second fall back to waiting for leases.
+    static func instanceLockKey(_ instance: String, schema: String?) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "herald.instance\u{0}\(schema ?? "")\u{0}\(instance)".utf8 {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
+        }
+        return Int64(bitPattern: hash)
     }
 
     public func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool {

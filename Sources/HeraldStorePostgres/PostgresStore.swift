@@ -212,7 +212,7 @@ public final class PostgresStore: Store {
         }
     }
 
-    private static func map(_ error: any Error, _ action: String) -> any Error {
+    static func map(_ error: any Error, _ action: String) -> any Error {
         if error is StoreError || error is CancellationError { return error }
         if let error = error as? PostgresTransactionError {
             return map(

@@ -2,6 +2,7 @@ public import Foundation
 import GRDB
 public import HeraldCore
 public import HeraldStore
+import Synchronization
 
 extension SQLiteStore {
     public func createSend(_ send: NewSend) async throws -> SendRecord {
@@ -91,10 +92,27 @@ extension SQLiteStore {
         }
     }
 
-    public func requeueAbandonedSends(keeping worker: String) async throws -> [SendID] {
+    public func withInstanceLock<T: Sendable>(
+        _ instance: String, _ body: @escaping @Sendable (InstanceLock) async throws -> T
+    ) async throws -> T {
+        // One server owns a SQLite database: the lock is the database's, whatever the instance id, so two stores on
+        // one file in one process never both put back each other's sends.
+        let key = databaseLockKey
+        let take: @Sendable () -> Bool = { Self.heldDatabases.withLock { $0.insert(key).inserted } }
+        let lock = InstanceLock(instance: instance, held: take(), take: take)
+        defer {
+            if lock.isHeld { _ = Self.heldDatabases.withLock { $0.remove(key) } }
+        }
+        return try await body(lock)
+    }
+
+    public func requeueAbandonedSends(of lock: InstanceLock, keeping worker: String) async throws -> [SendID] {
+        guard lock.isHeld else { return [] }
         let now = clock.now()
         return try await write("put back abandoned sends") { db in
-            try db.rows(StoreSQL.requeueSends(exceptWorker: worker, at: now, .sqlite)).compactMap { SendID(try $0.text(0)) }
+            try db.rows(StoreSQL.requeueSends(exceptWorker: worker, at: now, .sqlite)).compactMap {
+                SendID(try $0.text(0))
+            }
         }
     }
 

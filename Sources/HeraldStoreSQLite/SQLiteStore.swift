@@ -109,6 +109,17 @@ public final class SQLiteStore: Store {
         try? writer.close()
     }
 
+    // MARK: Instance lock
+
+    /// The databases whose instance lock a store of this process holds (``withInstanceLock(_:_:)``).
+    static let heldDatabases = Mutex<Set<String>>([])
+
+    /// What the instance lock is keyed by: the database file's full path, or this store for an in-memory database.
+    var databaseLockKey: String {
+        guard let path = configuration.location.path else { return "memory:\(ObjectIdentifier(self))" }
+        return URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
     // MARK: Access
 
     /// Runs a write on the writer queue, committed with the writes that arrive meanwhile (``GroupCommit``): durable

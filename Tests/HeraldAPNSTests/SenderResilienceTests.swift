@@ -155,6 +155,30 @@ struct SenderResilienceTests {
         }
     }
 
+    @Test("a server that refuses every stream: re-sent up to the cap on unprocessed attempts plus the counted ones, then failed")
+    func refusedEveryStream() async throws {
+        let retry = RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10), maximumUnprocessedResends: 4)
+        try await harness.run(
+            emulator: harness.emulatorConfiguration(faults: FaultConfiguration(refusedStreamProbability: 1)),
+            client: { harness.clientConfiguration($0, retry: retry) }
+        ) { emulator, client in
+            let delivery = await client.send(harness.alert(), to: harness.developmentDevice)
+            // 1 attempt, 4 free re-sends of what APNs never processed, then 2 more that count: 3 counted in all.
+            #expect(delivery.attempts == 1 + 4 + 2)
+            guard case .failed(let error) = delivery.outcome else {
+                Issue.record("expected a failure, got \(delivery.outcome)")
+                return
+            }
+            #expect(error.code == .notProcessed)
+            #expect(error.description.contains("REFUSED_STREAM") && error.description.contains("7 attempts"), "\(error)")
+            #expect(emulator.counters.faults["refusedStream"] == 7, "every attempt reached the emulator and was refused")
+            #expect(emulator.counters.accepted == 0)
+            #expect((try? emulator.inbox(for: harness.developmentDevice))?.isEmpty == true)
+            // The first re-send of an unprocessed attempt goes out at once; every later one waits its backoff.
+            #expect(harness.backoffClock.requestedSleeps.count == 5)
+        }
+    }
+
     @Test("10,000 notifications over an hour never trip the 20-minute token rule")
     func jwtOverAnHour() async throws {
         try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, inbox: .countingOnly)) { emulator, client in

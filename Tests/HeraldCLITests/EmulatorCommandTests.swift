@@ -11,6 +11,7 @@ struct EmulatorCommandTests {
         #expect(documented.fault429 == 0.25 && documented.fault500 == 0.1 && documented.fault503 == 0.05 && documented.faultShutdown == 0.01)
         let old = try EmulatorCommand.parse(["--fault429", "0.5"])
         #expect(old.fault429 == 0.5)
+        #expect(try EmulatorCommand.parse(["--refuse-rate", "1"]).refuseRate == 1)
     }
 
     @Test("the generated CA goes to a state folder, not the working folder, unless --ca-file says where")

@@ -157,6 +157,9 @@ struct OutsideClientTests {
             let (faultStatus, _) = try await call("PUT", "/faults", #"{"internalServerError":1}"#)
             #expect(faultStatus == 200)
             #expect(emulator.faults.internalServerError == 1 && emulator.faults.latency == .fixed(milliseconds: 5))
+            let (refuseStatus, _) = try await call("PUT", "/faults", #"{"refusedStreamProbability":0.5}"#)
+            #expect(refuseStatus == 200 && emulator.faults.refusedStreamProbability == 0.5)
+            _ = try await call("PUT", "/faults", #"{"refusedStreamProbability":0}"#)
             let (badFaults, error) = try await call("PUT", "/faults", #"{"internalServerError":2}"#)
             #expect(badFaults == 400 && (error as? [String: String])?["error"] != nil)
             // Bad input is explained in words, not as a Swift DecodingError, and changes nothing.

@@ -34,6 +34,8 @@ struct ConfigurationTests {
         }
         #expect(emulator.adminPort == 7480 && emulator.caFile == "herald-emulator-ca.pem")
         #expect(configuration.limits.registrationsPerMinute == 600 && configuration.limits.inlineSendLimit == 100)
+        #expect(configuration.instanceID == ServerConfiguration.defaultInstanceID && !configuration.instanceID.isEmpty)
+        #expect(try ServerConfiguration(environment: ["HERALD_INSTANCE_ID": "api-1"]).instanceID == "api-1")
     }
 
     @Test("variables set the listen address, database, limits, a .p8 app, registration and content keys")
@@ -128,6 +130,8 @@ struct ConfigurationTests {
             (["HERALD_API_KEYS": "backend:root:0123456789abcdefgh"], "HERALD_API_KEYS"),
             (["HERALD_EMULATOR_ADMIN_PORT": "x"], "HERALD_EMULATOR_ADMIN_PORT"),
             (["HERALD_CONFIG": "/nonexistent.json"], "HERALD_CONFIG"),
+            (["HERALD_INSTANCE_ID": "api/1"], "HERALD_INSTANCE_ID"),
+            (["HERALD_INSTANCE_ID": String(repeating: "a", count: 65)], "HERALD_INSTANCE_ID"),
         ])
     func badValues(_ environment: [String: String], variable: String) {
         let error = #expect(throws: ConfigurationError.self) { try ServerConfiguration(environment: environment) }

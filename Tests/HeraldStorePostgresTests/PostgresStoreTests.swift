@@ -36,6 +36,58 @@ struct PostgresStoreTests {
         try await StoreConformance.run(check, on: Self.fixture())
     }
 
+    @Test(
+        "an instance lock puts back only its own instance's sends: another instance's live worker keeps them until its lease runs out",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"), .timeLimit(.minutes(1)))
+    func instanceLockLeavesOtherInstances() async throws {
+        let clock = ManualWallClock()
+        let fixture = try Self.fixture()
+        let otherSchema = try Self.fixture()
+        let cleanup = {
+            await fixture.cleanup()
+            await otherSchema.cleanup()
+        }
+        do {
+            try await checkInstanceLocks(fixture: fixture, otherSchema: otherSchema, clock: clock)
+        } catch {
+            await cleanup()
+            throw error
+        }
+        await cleanup()
+    }
+
+    private func checkInstanceLocks(fixture: StoreFixture, otherSchema: StoreFixture, clock: ManualWallClock)
+        async throws
+    {
+        try await StoreConformance.withRunning(try fixture.open(clock)) { store in
+            let lease = clock.now().addingTimeInterval(3_600)
+            var sends: [String: SendID] = [:]
+            for worker in ["alpha/1/dead", "beta/2/live", "alphabet/3/live", "alpha/4/live"] {
+                sends[worker] = try await store.createSend(NewSend(target: worker, summary: "s")).id
+                clock.advance(by: .seconds(1))
+                #expect(try await store.claimNextQueuedSend(worker: worker, leaseUntil: lease)?.id == sends[worker])
+            }
+            let held = sends
+            try await StoreConformance.withRunning(try otherSchema.open(clock)) { elsewhere in
+                try await store.withInstanceLock("alpha") { alpha in
+                    try await store.withInstanceLock("beta") { beta in
+                        try await elsewhere.withInstanceLock("alpha") { otherDeployment in
+                            #expect(
+                                alpha.isHeld && beta.isHeld && otherDeployment.isHeld,
+                                "instances hold their own locks, and a schema is a deployment of its own")
+                        }
+                        #expect(
+                            try await store.requeueAbandonedSends(of: alpha, keeping: "alpha/4/live")
+                                == [held["alpha/1/dead"]!],
+                            "beta's and alphabet's workers may be alive")
+                    }
+                }
+            }
+            #expect(try await store.send(held["beta/2/live"]!)?.worker == "beta/2/live")
+            #expect(try await store.send(held["alphabet/3/live"]!)?.worker == "alphabet/3/live")
+        }
+    }
+
     @Test("a URL gives server, credentials, database, TLS mode, schema and pool size")
     func url() throws {
         let configuration = try PostgresStore.Configuration(

@@ -59,6 +59,8 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "Fraction of requests followed by a GOAWAY.") var goawayRate: Double = 0
     @Option(help: "Fraction of requests whose connection is reset.") var resetRate: Double = 0
     @Option(help: "Fraction of requests never answered.") var noResponseRate: Double = 0
+    @Option(help: "Fraction of requests refused with RST_STREAM REFUSED_STREAM, unprocessed (1 refuses every stream).")
+    var refuseRate: Double = 0
     @Option(help: "Added latency per response: 100ms, 50ms-150ms, or normal:100ms,20ms.") var latency: String?
     @Option(help: "Seed for faults, latency and generated tokens.") var seed: UInt64 = 0x4845_5241_4C44
 
@@ -109,7 +111,7 @@ struct EmulatorCommand: AsyncParsableCommand {
         let faults = FaultConfiguration(
             tooManyRequests: fault429, internalServerError: fault500, serviceUnavailable: fault503, shutdown: faultShutdown,
             goAwayAfterStreams: goawayAfter, goAwayProbability: goawayRate, resetProbability: resetRate,
-            noResponseProbability: noResponseRate, latency: try Self.parseLatency(latency))
+            noResponseProbability: noResponseRate, refusedStreamProbability: refuseRate, latency: try Self.parseLatency(latency))
         let configuration = EmulatorConfiguration(
             host: host, productionPort: productionPort, developmentPort: developmentPort, adminPort: noAdmin ? nil : adminPort,
             tls: tls, trustedKeys: trusted, clientCertificateAuthorityPEM: try clientCA.map { try String(contentsOfFile: $0, encoding: .utf8) },

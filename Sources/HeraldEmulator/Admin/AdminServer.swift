@@ -142,7 +142,8 @@ struct AdminAPI: Sendable {
 
     /// The fault fields `PUT /faults` knows; `goAwayAfterStreams` is absent from GET when off, so it is listed here.
     private static let faultFields = ["tooManyRequests", "internalServerError", "serviceUnavailable", "shutdown",
-                                      "goAwayAfterStreams", "goAwayProbability", "resetProbability", "noResponseProbability", "latency"]
+                                      "goAwayAfterStreams", "goAwayProbability", "resetProbability", "noResponseProbability",
+                                      "refusedStreamProbability", "latency"]
 
     /// `current` with the fields of the JSON object in `body` replaced: a partial object changes only what it names.
     static func faults(_ current: FaultConfiguration, changedBy body: [UInt8]) throws -> FaultConfiguration {

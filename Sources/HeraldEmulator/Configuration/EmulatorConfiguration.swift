@@ -97,13 +97,17 @@ public struct FaultConfiguration: Sendable, Hashable, Codable {
     public var resetProbability: Double
     /// Fraction of requests that are never answered (the stream stays open).
     public var noResponseProbability: Double
+    /// Fraction of requests refused with RST_STREAM `REFUSED_STREAM` before they are processed: nothing is delivered,
+    /// and the client may send them again (RFC 9113 §8.7). 1 refuses every stream.
+    public var refusedStreamProbability: Double
     /// Delay added before each response.
     public var latency: Latency
 
     public init(
         tooManyRequests: Double = 0, internalServerError: Double = 0, serviceUnavailable: Double = 0,
         shutdown: Double = 0, goAwayAfterStreams: Int? = nil, goAwayProbability: Double = 0,
-        resetProbability: Double = 0, noResponseProbability: Double = 0, latency: Latency = .none
+        resetProbability: Double = 0, noResponseProbability: Double = 0, refusedStreamProbability: Double = 0,
+        latency: Latency = .none
     ) {
         self.tooManyRequests = tooManyRequests
         self.internalServerError = internalServerError
@@ -113,6 +117,7 @@ public struct FaultConfiguration: Sendable, Hashable, Codable {
         self.goAwayProbability = goAwayProbability
         self.resetProbability = resetProbability
         self.noResponseProbability = noResponseProbability
+        self.refusedStreamProbability = refusedStreamProbability
         self.latency = latency
     }
 
@@ -130,6 +135,7 @@ public struct FaultConfiguration: Sendable, Hashable, Codable {
             ("tooManyRequests", tooManyRequests), ("internalServerError", internalServerError),
             ("serviceUnavailable", serviceUnavailable), ("shutdown", shutdown), ("goAwayProbability", goAwayProbability),
             ("resetProbability", resetProbability), ("noResponseProbability", noResponseProbability),
+            ("refusedStreamProbability", refusedStreamProbability),
         ]
         for (name, value) in fractions where !(0...1).contains(value) {
             throw EmulatorError("Fault \(name) is \(value); fractions must be between 0 and 1.")

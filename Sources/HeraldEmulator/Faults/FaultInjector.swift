@@ -9,6 +9,7 @@ final class FaultInjector: Sendable {
         case status(APNSReason)
         case reset
         case noResponse
+        case refuseStream
         case goAway
     }
 
@@ -37,6 +38,7 @@ final class FaultInjector: Sendable {
             let c = state.configuration
             return c.tooManyRequests == 0 && c.internalServerError == 0 && c.serviceUnavailable == 0 && c.shutdown == 0
                 && c.goAwayProbability == 0 && c.resetProbability == 0 && c.noResponseProbability == 0
+                && c.refusedStreamProbability == 0
                 && c.latency == .none && c.goAwayAfterStreams == nil
         }
     }
@@ -50,6 +52,7 @@ final class FaultInjector: Sendable {
             var threshold = 0.0
             for (fraction, outcome) in [
                 (c.resetProbability, Decision.reset), (c.noResponseProbability, .noResponse),
+                (c.refusedStreamProbability, .refuseStream),
                 (c.tooManyRequests, .status(.tooManyRequests)), (c.internalServerError, .status(.internalServerError)),
                 (c.serviceUnavailable, .status(.serviceUnavailable)), (c.shutdown, .status(.shutdown)),
             ] where fraction > 0 {

@@ -276,6 +276,9 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
             return
         case .noResponse:
             return  // The stream stays open (and counts against the limit) until the client gives up.
+        case .refuseStream:
+            // Not processed (nothing was delivered): the client may send it again on another stream.
+            do { return try resetStream(streamID, .refusedStream, peerFault: false) } catch { return fail(error) }
         default:
             break
         }
@@ -379,9 +382,9 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         closeIfDrained()
     }
 
-    private func resetStream(_ streamID: UInt32, _ error: HTTP2ErrorCode) throws {
+    private func resetStream(_ streamID: UInt32, _ error: HTTP2ErrorCode, peerFault: Bool = true) throws {
         streams[streamID] = nil
-        try state.resetStream(streamID, code: error, peerFault: true, into: &out)
+        try state.resetStream(streamID, code: error, peerFault: peerFault, into: &out)
         closeIfDrained()
     }
 

@@ -174,8 +174,8 @@ struct RequestProcessor: Sendable {
             var response = reject(reason, apnsID)
             response.delayMilliseconds = delay
             return response
-        case .reset, .noResponse:
-            registry.countFault(fault == .reset ? "reset" : "noResponse")
+        case .reset, .noResponse, .refuseStream:
+            registry.countFault(fault == .reset ? "reset" : fault == .noResponse ? "noResponse" : "refusedStream")
             var response = EmulatedResponse(status: 0, reason: nil, apnsID: apnsID, fault: fault)
             response.delayMilliseconds = delay
             return response

@@ -46,6 +46,7 @@ extension ServerConfiguration {
     /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight per send | 1000 |
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
     /// | `HERALD_CONSOLE_IDLE_TIMEOUT` [`consoleIdleTimeout`] | seconds a console session may go unused | 1800 |
+    /// | `HERALD_INSTANCE_ID` [`instanceId`] | this server's name among instances sharing a database, stable across restarts; no `/` | the host name |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -91,6 +92,15 @@ extension ServerConfiguration {
         console.idleTimeout =
             try reader.integer("HERALD_CONSOLE_IDLE_TIMEOUT", "consoleIdleTimeout", in: 60...604_800).map { .seconds($0) }
             ?? console.idleTimeout
+
+        if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {
+            if let problem = InstanceLock.problem(with: id) {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_INSTANCE_ID", "instanceId")) is \"\(id)\": it \(problem). Write a name that stays the same across restarts and differs between the servers that share a database, such as api-1."
+                )
+            }
+            instanceID = id
+        }
 
         apps = try Self.readApps(reader: reader, file: file)
         apns = try Self.readAPNSMode(reader: reader)

@@ -29,13 +29,18 @@ public struct ServerConfiguration: Sendable {
     public var sending: Sending
     /// The web console's sessions and sign-in.
     public var console = Console()
+    /// What names this server among the instances that share a database, stable across restarts: the background
+    /// worker's sends are held under it, so a restarted instance resumes its own at once (docs/reliability.md).
+    /// 1–64 bytes without `/` or white space. Default the host name; give each of several instances on one host
+    /// its own.
+    public var instanceID: String
 
     /// - Parameters: see the properties; every one has a default.
     public init(
         listen: ListenAddress = ListenAddress(), databaseURL: String = "sqlite://herald.sqlite",
         apps: [AppConfiguration] = [AppConfiguration(bundleID: AppConfiguration.defaultBundleID)],
         apns: APNSMode = .automatic, apiKeys: [BootstrapAPIKey] = [], limits: Limits = Limits(),
-        sending: Sending = Sending()
+        sending: Sending = Sending(), instanceID: String = ServerConfiguration.defaultInstanceID
     ) {
         self.listen = listen
         self.databaseURL = databaseURL
@@ -44,6 +49,20 @@ public struct ServerConfiguration: Sendable {
         self.apiKeys = apiKeys
         self.limits = limits
         self.sending = sending
+        self.instanceID = instanceID
+    }
+
+    /// The host name, made into an instance id (`/` and white space become `-`, at most 64 bytes); `herald` when the
+    /// host has no name.
+    public static var defaultInstanceID: String {
+        let name = String(
+            String.UnicodeScalarView(
+                ProcessInfo.processInfo.hostName.unicodeScalars.map {
+                    $0 == "/" || $0.properties.isWhitespace || $0.properties.generalCategory == .control ? "-" : $0
+                }))
+        var id = ""
+        for character in name where id.utf8.count + character.utf8.count <= 64 { id.append(character) }
+        return id.isEmpty ? "herald" : id
     }
 
     /// The web console's sessions and sign-in (docs/console.md).

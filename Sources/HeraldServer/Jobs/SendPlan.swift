@@ -51,9 +51,15 @@ struct SendPlan: Sendable {
             )
         }
         let targetFields = JSONFields(target)
-        let named = ["token", "tokens", "user", "tag", "topic"].filter { targetFields[$0] != nil }
+        let forms = ["token", "tokens", "user", "tag", "topic"]
+        let named = forms.filter { targetFields[$0] != nil }
         guard named.count == 1 else {
             throw APIError.invalidField("target", "give exactly one of token, tokens, user, tag or topic")
+        }
+        // A misspelt second member ("usr") would otherwise narrow nothing, silently.
+        if let unknown = target.keys.sorted().first(where: { !forms.contains($0) }) {
+            throw APIError.invalidField(
+                "target", "\"\(unknown)\" is not a target: give exactly one of token, tokens, user, tag or topic")
         }
         let targetTopic = try targetFields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
         let appTopic = try fields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)

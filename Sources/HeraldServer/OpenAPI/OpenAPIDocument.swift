@@ -146,23 +146,30 @@ components:
                 recordedAt: { type: string, format: date-time }
                 apnsTimestamp: { type: string, format: date-time }
     Alert:
+      description: >
+        Text, or an object of title, subtitle and body. An alert push must show something: a non-empty alert, a badge
+        or a sound (else `400 nothingVisible`).
       oneOf:
-        - type: string
+        - { type: string, pattern: "^[^\\x00]*$" }
         - type: object
+          additionalProperties: false
           properties:
-            title: { type: string }
-            subtitle: { type: string }
-            body: { type: string }
+            title: { type: [string, "null"], pattern: "^[^\\x00]*$" }
+            subtitle: { type: [string, "null"], pattern: "^[^\\x00]*$" }
+            body: { type: [string, "null"], pattern: "^[^\\x00]*$" }
     SendRequest:
       type: object
       required: [target]
       description: >
         Either the typed fields (alert, badge, …) or a raw `payload`, not both. No string or member name may contain
-        a NUL (`\\u0000`).
+        a NUL (`\\u0000`). An optional field that is `null` is left out.
       properties:
         target:
           type: object
           description: Exactly one of the properties.
+          minProperties: 1
+          maxProperties: 1
+          additionalProperties: false
           properties:
             token: { type: string, minLength: 16, maxLength: 1024, pattern: "^([0-9a-fA-F]{2})+$" }
             tokens:
@@ -172,34 +179,55 @@ components:
               items: { type: string, minLength: 16, maxLength: 1024, pattern: "^([0-9a-fA-F]{2})+$" }
             user: { type: string, minLength: 1, maxLength: 256, pattern: "^[^\\x00]+$" }
             tag: { type: string, minLength: 1, maxLength: 64, pattern: "^[^\\x00]+$" }
-            topic: { type: string, description: "Every device of the app." }
-        topic: { type: string, description: "The app; optional when the server serves one." }
-        environment: { type: string, description: "Only devices of this environment." }
+            topic: { type: string, minLength: 1, maxLength: 255, pattern: "^[^\\x00]+$", description: "Every device of the app." }
+        topic:
+          type: [string, "null"]
+          minLength: 1
+          maxLength: 255
+          pattern: "^[^\\x00]+$"
+          description: "The app; optional when the server serves one."
+        environment:
+          type: [string, "null"]
+          enum: [development, production, null]
+          description: "Only devices of this environment."
         pushType:
-          type: string
+          type: [string, "null"]
+          enum: [alert, background, location, voip, complication, fileprovider, liveactivity, pushtotalk, widgets, controls, null]
           description: >
             Default alert (background for a silent push). Only tokens whose kind takes the push type are targeted,
             and the apns-topic gets the push type's suffix.
-        priority: { type: integer, enum: [10, 5, 1] }
-        expiration: { type: integer, description: "Seconds since 1970; 0 means deliver now or never." }
-        collapseId: { type: string, maxLength: 64 }
-        alert: { $ref: "#/components/schemas/Alert" }
+        priority: { type: [integer, "null"], enum: [10, 5, 1, null] }
+        expiration:
+          type: [integer, "null"]
+          minimum: 0
+          maximum: 2147483647
+          description: "Seconds since 1970; 0 means deliver now or never."
+        collapseId: { type: [string, "null"], minLength: 1, maxLength: 64, pattern: "^[^\\x00]+$" }
+        alert:
+          oneOf:
+            - { $ref: "#/components/schemas/Alert" }
+            - { type: "null" }
         localizations:
-          type: object
+          type: [object, "null"]
           description: Alert per BCP 47 language; each device gets its first preferred language the send has.
+          propertyNames: { type: string, pattern: "^[A-Za-z0-9-]{1,35}$" }
           additionalProperties: { $ref: "#/components/schemas/Alert" }
-        badge: { type: integer }
-        sound: { type: string }
-        threadId: { type: string }
-        category: { type: string }
-        contentAvailable: { type: boolean }
-        mutableContent: { type: boolean }
-        targetContentId: { type: string }
-        interruptionLevel: { type: string, enum: [passive, active, time-sensitive, critical] }
-        relevanceScore: { type: number }
-        data: { type: object, description: "Custom keys beside aps." }
-        payload: { type: object, description: "A raw APNs payload, sent as it is." }
-        encrypt: { type: boolean, description: "Seal the alert with the app's content key." }
+        badge: { type: [integer, "null"], minimum: 0, maximum: 2147483647 }
+        sound: { type: [string, "null"], pattern: "^[^\\x00]*$" }
+        threadId: { type: [string, "null"], pattern: "^[^\\x00]*$" }
+        category: { type: [string, "null"], pattern: "^[^\\x00]*$" }
+        contentAvailable: { type: [boolean, "null"] }
+        mutableContent: { type: [boolean, "null"] }
+        targetContentId: { type: [string, "null"], pattern: "^[^\\x00]*$" }
+        interruptionLevel: { type: [string, "null"], enum: [passive, active, time-sensitive, critical, null] }
+        relevanceScore: { type: [number, "null"], minimum: 0, maximum: 1 }
+        data:
+          type: [object, "null"]
+          description: "Custom keys beside aps."
+          properties:
+            aps: false
+        payload: { type: [object, "null"], description: "A raw APNs payload, sent as it is." }
+        encrypt: { type: [boolean, "null"], description: "Seal the alert with the app's content key." }
     Counts:
       type: object
       properties:

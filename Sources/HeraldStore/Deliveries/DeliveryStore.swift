@@ -65,16 +65,35 @@ public protocol DeliveryStore: Sendable {
     /// - Returns: The claimed send, now `running`, or `nil` when nothing waits.
     func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord?
 
-    /// Puts back in the queue the running sends whose worker is known to be dead because `worker` now runs in its
-    /// place; called once when a worker starts, so a restarted server resumes its sends at once instead of waiting
-    /// for their leases to run out.
+    /// Runs `body` while holding, where the store can, the lock on a server instance's id, and releases it after.
     ///
-    /// SQLite: one server owns the database, so every running send held by another worker name was held by an earlier
-    /// incarnation of this server (killed, or crashed) and is put back. PostgreSQL: instances share the database and
-    /// a worker cannot tell a dead peer from a live one, so nothing is put back: another instance resumes the send
-    /// once its lease runs out.
+    /// A worker runs inside it for its whole life, so that the next run of the same instance knows this one is dead
+    /// once it gets the lock. The store tries to take the lock once before `body` runs; ``InstanceLock/isHeld`` says
+    /// whether it did, and ``InstanceLock/acquire()`` tries again.
+    ///
+    /// PostgreSQL: a session-level advisory lock keyed by the schema and the instance id, on a pooled connection kept
+    /// for the duration (the database releases it when the process dies and its connection closes). SQLite: one
+    /// server owns the database, so the lock is that of the database file within this process.
+    /// - Throws: ``StoreError`` when no connection for the lock can be had (`body` has not run then), or what `body`
+    ///   throws.
+    func withInstanceLock<T: Sendable>(
+        _ instance: String, _ body: @escaping @Sendable (InstanceLock) async throws -> T
+    ) async throws -> T
+
+    /// Puts back in the queue the running sends whose worker is known to be dead because this process holds their
+    /// instance's lock; called when a worker starts (and when it gets the lock later), so a restarted server resumes
+    /// its sends at once instead of waiting for their leases to run out.
+    ///
+    /// Nothing is put back when the lock is not held. SQLite: one server owns the database, so every running send held
+    /// by another worker name was held by an earlier run of this server (killed, or crashed) and is put back.
+    /// PostgreSQL: instances share the database and a worker cannot tell a dead peer from a live one, so only the
+    /// sends whose worker name starts with the lock's instance id and `/` are put back — an earlier run of this
+    /// instance, dead since this process holds its lock; another instance's sends wait for their leases to run out.
+    /// - Parameters:
+    ///   - lock: The instance lock this process holds.
+    ///   - worker: The worker now running, whose sends stay.
     /// - Returns: The sends put back in the queue.
-    func requeueAbandonedSends(keeping worker: String) async throws -> [SendID]
+    func requeueAbandonedSends(of lock: InstanceLock, keeping worker: String) async throws -> [SendID]
 
     /// Extends a worker's lease on a running send.
     /// - Returns: `false` when the worker no longer holds the send (its lease ran out and another worker claimed

@@ -327,17 +327,25 @@ package enum StoreSQL {
         return statement
     }
 
-    /// Puts running sends held by any worker but one back in the queue; returns their ids.
-    package static func requeueSends(exceptWorker worker: String, at now: Date, _ dialect: SQLStatement.Dialect)
-        -> SQLStatement
-    {
-        SQLStatement(
+    /// Puts running sends held by any worker but one back in the queue — only those whose worker name starts with
+    /// `prefix` when one is given; returns their ids.
+    package static func requeueSends(
+        exceptWorker worker: String, workerPrefix prefix: String? = nil, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        var statement = SQLStatement(
             dialect,
             """
             UPDATE sends SET status = 'queued', worker = NULL, lease_until = NULL, updated_at = $2 \
-            WHERE status = 'running' AND worker IS NOT NULL AND worker <> $1 RETURNING id
+            WHERE status = 'running' AND worker IS NOT NULL AND worker <> $1
             """,
             [.text(worker), .integer(StoreTime.microseconds(now))])
+        if let prefix {
+            // substr and length, not LIKE: an instance id may hold % or _.
+            let placeholder = statement.bind(prefix)
+            statement.sql += " AND substr(worker, 1, length(\(placeholder))) = \(placeholder)"
+        }
+        statement.sql += " RETURNING id"
+        return statement
     }
 
     /// The columns of `send_outcomes` after `send_id`, in the order ``StoredRow/outcome()`` reads them.

@@ -15,6 +15,12 @@ extension StoreConformance {
             Case("a checkpoint lets another instance resume a send where it stopped", checkpointResume),
             Case("workers claim different sends, and a send whose lease ran out can be claimed again", claims),
             Case("two instances claiming at once never get the same send", concurrentClaims),
+            Case(
+                "a restarted instance that holds its lock puts back at once the sends its earlier run held, not its own",
+                restartedInstance),
+            Case(
+                "one process at a time holds an instance's lock; without it nothing is put back, and it can be taken once released",
+                instanceLockExclusive),
         ]
     }
 
@@ -42,7 +48,8 @@ extension StoreConformance {
                 outcome(
                     n, .rejected(status: 410, reason: .unregistered, timestamp: timestamp), at: now,
                     action: n.isMultiple(of: 10) ? .removed : .kept)
-            case 1: outcome(n, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now, action: .removed)
+            case 1:
+                outcome(n, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now, action: .removed)
             case 2: outcome(n, .failed(message: "connection reset after 3 attempts"), at: now)
             case 3: outcome(n, .accepted(apnsID: APNSID()), at: now, action: .environmentCorrected)
             default: outcome(n, .accepted(apnsID: APNSID()), at: now)
@@ -89,7 +96,8 @@ extension StoreConformance {
         #expect(counts == OutcomeCounts(accepted: 10, failed: 2), "only 11 and 12 are new")
         let page = try await store.outcomes(of: send.id, after: nil, limit: 100)
         #expect(page.outcomes == first + again.suffix(2), "the first outcome of a device stays")
-        let more = try await store.recordOutcomes([outcome(13, .accepted(apnsID: APNSID()), at: now)], for: send.id, checkpoint: nil)
+        let more = try await store.recordOutcomes(
+            [outcome(13, .accepted(apnsID: APNSID()), at: now)], for: send.id, checkpoint: nil)
         #expect(more.total == 13)
         let all = try await store.outcomes(of: send.id, after: nil, limit: 100)
         #expect(all.outcomes.map(\.token) == (1...13).map(token), "numbered after the last recorded one")
@@ -244,6 +252,75 @@ extension StoreConformance {
             }
         }
         #expect(claimed.count == 12 && Set(claimed).count == 12, "each send claimed exactly once")
+    }
+}
+
+extension StoreConformance {
+    static func restartedInstance(_ context: Context) async throws {
+        let store = context.store
+        // Leases far beyond anything the case does: only the instance lock can put these sends back.
+        let lease = context.clock.now().addingTimeInterval(3_600)
+        let earlier = try await store.createSend(NewSend(target: "t1", summary: "held by the killed run"))
+        context.clock.advance(by: .seconds(1))
+        let current = try await store.createSend(NewSend(target: "t2", summary: "held by the running worker"))
+        context.clock.advance(by: .seconds(1))
+        let waiting = try await store.createSend(NewSend(target: "t3", summary: "queued"))
+        #expect(try await store.claimNextQueuedSend(worker: "alpha/101/dead", leaseUntil: lease)?.id == earlier.id)
+        #expect(try await store.claimNextQueuedSend(worker: "alpha/202/live", leaseUntil: lease)?.id == current.id)
+
+        let requeued = try await store.withInstanceLock("alpha") { lock in
+            #expect(lock.isHeld && lock.instance == "alpha")
+            #expect(try await lock.acquire(), "a held lock stays held")
+            return try await store.requeueAbandonedSends(of: lock, keeping: "alpha/202/live")
+        }
+        #expect(requeued == [earlier.id])
+        let putBack = try #require(try await store.send(earlier.id))
+        #expect(putBack.status == .queued && putBack.worker == nil && putBack.leaseUntil == nil)
+        let kept = try #require(try await store.send(current.id))
+        #expect(kept.status == .running && kept.worker == "alpha/202/live", "the running worker keeps its send")
+        #expect(
+            try await store.claimNextQueuedSend(worker: "alpha/202/live", leaseUntil: lease)?.id == earlier.id,
+            "the put-back send is claimed before its lease would have run out, oldest first")
+        #expect(try await store.claimNextQueuedSend(worker: "alpha/202/live", leaseUntil: lease)?.id == waiting.id)
+    }
+
+    static func instanceLockExclusive(_ context: Context) async throws {
+        let store = context.store
+        let send = try await store.createSend(NewSend(target: "t1", summary: "held by a run of alpha"))
+        _ = try #require(
+            try await store.claimNextQueuedSend(
+                worker: "alpha/101/run", leaseUntil: context.clock.now().addingTimeInterval(3_600)))
+        let (release, releasing) = AsyncStream.makeStream(of: Void.self)
+        let (taken, taking) = AsyncStream.makeStream(of: Bool.self)
+        let (released, releasedNow) = AsyncStream.makeStream(of: Void.self)
+        try await context.withSecondInstance { other in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await store.withInstanceLock("alpha") { lock in
+                        taking.yield(lock.isHeld)
+                        for await _ in release {}
+                    }
+                    releasedNow.yield()
+                }
+                var iterator = taken.makeAsyncIterator()
+                #expect(await iterator.next() == true, "the first process takes the lock")
+                let putBack = try await other.withInstanceLock("alpha") { lock in
+                    #expect(!lock.isHeld, "another process holds it")
+                    #expect(try await !lock.acquire())
+                    #expect(
+                        try await other.requeueAbandonedSends(of: lock, keeping: "alpha/303/new").isEmpty,
+                        "without the lock nothing is put back: the holder may be the live worker")
+                    #expect(try await other.send(send.id)?.status == .running)
+
+                    releasing.finish()
+                    for await _ in released { break }
+                    #expect(try await lock.acquire(), "taken once the first process lets go")
+                    return try await other.requeueAbandonedSends(of: lock, keeping: "alpha/303/new")
+                }
+                #expect(putBack == [send.id])
+                try await group.waitForAll()
+            }
+        }
     }
 }
 

@@ -107,6 +107,13 @@ enum ServerHarness {
 }
 
 extension ServerHarness {
+    /// A logger for tests that keeps warnings and above.
+    static func quietLogger(_ label: String = "herald.test") -> Logger {
+        var logger = Logger(label: label)
+        logger.logLevel = .warning
+        return logger
+    }
+
     /// Builds a server on a database with the test configuration, logging warnings and above unless given a logger.
     static func build(
         databaseURL: String, clock: any WallClock = SystemWallClock(), logger: Logger?,
@@ -114,13 +121,7 @@ extension ServerHarness {
     ) async throws -> HeraldApplication {
         var configuration = configuration(databaseURL: databaseURL)
         configure(&configuration)
-        let logger =
-            logger
-            ?? {
-                var logger = Logger(label: "herald.test")
-                logger.logLevel = .warning
-                return logger
-            }()
+        let logger = logger ?? quietLogger()
         return try await buildApplication(
             configuration: configuration, dependencies: ServerDependencies(logger: logger, clock: clock))
     }
