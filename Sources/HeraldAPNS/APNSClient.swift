@@ -332,7 +332,7 @@ public final class APNSClient: Service, Sendable {
             // Beyond the cap, it counts like any other attempt.
             send.unprocessed += 1
             send.backoffStep = send.unprocessed - 1
-            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts)
+            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts, unprocessedAttempts: send.unprocessed)
             return .retry(afterBackoff: send.unprocessed > 1, otherwise: failed)
         }
         send.backoffStep = send.attempts - send.unprocessed
@@ -342,11 +342,11 @@ public final class APNSClient: Service, Sendable {
             metrics.accept()
             return .final(APNSDelivery(
                 token: send.token, apnsID: send.apnsID, outcome: .accepted(apnsID: response.apnsID ?? send.apnsID, uniqueID: response.uniqueID),
-                attempts: send.attempts))
+                attempts: send.attempts, unprocessedAttempts: send.unprocessed))
         case .success(let response):
             let rejection = Self.rejection(from: response, apnsID: send.apnsID)
             metrics.reject(reason: rejection.reason.rawValue)
-            let rejected = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .rejected(rejection), attempts: send.attempts)
+            let rejected = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .rejected(rejection), attempts: send.attempts, unprocessedAttempts: send.unprocessed)
             switch rejection.reason.retry {
             case .afterRefreshingProviderToken where !send.refreshedProviderToken && retryable:
                 if let tokens = configuration.credentials.tokenCache, let used = send.providerToken {
@@ -364,12 +364,12 @@ public final class APNSClient: Service, Sendable {
             }
             return .final(rejected)
         case .failure(let error):
-            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts)
+            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts, unprocessedAttempts: send.unprocessed)
             if error.isRetryable, retryable { return .retry(afterBackoff: true, otherwise: failed) }
             metrics.fail()
             guard error.isRetryable else { return .final(failed) }
             return .final(APNSDelivery(
-                token: send.token, apnsID: send.apnsID, outcome: .failed(outOfAttempts(error, send)), attempts: send.attempts))
+                token: send.token, apnsID: send.apnsID, outcome: .failed(outOfAttempts(error, send)), attempts: send.attempts, unprocessedAttempts: send.unprocessed))
         }
     }
 

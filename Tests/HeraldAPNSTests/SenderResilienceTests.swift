@@ -165,6 +165,7 @@ struct SenderResilienceTests {
             let delivery = await client.send(harness.alert(), to: harness.developmentDevice)
             // 1 attempt, 4 free re-sends of what APNs never processed, then 2 more that count: 3 counted in all.
             #expect(delivery.attempts == 1 + 4 + 2)
+            #expect(delivery.unprocessedAttempts == 4, "the free re-sends, beyond which refusals count")
             guard case .failed(let error) = delivery.outcome else {
                 Issue.record("expected a failure, got \(delivery.outcome)")
                 return

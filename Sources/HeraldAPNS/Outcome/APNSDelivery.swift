@@ -8,8 +8,20 @@ public struct APNSDelivery: Sendable, CustomStringConvertible {
     /// The `apns-id` it was sent with (the same on every attempt).
     public let apnsID: String
     public let outcome: APNSOutcome
-    /// How many times it was sent (1 when the first attempt decided).
+    /// How many times it was sent (1 when the first attempt decided), attempts APNs never processed included.
     public let attempts: Int
+    /// How many of ``attempts`` APNs never processed (streams above a GOAWAY's last-stream-id, refused streams,
+    /// requests a closing connection never wrote): they were safe to repeat and did not count against the retry
+    /// policy's ``RetryPolicy/maximumAttempts``.
+    public let unprocessedAttempts: Int
+
+    public init(token: DeviceToken, apnsID: String, outcome: APNSOutcome, attempts: Int, unprocessedAttempts: Int = 0) {
+        self.token = token
+        self.apnsID = apnsID
+        self.outcome = outcome
+        self.attempts = attempts
+        self.unprocessedAttempts = unprocessedAttempts
+    }
 
     public var description: String { "\(token.redacted) \(apnsID): \(outcome) after \(attempts) attempt\(attempts == 1 ? "" : "s")" }
 }
