@@ -27,8 +27,8 @@ final class APNSSenders: PushSender {
     func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
         -> DeliveryOutcome.Result
     {
-        let bundleID = notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic
-        guard let client = clients[bundleID]?[environment] else {
+        guard let client = client(for: notification, in: environment) else {
+            let bundleID = notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic
             return .failed(message: "No APNs client is configured for \(bundleID) in \(environment).")
         }
         return Self.result(of: await client.send(notification, to: token))
@@ -38,14 +38,18 @@ final class APNSSenders: PushSender {
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
         answered: @escaping @Sendable (StartedSend) -> Void
     ) -> Bool {
-        let bundleID = notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic
-        guard let client = clients[bundleID]?[environment] else { return false }
+        guard let client = client(for: notification, in: environment) else { return false }
         return client.startSending(notification, to: token) { started in
             switch started {
             case .finished(let delivery): answered(.finished(Self.result(of: delivery)))
             case .retry(let retry): answered(.continuing { Self.result(of: await retry.run()) })
             }
         }
+    }
+
+    /// The client of the notification's app (its topic without the push type's suffix) in an environment.
+    private func client(for notification: PreparedNotification, in environment: APNSEnvironment) -> APNSClient? {
+        clients[notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic]?[environment]
     }
 
     /// How the server records what the sender says.

@@ -29,14 +29,7 @@ package enum StoreSQL {
     package static func upsertDevice(
         _ registration: TokenRegistration, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
-        let binds: [Value] = [
-            .text(registration.token.hex), .text(registration.topic), .text(registration.environment.name),
-            .text(registration.tokenKind.name), .textOrNull(registration.userID),
-            .textOrNull(registration.installationID?.uuidString.lowercased()),
-            .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
-            .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
-            .integer(StoreTime.microseconds(now)),
-        ]
+        let binds = registrationValues(registration, at: now)
         return SQLStatement(
             dialect,
             """
@@ -59,14 +52,21 @@ package enum StoreSQL {
         SQLStatement(
             .postgres,
             "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-            [
-                .text(registration.token.hex), .text(registration.topic), .text(registration.environment.name),
-                .text(registration.tokenKind.name), .textOrNull(registration.userID),
-                .textOrNull(registration.installationID?.uuidString.lowercased()),
-                .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
-                .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
-                .integer(StoreTime.microseconds(now)), .integer(registration.tokenKind.isOnePerInstallation ? 1 : 0),
-            ])
+            registrationValues(registration, at: now)
+                + [.integer(registration.tokenKind.isOnePerInstallation ? 1 : 0)])
+    }
+
+    /// A registration's columns in `devices` order, then the registration time: the binds of ``upsertDevice(_:at:_:)``
+    /// and ``register(_:at:)``.
+    private static func registrationValues(_ registration: TokenRegistration, at now: Date) -> [Value] {
+        [
+            .text(registration.token.hex), .text(registration.topic), .text(registration.environment.name),
+            .text(registration.tokenKind.name), .textOrNull(registration.userID),
+            .textOrNull(registration.installationID?.uuidString.lowercased()),
+            .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
+            .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
+            .integer(StoreTime.microseconds(now)),
+        ]
     }
 
     /// Deletes a token's tag rows.
@@ -94,10 +94,7 @@ package enum StoreSQL {
         _ registration: TokenRegistration, storedTags: String?, _ dialect: SQLStatement.Dialect
     ) -> [SQLStatement] {
         guard storedTags != StoredList.encode(registration.tags) else { return [] }
-        // On PostgreSQL a token that looked new may have been inserted meanwhile by a concurrent registration (its
-        // insert then became an update), with tags of its own: clear them too.
-        let clear = storedTags != nil || dialect == .postgres
-        var statements = clear ? [deleteTags(registration.token, dialect)] : []
+        var statements = storedTags != nil ? [deleteTags(registration.token, dialect)] : []
         if let insert = insertTags(registration.tags, for: registration.token, dialect) { statements.append(insert) }
         return statements
     }
