@@ -44,30 +44,67 @@ struct OpenAPIConformanceTests {
         let properties = try #require(schema["properties"]?.objectValue)
         let validToken = String(repeating: "ab", count: 32)
         try await ServerHarness.withServer { client, _ in
-            var mismatches: [Mismatch] = []
-            var checked = 0
-            for (name, property) in properties.sorted(by: { $0.key < $1.key }) {
-                for candidate in SchemaCases.candidates(for: property) {
-                    var body: [String: JSONValue] = ["token": .string(validToken)]
-                    if name != "debug" && name != "environment" { body["debug"] = .bool(true) }
-                    body[name] = candidate
-                    let value = JSONValue.object(body)
-                    let specValid = SchemaCases.isValid(value, schema)
-                    let answer = try await client.call(
-                        .post, "/api/token", body: String(decoding: value.jsonBytes, as: UTF8.self))
-                    let accepted =
-                        answer.status.kind == .successful || Self.stateReasons.contains(answer.reason ?? "")
-                    #expect(answer.status.code < 500, "\(name) = \(candidate): \(answer)")
-                    if accepted == specValid && (accepted || answer.status == .badRequest) {
-                        checked += 1
-                    } else {
-                        mismatches.append(
-                            Mismatch(field: name, value: "\(candidate)", specValid: specValid, answer: "\(answer)"))
-                    }
-                }
+            let (mismatches, checked) = try await Self.boundaries(of: schema, properties) { name, candidate in
+                var body: [String: JSONValue] = ["token": .string(validToken)]
+                if name != "debug" && name != "environment" { body["debug"] = .bool(true) }
+                body[name] = candidate
+                let value = JSONValue.object(body)
+                let answer = try await client.call(
+                    .post, "/api/token", body: String(decoding: value.jsonBytes, as: UTF8.self))
+                return (value, answer)
             }
             #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n"))")
             #expect(checked > 200, "cases checked: \(checked)")
+        }
+    }
+
+    /// Sends each boundary candidate of each property (`send` builds the request and answers what was checked and
+    /// the server's answer), and lists where the server and the document disagree: a value the document allows must
+    /// not be refused (state reasons aside), and one it does not must be `400`.
+    static func boundaries(
+        of schema: JSONValue, _ properties: [String: JSONValue],
+        send: (_ name: String, _ candidate: JSONValue) async throws -> (checked: JSONValue, answer: ServerClient.Answer)
+    ) async throws -> (mismatches: [Mismatch], checked: Int) {
+        var mismatches: [Mismatch] = []
+        var checked = 0
+        for (name, property) in properties.sorted(by: { $0.key < $1.key }) {
+            for candidate in SchemaCases.candidates(for: property) {
+                let (value, answer) = try await send(name, candidate)
+                let specValid = SchemaCases.isValid(value, schema)
+                let accepted = answer.status.kind == .successful || stateReasons.contains(answer.reason ?? "")
+                #expect(answer.status.code < 500, "\(name) = \(candidate): \(answer)")
+                if accepted == specValid && (accepted || answer.status == .badRequest) {
+                    checked += 1
+                } else {
+                    mismatches.append(
+                        Mismatch(field: name, value: "\(candidate)", specValid: specValid, answer: "\(answer)"))
+                }
+            }
+        }
+        return (mismatches, checked)
+    }
+
+    @Test("every field of Event: the server accepts exactly the boundary values the document allows")
+    func event() async throws {
+        let spec = try Self.document()
+        let schema = try #require(spec["components"]?["schemas"]?["Event"])
+        let properties = try #require(schema["properties"]?.objectValue)
+        let base: [String: JSONValue] = [
+            "type": "action", "action": "accept", "token": .string(String(repeating: "ab", count: 32)),
+            "sendId": "2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01", "apnsId": "9262a9d4-f3ef-5f38-94c8-6227ddff90a5",
+            "at": "2026-01-02T08:00:00Z",
+        ]
+        try await ServerHarness.withServer { client, _ in
+            let (mismatches, checked) = try await Self.boundaries(of: schema, properties) { name, candidate in
+                var event = base
+                event[name] = candidate
+                let body = JSONValue.object(["events": .array([.object(event)])])
+                let answer = try await client.call(
+                    .post, "/api/events", body: String(decoding: body.jsonBytes, as: UTF8.self))
+                return (.object(event), answer)
+            }
+            #expect(mismatches.isEmpty, "\(mismatches.map(\.description).joined(separator: "\n"))")
+            #expect(checked > 100, "cases checked: \(checked)")
         }
     }
 
