@@ -126,11 +126,17 @@ public func buildApplication(
         let rateLimiter =
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute) : nil
+        // Receipts come from the same apps as registrations, at the same pace: the same limit, a bucket of its own.
+        let eventLimiter =
+            configuration.limits.registrationsPerMinute > 0
+            ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute, subject: "event reports") : nil
         let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
         let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
         let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
         let addRoutes = { (router: Router<ServerRequestContext>) in
             RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
+                to: router)
+            EventsController(store: store, apps: apps, rateLimiter: eventLimiter, metrics: metrics).addRoutes(
                 to: router)
             SendController(
                 store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
@@ -141,7 +147,8 @@ public func buildApplication(
             OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
-                appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, clock: dependencies.clock
+                appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, worker: worker,
+                clock: dependencies.clock
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the

@@ -1,7 +1,7 @@
 public import ServiceLifecycle
 
-/// Everything Herald keeps, behind one interface: token registry, delivery records, API keys, shared provider
-/// tokens and the console's sessions, on one database.
+/// Everything Herald keeps, behind one interface: token registry, delivery records and receipts, API keys, shared
+/// provider tokens and the console's sessions, on one database.
 ///
 /// Two backends implement it: `SQLiteStore` (HeraldStoreSQLite, the embedded default) and `PostgresStore`
 /// (HeraldStorePostgres, for several server instances on one database). The server and the CLI take
@@ -11,7 +11,9 @@ public import ServiceLifecycle
 /// Lifecycle: create the store, start ``run()`` in a long-running task (a `ServiceGroup` entry: a PostgreSQL
 /// store cannot lease connections before it runs), call ``migrate()`` once, then use it. Graceful shutdown or
 /// cancellation of `run()` closes it.
-public protocol Store: TokenStore, DeliveryStore, APIKeyStore, ProviderTokenStore, ConsoleStore, Service {
+public protocol Store:
+    TokenStore, DeliveryStore, ReceiptStore, APIKeyStore, ProviderTokenStore, ConsoleStore, Service
+{
     /// Brings the schema up to date by applying, in order, each versioned migration the database lacks.
     ///
     /// Idempotent: running it again applies nothing. Each run is one transaction, and instances that start together

@@ -22,7 +22,7 @@ import Synchronization
 ///     group.cancelAll()
 /// }
 /// ```
-public final class PostgresStore: Store {
+public final class PostgresStore: Store, VersionedMigrations {
     /// What the store was created with.
     public let configuration: Configuration
     let client: PostgresClient
@@ -70,6 +70,10 @@ public final class PostgresStore: Store {
     }
 
     public func migrate() async throws {
+        try await migrate(through: StoreSchema.latestVersion)
+    }
+
+    package func migrate(through version: Int) async throws {
         let now = StoreTime.microseconds(clock.now())
         let schema = configuration.schema
         do {
@@ -82,7 +86,8 @@ public final class PostgresStore: Store {
                 }
                 try await session.execute(StoreSchema.createMigrationsTable)
                 let applied = Set(try await session.rows(StoreSchema.selectVersions).map { Int(try $0.integer(0)) })
-                for migration in try Migration.pending(StoreSchema.migrations, applied: applied) {
+                for migration in try Migration.pending(StoreSchema.migrations, applied: applied)
+                where migration.version <= version {
                     for statement in migration.statements + migration.postgresStatements {
                         try await session.execute(statement)
                     }

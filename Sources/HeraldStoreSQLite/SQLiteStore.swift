@@ -17,7 +17,7 @@ import Synchronization
 /// let store = try SQLiteStore(configuration: .init(url: "sqlite:///var/lib/herald/herald.sqlite"))
 /// try await store.migrate()
 /// ```
-public final class SQLiteStore: Store {
+public final class SQLiteStore: Store, VersionedMigrations {
     /// What the store was opened with.
     public let configuration: Configuration
     let writer: any DatabaseWriter
@@ -69,12 +69,17 @@ public final class SQLiteStore: Store {
     }
 
     public func migrate() async throws {
+        try await migrate(through: StoreSchema.latestVersion)
+    }
+
+    package func migrate(through version: Int) async throws {
         let now = StoreTime.microseconds(clock.now())
         do {
             try await write("apply migrations") { db in
                 try db.execute(sql: StoreSchema.createMigrationsTable)
                 let applied = Set(try Int64.fetchAll(db, sql: StoreSchema.selectVersions).map(Int.init))
-                for migration in try Migration.pending(StoreSchema.migrations, applied: applied) {
+                for migration in try Migration.pending(StoreSchema.migrations, applied: applied)
+                where migration.version <= version {
                     for statement in migration.statements { try db.execute(sql: statement) }
                     try db.execute(StoreSchema.recordMigration(migration, at: now, .sqlite))
                 }

@@ -62,4 +62,68 @@ struct ClientSDKEndToEndTests {
             #expect(try await app.store.device(token) == nil)
         }
     }
+
+    @Test("receipts: the SDK registers, a send arrives, the extension reports it received and the app opened: the send counts 1 and 1; repeated and malformed reports change nothing")
+    func receipts() async throws {
+        try await ServerHarness.withServer(testing: .live) { client, app in
+            let port = try #require(client.client.port)
+            let configuration = try RegistrationClient.Configuration(
+                serverURL: URL(string: "http://127.0.0.1:\(port)")!, allowsInsecureHTTP: true)
+            // The App Group's storage, shared by the app and its notification service extension.
+            let group = InMemoryStorage()
+            let sdk = RegistrationClient(configuration: configuration, storage: group)
+            let tokenBytes = Data((0..<32).map { UInt8($0 &* 5 &+ 9) })
+            try await sdk.register(
+                Registration(
+                    deviceToken: tokenBytes, environment: .development, topic: ServerHarness.topic, userID: "reader"))
+            let token = try DeviceToken(data: tokenBytes)
+            #expect(try sdk.registeredToken() == token)
+
+            let secret = try await app.store.createAPIKey(name: "e2e", scopes: [.send]).secret.value
+            let sent = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"user": "reader"}, "alert": {"title": "News"}, "mutableContent": true}"#,
+                bearer: secret)
+            let id = try #require(sent.json["id"]?.stringValue)
+            let emulator = try #require(app.emulator)
+            let entry = try #require(try emulator.inbox(for: token).last)
+            let payload = try Payload(jsonBytes: entry.payload)
+            #expect(payload.heraldSendID?.uuidString.lowercased() == id, "the notification names its send")
+
+            // The extension, a process of its own: its client on the same storage, where the token is.
+            let extensionClient = RegistrationClient(configuration: configuration, storage: group)
+            let processor = NotificationServiceProcessor(receipts: ReceiptReporter(client: extensionClient))
+            let processed = await processor.process(payload)
+            #expect(processed.problems.isEmpty, "\(processed.problems)")
+            #expect(try extensionClient.pendingReceiptCount() == 1, "queued before the content goes to the system")
+            guard case .sent? = await processor.sendReceipts() else {
+                Issue.record("the extension's receipt did not reach the server")
+                return
+            }
+            // The app: the user taps the notification.
+            let reporter = ReceiptReporter(client: sdk)
+            guard case .sent = await reporter.responded(to: payload, with: .open) else {
+                Issue.record("the app's receipt did not reach the server")
+                return
+            }
+            func receipts() async throws -> JSONValue? {
+                try await client.call(.get, "/api/sends/\(id)", bearer: secret).json["receipts"]
+            }
+            let counted: JSONValue = [
+                "received": 1, "opened": 1, "actions": 0, "dismissed": 0, "receivedRate": 1.0, "openedRate": 1.0,
+            ]
+            #expect(try await receipts() == counted)
+
+            // The same reports again (an answer lost on the way), and malformed ones, change nothing.
+            _ = await processor.process(payload)
+            _ = await processor.sendReceipts()
+            _ = await reporter.responded(to: payload, with: .open)
+            let malformed = try await client.call(
+                .post, "/api/events",
+                body: #"{"events": [{"type": "opened", "token": "\#(token.hex)", "sendId": "\#(id)", "at": "now"}]}"#)
+            #expect(malformed.status == .badRequest && malformed.reason == "invalidField", "\(malformed)")
+            #expect(try await receipts() == counted)
+            #expect(try sdk.pendingReceiptCount() == 0)
+        }
+    }
 }

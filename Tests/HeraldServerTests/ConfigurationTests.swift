@@ -38,6 +38,23 @@ struct ConfigurationTests {
         #expect(try ServerConfiguration(environment: ["HERALD_INSTANCE_ID": "api-1"]).instanceID == "api-1")
     }
 
+    @Test("receipts are on by default, off per app in the file, and HERALD_RECEIPTS sets them for HERALD_TOPIC's app")
+    func receipts() throws {
+        #expect(try ServerConfiguration(environment: [:]).apps[0].receipts)
+        let file = try write(
+            #"{"apps": [{"topic": "com.acme.a", "receipts": false}, {"topic": "com.acme.b"}]}"#, to: "apps.json")
+        let fromFile = try ServerConfiguration(environment: ["HERALD_CONFIG": file])
+        #expect(fromFile.apps.map(\.receipts) == [false, true])
+        let overridden = try ServerConfiguration(environment: [
+            "HERALD_CONFIG": file, "HERALD_TOPIC": "com.acme.b", "HERALD_RECEIPTS": "off",
+        ])
+        #expect(overridden.apps.map(\.receipts) == [false, false])
+        let error = #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration(environment: ["HERALD_RECEIPTS": "maybe"])
+        }
+        #expect(error?.message.contains("HERALD_RECEIPTS") == true)
+    }
+
     @Test("variables set the listen address, database, limits, a .p8 app, registration and content keys")
     func variables() throws {
         let (pem, _) = TestSigningKeys.makePEM()

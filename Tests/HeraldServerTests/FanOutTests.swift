@@ -70,10 +70,10 @@ struct FanOutTests {
                     TokenRegistration(token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .production))
             }
             let apps = AppDirectory(ServerHarness.configuration(databaseURL: "sqlite://unused").apps)
+            let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try SendPlan(
                 json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
-                apps: apps)
-            let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
+                apps: apps, sendID: send.id)
             let sender = BulkSender()
             let limit = 16
             let result = try await SendCrashTests.fanOut(store, sender, maximumInFlight: limit).run(

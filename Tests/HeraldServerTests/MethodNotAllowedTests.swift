@@ -15,7 +15,7 @@ struct MethodNotAllowedTests {
                 (HTTPRequest.Method.get, "/api/token", "POST"),
                 (.put, "/api/token/\(token)", "DELETE"),
                 (.get, "/api/send", "POST"),
-                (.post, "/api/sends/2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01", "GET"),
+                (.post, "/api/sends/2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01", "DELETE, GET"),
                 (.delete, "/api/devices", "GET"),
                 (.post, "/health", "GET"),
             ] {

@@ -101,6 +101,36 @@ struct OpenAPIConformanceTests {
         }
     }
 
+    @Test("every field of Event: the server accepts exactly the boundary values the document allows")
+    func event() async throws {
+        let spec = try Self.document()
+        let schema = try #require(spec["components"]?["schemas"]?["Event"])
+        let properties = try #require(schema["properties"]?.objectValue)
+        let base: [String: JSONValue] = [
+            "type": "action", "action": "accept", "token": .string(String(repeating: "ab", count: 32)),
+            "sendId": "2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01", "apnsId": "9262a9d4-f3ef-5f38-94c8-6227ddff90a5",
+            "at": "2026-01-02T08:00:00Z",
+        ]
+        try await ServerHarness.withServer { client, _ in
+            var tally = Tally()
+            for (name, property) in properties.sorted(by: { $0.key < $1.key }) {
+                for candidate in SchemaCases.candidates(for: property) {
+                    var event = base
+                    event[name] = candidate
+                    let body = JSONValue.object(["events": .array([.object(event)])])
+                    let answer = try await client.call(
+                        .post, "/api/events", body: String(decoding: body.jsonBytes, as: UTF8.self))
+                    #expect(answer.status.code < 500, "\(name) = \(candidate): \(answer)")
+                    tally.record(
+                        answer, field: name, value: candidate,
+                        specValid: SchemaCases.isValid(.object(event), schema))
+                }
+            }
+            #expect(tally.mismatches.isEmpty, "\(tally.report)")
+            #expect(tally.checked > 100, "cases checked: \(tally.checked)")
+        }
+    }
+
     @Test("the send target's fields: the server accepts exactly the boundary values the document allows")
     func sendTarget() async throws {
         let spec = try Self.document()

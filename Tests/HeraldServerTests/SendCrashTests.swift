@@ -14,16 +14,21 @@ import Testing
 @Suite("Sends: crashes and restarts", .timeLimit(.minutes(2)))
 struct SendCrashTests {
     /// A sender that answers the first `answering` notifications and then holds every later one until its task is
-    /// cancelled (the process dies): what a send looks like when `kill -9` arrives.
+    /// cancelled (the process dies): what a send looks like when `kill -9` arrives. ``release()`` lets the held ones
+    /// (and any later ones) through, accepted.
     final class StallingSender: PushSender {
         let answering: Int
         /// How many notifications are held, unanswered.
         let held = CountSignal()
         private let log = Mutex<(sent: [(token: DeviceToken, apnsID: APNSID?)], held: Int)>(([], 0))
+        private let released = Gate()
 
         init(answering: Int) { self.answering = answering }
 
         var sent: [(token: DeviceToken, apnsID: APNSID?)] { log.withLock { $0.sent } }
+
+        /// Answers the held notifications, and every later one, at once.
+        func release() { released.open() }
 
         func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
             -> DeliveryOutcome.Result
@@ -35,11 +40,10 @@ struct SendCrashTests {
             }
             if number <= answering { return .accepted(apnsID: notification.apnsID ?? APNSID()) }
             held.update(heldNow)
-            // Held until the run is cancelled: an AsyncStream that never yields ends its loop on cancellation.
-            let (never, continuation) = AsyncStream.makeStream(of: Void.self)
-            for await _ in never {}
-            continuation.finish()
-            return .failed(message: "the process died")
+            // Held until released, or until the run is cancelled (the process died).
+            await released.wait()
+            if Task.isCancelled { return .failed(message: "the process died") }
+            return .accepted(apnsID: notification.apnsID ?? APNSID())
         }
     }
 
@@ -62,10 +66,10 @@ struct SendCrashTests {
                     TokenRegistration(token: token, topic: ServerHarness.topic, environment: .production))
             }
             let apps = AppDirectory(ServerHarness.configuration(databaseURL: "sqlite://unused").apps)
+            let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try SendPlan(
                 json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
-                apps: apps)
-            let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
+                apps: apps, sendID: send.id)
             let limit = 8
 
             // The first run: 60 answers, then APNs goes quiet and the process dies with `limit` notifications held.

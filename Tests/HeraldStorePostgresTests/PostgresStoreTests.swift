@@ -88,6 +88,13 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test(
+        "a database of schema 6 keeps its sends and outcomes through migration 7, and its sends can be cancelled",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"), .timeLimit(.minutes(3)))
+    func upgradeToReceipts() async throws {
+        try await StoreConformance.checkUpgradeToReceipts(on: Self.fixture())
+    }
+
     @Test("a URL gives server, credentials, database, TLS mode, schema and pool size")
     func url() throws {
         let configuration = try PostgresStore.Configuration(

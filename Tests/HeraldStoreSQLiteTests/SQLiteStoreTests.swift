@@ -25,6 +25,11 @@ struct SQLiteStoreTests {
         try await StoreConformance.run(check, on: Self.fixture().0)
     }
 
+    @Test("a database of schema 6 keeps its sends and outcomes through migration 7, and its sends can be cancelled")
+    func upgradeToReceipts() async throws {
+        try await StoreConformance.checkUpgradeToReceipts(on: Self.fixture().0)
+    }
+
     @Test("an in-memory store behaves the same for a single instance", arguments: [0, 4, 14])
     func memory(_ index: Int) async throws {
         let fixture = StoreFixture(

@@ -44,7 +44,8 @@ extension UNMutableNotificationContent {
     }
 }
 
-/// A notification service extension that decrypts, counts the badge and attaches media, ready to subclass.
+/// A notification service extension that decrypts, counts the badge, attaches media and reports the notification
+/// received (when its processor has a ``ReceiptReporter``), ready to subclass.
 ///
 /// ```swift
 /// final class NotificationService: HeraldNotificationService {
@@ -90,6 +91,9 @@ open class HeraldNotificationService: UNNotificationServiceExtension {
             let processed = await processor.process(payload)
             report(processed.problems)
             delivery.finish(id, with: processed)
+            // After the content is handed over: a slow network never holds the notification back. One attempt; what
+            // fails stays queued for the app.
+            await processor.sendReceipts()
         }
     }
 

@@ -1,5 +1,6 @@
 // Apple-only glue. Linux CI cannot compile this file: it is empty there. It only calls the portable, tested part:
-// RegistrationClient, Registration, ResolvedEnvironment, InstallationID, Payload(userInfo:), NotificationResponseAction.
+// RegistrationClient, Registration, ResolvedEnvironment, InstallationID, Payload(userInfo:), NotificationResponseAction,
+// ReceiptReporter.
 // Keep it that way: nothing here should decide anything a test would want to check.
 #if canImport(UserNotifications)
 public import Foundation
@@ -50,6 +51,9 @@ public final class PushNotifications {
         public var categories: [NotificationCategory]
         /// How a notification is shown while the app is in the foreground.
         public var foregroundPresentation: UNNotificationPresentationOptions
+        /// Whether to report delivery receipts: received (in the foreground, background pushes), opened, action,
+        /// dismissed.
+        public var reportsReceipts: Bool
 
         /// - Parameters:
         ///   - client: the registration client.
@@ -58,12 +62,15 @@ public final class PushNotifications {
         ///   - authorizationOptions: alert, sound and badge by default.
         ///   - categories: none by default.
         ///   - foregroundPresentation: list, banner, sound and badge by default, as in the book.
+        ///   - reportsReceipts: on by default; notifications without a `herald` key are never reported.
         public init(
             client: RegistrationClient, storage: any KeyValueStorage, fallbackEnvironment: APNSEnvironment,
             authorizationOptions: UNAuthorizationOptions = [.alert, .sound, .badge],
             categories: [NotificationCategory] = [],
-            foregroundPresentation: UNNotificationPresentationOptions = [.list, .banner, .sound, .badge]
+            foregroundPresentation: UNNotificationPresentationOptions = [.list, .banner, .sound, .badge],
+            reportsReceipts: Bool = true
         ) {
+            self.reportsReceipts = reportsReceipts
             self.client = client
             self.storage = storage
             self.fallbackEnvironment = fallbackEnvironment
@@ -95,7 +102,9 @@ public final class PushNotifications {
         self.configuration = configuration
         self.environment = ResolvedEnvironment.resolve(bundle: .main, fallback: configuration.fallbackEnvironment)
         self.delegate = CenterDelegate(
-            presentation: configuration.foregroundPresentation, categories: configuration.categories, onEvent: onEvent)
+            presentation: configuration.foregroundPresentation, categories: configuration.categories,
+            receipts: configuration.reportsReceipts ? ReceiptReporter(client: configuration.client) : nil,
+            onEvent: onEvent)
     }
 
     /// Sets the delegate, asks for authorization, registers the categories and asks APNs for a token.
@@ -130,6 +139,8 @@ public final class PushNotifications {
         } catch {
             lastError = error
         }
+        // Receipts the extension queued and could not send, and any that failed before.
+        await delegate.receipts?.send()
         return granted
     }
 
@@ -176,6 +187,7 @@ public final class PushNotifications {
     public func didReceiveRemoteNotification(_ userInfo: [AnyHashable: Any]) -> Payload? {
         guard let payload = try? Payload(userInfo: userInfo) else { return nil }
         delegate.onEvent(.backgroundFetch(payload))
+        delegate.report { await $0.received(payload) }
         return payload
     }
 }
@@ -184,15 +196,23 @@ public final class PushNotifications {
 private final class CenterDelegate: NSObject, UNUserNotificationCenterDelegate, Sendable {
     let presentation: UNNotificationPresentationOptions
     let categories: [NotificationCategory]
+    let receipts: ReceiptReporter?
     let onEvent: @Sendable (NotificationEvent) -> Void
 
     init(
         presentation: UNNotificationPresentationOptions, categories: [NotificationCategory],
-        onEvent: @escaping @Sendable (NotificationEvent) -> Void
+        receipts: ReceiptReporter?, onEvent: @escaping @Sendable (NotificationEvent) -> Void
     ) {
         self.presentation = presentation
         self.categories = categories
+        self.receipts = receipts
         self.onEvent = onEvent
+    }
+
+    /// Reports a receipt without holding up the system's callback: sending may wait for the network.
+    func report(_ body: @escaping @Sendable (ReceiptReporter) async -> ReceiptReporter.Outcome) {
+        guard let receipts else { return }
+        Task { _ = await body(receipts) }
     }
 
     func userNotificationCenter(
@@ -200,6 +220,7 @@ private final class CenterDelegate: NSObject, UNUserNotificationCenterDelegate, 
     ) async -> UNNotificationPresentationOptions {
         if let payload = try? Payload(userInfo: notification.request.content.userInfo) {
             onEvent(.willPresent(payload))
+            report { await $0.received(payload) }
         }
         return presentation
     }
@@ -211,6 +232,7 @@ private final class CenterDelegate: NSObject, UNUserNotificationCenterDelegate, 
             identifier: response.actionIdentifier, categoryIdentifier: content.categoryIdentifier,
             categories: categories)
         onEvent(.response(payload, action))
+        report { await $0.responded(to: payload, with: action) }
     }
 }
 #endif

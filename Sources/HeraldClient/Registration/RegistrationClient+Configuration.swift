@@ -56,5 +56,8 @@ extension RegistrationClient {
 
         /// `DELETE` here to unregister a token.
         func unregistrationURL(for hex: String) -> URL { registrationURL.appendingPathComponent(hex) }
+
+        /// `POST` delivery receipts here.
+        var eventsURL: URL { serverURL.appendingPathComponent("api").appendingPathComponent("events") }
     }
 }

@@ -28,9 +28,11 @@ public struct RegistrationClient: Sendable {
     public let configuration: Configuration
     private let session: URLSession
     private let clock: any Clock<Duration>
-    private let wallClock: any WallClock
+    let wallClock: any WallClock
     private let randomFraction: @Sendable () -> Double
     private let pending: PendingOperationStore
+    /// Where the token of the last registration and the queued delivery receipts are kept.
+    let storage: any KeyValueStorage
 
     /// - Parameters:
     ///   - configuration: the server and retry policy.
@@ -50,6 +52,7 @@ public struct RegistrationClient: Sendable {
         self.wallClock = wallClock
         self.randomFraction = randomFraction
         self.pending = PendingOperationStore(storage: storage)
+        self.storage = storage
     }
 
     // MARK: - Operations
@@ -69,6 +72,9 @@ public struct RegistrationClient: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(registration.jsonBytes)
         let reply = try await perform(request, kind: .register(registration), acceptsNotFound: false)
+        // Remembered for delivery receipts only: the service extension names the device with it. A launch still
+        // registers whatever is stored here.
+        try? storage.set(Data(registration.token.hex.utf8), forKey: Self.registeredTokenKey)
         let echo = (try? JSONValue(parsing: reply.body)).flatMap(Registration.init(json:))
         return RegistrationReceipt(status: reply.status, registration: echo, attempts: reply.attempts)
     }
@@ -82,6 +88,9 @@ public struct RegistrationClient: Sendable {
     public func unregister(_ token: DeviceToken) async throws(RegistrationError) -> Bool {
         let request = makeRequest(url: configuration.unregistrationURL(for: token.hex), method: "DELETE")
         let reply = try await perform(request, kind: .unregister(token), acceptsNotFound: true)
+        try? storage.update(Self.registeredTokenKey) { stored in
+            if stored == Data(token.hex.utf8) { stored = nil }
+        }
         return reply.status != 404
     }
 
@@ -112,15 +121,33 @@ public struct RegistrationClient: Sendable {
         }
     }
 
+    /// The storage key of the last registered token (hex).
+    static let registeredTokenKey = "herald.registered-token"
+
+    /// The token this installation registered last, through this client or another one on the same storage (the app's
+    /// and its extension's, in the App Group); `nil` before the first registration and after an unregistration.
+    ///
+    /// It names the device in delivery receipts. It is not a reason to skip a registration: register at every launch.
+    /// - Throws: ``RegistrationError`` (`storageFailed`) when the storage cannot be read.
+    public func registeredToken() throws(RegistrationError) -> DeviceToken? {
+        do {
+            guard let data = try storage.data(forKey: Self.registeredTokenKey) else { return nil }
+            return try? DeviceToken(hex: String(decoding: data, as: UTF8.self))
+        } catch {
+            throw RegistrationError(
+                .storageFailed, "Could not read the registered token: \(error.message)", underlying: error)
+        }
+    }
+
     // MARK: - Transport
 
-    private struct Reply {
+    struct Reply {
         var status: Int
         var body: Data
         var attempts: Int
     }
 
-    private func makeRequest(url: URL, method: String) -> URLRequest {
+    func makeRequest(url: URL, method: String) -> URLRequest {
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.timeoutInterval = configuration.requestTimeout.timeInterval
@@ -137,7 +164,7 @@ public struct RegistrationClient: Sendable {
         _ request: URLRequest, kind: PendingOperation.Kind, acceptsNotFound: Bool
     ) async throws(RegistrationError) -> Reply {
         do throws(RegistrationError) {
-            let reply = try await send(request, kind: kind, acceptsNotFound: acceptsNotFound)
+            let reply = try await send(request, what: kind.summary, acceptsNotFound: acceptsNotFound)
             // The intent reached the server: whatever was pending is superseded. Failing to clear the record only
             // means one redundant, idempotent request later, so it does not turn success into failure.
             try? pending.clear()
@@ -146,7 +173,7 @@ public struct RegistrationClient: Sendable {
             switch error.code {
             case .gaveUp, .cancelled:
                 try remember(kind, after: error)
-                throw error.savedForLater()
+                throw error.savedForLater(by: "retryPending()")
             default:
                 // A refusal: sending it again would get the same answer.
                 try? pending.clear()
@@ -174,11 +201,13 @@ public struct RegistrationClient: Sendable {
     }
 
     /// The retry loop: returns the first acceptable reply, throws `rejected` at once, and `gaveUp` when attempts run out.
-    private func send(
-        _ request: URLRequest, kind: PendingOperation.Kind, acceptsNotFound: Bool
+    /// - Parameters:
+    ///   - what: The operation in words for messages, without a whole token.
+    ///   - policy: The retry policy; the configuration's by default.
+    func send(
+        _ request: URLRequest, what: String, acceptsNotFound: Bool, policy: RetryPolicy? = nil
     ) async throws(RegistrationError) -> Reply {
-        let what = kind.summary
-        let policy = configuration.retry
+        let policy = policy ?? configuration.retry
         var attempt = 0
         while true {
             attempt += 1
@@ -198,7 +227,9 @@ public struct RegistrationClient: Sendable {
                 let problem = ServerProblem(body: body)
                 guard RetryPolicy.isRetryable(status: http.statusCode) else {
                     throw RegistrationError(
-                        .rejected, Self.rejectionMessage(what, status: http.statusCode, problem: problem),
+                        .rejected,
+                        Self.rejectionMessage(
+                            what, status: http.statusCode, problem: problem, path: request.url?.path.hasSuffix("/api/events") == true ? "/api/events" : "/api/token"),
                         status: http.statusCode, reason: problem.reason, serverMessage: problem.message,
                         attempts: attempt)
                 }
@@ -231,7 +262,7 @@ public struct RegistrationClient: Sendable {
         }
     }
 
-    private static func rejectionMessage(_ what: String, status: Int, problem: ServerProblem) -> String {
+    private static func rejectionMessage(_ what: String, status: Int, problem: ServerProblem, path: String) -> String {
         var message = "The server refused the \(what) with \(status)"
         if let reason = problem.reason { message += " (\(reason))" }
         if let text = problem.message { message += ": \(text)" }
@@ -241,8 +272,8 @@ public struct RegistrationClient: Sendable {
             case 400: "Fix the field the server names; sending it again unchanged will not help."
             case 401: "Check the registration key the app was configured with."
             case 403: "The registration key is not allowed for this app: check the key and the topic."
-            case 404: "Check the server URL: it should be the server's base URL, the SDK adds /api/token."
-            case 413: "The registration is too large: send fewer tags or languages."
+            case 404: "Check the server URL: it should be the server's base URL, the SDK adds \(path)."
+            case 413: "The request is too large: send fewer tags, languages or events."
             default: "Sending it again unchanged will not help."
             }
         return message + " " + advice

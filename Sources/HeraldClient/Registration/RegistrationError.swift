@@ -21,7 +21,8 @@ public struct RegistrationError: CodedError, CustomDebugStringConvertible {
     public let field: String?
     /// How many requests were made.
     public let attempts: Int
-    /// Whether the operation was saved so that ``RegistrationClient/retryPending()`` can try it again later.
+    /// Whether the operation was saved so that ``RegistrationClient/retryPending()`` (or, for delivery receipts,
+    /// ``RegistrationClient/sendPendingReceipts()``) can try it again later.
     public let isPendingSaved: Bool
     /// The last network or storage error, if any.
     public let underlying: (any Error)?
@@ -46,9 +47,10 @@ public struct RegistrationError: CodedError, CustomDebugStringConvertible {
     }
 
     /// The same failure, noting that the operation was saved to try again later.
-    func savedForLater() -> RegistrationError {
+    /// - Parameter method: What sends it again, such as `retryPending()`.
+    func savedForLater(by method: String) -> RegistrationError {
         RegistrationError(
-            code, message + " It was saved and will be sent again by retryPending().", status: status, reason: reason,
+            code, message + " It was saved and will be sent again by \(method).", status: status, reason: reason,
             serverMessage: serverMessage, field: field, attempts: attempts, isPendingSaved: true, underlying: underlying
         )
     }

@@ -2,14 +2,16 @@ import Foundation
 public import HeraldCore
 
 /// Everything a notification service extension does to a payload, in portable code: decrypt the content, count the
-/// badge, download the media.
+/// badge, queue the `received` receipt, download the media.
 ///
 /// The Apple glue (or your `UNNotificationServiceExtension`) only copies the ``ProcessedNotification`` onto the
 /// notification content. Processing never throws, because the extension must always hand back something to show:
 /// each step that fails is listed in ``ProcessedNotification/problems`` and the rest goes on.
 ///
 /// The steps run in this order: decryption first (the media URL may be among the encrypted keys), then the badge
-/// (so the count is stored even if the system stops the extension during a slow download), then the media.
+/// (so the count is stored even if the system stops the extension during a slow download), then the receipt (queued
+/// on disk only: a slow network must not hold the notification back), then the media. Once the content is handed to
+/// the system, ``sendReceipts()`` sends the receipt in one attempt; if that fails, the app sends it later.
 public struct NotificationServiceProcessor: Sendable {
     /// The app's content keys.
     public let keys: [ContentEncryptionKey]
@@ -19,20 +21,32 @@ public struct NotificationServiceProcessor: Sendable {
     public let mediaDownloader: MediaDownloader?
     /// The custom payload key that holds the media URL.
     public let mediaURLKey: String
+    /// Reports the notification `received` (delivery receipts), or `nil` not to.
+    public let receipts: ReceiptReporter?
 
     /// - Parameters:
     ///   - keys: the app's content keys (from the keychain shared with the extension).
     ///   - badgeCounter: counts badges as increments; `nil` keeps APNs's absolute badge.
     ///   - mediaDownloader: downloads attachments; `nil` skips them.
     ///   - mediaURLKey: the custom key holding the media URL; `media-url`, as in the book, by default.
+    ///   - receipts: reports `received` for notifications with a `herald` key; its client must use the storage the
+    ///     app registers through (the App Group's), where the device's token is.
     public init(
         keys: [ContentEncryptionKey] = [], badgeCounter: BadgeCounter? = nil, mediaDownloader: MediaDownloader? = nil,
-        mediaURLKey: String = "media-url"
+        mediaURLKey: String = "media-url", receipts: ReceiptReporter? = nil
     ) {
         self.keys = keys
         self.badgeCounter = badgeCounter
         self.mediaDownloader = mediaDownloader
         self.mediaURLKey = mediaURLKey
+        self.receipts = receipts
+    }
+
+    /// Sends the queued receipts in one attempt (the extension's time is short); what fails stays queued for the app.
+    /// Call it after handing the processed content to the system.
+    @discardableResult
+    public func sendReceipts() async -> ReceiptReporter.Outcome? {
+        await receipts?.send(retry: .never)
     }
 
     /// Decrypts, counts and downloads.
@@ -56,6 +70,10 @@ public struct NotificationServiceProcessor: Sendable {
             } catch {
                 problems.append(.badge(error))
             }
+        }
+
+        if let receipts, payload.heraldSendID != nil, let reason = receipts.queue(.received, for: payload) {
+            problems.append(.receipt(reason))
         }
 
         var attachment: MediaAttachmentFile?
@@ -98,12 +116,15 @@ public enum ServiceExtensionProblem: Error, Sendable, CustomStringConvertible {
     case badge(StorageError)
     /// The media could not be downloaded; the notification has no attachment.
     case media(MediaDownloadError)
+    /// The `received` receipt could not be queued (no registered token, storage failure): why.
+    case receipt(String)
 
     public var description: String {
         switch self {
         case .decryption(let error): "Decryption failed: \(error)"
         case .badge(let error): "Badge counting failed: \(error)"
         case .media(let error): "Media download failed: \(error)"
+        case .receipt(let reason): "Receipt not queued: \(reason)"
         }
     }
 }

@@ -9,6 +9,8 @@ struct AppDirectory: Sendable {
     struct App: Sendable {
         let bundleID: String
         let contentKey: ContentEncryptionKey?
+        /// Whether its notifications carry the `herald` key (delivery receipts).
+        let receipts: Bool
         /// SHA-256 of each registration key: compared in constant time, never logged.
         let registrationKeyDigests: [SHA256.Digest]
     }
@@ -22,6 +24,7 @@ struct AppDirectory: Sendable {
         for configuration in configurations {
             apps[configuration.bundleID] = App(
                 bundleID: configuration.bundleID, contentKey: configuration.contentKey,
+                receipts: configuration.receipts,
                 registrationKeyDigests: configuration.registrationKeys.map { SHA256.hash(data: Data($0.utf8)) })
         }
         self.apps = apps

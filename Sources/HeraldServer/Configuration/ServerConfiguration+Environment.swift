@@ -35,6 +35,7 @@ extension ServerConfiguration {
     /// | `HERALD_P12_FILE`, `HERALD_P12_PASSWORD` [`p12File`, `p12Password`] | `.p12` certificate auth | none |
     /// | `HERALD_REGISTRATION_KEYS` [`registrationKeys`] | comma-separated | none: registration is open |
     /// | `HERALD_CONTENT_KEY` [`contentKey`] | `id:base64` of 32 bytes | none |
+    /// | `HERALD_RECEIPTS` [`receipts`] | Boolean: the send id in a `herald` key, for delivery receipts | `true` |
     /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
@@ -147,6 +148,7 @@ extension ServerConfiguration {
         let perAppVariables = [
             "HERALD_TOPIC", "HERALD_TEAM_ID", "HERALD_KEY_ID", "HERALD_KEY_FILE", "HERALD_CERTIFICATE_FILE",
             "HERALD_PRIVATE_KEY_FILE", "HERALD_P12_FILE", "HERALD_REGISTRATION_KEYS", "HERALD_CONTENT_KEY",
+            "HERALD_RECEIPTS",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -159,6 +161,7 @@ extension ServerConfiguration {
                 if app.credentials != nil { merged.credentials = app.credentials }
                 if !app.registrationKeys.isEmpty { merged.registrationKeys = app.registrationKeys }
                 if app.contentKey != nil { merged.contentKey = app.contentKey }
+                if reader.environment["HERALD_RECEIPTS"].map({ !$0.isEmpty }) ?? false { merged.receipts = app.receipts }
                 apps[index] = merged
             } else {
                 apps.append(app)
@@ -219,6 +222,7 @@ extension ServerConfiguration {
             app.credentials = .pkcs12(Array(data), passphrase: try reader.string("HERALD_P12_PASSWORD", "p12Password"))
         }
         app.registrationKeys = try reader.list("HERALD_REGISTRATION_KEYS", "registrationKeys")
+        app.receipts = try reader.bool("HERALD_RECEIPTS", "receipts") ?? true
         if let text = try reader.string("HERALD_CONTENT_KEY", "contentKey") {
             guard let colon = text.firstIndex(of: ":") else {
                 throw ConfigurationError(

@@ -225,16 +225,21 @@ public struct AppConfiguration: Sendable {
     public var registrationKeys: [String]
     /// The app's key for end-to-end encrypted alert text (`"encrypt": true` in a send).
     public var contentKey: ContentEncryptionKey?
+    /// Whether alert and background notifications carry the send id in a `herald` key, so the app's SDK can report
+    /// them received and opened (delivery receipts, `POST /api/events`). On by default; the key costs about 50 bytes
+    /// of the payload limit.
+    public var receipts: Bool
 
     /// - Parameters: see the properties; only the bundle id is required.
     public init(
         bundleID: String, credentials: Credentials? = nil, registrationKeys: [String] = [],
-        contentKey: ContentEncryptionKey? = nil
+        contentKey: ContentEncryptionKey? = nil, receipts: Bool = true
     ) {
         self.bundleID = bundleID
         self.credentials = credentials
         self.registrationKeys = registrationKeys
         self.contentKey = contentKey
+        self.receipts = receipts
     }
 
     /// APNs credentials: a `.p8` signing key (JWT) or a TLS client certificate.

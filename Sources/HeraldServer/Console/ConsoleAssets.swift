@@ -254,6 +254,8 @@ enum ConsoleAssets {
 <div class="figure"><dt>Rejected, 24 h</dt><dd>{{day.rejected}}</dd></div>
 <div class="figure"><dt>Removed, 24 h</dt><dd>{{day.removed}}</dd></div>
 <div class="figure"><dt>Sends, 7 days</dt><dd>{{week.sends}}</dd></div>
+<div class="figure"><dt>Received, 7 days</dt><dd>{{week.received}} <small>{{week.receivedRate}}</small></dd></div>
+<div class="figure"><dt>Opened, 7 days</dt><dd>{{week.opened}} <small>{{week.openedRate}}</small></dd></div>
 </dl>
 {{#noDevices}}{{{emptyDevices}}}{{/noDevices}}
 {{^noDevices}}
@@ -288,8 +290,21 @@ enum ConsoleAssets {
 <div class="figure"><dt>Rejected</dt><dd id="count-rejected">{{rejected}}</dd></div>
 <div class="figure"><dt>Failed</dt><dd id="count-failed">{{failed}}</dd></div>
 </dl>
-{{#message}}<p class="error">{{message}}</p>{{/message}}
+{{#message}}<p class="{{messageClass}}" id="send-message">{{message}}</p>{{/message}}
 <p class="hint" id="send-live" role="status" aria-live="polite"></p>
+{{#cancellable}}<form class="inline" id="cancel-send" method="post" action="/console/sends/{{id}}/cancel" data-confirm="Cancel this send? Devices not sent to yet will not get it, and it cannot be resumed.">
+<input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit" class="danger">Cancel send</button></form>{{/cancellable}}
+</section>
+<section class="card" aria-labelledby="receipts-title"><h2 id="receipts-title">Receipts</h2>
+<dl class="figures">
+<div class="figure"><dt>Received</dt><dd id="count-received">{{received}}</dd></div>
+<div class="figure"><dt>Received rate</dt><dd id="rate-received">{{receivedRate}}</dd></div>
+<div class="figure"><dt>Opened</dt><dd id="count-opened">{{opened}}</dd></div>
+<div class="figure"><dt>Opened rate</dt><dd id="rate-opened">{{openedRate}}</dd></div>
+<div class="figure"><dt>Actions</dt><dd id="count-actions">{{actions}}</dd></div>
+<div class="figure"><dt>Dismissed</dt><dd id="count-dismissed">{{dismissed}}</dd></div>
+</dl>
+<p class="hint">What the devices' Herald SDK reported: <em>received</em> when its notification service extension ran (or the app saw the notification), <em>opened</em> when the user tapped it; rates are shares of the notifications APNs accepted.</p>
 </section>
 <section class="card" aria-labelledby="groups"><h2 id="groups">Outcomes by reason</h2>
 {{#hasGroups}}<table><thead><tr><th>Outcome</th><th>Reason</th><th>What Herald did</th><th class="num">Devices</th></tr></thead>
@@ -407,6 +422,7 @@ dl.record dd { margin: 0; word-break: break-all; }
 .badge.ok, .status-completed, .status-accepted { color: var(--ok); }
 .badge.bad, .status-failed, .status-rejected { color: var(--bad); }
 .status-queued, .status-running { color: var(--warn); }
+.status-cancelled { color: var(--muted); }
 
 form.inline { display: inline; }
 label { display: block; font-weight: 600; margin: .6rem 0 .2rem; }
@@ -611,7 +627,8 @@ document.addEventListener("submit", (event) => {
 });
 """#,
         "send.js": #"""
-// A send's page: while the send is queued or running, polls GET /api/sends/{id} and moves the progress bar.
+// A send's page: while the send is queued or running, polls GET /api/sends/{id} and moves the progress bar and the
+// receipt counts.
 "use strict";
 (function () {
   const panel = document.getElementById("send-progress");
@@ -642,12 +659,22 @@ document.addEventListener("submit", (event) => {
     $("count-accepted").textContent = counts.accepted;
     $("count-rejected").textContent = counts.rejected;
     $("count-failed").textContent = counts.failed;
+    const receipts = send.receipts || {};
+    const rate = (share) => (share === undefined ? "—" : Math.round(share * 1000) / 10 + " %");
+    $("count-received").textContent = receipts.received || 0;
+    $("count-opened").textContent = receipts.opened || 0;
+    $("count-actions").textContent = receipts.actions || 0;
+    $("count-dismissed").textContent = receipts.dismissed || 0;
+    $("rate-received").textContent = rate(receipts.receivedRate);
+    $("rate-opened").textContent = rate(receipts.openedRate);
     $("send-status").textContent = send.status;
     $("send-status").className = "status-" + send.status;
     panel.dataset.status = send.status;
     if (send.status === "queued" || send.status === "running") {
       setTimeout(poll, 1000);
     } else {
+      const cancel = $("cancel-send");
+      if (cancel) cancel.remove();
       $("send-live").textContent = "The send is " + send.status + ". Reload for the outcomes by reason and device.";
     }
   }

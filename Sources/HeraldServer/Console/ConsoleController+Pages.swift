@@ -33,9 +33,13 @@ extension ConsoleController {
             ConsoleCharts.Series(name: "failed", style: 3),
         ]
         func figures(_ statistics: SendStatistics) -> [String: Any] {
-            [
+            let rates = ReceiptRates(statistics.receipts, accepted: statistics.counts.accepted)
+            return [
                 "sends": statistics.sends, "accepted": statistics.counts.accepted,
                 "rejected": statistics.counts.rejected, "removed": statistics.removed,
+                "received": statistics.receipts.received, "opened": statistics.receipts.opened,
+                "receivedRate": rates.map { ReceiptRates.percent($0.received) } ?? "",
+                "openedRate": rates.map { ReceiptRates.percent($0.opened) } ?? "",
             ]
         }
         func outcomes(_ statistics: SendStatistics, _ label: String) -> String {
@@ -139,13 +143,27 @@ extension ConsoleController {
         if let after = try request.queryParameter("after"), !after.isEmpty { cursor = OutcomeCursor(after) }
         async let groups = store.outcomeGroups(of: id)
         async let page = store.outcomes(of: id, after: cursor, limit: 50)
+        async let receipts = store.receiptCounts(of: id)
         var data = Self.progress(send)
         data["id"] = send.id.description
         data["target"] = send.target
         data["summary"] = send.summary
         data["status"] = send.status.rawValue
         data["createdAt"] = Self.display(send.createdAt)
-        if let message = send.message { data["message"] = message }
+        data["cancellable"] = send.status == .queued || send.status == .running
+        data["csrf"] = context.consoleSession?.csrfToken ?? ""
+        if let message = send.message {
+            data["message"] = message
+            data["messageClass"] = send.status == .failed ? "error" : "hint"
+        }
+        let counts = try await receipts
+        let rates = ReceiptRates(counts, accepted: send.counts.accepted)
+        data["received"] = counts.received
+        data["opened"] = counts.opened
+        data["actions"] = counts.actions
+        data["dismissed"] = counts.dismissed
+        data["receivedRate"] = rates.map { ReceiptRates.percent($0.received) } ?? "—"
+        data["openedRate"] = rates.map { ReceiptRates.percent($0.opened) } ?? "—"
         let groupRows: [[String: Any]] = try await groups.map { group in
             [
                 "kind": group.kind, "reason": group.reason ?? "—", "count": group.count,
@@ -169,6 +187,21 @@ extension ConsoleController {
         return renderer.page(
             "send", title: "Send to \(send.target)", section: .sends, data: data, context: context,
             scripts: ["send.js"])
+    }
+
+    /// Cancels a queued or running send from its page (a form with the session's CSRF token), then shows the page.
+    @Sendable func cancelSend(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        _ = try await ConsoleForm.read(request, session: session)
+        guard let id = context.parameters.get("id").flatMap(SendID.init), let send = try await store.cancelSend(id)
+        else {
+            throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
+        }
+        if send.status == .cancelled {
+            worker.cancelled(id)
+            context.logger.notice("Console cancelled a send", metadata: [LogKey.sendID: "\(id)"])
+        }
+        return Self.redirect("/console/sends/\(id)")
     }
 
     static func describe(_ action: DeliveryOutcome.Action) -> String {

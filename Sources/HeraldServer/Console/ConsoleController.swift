@@ -21,6 +21,8 @@ struct ConsoleController: Sendable {
     /// The apps' bundle ids, in configuration order.
     let appIDs: [String]
     let emulator: APNSEmulator?
+    /// Told of cancellations, so a send this instance performs stops at once.
+    let worker: SendWorker
     let clock: any WallClock
 
     func addRoutes(to router: Router<ServerRequestContext>) {
@@ -33,6 +35,7 @@ struct ConsoleController: Sendable {
         router.get("/console/compose", use: compose)
         router.get("/console/sends", use: sends)
         router.get("/console/sends/{id}", use: send)
+        router.post("/console/sends/{id}/cancel", use: cancelSend)
         router.get("/console/devices", use: devices)
         router.get("/console/devices/{token}", use: device)
         router.post("/console/devices/{token}/remove", use: removeDevice)

@@ -5,12 +5,12 @@ import HeraldStore
 import Hummingbird
 import Logging
 
-/// `POST /api/send` and `GET /api/sends/{id}` (API key with the `send` scope).
+/// `POST /api/send`, `GET /api/sends/{id}` and `DELETE /api/sends/{id}` (API key with the `send` scope).
 ///
 /// A send is validated first (`400` with the APNs reason it would cause). A target of at most
 /// ``ServerConfiguration/Limits/inlineSendLimit`` devices is sent while the request waits, then recorded whole in one
 /// write, and the answer lists every device's outcome; a larger one is queued as a durable job and answered `202` with
-/// its id.
+/// its id. A queued or running send can be cancelled: it stops, keeps what it recorded, and is never resumed.
 struct SendController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
@@ -24,6 +24,7 @@ struct SendController: Sendable {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
         group.post("/api/send", use: send)
         group.get("/api/sends/{id}", use: status)
+        group.delete("/api/sends/{id}", use: cancel)
     }
 
     @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -36,7 +37,7 @@ struct SendController: Sendable {
             throw APIError.invalidJSON(error.description)
         }
         try TextRules.checkNoNUL(in: value)
-        let plan = try SendPlan(json: value, apps: apps)
+        let plan = try SendPlan(json: value, apps: apps, sendID: SendID())
         if dryRun {
             try await checkSingleToken(of: plan)
             return dryRunAnswer(plan, count: try await store.count(matching: plan.query))
@@ -44,7 +45,8 @@ struct SendController: Sendable {
         var logger = context.logger
         if let devices = try await inlineTargets(of: plan) {
             let new = NewSend(
-                target: plan.targetDescription, summary: plan.summary, status: .completed, targetCount: devices.count)
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
+                targetCount: devices.count)
             logger[metadataKey: LogKey.sendID] = "\(new.id)"
             metrics.sendStarted(background: false)
             let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
@@ -61,8 +63,8 @@ struct SendController: Sendable {
         let count = try await store.count(matching: plan.query)
         let record = try await store.createSend(
             NewSend(
-                target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString, status: .queued,
-                targetCount: count))
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString,
+                status: .queued, targetCount: count))
         metrics.sendStarted(background: true)
         worker.wake()
         logger[metadataKey: LogKey.sendID] = "\(record.id)"
@@ -95,11 +97,9 @@ struct SendController: Sendable {
         return devices
     }
 
-    /// A send's status, counts and one page of outcomes (`?after=<cursor>&limit=<1…1000>`, default 100).
+    /// A send's status, counts, receipts and one page of outcomes (`?after=<cursor>&limit=<1…1000>`, default 100).
     @Sendable func status(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let id = context.parameters.get("id").flatMap(SendID.init) else {
-            throw APIError.invalidField("id", "a send id is a UUID, as POST /api/send answered")
-        }
+        let id = try Self.sendID(context)
         let limit = try Self.limit(request.queryParameter("limit"))
         var cursor: OutcomeCursor?
         if let after = try request.queryParameter("after"), !after.isEmpty {
@@ -108,17 +108,47 @@ struct SendController: Sendable {
             }
             cursor = parsed
         }
-        guard let record = try await store.send(id) else {
-            throw APIError(
-                .notFound, reason: "unknownSend", "There is no send \(id): check the id POST /api/send answered.")
-        }
+        guard let record = try await store.send(id) else { throw Self.unknownSend(id) }
+        async let receipts = store.receiptCounts(of: id)
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
-        guard case .object(var members) = Self.json(record) else { return .json(Self.json(record)) }
+        let body = Self.json(record, receipts: try await receipts)
+        guard case .object(var members) = body else { return .json(body) }
         let reveal = Self.revealsTokens(to: context)
         members["outcomes"] = .array(
             page.outcomes.map { Self.json(ReportedOutcome(outcome: $0, action: nil), revealingToken: reveal) })
         if let next = page.next { members["next"] = .string(next.description) }
         return .json(.object(members))
+    }
+
+    /// Cancels a queued or running send: `200` with the send, now `cancelled` (again, if it was already);
+    /// `409 sendFinished` when it had completed or failed; `404 unknownSend`.
+    ///
+    /// A queued send is never started. A running one stops at once on this instance (the worker is told), and within
+    /// its next status check on another instance; what it had in flight is recorded, so its counts are what was sent.
+    @Sendable func cancel(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let id = try Self.sendID(context)
+        guard let record = try await store.cancelSend(id) else { throw Self.unknownSend(id) }
+        guard record.status == .cancelled else {
+            throw APIError(
+                .conflict, reason: "sendFinished",
+                "The send \(id) has \(record.status) already: there is nothing left to cancel.")
+        }
+        worker.cancelled(id)
+        context.logger.notice(
+            "Cancelled a send",
+            metadata: [LogKey.sendID: "\(id)", LogKey.count: "\(record.counts)"])
+        return .json(Self.json(record, receipts: try await store.receiptCounts(of: id)))
+    }
+
+    private static func sendID(_ context: ServerRequestContext) throws(APIError) -> SendID {
+        guard let id = context.parameters.get("id").flatMap(SendID.init) else {
+            throw APIError.invalidField("id", "a send id is a UUID, as POST /api/send answered")
+        }
+        return id
+    }
+
+    private static func unknownSend(_ id: SendID) -> APIError {
+        APIError(.notFound, reason: "unknownSend", "There is no send \(id): check the id POST /api/send answered.")
     }
 
     /// A page size from a query parameter: 1 to 1,000, default 100.
@@ -130,8 +160,19 @@ struct SendController: Sendable {
         return limit
     }
 
-    static func json(_ record: SendRecord) -> JSONValue {
+    /// A send as the API shows it, with its receipts (zeros when none were reported) and, once APNs accepted any of
+    /// its notifications, the shares of those that devices reported received and opened.
+    static func json(_ record: SendRecord, receipts: ReceiptCounts = ReceiptCounts()) -> JSONValue {
+        var receiptMembers: [String: JSONValue] = [
+            "received": .integer(receipts.received), "opened": .integer(receipts.opened),
+            "actions": .integer(receipts.actions), "dismissed": .integer(receipts.dismissed),
+        ]
+        if let rates = ReceiptRates(receipts, accepted: record.counts.accepted) {
+            receiptMembers["receivedRate"] = .number(rates.received)
+            receiptMembers["openedRate"] = .number(rates.opened)
+        }
         var members: [String: JSONValue] = [
+            "receipts": .object(receiptMembers),
             "id": .string(record.id.description),
             "status": .string(record.status.rawValue),
             "target": .string(record.target),
@@ -178,5 +219,25 @@ struct SendController: Sendable {
         }
         if let action = reported.action { members["action"] = .string(action.rawValue) }
         return .object(members)
+    }
+}
+
+/// The shares of a send's accepted notifications that devices reported received and opened, from 0 to 1 (4 decimals).
+struct ReceiptRates {
+    let received: Double
+    let opened: Double
+
+    /// `nil` while APNs accepted nothing: there is nothing to be a share of.
+    init?(_ receipts: ReceiptCounts, accepted: Int) {
+        guard accepted > 0 else { return nil }
+        func share(_ count: Int) -> Double { (min(1, Double(count) / Double(accepted)) * 10_000).rounded() / 10_000 }
+        received = share(receipts.received)
+        opened = share(receipts.opened)
+    }
+
+    /// A share as a percentage for people: `42 %`, `7.5 %`.
+    static func percent(_ share: Double) -> String {
+        let value = (share * 1000).rounded() / 10
+        return value == value.rounded() ? "\(Int(value)) %" : "\(value) %"
     }
 }

@@ -8,7 +8,14 @@ import HeraldStore
 /// Made from the body of `POST /api/send`, and again from the stored job when a background send resumes, by the same
 /// parser. Every notification variant (one per language the send carries, plus the default) is validated and encoded
 /// here, so a send that would be rejected for its content fails with `400` before anything is sent.
+///
+/// Alert and background notifications carry the send's id in a `herald` key beside `aps`
+/// (`"herald": {"send": "<id>"}`, ``receiptKey``) unless the app turned receipts off: the device's SDK names the send
+/// when it reports the notification received or opened (`POST /api/events`). The key is part of every variant before
+/// validation, so it counts against APNs's payload limit.
 struct SendPlan: Sendable {
+    /// The send's id: what the `herald` key carries, and what each device's `apns-id` is derived from.
+    let sendID: SendID
     /// The app the send is for.
     let bundleID: String
     /// The devices: the target, narrowed to the app, the environment asked for and the token kinds that take the
@@ -34,12 +41,20 @@ struct SendPlan: Sendable {
     ]
     /// The most tokens a `tokens` target may list.
     static let maximumTokens = 100_000
+    /// The custom key beside `aps` that carries the send id, for delivery receipts.
+    static let receiptKey = "herald"
+    /// The push types whose payload the app's code sees (a service extension, the app delegate): only they carry
+    /// the `herald` key.
+    static let receiptPushTypes: Set<APNSPushType> = [.alert, .background]
 
     /// Parses and validates a send.
     /// - Throws: ``APIError`` `400`: `invalidJSON`, `invalidField` (naming the field), `missingTarget`,
     ///   `badDeviceToken`, `missingTopic`/`unknownTopic`, `noContentKey`, or the APNs reason the notification would
     ///   have caused (`BadPriority`, `PayloadTooLarge`, …).
-    init(json value: JSONValue, apps: AppDirectory) throws(APIError) {
+    /// - Parameters:
+    ///   - sendID: The send's id (a new one for a new send; the stored one when a worker resumes it).
+    init(json value: JSONValue, apps: AppDirectory, sendID: SendID) throws(APIError) {
+        self.sendID = sendID
         guard case .object(var members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
         let fields = JSONFields(members)
 
@@ -139,8 +154,6 @@ struct SendPlan: Sendable {
         if payload.aps.alert == nil, !localizations.isEmpty {
             payload.aps.alert = localizations["en"] ?? localizations[localizations.keys.sorted()[0]]
         }
-
-        // Headers.
         let explicitType = try fields.string("pushType").map { name throws(APIError) in
             guard let type = APNSPushType(headerValue: name), type != .mdm else {
                 throw APIError(
@@ -150,6 +163,20 @@ struct SendPlan: Sendable {
             return type
         }
         let pushType = explicitType ?? (payload.aps.isSilent ? .background : .alert)
+        var rawObject = raw
+        if app.receipts, Self.receiptPushTypes.contains(pushType) {
+            guard payload.custom[Self.receiptKey] == nil else {
+                throw APIError.invalidField(
+                    raw == nil ? "data.\(Self.receiptKey)" : "payload.\(Self.receiptKey)",
+                    "Herald puts the send id there for delivery receipts: rename the key, or turn receipts off for \(app.bundleID) (\"receipts\": false)"
+                )
+            }
+            let receipt = JSONValue.object(["send": .string(sendID.description)])
+            payload.custom[Self.receiptKey] = receipt
+            rawObject?[Self.receiptKey] = receipt
+        }
+
+        // Headers.
         self.pushType = pushType
         query = selection.kinds(Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) }))
         var priority = try fields.integer("priority").map { number throws(APIError) in
@@ -177,7 +204,7 @@ struct SendPlan: Sendable {
             contentKey = key
         }
         let rawBytes: [UInt8]? =
-            (raw != nil && localizations.isEmpty && !encrypt) ? JSONValue.object(raw!).jsonBytes : nil
+            (rawObject != nil && localizations.isEmpty && !encrypt) ? JSONValue.object(rawObject!).jsonBytes : nil
         func prepare(_ payload: Payload) throws(APIError) -> PreparedNotification {
             var payload = payload
             if let contentKey {

@@ -9,6 +9,11 @@ import Synchronization
 /// Runs background sends: claims the oldest queued send (or one whose worker's lease ran out), performs it with a
 /// lease it keeps renewing, and marks it completed or failed.
 ///
+/// A send cancelled while this worker performs it (`DELETE /api/sends/{id}`) stops: at once when the cancellation came
+/// through this instance (``cancelled(_:)``), and otherwise at the worker's next look at the send's status (every poll
+/// interval). The worker stops sending, records what is in flight, and lets go of the send, which stays cancelled and
+/// is never claimed again.
+///
 /// Several instances on one PostgreSQL database share the queue: a claim gives a send to one worker, and a worker that
 /// dies loses its lease, so another instance resumes the send once the lease runs out (docs/reliability.md). A worker
 /// is named after its instance id (`instance/pid/random`) and holds its instance's lock for its whole run
@@ -36,6 +41,8 @@ public final class SendWorker: Service, Sendable {
     private let waiters = Mutex<[UUID: WakeSignal]>([:])
     private let polls = Mutex(Polls())
     private let storeReady: Gate
+    /// The send being performed, and whether it was cancelled meanwhile.
+    private let current = Mutex<(id: SendID, cancelled: Bool)?>(nil)
 
     init(
         store: any Store, apps: AppDirectory, fanOut: FanOut, sending: ServerConfiguration.Sending, instance: String,
@@ -94,13 +101,19 @@ public final class SendWorker: Service, Sendable {
             if let claimed {
                 await perform(claimed)
             } else {
-                let idle = polls.withLock { polls in
+                let (idle, lookAgain) = polls.withLock { polls in
                     let waking = polls.idleWaiters.filter { $0.value.after < poll }
                     for key in waking.keys { polls.idleWaiters.removeValue(forKey: key) }
-                    return waking.values.map(\.signal)
+                    let lookAgain = polls.lookAgain
+                    polls.lookAgain = false
+                    polls.waiting = !lookAgain
+                    return (waking.values.map(\.signal), lookAgain)
                 }
                 for signal in idle { signal.signal() }
+                notifyWaiters()
+                guard !lookAgain else { continue }
                 await wakeup.wait(timeout: pollInterval, clock: clock)
+                polls.withLock { $0.waiting = false }
             }
         }
     }
@@ -134,40 +147,75 @@ public final class SendWorker: Service, Sendable {
     /// Tells the worker a send was queued, so it does not wait for its next poll.
     func wake() { wakeup.signal() }
 
-    /// Waits until a send is completed or failed, and returns it.
+    /// Tells the worker a send was cancelled through this instance: if it is performing that send, it stops at its
+    /// next event instead of at its next status check.
+    func cancelled(_ id: SendID) {
+        current.withLock { current in
+            if current?.id == id { current?.cancelled = true }
+        }
+    }
+
+    private func isCancelled(_ id: SendID) -> Bool {
+        current.withLock { $0?.id == id && $0?.cancelled == true }
+    }
+
+    /// Waits until a send is completed, failed or cancelled, and returns it; a send cancelled while this worker
+    /// performed it, once the worker has recorded what it had in flight and let go of it.
     ///
     /// For tests and tools: wakes whenever this worker finishes a send, and re-reads the record.
     /// - Throws: ``HeraldStore/StoreError`` `.notFound` for an unknown send; `CancellationError`.
     public func waitUntilFinished(_ id: SendID) async throws -> SendRecord {
+        try await waitFor { [store, name] in
+            guard let record = try await store.send(id) else {
+                throw StoreError(.notFound, "There is no send \(id).")
+            }
+            return record.status.isFinal && record.worker != name ? record : nil
+        }
+    }
+
+    /// Re-evaluates `condition` whenever the worker finishes a send or goes idle, until it gives a value.
+    private func waitFor<T: Sendable>(_ condition: @Sendable () async throws -> T?) async throws -> T {
         let signal = WakeSignal()
         let key = UUID()
         waiters.withLock { $0[key] = signal }
         defer { _ = waiters.withLock { $0.removeValue(forKey: key) } }
         while true {
-            guard let record = try await store.send(id) else {
-                throw StoreError(.notFound, "There is no send \(id).")
-            }
-            if record.status.isFinal { return record }
+            if let value = try await condition() { return value }
             await signal.wait()
             try Task.checkCancellation()
         }
     }
 
-    /// Returns once the worker has looked for queued sends and found none, in a look that began after this call:
-    /// for tests that must know what a worker did not take.
+    /// Returns once the worker has looked for queued sends and found none, in a look that began after this call, and
+    /// waits for a wake-up (``wake()``) or its next poll: for tests that must know what a worker did not take, or
+    /// that store a send it must not take yet.
     func waitUntilIdle() async {
         let signal = WakeSignal()
         let key = UUID()
-        polls.withLock { $0.idleWaiters[key] = (after: $0.started, signal: signal) }
+        // A waiting worker is woken; one that is looking now looks once more when this look finds nothing. A wake-up
+        // signal left pending instead would make the worker look again later, after the caller relied on its idling.
+        let waiting = polls.withLock { polls in
+            polls.idleWaiters[key] = (after: polls.started, signal: signal)
+            if !polls.waiting { polls.lookAgain = true }
+            return polls.waiting
+        }
         defer { _ = polls.withLock { $0.idleWaiters.removeValue(forKey: key) } }
-        wakeup.signal()
+        if waiting { wakeup.signal() }
         await signal.wait()
     }
 
     /// Looks for queued sends, counted, and who waits for one that finds nothing.
     private struct Polls {
         var started = 0
+        /// Whether the worker found nothing and waits for a wake-up or its next poll.
+        var waiting = false
+        /// Whether the worker looks again as soon as its current look finds nothing.
+        var lookAgain = false
         var idleWaiters: [UUID: (after: Int, signal: WakeSignal)] = [:]
+    }
+
+    private func notifyWaiters() {
+        for signal in waiters.withLock({ Array($0.values) }) { signal.signal() }
     }
 
     private func leaseEnd() -> Date {
@@ -177,8 +225,10 @@ public final class SendWorker: Service, Sendable {
     private func perform(_ record: SendRecord) async {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(record.id)"
+        current.withLock { $0 = (record.id, false) }
         defer {
-            for signal in waiters.withLock({ Array($0.values) }) { signal.signal() }
+            current.withLock { $0 = nil }
+            notifyWaiters()
         }
         do {
             guard let job = record.job, let value = try? JSONValue(parsing: job) else {
@@ -188,7 +238,7 @@ public final class SendWorker: Service, Sendable {
             }
             let plan: SendPlan
             do {
-                plan = try SendPlan(json: value, apps: apps)
+                plan = try SendPlan(json: value, apps: apps, sendID: record.id)
             } catch {
                 logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
                 _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
@@ -199,11 +249,22 @@ public final class SendWorker: Service, Sendable {
                     ? "Starting a background send"
                     : "Resuming a background send: skipping the devices already recorded",
                 metadata: [LogKey.count: "\(record.targetCount ?? -1)"])
-            let result = try await fanOut.run(
-                plan, send: record.id, after: record.checkpoint, resuming: record.counts.total > 0,
-                lease: FanOut.Lease(worker: name, duration: leaseDuration),
-                collect: false, shouldStop: { self.stopping.load(ordering: .relaxed) })
-            if result.finished {
+            let result = try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await self.watchForCancellation(of: record.id) }
+                let result = try await fanOut.run(
+                    plan, send: record.id, after: record.checkpoint, resuming: record.counts.total > 0,
+                    lease: FanOut.Lease(worker: name, duration: leaseDuration), collect: false,
+                    shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
+                group.cancelAll()
+                return result
+            }
+            if isCancelled(record.id) {
+                // The store keeps the send cancelled whatever the status asked; this releases the lease.
+                _ = try await store.updateSend(record.id, SendUpdate(status: .cancelled))
+                logger.notice(
+                    "Stopped a cancelled background send; what was in flight is recorded",
+                    metadata: [LogKey.count: "\(result.counts)"])
+            } else if result.finished {
                 _ = try await store.updateSend(record.id, SendUpdate(status: .completed))
                 logger.info("Finished a background send", metadata: [LogKey.count: "\(result.counts)"])
             } else {
@@ -219,6 +280,22 @@ public final class SendWorker: Service, Sendable {
         } catch {
             logger.error("A background send failed", metadata: [LogKey.error: "\(error)"])
             _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
+        }
+    }
+
+    /// Re-reads the send's status every poll interval until it is cancelled (by another instance, or through this
+    /// one before ``cancelled(_:)`` could see the send), then marks it so; ends when its task is cancelled.
+    private func watchForCancellation(of id: SendID) async {
+        while !Task.isCancelled {
+            do {
+                try await clock.sleep(for: pollInterval)
+            } catch {
+                return
+            }
+            if (try? await store.send(id))?.status == .cancelled {
+                cancelled(id)
+                return
+            }
         }
     }
 }

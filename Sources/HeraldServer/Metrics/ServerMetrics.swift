@@ -22,6 +22,7 @@ struct ServerMetrics: Sendable {
         static let removals = ("token_removals", "Tokens taken out of sends after APNs rejected them, by reason.")
         static let corrections = ("environment_corrections", "BadDeviceToken tokens the other environment accepted.")
         static let sends = ("sends", "Sends started, inline or in the background.")
+        static let receipts = ("receipt_events", "Delivery receipts the apps reported, by what became of them.")
     }
 
     init(registry: PrometheusCollectorRegistry) {
@@ -67,6 +68,13 @@ struct ServerMetrics: Sendable {
     }
 
     func environmentCorrected() { corrected.increment() }
+
+    /// A batch of delivery receipts: recorded, duplicates of earlier ones, ignored (no such delivery).
+    func receipts(recorded: Int, duplicates: Int, ignored: Int) {
+        for (result, count) in [("recorded", recorded), ("duplicate", duplicates), ("ignored", ignored)] where count > 0 {
+            Self.counter(registry, Name.receipts, [("result", result)]).increment(by: Int64(count))
+        }
+    }
 
     func sendStarted(background: Bool) {
         Self.counter(registry, Name.sends, [("mode", background ? "background" : "inline")]).increment()

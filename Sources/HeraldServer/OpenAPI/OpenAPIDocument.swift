@@ -9,8 +9,9 @@ info:
   version: 1.0.0
   summary: A self-hosted Apple push-notification provider.
   description: |
-    Apps register their device tokens (`/api/token`, docs/api-registration.md); backends send notifications
-    (`/api/send`, an API key with the `send` scope) and look up delivery records and devices. Every error has the
+    Apps register their device tokens (`/api/token`, docs/api-registration.md) and report what became of their
+    notifications (`/api/events`, delivery receipts); backends send notifications (`/api/send`, an API key with the
+    `send` scope), cancel them, and look up delivery records and devices. Every error has the
     body `{"error": "<what to do>", "reason": "<stable reason>"}`. Served by `herald serve` at `/openapi.yaml`.
 servers:
   - url: http://127.0.0.1:8080
@@ -57,7 +58,7 @@ components:
         application/json:
           schema: { $ref: "#/components/schemas/Error" }
     RateLimited:
-      description: Too many registrations from this address (`rateLimited`).
+      description: Too many registrations (or event reports) from this address (`rateLimited`).
       headers:
         Retry-After:
           schema: { type: integer }
@@ -78,7 +79,9 @@ components:
             invalidField, missingTopic, unknownTopic, missingRegistrationKey, invalidRegistrationKey, topicNotAllowed,
             unknownToken, payloadTooLarge, rateLimited. Send: missingTarget, noContentKey, unknownToken, or the APNs
             reason the notification would have caused (BadPriority, BadCollapseId, PayloadTooLarge, InvalidPushType, …).
-            Auth: missingAPIKey, invalidAPIKey, insufficientScope. Lookups: missingQuery, unknownSend. HTTP:
+            Events: invalidJSON, invalidField, badDeviceToken, and the registration key's. Cancel: unknownSend,
+            sendFinished (409). Auth: missingAPIKey, invalidAPIKey, insufficientScope. Lookups: missingQuery,
+            unknownSend. HTTP:
             methodNotAllowed (405, with Allow), malformedHTTP (400), requestTimeout (408), headersTooLarge (431),
             notFound. Server: unavailable, internal.
     Registration:
@@ -223,10 +226,16 @@ components:
         relevanceScore: { type: [number, "null"], minimum: 0, maximum: 1 }
         data:
           type: [object, "null"]
-          description: "Custom keys beside aps."
+          description: >
+            Custom keys beside aps. `herald` is taken by the send id (delivery receipts) unless the app turned
+            receipts off.
           properties:
             aps: false
-        payload: { type: [object, "null"], description: "A raw APNs payload, sent as it is." }
+        payload:
+          type: [object, "null"]
+          description: >
+            A raw APNs payload, sent as it is, plus the `herald` key of alert and background pushes (delivery
+            receipts) unless the app turned receipts off.
         encrypt: { type: [boolean, "null"], description: "Seal the alert with the app's content key." }
     Counts:
       type: object
@@ -234,6 +243,49 @@ components:
         accepted: { type: integer }
         rejected: { type: integer }
         failed: { type: integer }
+    Receipts:
+      type: object
+      description: >
+        What devices reported (POST /api/events): devices that received the notification (or reported anything
+        else about it), opened it, chose an action (one per device and action), dismissed it. The rates are shares of
+        the accepted notifications, 0 to 1, present once APNs accepted any.
+      required: [received, opened, actions, dismissed]
+      properties:
+        received: { type: integer, minimum: 0 }
+        opened: { type: integer, minimum: 0 }
+        actions: { type: integer, minimum: 0 }
+        dismissed: { type: integer, minimum: 0 }
+        receivedRate: { type: number, minimum: 0, maximum: 1 }
+        openedRate: { type: number, minimum: 0, maximum: 1 }
+    Event:
+      type: object
+      required: [type, token, at]
+      anyOf:
+        - { required: [sendId, action], properties: { type: { enum: [action] }, action: { type: string } } }
+        - { required: [apnsId, action], properties: { type: { enum: [action] }, action: { type: string } } }
+        - { required: [sendId], properties: { type: { enum: [received, opened, dismissed] }, action: { type: "null" } } }
+        - { required: [apnsId], properties: { type: { enum: [received, opened, dismissed] }, action: { type: "null" } } }
+      description: >
+        One report of the SDK. At least one of sendId (the notification's `herald.send`) and apnsId; with both, they
+        must name the same notification. `action` is required for type action and refused for the others. `null`
+        means absent; unknown properties are ignored.
+      properties:
+        type: { type: string, enum: [received, opened, action, dismissed] }
+        token: { type: string, minLength: 16, maxLength: 1024, pattern: "^([0-9a-fA-F]{2})+$" }
+        sendId:
+          type: [string, "null"]
+          format: uuid
+          pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+        apnsId:
+          type: [string, "null"]
+          format: uuid
+          pattern: "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+        action: { type: [string, "null"], minLength: 1, maxLength: 100, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$" }
+        at:
+          type: string
+          format: date-time
+          pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+          description: "RFC 3339, by the device's clock."
     Outcome:
       type: object
       required: [token, environment, status, at]
@@ -284,14 +336,15 @@ components:
               payloadLimit: { type: integer, description: "APNs's limit for the push type: 4096, or 5120 for VoIP." }
     Send:
       type: object
-      required: [id, status, target, summary, counts, createdAt, updatedAt]
+      required: [id, status, target, summary, counts, receipts, createdAt, updatedAt]
       properties:
         id: { type: string, format: uuid }
-        status: { type: string, enum: [queued, running, completed, failed] }
+        status: { type: string, enum: [queued, running, completed, failed, cancelled] }
         target: { type: string }
         summary: { type: string }
         targetCount: { type: integer }
         counts: { $ref: "#/components/schemas/Counts" }
+        receipts: { $ref: "#/components/schemas/Receipts" }
         message: { type: string }
         createdAt: { type: string, format: date-time }
         updatedAt: { type: string, format: date-time }
@@ -340,6 +393,48 @@ paths:
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
         "429": { $ref: "#/components/responses/RateLimited" }
+  /api/events:
+    post:
+      summary: Report what became of notifications (delivery receipts), in batches.
+      description: >
+        The SDK's reports: received (its service extension ran), opened, action, dismissed. Authenticated and
+        rate-limited like POST /api/token. The batch is checked whole first (400 naming the field, nothing stored),
+        then recorded in one transaction. Idempotent: the same event (send, device, type, action) counts once. An
+        event about a notification APNs did not accept for that device is ignored.
+      security: [{}, { registrationKey: [] }]
+      requestBody:
+        required: true
+        description: At most 64 KiB and 100 events; parsed as JSON whatever the Content-Type.
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [events]
+              properties:
+                events: { type: array, minItems: 1, maxItems: 100, items: { $ref: "#/components/schemas/Event" } }
+            example:
+              events:
+                - { type: received, token: 00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9, sendId: 5a0e7c4e-1f2b-4c3d-9e8f-0123456789ab, at: "2026-01-02T08:00:00Z" }
+      responses:
+        "200":
+          description: What became of the events.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [recorded, duplicates, ignored]
+                properties:
+                  recorded: { type: integer, description: "Stored and counted." }
+                  duplicates: { type: integer, description: "Reported before: counted once." }
+                  ignored: { type: integer, description: "No notification of that send was accepted for that device." }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "405": { $ref: "#/components/responses/Error" }
+        "408": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/RateLimited" }
+        "431": { $ref: "#/components/responses/Error" }
   /api/send:
     post:
       summary: Send a notification to a token, tokens, a user, a tag or every device of an app.
@@ -384,8 +479,29 @@ paths:
         "413": { $ref: "#/components/responses/Error" }
         "431": { $ref: "#/components/responses/Error" }
   /api/sends/{id}:
+    delete:
+      summary: Cancel a queued or running send.
+      description: >
+        A queued send is never started; a running one stops (at once on the instance that answers, within its next
+        status check on another), records what it had in flight, and is never resumed. Cancelling a cancelled send
+        answers it again; a completed or failed one is 409 sendFinished. With a console session, X-Herald-CSRF is
+        required.
+      security: [{ apiKey: [send] }, { consoleSession: [] }]
+      parameters:
+        - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+      responses:
+        "200":
+          description: The send, now cancelled.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Send" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
     get:
-      summary: A send's status, counts and one page of outcomes.
+      summary: A send's status, counts, receipts and one page of outcomes.
       security: [{ apiKey: [send] }, { consoleSession: [] }]
       parameters:
         - { name: id, in: path, required: true, schema: { type: string, format: uuid } }

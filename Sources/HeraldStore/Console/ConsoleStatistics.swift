@@ -59,12 +59,17 @@ public struct SendStatistics: Sendable, Hashable {
     public var removed: Int
     /// Rejection reasons, most frequent first.
     public var topReasons: [Tally]
+    /// What devices reported about these sends' notifications (delivery receipts).
+    public var receipts: ReceiptCounts
 
-    public init(sends: Int, counts: OutcomeCounts, removed: Int, topReasons: [Tally]) {
+    public init(
+        sends: Int, counts: OutcomeCounts, removed: Int, topReasons: [Tally], receipts: ReceiptCounts = ReceiptCounts()
+    ) {
         self.sends = sends
         self.counts = counts
         self.removed = removed
         self.topReasons = topReasons
+        self.receipts = receipts
     }
 }
 

@@ -109,13 +109,16 @@ extension StoreSQL {
             """, [.integer(StoreTime.microseconds(date))])
     }
 
-    /// Sends since a moment: one row of (sends, accepted, rejected, failed).
+    /// Sends since a moment: one row of (sends, accepted, rejected, failed, received, opened, actions, dismissed).
     package static func sendTotals(since date: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(
             dialect,
             """
-            SELECT count(*), CAST(coalesce(sum(accepted), 0) AS BIGINT), CAST(coalesce(sum(rejected), 0) AS BIGINT), \
-            CAST(coalesce(sum(failed), 0) AS BIGINT) FROM sends WHERE created_at >= $1
+            SELECT count(*), CAST(coalesce(sum(s.accepted), 0) AS BIGINT), \
+            CAST(coalesce(sum(s.rejected), 0) AS BIGINT), CAST(coalesce(sum(s.failed), 0) AS BIGINT), \
+            CAST(coalesce(sum(r.received), 0) AS BIGINT), CAST(coalesce(sum(r.opened), 0) AS BIGINT), \
+            CAST(coalesce(sum(r.actions), 0) AS BIGINT), CAST(coalesce(sum(r.dismissed), 0) AS BIGINT) \
+            FROM sends s LEFT JOIN send_receipts r ON r.send_id = s.id WHERE s.created_at >= $1
             """, [.integer(StoreTime.microseconds(date))])
     }
 
@@ -259,7 +262,10 @@ extension SendStatistics {
             counts: OutcomeCounts(
                 accepted: Int(try totals.integer(1)), rejected: Int(try totals.integer(2)),
                 failed: Int(try totals.integer(3))),
-            removed: removed, topReasons: Array(tallies.prefix(limit)))
+            removed: removed, topReasons: Array(tallies.prefix(limit)),
+            receipts: ReceiptCounts(
+                received: Int(try totals.integer(4)), opened: Int(try totals.integer(5)),
+                actions: Int(try totals.integer(6)), dismissed: Int(try totals.integer(7))))
     }
 }
 

@@ -17,7 +17,9 @@ public protocol DeliveryStore: Sendable {
     /// - Throws: ``StoreError`` `.invalidRecord` when a send with that id exists.
     func createSend(_ send: NewSend) async throws -> SendRecord
 
-    /// Changes a send's status, target count or message.
+    /// Changes a send's status, target count or message. A cancelled send keeps its status and message: only its
+    /// lease is released (with a final or `queued` status), so a worker that finishes after the cancellation cannot
+    /// complete it or put it back in the queue.
     /// - Returns: The send as stored now.
     /// - Throws: ``StoreError`` `.notFound` when there is no such send.
     func updateSend(_ id: SendID, _ update: SendUpdate) async throws -> SendRecord
@@ -95,7 +97,14 @@ public protocol DeliveryStore: Sendable {
     /// - Returns: The sends put back in the queue.
     func requeueAbandonedSends(of lock: InstanceLock, keeping worker: String) async throws -> [SendID]
 
-    /// Extends a worker's lease on a running send.
+    /// Cancels a send that is queued or running: it becomes ``SendStatus/cancelled``, is never claimed again, and
+    /// says so in its message. A running send stays its worker's (``renewLease(of:worker:until:)`` still answers
+    /// `true`), so the worker can record what it has in flight; it must notice the status and stop.
+    /// - Returns: The send as stored now — cancelled, or unchanged when it had ended already (completed, failed or
+    ///   cancelled) — or `nil` when there is no such send.
+    func cancelSend(_ id: SendID) async throws -> SendRecord?
+
+    /// Extends a worker's lease on a running send (or one cancelled while it ran).
     /// - Returns: `false` when the worker no longer holds the send (its lease ran out and another worker claimed
     ///   it, or the send ended): the worker must stop working on it.
     func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool

@@ -29,3 +29,10 @@ package struct Migration: Sendable {
         return migrations.filter { !applied.contains($0.version) }.sorted { $0.version < $1.version }
     }
 }
+
+/// A store that can stop migrating at a version: what the upgrade tests need to fill a database as an older Herald
+/// left it. ``Store/migrate()`` applies every migration.
+package protocol VersionedMigrations: Sendable {
+    /// Applies, in one transaction, the migrations up to and including `version` that the database lacks.
+    func migrate(through version: Int) async throws
+}

@@ -185,7 +185,8 @@ package enum StoreSQL {
         SQLStatement(dialect, "SELECT \(sendColumns) FROM sends WHERE id = $1", [.text(id.description)])
     }
 
-    /// Applies a ``SendUpdate``; a final or queued status also releases the lease. Returns the send.
+    /// Applies a ``SendUpdate``; a final or queued status also releases the lease. A cancelled send keeps its status
+    /// and message (its worker may finish after the cancellation). Returns the send.
     package static func updateSend(
         _ id: SendID, _ update: SendUpdate, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
@@ -193,8 +194,9 @@ package enum StoreSQL {
         return SQLStatement(
             dialect,
             """
-            UPDATE sends SET status = coalesce($2, status), target_count = coalesce($3, target_count), \
-            message = coalesce($4, message), updated_at = $5, \
+            UPDATE sends SET status = CASE WHEN status = 'cancelled' THEN status ELSE coalesce($2, status) END, \
+            target_count = coalesce($3, target_count), \
+            message = CASE WHEN status = 'cancelled' THEN message ELSE coalesce($4, message) END, updated_at = $5, \
             worker = CASE WHEN $6 = 1 THEN NULL ELSE worker END, \
             lease_until = CASE WHEN $6 = 1 THEN NULL ELSE lease_until END \
             WHERE id = $1 RETURNING \(sendColumns)
@@ -376,7 +378,8 @@ package enum StoreSQL {
             [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))])
     }
 
-    /// Extends a worker's lease; returns the send's id when the worker holds it.
+    /// Extends a worker's lease; returns the send's id when the worker holds it. A send cancelled while running
+    /// stays its worker's, so the worker records what it has in flight before it stops.
     package static func renewLease(
         of id: SendID, worker: String, until: Date, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
@@ -384,7 +387,7 @@ package enum StoreSQL {
             dialect,
             """
             UPDATE sends SET lease_until = $3, updated_at = $4 \
-            WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING id
+            WHERE id = $1 AND worker = $2 AND status IN ('running', 'cancelled') RETURNING id
             """,
             [
                 .text(id.description), .text(worker), .integer(StoreTime.microseconds(until)),

@@ -223,6 +223,48 @@ package enum StoreSchema {
                 // Rejection reasons of the last days: rejections are few among outcomes, so the index stays small.
                 "CREATE INDEX send_outcomes_rejected_at ON send_outcomes (at) WHERE outcome = 'rejected'",
             ]),
+        Migration(
+            version: 7, name: "delivery receipts (events and per-send counts), and cancelled sends",
+            statements: [
+                // A send may be cancelled: the status column's CHECK gains 'cancelled'. SQLite cannot alter a CHECK,
+                // and rebuilding the table would cascade-delete its outcomes (foreign keys are on and cannot be
+                // turned off inside the migration's transaction), so both backends swap the column instead: add the
+                // new one, copy, drop the old (with its CHECK and the partial index that names it), rename. Rows and
+                // outcomes stay as they are; the column moves last, which no statement depends on.
+                "DROP INDEX sends_waiting",
+                """
+                ALTER TABLE sends ADD COLUMN status_new TEXT NOT NULL DEFAULT 'queued' \
+                CHECK (status_new IN ('queued', 'running', 'completed', 'failed', 'cancelled'))
+                """,
+                "UPDATE sends SET status_new = status",
+                "ALTER TABLE sends DROP COLUMN status",
+                "ALTER TABLE sends RENAME COLUMN status_new TO status",
+                "CREATE INDEX sends_waiting ON sends (created_at, id) WHERE status IN ('queued', 'running')",
+                // What devices reported about a send's notifications: one row per send, device, kind and action
+                // identifier ('' for the other kinds), so the same event twice is stored and counted once.
+                """
+                CREATE TABLE receipt_events (
+                    send_id TEXT NOT NULL REFERENCES sends (id) ON DELETE CASCADE,
+                    token TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('received', 'opened', 'action', 'dismissed')),
+                    action TEXT NOT NULL DEFAULT '',
+                    at BIGINT NOT NULL,
+                    recorded_at BIGINT NOT NULL,
+                    PRIMARY KEY (send_id, token, kind, action)
+                )
+                """,
+                // The counts a send's page shows, kept as events are recorded: a page reads one row, not a count of
+                // a million events. Apart from `sends`, so reports never wait on a worker's outcome batches.
+                """
+                CREATE TABLE send_receipts (
+                    send_id TEXT NOT NULL PRIMARY KEY REFERENCES sends (id) ON DELETE CASCADE,
+                    received BIGINT NOT NULL DEFAULT 0,
+                    opened BIGINT NOT NULL DEFAULT 0,
+                    actions BIGINT NOT NULL DEFAULT 0,
+                    dismissed BIGINT NOT NULL DEFAULT 0
+                )
+                """,
+            ]),
     ]
 
     /// The highest version this build knows.

@@ -46,7 +46,9 @@ public enum StoreConformance {
     }
 
     /// Every case.
-    public static var cases: [Case] { tokenCases + deliveryCases + keyCases + lifecycleCases + consoleCases }
+    public static var cases: [Case] {
+        tokenCases + deliveryCases + keyCases + lifecycleCases + consoleCases + receiptCases
+    }
 
     /// Runs one case on a fresh database: opens a store, runs and migrates it, runs the case, then cleans up.
     public static func run(_ check: Case, on fixture: StoreFixture) async throws {
@@ -63,14 +65,14 @@ public enum StoreConformance {
         await fixture.cleanup()
     }
 
-    /// Runs a store's service while `body` uses it (migrated first), then stops it.
-    public static func withRunning<T: Sendable>(_ store: any Store, _ body: (any Store) async throws -> T)
-        async throws -> T
-    {
+    /// Runs a store's service while `body` uses it (migrated first, unless `migrate` is false), then stops it.
+    public static func withRunning<T: Sendable>(
+        _ store: any Store, migrate: Bool = true, _ body: (any Store) async throws -> T
+    ) async throws -> T {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await store.run() }
             do {
-                try await store.migrate()
+                if migrate { try await store.migrate() }
                 let result = try await body(store)
                 group.cancelAll()
                 await store.close()

@@ -1,4 +1,5 @@
-// A send's page: while the send is queued or running, polls GET /api/sends/{id} and moves the progress bar.
+// A send's page: while the send is queued or running, polls GET /api/sends/{id} and moves the progress bar and the
+// receipt counts.
 "use strict";
 (function () {
   const panel = document.getElementById("send-progress");
@@ -29,12 +30,22 @@
     $("count-accepted").textContent = counts.accepted;
     $("count-rejected").textContent = counts.rejected;
     $("count-failed").textContent = counts.failed;
+    const receipts = send.receipts || {};
+    const rate = (share) => (share === undefined ? "—" : Math.round(share * 1000) / 10 + " %");
+    $("count-received").textContent = receipts.received || 0;
+    $("count-opened").textContent = receipts.opened || 0;
+    $("count-actions").textContent = receipts.actions || 0;
+    $("count-dismissed").textContent = receipts.dismissed || 0;
+    $("rate-received").textContent = rate(receipts.receivedRate);
+    $("rate-opened").textContent = rate(receipts.openedRate);
     $("send-status").textContent = send.status;
     $("send-status").className = "status-" + send.status;
     panel.dataset.status = send.status;
     if (send.status === "queued" || send.status === "running") {
       setTimeout(poll, 1000);
     } else {
+      const cancel = $("cancel-send");
+      if (cancel) cancel.remove();
       $("send-live").textContent = "The send is " + send.status + ". Reload for the outcomes by reason and device.";
     }
   }

@@ -1,0 +1,39 @@
+import HeraldCore
+public import HeraldStore
+
+extension PostgresStore {
+    /// One transaction; a round trip per statement (a lookup and one or two inserts per event, an update per send).
+    public func recordReceipts(_ events: [ReceiptEvent]) async throws -> [ReceiptResult] {
+        guard !events.isEmpty else { return [] }
+        let now = clock.now()
+        return try await transaction("record delivery receipts") { session in
+            var recording = ReceiptRecording(events, at: now, .postgres)
+            for (index, lookup) in recording.lookups.enumerated() {
+                try recording.resolve(index, row: try await session.rows(lookup).first)
+            }
+            for (index, insert) in recording.inserts().enumerated() {
+                recording.inserted(index, row: try await session.rows(insert).first)
+            }
+            for update in recording.countUpdates { try await session.execute(update) }
+            return recording.results
+        }
+    }
+
+    public func receiptCounts(of id: SendID) async throws -> ReceiptCounts {
+        try await session("read a send's receipts") { session in
+            try await session.rows(StoreSQL.receiptCounts(of: id, .postgres)).first.map {
+                try ReceiptCounts(stored: $0)
+            } ?? ReceiptCounts()
+        }
+    }
+
+    public func cancelSend(_ id: SendID) async throws -> SendRecord? {
+        let now = clock.now()
+        return try await session("cancel a send") { session in
+            if let row = try await session.rows(StoreSQL.cancelSend(id, at: now, .postgres)).first {
+                return try row.send()
+            }
+            return try await session.rows(StoreSQL.selectSend(id, .postgres)).first?.send()
+        }
+    }
+}

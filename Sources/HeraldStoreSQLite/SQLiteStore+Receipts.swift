@@ -1,0 +1,36 @@
+import GRDB
+import HeraldCore
+public import HeraldStore
+
+extension SQLiteStore {
+    public func recordReceipts(_ events: [ReceiptEvent]) async throws -> [ReceiptResult] {
+        guard !events.isEmpty else { return [] }
+        let now = clock.now()
+        return try await write("record delivery receipts") { db in
+            var recording = ReceiptRecording(events, at: now, .sqlite)
+            for (index, lookup) in recording.lookups.enumerated() {
+                try recording.resolve(index, row: try db.rows(lookup).first)
+            }
+            for (index, insert) in recording.inserts().enumerated() {
+                recording.inserted(index, row: try db.rows(insert).first)
+            }
+            for update in recording.countUpdates { try db.execute(update) }
+            return recording.results
+        }
+    }
+
+    public func receiptCounts(of id: SendID) async throws -> ReceiptCounts {
+        try await read("read a send's receipts") { db in
+            try db.rows(StoreSQL.receiptCounts(of: id, .sqlite)).first.map { try ReceiptCounts(stored: $0) }
+                ?? ReceiptCounts()
+        }
+    }
+
+    public func cancelSend(_ id: SendID) async throws -> SendRecord? {
+        let now = clock.now()
+        return try await write("cancel a send") { db in
+            if let row = try db.rows(StoreSQL.cancelSend(id, at: now, .sqlite)).first { return try row.send() }
+            return try db.rows(StoreSQL.selectSend(id, .sqlite)).first?.send()
+        }
+    }
+}

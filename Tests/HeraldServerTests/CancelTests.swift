@@ -1,0 +1,124 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import HeraldTesting
+import Logging
+import Testing
+
+@testable import HeraldServer
+
+/// `DELETE /api/sends/{id}`: a queued send never starts; a running one stops, keeps what it recorded, and is never
+/// resumed.
+@Suite("Sends: cancellation", .timeLimit(.minutes(3)))
+struct CancelTests {
+    /// A worker over a store and a sender, as `herald serve` builds it, with polls that never come during a test.
+    static func worker(_ store: any Store, _ sender: any PushSender, maximumInFlight: Int) -> SendWorker {
+        var sending = ServerConfiguration.Sending(pageSize: 50, maximumInFlight: maximumInFlight)
+        sending.pollInterval = .seconds(3600)
+        let ready = Gate()
+        ready.open()
+        return SendWorker(
+            store: store, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]),
+            fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: maximumInFlight), sending: sending,
+            instance: "cancel-test",
+            clock: ContinuousClock(), wallClock: SystemWallClock(), storeReady: ready,
+            logger: Logger(label: "herald.test.cancel"))
+    }
+
+    static func queue(_ store: any Store, target: String, count: Int) async throws -> SendRecord {
+        let job = #"{"target": \#(target), "topic": "\#(ServerHarness.topic)", "alert": "hi"}"#
+        return try await store.createSend(NewSend(target: target, summary: "alert push", job: job, targetCount: count))
+    }
+
+    @Test(
+        "a running send stops: what was in flight is recorded, nothing more is sent, and a restarted worker never resumes it",
+        arguments: Backend.available)
+    func running(backend: Backend) async throws {
+        try await TestDatabase.withMigratedStore(backend) { store in
+            for n in 1...120 {
+                _ = try await store.upsert(
+                    TokenRegistration(
+                        token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .production,
+                        tags: ["all"]))
+            }
+            _ = try await store.upsert(
+                TokenRegistration(
+                    token: StoreConformance.token(500), topic: ServerHarness.topic, environment: .production,
+                    userID: "later"))
+            let send = try await Self.queue(store, target: #"{"tag": "all"}"#, count: 120)
+            let limit = 8
+            let sender = SendCrashTests.StallingSender(answering: 20)
+            let worker = Self.worker(store, sender, maximumInFlight: limit)
+            let run = Task { try await worker.run() }
+            worker.wake()
+            // 20 answered and recorded, 8 in flight and held: the send is running.
+            await sender.held.wait(untilAtLeast: limit)
+            #expect(try await store.send(send.id)?.status == .running)
+
+            let cancelled = try #require(try await store.cancelSend(send.id))
+            worker.cancelled(send.id)
+            #expect(cancelled.status == .cancelled)
+            sender.release()
+            let stopped = try await worker.waitUntilFinished(send.id)
+            #expect(stopped.status == .cancelled && stopped.worker == nil && stopped.leaseUntil == nil)
+            #expect(sender.sent.count == 20 + limit, "nothing was sent after the cancellation but what was in flight")
+            #expect(stopped.counts.accepted == 20 + limit, "what was in flight is recorded: \(stopped.counts)")
+            #expect(stopped.message?.contains("Cancelled while sending") == true, "\(stopped.message ?? "")")
+            run.cancel()
+            _ = try? await run.value
+
+            // Another start: the worker puts back what an earlier run left and claims what waits; never this send.
+            let second = SendCrashTests.StallingSender(answering: .max)
+            let restarted = Self.worker(store, second, maximumInFlight: limit)
+            let rerun = Task { try await restarted.run() }
+            let later = try await Self.queue(store, target: #"{"user": "later"}"#, count: 1)
+            restarted.wake()
+            #expect(try await restarted.waitUntilFinished(later.id).status == .completed)
+            #expect(second.sent.map(\.token) == [StoreConformance.token(500)], "only the later send's device")
+            let after = try #require(try await store.send(send.id))
+            #expect(after.status == .cancelled && after.counts == stopped.counts)
+            rerun.cancel()
+            _ = try? await rerun.value
+        }
+    }
+
+    @Test("a queued send is cancelled before it starts; cancelling again answers it again; ended and unknown sends are refused")
+    func queued() async throws {
+        try await ServerHarness.withServer(configure: { $0.limits.inlineSendLimit = 0 }) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let (tagged, other) = (testToken(0x61), testToken(0x62))
+            try await client.register(tagged, debug: true, extra: #", "tags": ["news"]"#)
+            try await client.register(other, debug: true, extra: #", "userId": "u""#)
+
+            // The worker found nothing and waits for a wake-up: a send stored without one stays queued.
+            await app.worker.waitUntilIdle()
+            let send = try await Self.queue(app.store, target: #"{"tag": "news"}"#, count: 1)
+            let answer = try await client.call(.delete, "/api/sends/\(send.id)", bearer: key)
+            #expect(answer.status == .ok, "\(answer)")
+            #expect(answer.json["status"] == "cancelled" && answer.json["counts"]?["accepted"] == 0)
+            #expect(answer.json["message"]?.stringValue?.contains("nothing was sent") == true)
+            let again = try await client.call(.delete, "/api/sends/\(send.id)", bearer: key)
+            #expect(again.status == .ok && again.json["updatedAt"] == answer.json["updatedAt"], "\(again)")
+
+            // A send queued after it runs (the worker claims the oldest waiting send first): the cancelled one never.
+            let next = try await client.call(
+                .post, "/api/send", body: #"{"target": {"user": "u"}, "alert": "next"}"#, bearer: key)
+            #expect(next.status == .accepted, "\(next)")
+            let nextID = try #require(next.json["id"]?.stringValue.flatMap(SendID.init))
+            #expect(try await app.worker.waitUntilFinished(nextID).status == .completed)
+            #expect(try emulator.inbox(for: other).count == 1)
+            #expect(emulator.device(tagged) == nil, "the cancelled send's device got nothing")
+            let status = try await client.call(.get, "/api/sends/\(send.id)", bearer: key)
+            #expect(status.json["status"] == "cancelled" && status.json["outcomes"] == [])
+
+            let finished = try await client.call(.delete, "/api/sends/\(nextID)", bearer: key)
+            #expect(finished.status == .conflict && finished.reason == "sendFinished", "\(finished)")
+            #expect(try await client.call(.delete, "/api/sends/\(SendID())", bearer: key).reason == "unknownSend")
+            #expect(try await client.call(.delete, "/api/sends/nope", bearer: key).reason == "invalidField")
+            #expect(try await client.call(.delete, "/api/sends/\(send.id)").status == .unauthorized)
+        }
+    }
+}
