@@ -32,7 +32,13 @@ struct SenderHarness {
         APNSClientConfiguration(
             destination: .custom(host: "127.0.0.1", port: emulator.port(for: environment)!, environment: environment),
             credentials: credentials ?? .token(tokens), trust: .only(certificatesPEM: emulator.certificateAuthorityPEM!),
-            maximumConnections: maximumConnections, requestTimeout: requestTimeout, retry: retry)
+            maximumConnections: maximumConnections, requestTimeout: requestTimeout, retry: retry,
+            broadcastDestination: emulator.port(for: environment, service: .broadcast).map {
+                .custom(host: "127.0.0.1", port: $0, environment: environment)
+            },
+            channelManagementDestination: emulator.port(for: environment, service: .channelManagement).map {
+                .custom(host: "127.0.0.1", port: $0, environment: environment)
+            })
     }
 
     /// Runs an emulator with the outcome table's devices and a client against it.
