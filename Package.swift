@@ -249,7 +249,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["HeraldCLI", "HeraldCore", "HeraldTesting", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "HeraldCLI", "HeraldAPNS", "HeraldCore", "HeraldTesting", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
