@@ -33,7 +33,7 @@ public final class HeraldEmulatorProcess {
         let devices = arguments.filter { $0 == "--device" }.count
         var text = ""
         while !(text.contains("APNs emulator:") && text.components(separatedBy: "\ndevice ").count > devices && text.hasSuffix("\n")) {
-            let chunk = pipe.fileHandleForReading.availableData
+            let chunk = pipe.fileHandleForReading.availableDataRetryingInterrupts()
             guard !chunk.isEmpty else {
                 throw HeraldEmulatorProcessError(message: "herald emulator exited early: \(text)")
             }
