@@ -9,7 +9,7 @@ import Testing
 
 @Suite("Sender: broadcast channels against the emulator", .timeLimit(.minutes(2)))
 struct ChannelTests {
-    let harness = SenderHarness()
+    let harness = SenderHarness(servesChannels: true)
     let app = APNSOutcomeTable.bundleID
     let activityTopic = APNSOutcomeTable.bundleID + ".push-type.liveactivity"
 

@@ -17,13 +17,20 @@ struct SenderHarness {
     let expiredDevice = try! DeviceToken(hex: String(repeating: "b4", count: 32))
     let unknownDevice = try! DeviceToken(hex: String(repeating: "f5", count: 32))
 
-    init() { tokens = ProviderTokenCache(key: key, clock: clock) }
+    /// Whether the emulator also serves broadcasts and channel management (on free ports).
+    let servesChannels: Bool
+
+    init(servesChannels: Bool = false) {
+        self.servesChannels = servesChannels
+        tokens = ProviderTokenCache(key: key, clock: clock)
+    }
 
     func emulatorConfiguration(mode: EmulatorConfiguration.DeviceMode = .strict, faults: FaultConfiguration = FaultConfiguration(),
                                inbox: EmulatorConfiguration.InboxMode = .recording(capacity: 10), clientCA: String? = nil) -> EmulatorConfiguration {
-        EmulatorConfiguration(
+        let configuration = EmulatorConfiguration(
             adminPort: nil, trustedKeys: [.init(key, bundleIDs: [APNSOutcomeTable.bundleID])], clientCertificateAuthorityPEM: clientCA,
             deviceMode: mode, inbox: inbox, faults: faults, seed: 7, clock: clock)
+        return servesChannels ? configuration.servingChannels() : configuration
     }
 
     func clientConfiguration(_ emulator: APNSEmulator, environment: APNSEnvironment = .development, credentials: APNSCredentials? = nil,

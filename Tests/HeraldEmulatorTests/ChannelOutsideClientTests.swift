@@ -9,6 +9,7 @@ extension OutsideClientTests {
     func curlChannels() async throws {
         let ca = directory.appendingPathComponent("ca.pem").path
         let configuration = EmulatorConfiguration(adminPort: 0, tls: .generated(caFile: URL(fileURLWithPath: ca)), trustedKeys: [.init(key)])
+            .servingChannels()
         try await APNSEmulator.withRunning(configuration) { emulator in
             let jwt = try pythonJWT()
             let manage = "https://localhost:\(emulator.port(for: .development, service: .channelManagement)!)/1/apps/com.example.app"

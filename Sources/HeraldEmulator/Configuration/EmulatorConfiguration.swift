@@ -10,8 +10,9 @@ public struct EmulatorConfiguration: Sendable {
     public var productionPort: Int
     /// The port standing in for `api.sandbox.push.apple.com:443`; 0 picks a free port.
     public var developmentPort: Int
-    /// The port standing in for `api-broadcast.push.apple.com:443` (broadcasts to channels); `nil` turns it off, 0
-    /// picks a free port.
+    /// The port standing in for `api-broadcast.push.apple.com:443` (broadcasts to channels); `nil` (the default) turns
+    /// it off, 0 picks a free port. The four channel listeners are off unless asked for: ``servingChannels()`` puts
+    /// them all on free ports.
     public var broadcastProductionPort: Int?
     /// The port standing in for `api-broadcast.sandbox.push.apple.com:443`; `nil` turns it off, 0 picks a free port.
     public var broadcastDevelopmentPort: Int?
@@ -56,8 +57,8 @@ public struct EmulatorConfiguration: Sendable {
         clientCertificateAuthorityPEM: String? = nil, deviceMode: DeviceMode = .permissive,
         maxConcurrentStreams: Int = 1000, inbox: InboxMode = .recording(capacity: 100),
         faults: FaultConfiguration = FaultConfiguration(), seed: UInt64 = 0x4845_5241_4C44,
-        clock: any WallClock = SystemWallClock(), broadcastProductionPort: Int? = 0, broadcastDevelopmentPort: Int? = 0,
-        channelManagementProductionPort: Int? = 0, channelManagementDevelopmentPort: Int? = 0,
+        clock: any WallClock = SystemWallClock(), broadcastProductionPort: Int? = nil, broadcastDevelopmentPort: Int? = nil,
+        channelManagementProductionPort: Int? = nil, channelManagementDevelopmentPort: Int? = nil,
         channels: Channels = Channels(), liveActivityBudget: Int? = nil,
         logger: Logger = Logger(label: "herald.emulator", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
@@ -94,6 +95,16 @@ public struct EmulatorConfiguration: Sendable {
             self.limitPerApp = limitPerApp
             self.enabledBundleIDs = enabledBundleIDs
         }
+    }
+
+    /// This configuration with the broadcast and channel-management listeners of both environments on free ports.
+    public func servingChannels() -> EmulatorConfiguration {
+        var copy = self
+        copy.broadcastProductionPort = 0
+        copy.broadcastDevelopmentPort = 0
+        copy.channelManagementProductionPort = 0
+        copy.channelManagementDevelopmentPort = 0
+        return copy
     }
 
     /// The port of one listener, `nil` when it is off.
