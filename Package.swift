@@ -86,6 +86,7 @@ let package = Package(
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -107,6 +108,7 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: upcomingFeatures
@@ -247,7 +249,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldCLITests",
-            dependencies: ["HeraldCLI", "HeraldCore", "HeraldTesting", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "HeraldCLI", "HeraldAPNS", "HeraldCore", "HeraldTesting", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 public import HeraldCore
+public import Logging
 import NIOCore
 import NIOSSL
 public import ServiceLifecycle
@@ -14,26 +15,50 @@ import Synchronization
 public final class APNSClient: Service, Sendable {
     public let configuration: APNSClientConfiguration
     private let pool: ConnectionPool
+    /// Connections to the broadcast host and to the channel-management host: one each, opened on first use.
+    let broadcastPool: ConnectionPool
+    let channelManagementPool: ConnectionPool
     private let clock: any Clock<Duration>
     private let random: Mutex<SeededRandomNumberGenerator>
-    private let metrics = APNSMetrics()
+    let metrics = APNSMetrics()
     private let authority: String
-    private let ids = APNSIDGenerator()
+    let ids = APNSIDGenerator()
+    /// Where channel operations report what they did; device pushes report through metrics and outcomes.
+    let logger: Logger
     private let lastSharedParts = Mutex<SharedParts?>(nil)
 
     /// Prepares a client; no connection is opened until the first send.
     /// - Parameters:
     ///   - clock: what backoff sleeps on; tests pass a manual clock so they never wait.
     ///   - randomSeed: seeds the backoff jitter (random by default).
+    ///   - logger: where channel operations log (created, deleted, refused); nothing by default.
     /// - Throws: ``APNSClientError`` (`configuration`) when the credentials or trust roots cannot be loaded.
-    public init(configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(), randomSeed: UInt64? = nil) throws(APNSClientError) {
+    public init(
+        configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(), randomSeed: UInt64? = nil,
+        logger: Logger = Logger(label: "herald.apns", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) throws(APNSClientError) {
+        self.logger = logger
         guard configuration.maximumConnections >= 1 else { throw .configuration("maximumConnections must be at least 1.") }
+        for (name, other) in [("broadcastDestination", configuration.broadcastDestination),
+                              ("channelManagementDestination", configuration.channelManagementDestination)]
+        where other.environment != configuration.destination.environment {
+            throw .configuration("\(name) is \(other) but destination is \(configuration.destination): use one environment for all three.")
+        }
         self.configuration = configuration
         self.clock = clock
         self.random = Mutex(SeededRandomNumberGenerator(seed: randomSeed ?? UInt64.random(in: .min ... .max)))
-        self.authority = configuration.destination.port == 443 ? configuration.destination.host : "\(configuration.destination.host):\(configuration.destination.port)"
+        self.authority = Self.authority(of: configuration.destination)
         let sslContext = try Self.makeSSLContext(configuration)
         pool = ConnectionPool(configuration: configuration, sslContext: sslContext, metrics: metrics)
+        broadcastPool = ConnectionPool(
+            configuration: configuration.oneConnection(to: configuration.broadcastDestination), sslContext: sslContext, metrics: metrics)
+        channelManagementPool = ConnectionPool(
+            configuration: configuration.oneConnection(to: configuration.channelManagementDestination), sslContext: sslContext, metrics: metrics)
+    }
+
+    /// The `:authority` of requests to a destination: the host, and the port unless it is 443.
+    static func authority(of destination: APNSClientConfiguration.Destination) -> String {
+        destination.port == 443 ? destination.host : "\(destination.host):\(destination.port)"
     }
 
     private static func makeSSLContext(_ configuration: APNSClientConfiguration) throws(APNSClientError) -> NIOSSLContext {
@@ -80,28 +105,32 @@ public final class APNSClient: Service, Sendable {
     /// every connection. Sends in flight when shutdown begins end with their outcome or a `shutdown` failure.
     public func run() async throws {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.pool.run() }
+            for pool in pools { group.addTask { await pool.run() } }
             try? await gracefulShutdown()
-            await pool.shutdown()
+            await shutdown()
             await group.waitForAll()
         }
     }
 
+    /// Every pool: device pushes, broadcasts, channel management. The last two open nothing until first used.
+    private var pools: [ConnectionPool] { [pool, broadcastPool, channelManagementPool] }
+
     /// Runs a client for the duration of `body`, then shuts it down.
     public static func withClient<Result: Sendable>(
         configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(), randomSeed: UInt64? = nil,
+        logger: Logger = Logger(label: "herald.apns", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (APNSClient) async throws -> Result
     ) async throws -> Result {
-        let client = try APNSClient(configuration: configuration, clock: clock, randomSeed: randomSeed)
+        let client = try APNSClient(configuration: configuration, clock: clock, randomSeed: randomSeed, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.pool.run() }
+            for pool in client.pools { group.addTask { await pool.run() } }
             do {
                 let result = try await body(client)
-                await client.pool.shutdown()
+                await client.shutdown()
                 try await group.waitForAll()
                 return result
             } catch {
-                await client.pool.shutdown()
+                await client.shutdown()
                 try? await group.waitForAll()
                 throw error
             }
@@ -109,7 +138,9 @@ public final class APNSClient: Service, Sendable {
     }
 
     /// Stops taking work and closes every connection.
-    public func shutdown() async { await pool.shutdown() }
+    public func shutdown() async {
+        for pool in pools { await pool.shutdown() }
+    }
 
     /// Connections currently open or opening.
     public var connectionCount: Int { pool.connectionCount }
@@ -232,15 +263,23 @@ public final class APNSClient: Service, Sendable {
         let token: DeviceToken
         /// The same on every attempt.
         let apnsID: String
-        var providerToken: ProviderToken?
         var template: APNSHeaderTemplate
-        var refreshedProviderToken = false
-        /// Every attempt, those APNs never processed included.
-        var attempts = 0
-        /// Attempts APNs never processed: they do not count against ``RetryPolicy/maximumAttempts``.
-        var unprocessed = 0
-        /// Which backoff the next retry waits: the processed attempts so far, or the unprocessed streak.
-        var backoffStep = 0
+        var progress: RetryProgress
+
+        init(notification: PreparedNotification, body: ByteBuffer, token: DeviceToken, apnsID: String, providerToken: ProviderToken?,
+             template: APNSHeaderTemplate) {
+            self.notification = notification
+            self.body = body
+            self.token = token
+            self.apnsID = apnsID
+            self.template = template
+            self.progress = RetryProgress(providerToken: providerToken)
+        }
+
+        var attempts: Int {
+            get { progress.attempts }
+            set { progress.attempts = newValue }
+        }
     }
 
     /// What one attempt's result means for the notification.
@@ -259,14 +298,22 @@ public final class APNSClient: Service, Sendable {
             case .final(let delivery):
                 return delivery
             case .retry(let afterBackoff, let otherwise):
-                if afterBackoff, !(await backoff(after: send.backoffStep)) { return giveUp(otherwise) }
+                if afterBackoff, !(await backoff(after: send.progress.backoffStep)) { return giveUp(otherwise) }
             }
         }
     }
 
     private func attempt(_ send: inout Send) async -> Result<APNSResponse, APNSClientError> {
-        send.attempts += 1
-        if send.attempts > 1 { metrics.retry() }
+        await attempt(on: pool, template: send.template, target: .device(send.token), requestID: send.apnsID, body: send.body, progress: &send.progress)
+    }
+
+    /// One attempt of any request on one of the pools: waits for a stream slot, sends, and gives the slot back.
+    func attempt(
+        on pool: ConnectionPool, template: APNSHeaderTemplate, target: APNSRequestTarget, requestID: String, body: ByteBuffer,
+        progress: inout RetryProgress
+    ) async -> Result<APNSResponse, APNSClientError> {
+        progress.attempts += 1
+        if progress.attempts > 1 { metrics.retry() }
         let lease: ConnectionPool.Lease
         do {
             lease = try await pool.lease()
@@ -277,8 +324,8 @@ public final class APNSClient: Service, Sendable {
         }
         metrics.attempt()
         let started = ContinuousClock.now
-        let result = await lease.connection.execute(template: send.template, token: send.token, apnsID: send.apnsID, body: send.body)
-        finish(lease, started: started, result)
+        let result = await lease.connection.execute(template: template, target: target, requestID: requestID, body: body)
+        finish(lease, of: pool, started: started, result)
         return result
     }
 
@@ -293,7 +340,7 @@ public final class APNSClient: Service, Sendable {
         let started = ContinuousClock.now
         let sent = attempting
         lease.connection.submit(APNSStreamRequest(template: sent.template, token: sent.token, apnsID: sent.apnsID, body: sent.body) { result in
-            self.finish(lease, started: started, result)
+            self.finish(lease, of: self.pool, started: started, result)
             var send = sent
             switch self.judge(result, &send) {
             case .final(let delivery): answered(.finished(delivery))
@@ -307,12 +354,12 @@ public final class APNSClient: Service, Sendable {
     /// The rest of a retry that ``startSending(_:to:answered:)`` could not finish on the event loop: the backoff and
     /// the further attempts, which need a task.
     func continueRetry(_ send: Send, afterBackoff: Bool, otherwise: APNSDelivery) async -> APNSDelivery {
-        if afterBackoff, !(await backoff(after: send.backoffStep)) { return giveUp(otherwise) }
+        if afterBackoff, !(await backoff(after: send.progress.backoffStep)) { return giveUp(otherwise) }
         return await deliver(send)
     }
 
     /// Returns the stream slot; retires the connection when APNs' answer says it must not be used again.
-    private func finish(_ lease: ConnectionPool.Lease, started: ContinuousClock.Instant, _ result: Result<APNSResponse, APNSClientError>) {
+    private func finish(_ lease: ConnectionPool.Lease, of pool: ConnectionPool, started: ContinuousClock.Instant, _ result: Result<APNSResponse, APNSClientError>) {
         let elapsed = started.duration(to: .now)
         metrics.answered(after: elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
         if case .success(let response) = result, response.status != 200, let reason = Self.reason(in: response),
@@ -325,51 +372,29 @@ public final class APNSClient: Service, Sendable {
 
     /// The retry policy applied to one attempt's result.
     private func judge(_ result: Result<APNSResponse, APNSClientError>, _ send: inout Send) -> Verdict {
-        if case .failure(let error) = result, error.code == .notProcessed,
-            send.unprocessed < configuration.retry.maximumUnprocessedResends
-        {
-            // Safe to repeat, and free: the first re-send goes out at once on another stream, later ones back off.
-            // Beyond the cap, it counts like any other attempt.
-            send.unprocessed += 1
-            send.backoffStep = send.unprocessed - 1
-            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts, unprocessedAttempts: send.unprocessed)
-            return .retry(afterBackoff: send.unprocessed > 1, otherwise: failed)
-        }
-        send.backoffStep = send.attempts - send.unprocessed
-        let retryable = send.attempts - send.unprocessed < configuration.retry.maximumAttempts
+        let judgement = judgeAttempt(result, &send.progress)
+        let outcome: APNSOutcome
         switch result {
         case .success(let response) where response.status == 200:
-            metrics.accept()
-            return .final(APNSDelivery(
-                token: send.token, apnsID: send.apnsID, outcome: .accepted(apnsID: response.apnsID ?? send.apnsID, uniqueID: response.uniqueID),
-                attempts: send.attempts, unprocessedAttempts: send.unprocessed))
+            outcome = .accepted(apnsID: response.apnsID ?? send.apnsID, uniqueID: response.uniqueID)
         case .success(let response):
-            let rejection = Self.rejection(from: response, apnsID: send.apnsID)
-            metrics.reject(reason: rejection.reason.rawValue)
-            let rejected = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .rejected(rejection), attempts: send.attempts, unprocessedAttempts: send.unprocessed)
-            switch rejection.reason.retry {
-            case .afterRefreshingProviderToken where !send.refreshedProviderToken && retryable:
-                if let tokens = configuration.credentials.tokenCache, let used = send.providerToken {
-                    let fresh = tokens.refreshedToken(replacing: used)
-                    send.providerToken = fresh
-                    send.template = sharedParts(send.notification, providerToken: fresh).template
-                    send.refreshedProviderToken = true
-                    metrics.refreshedJWT()
-                    return .retry(afterBackoff: false, otherwise: rejected)
-                }
-            case .withBackoff where retryable, .onAnotherConnection where retryable:
-                return .retry(afterBackoff: true, otherwise: rejected)
-            default:
-                break
-            }
-            return .final(rejected)
+            outcome = .rejected(Self.rejection(from: response, apnsID: send.apnsID))
         case .failure(let error):
-            let failed = APNSDelivery(token: send.token, apnsID: send.apnsID, outcome: .failed(error), attempts: send.attempts, unprocessedAttempts: send.unprocessed)
-            if error.isRetryable, retryable { return .retry(afterBackoff: true, otherwise: failed) }
-            metrics.fail()
-            guard error.isRetryable else { return .final(failed) }
-            return .final(APNSDelivery(
-                token: send.token, apnsID: send.apnsID, outcome: .failed(outOfAttempts(error, send)), attempts: send.attempts, unprocessedAttempts: send.unprocessed))
+            if case .final = judgement, error.isRetryable {
+                outcome = .failed(outOfAttempts(error, send))
+            } else {
+                outcome = .failed(error)
+            }
+        }
+        let delivery = APNSDelivery(
+            token: send.token, apnsID: send.apnsID, outcome: outcome, attempts: send.attempts,
+            unprocessedAttempts: send.progress.unprocessed)
+        switch judgement {
+        case .final:
+            return .final(delivery)
+        case .retry(let afterBackoff, let refreshed):
+            if let refreshed { send.template = sharedParts(send.notification, providerToken: refreshed).template }
+            return .retry(afterBackoff: afterBackoff, otherwise: delivery)
         }
     }
 
@@ -389,7 +414,7 @@ public final class APNSClient: Service, Sendable {
     }
 
     /// Sleeps the backoff; `false` when the task was cancelled meanwhile.
-    private func backoff(after attempt: Int) async -> Bool {
+    func backoff(after attempt: Int) async -> Bool {
         let delay = random.withLock { configuration.retry.backoff(after: attempt, using: &$0) }
         do {
             try await clock.sleep(for: delay)
@@ -445,7 +470,7 @@ public final class APNSClient: Service, Sendable {
         return APNSHeaderTemplate(fields: fields)
     }
 
-    private static func reason(in response: APNSResponse) -> APNSReason? {
+    static func reason(in response: APNSResponse) -> APNSReason? {
         guard let body = response.body, let json = try? JSONValue(parsing: body.readableBytesView) else { return nil }
         return json["reason"]?.stringValue.map(APNSReason.init(rawValue:))
     }

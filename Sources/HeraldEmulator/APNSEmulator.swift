@@ -14,6 +14,7 @@ public final class APNSEmulator: Service, Sendable {
     public let configuration: EmulatorConfiguration
     let registry: DeviceRegistry
     let faultInjector: FaultInjector
+    let channelRegistry: ChannelRegistry
     private let verifier: ProviderTokenVerifier
     private let serverTLS: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey, caPEM: String?)
     private let clientCertificateAuthority: [NIOSSLCertificate]?
@@ -34,7 +35,13 @@ public final class APNSEmulator: Service, Sendable {
         if case .recording(let capacity) = configuration.inbox, capacity < 1 {
             throw EmulatorError("The inbox capacity must be at least 1 (or use counting-only mode).")
         }
-        registry = DeviceRegistry(mode: configuration.deviceMode, inbox: configuration.inbox, seed: configuration.seed)
+        guard configuration.channels.limitPerApp >= 0 else { throw EmulatorError("The channel limit per app cannot be negative.") }
+        if let budget = configuration.liveActivityBudget, budget < 0 {
+            throw EmulatorError("The Live Activity budget cannot be negative: give updates per hour, or nil for no budget.")
+        }
+        registry = DeviceRegistry(
+            mode: configuration.deviceMode, inbox: configuration.inbox, seed: configuration.seed, liveActivityBudget: configuration.liveActivityBudget)
+        channelRegistry = ChannelRegistry(limitPerApp: configuration.channels.limitPerApp, seed: configuration.seed)
         faultInjector = FaultInjector(configuration: faults, seed: configuration.seed)
         verifier = ProviderTokenVerifier(trustedKeys: configuration.trustedKeys)
         do {
@@ -82,14 +89,23 @@ public final class APNSEmulator: Service, Sendable {
         // Which listener is being bound, so a failure names its port.
         var attempt = ("production", configuration.productionPort)
         do {
-            for (name, environment, port) in [("production", APNSEnvironment.production, configuration.productionPort),
-                                              ("development", .development, configuration.developmentPort)] {
-                attempt = (name, port)
-                let processor = RequestProcessor(environment: environment, verifier: verifier, registry: registry, faults: faultInjector)
-                let context = EmulatorListener.Context(
-                    processor: processor, sslContext: sslContext, maxConcurrentStreams: configuration.maxConcurrentStreams,
-                    faults: faultInjector, registry: registry, clock: configuration.clock)
-                bound.append((name, try await EmulatorListener.bind(host: configuration.host, port: port, context: context)))
+            for service in EmulatorService.allCases {
+                for environment in [APNSEnvironment.production, .development] {
+                    guard let port = configuration.port(for: service, environment) else { continue }
+                    let name = service.label(environment)
+                    attempt = (name, port)
+                    var processor = RequestProcessor(environment: environment, verifier: verifier, registry: registry, faults: faultInjector)
+                    processor.service = service
+                    if service != .devicePush {
+                        processor.channels = channelRegistry
+                        processor.channelSettings = configuration.channels
+                        processor.logger = configuration.logger
+                    }
+                    let context = EmulatorListener.Context(
+                        processor: processor, sslContext: sslContext, maxConcurrentStreams: configuration.maxConcurrentStreams,
+                        faults: faultInjector, registry: registry, clock: configuration.clock)
+                    bound.append((name, try await EmulatorListener.bind(host: configuration.host, port: port, context: context)))
+                }
             }
             if let adminPort = configuration.adminPort {
                 attempt = ("admin", adminPort)
@@ -146,6 +162,12 @@ public final class APNSEmulator: Service, Sendable {
         state.withLock { $0.ports[environment.name] }
     }
 
+    /// The port standing in for one of an environment's APNs hosts: device pushes, broadcasts or channel management;
+    /// `nil` when that listener is off, or before ``start()``.
+    public func port(for environment: APNSEnvironment, service: EmulatorService) -> Int? {
+        state.withLock { $0.ports[service.label(environment)] }
+    }
+
     /// The admin API's port; `nil` when off or before ``start()``.
     public var adminPort: Int? { state.withLock { $0.ports["admin"] } }
 
@@ -187,6 +209,52 @@ public final class APNSEmulator: Service, Sendable {
     /// What the device received, oldest first.
     public func inbox(for token: DeviceToken) throws(EmulatorError) -> [InboxEntry] { try registry.inbox(token) }
     public func clearInbox(for token: DeviceToken) throws(EmulatorError) { try registry.clearInbox(token) }
+
+    // MARK: Channels
+
+    /// Every channel, oldest first, with its subscribers.
+    public func channels() -> [EmulatedChannel] {
+        channelRegistry.all().map(EmulatedChannel.init)
+    }
+
+    /// Subscribes a device to a channel, as a Live Activity started with `input-push-channel` does: every broadcast
+    /// on the channel then lands in its inbox.
+    /// - Throws: ``EmulatorError`` when the device or channel does not exist, or they differ in environment or app.
+    public func subscribe(_ token: DeviceToken, to channelID: String) throws(EmulatorError) {
+        try channelRegistry.setSubscribed(true, device: try knownDevice(token), to: channelID)
+    }
+
+    /// Ends a device's subscription to a channel (its Live Activity ended).
+    public func unsubscribe(_ token: DeviceToken, from channelID: String) throws(EmulatorError) {
+        try channelRegistry.setSubscribed(false, device: try knownDevice(token), to: channelID)
+    }
+
+    /// The channels a device is subscribed to, oldest first.
+    public func subscriptions(of token: DeviceToken) throws(EmulatorError) -> [String] {
+        channelRegistry.subscriptions(of: try knownDevice(token))
+    }
+
+    private func knownDevice(_ token: DeviceToken) throws(EmulatorError) -> VirtualDevice {
+        guard let device = registry.device(token) else { throw EmulatorError("No device with token \(token.redacted): create it first.") }
+        return device
+    }
+
+    // MARK: Live Activity budget
+
+    /// Priority-10 Live Activity updates a device takes per activity and hour (more are accepted but dropped and
+    /// counted); `nil` for no budget. Starts as ``EmulatorConfiguration/liveActivityBudget``.
+    public var liveActivityBudget: Int? { registry.liveActivityBudget }
+
+    /// Changes the budget while running.
+    public func setLiveActivityBudget(_ updatesPerHour: Int?) throws(EmulatorError) {
+        if let updatesPerHour, updatesPerHour < 0 { throw EmulatorError("The Live Activity budget cannot be negative.") }
+        registry.liveActivityBudget = updatesPerHour
+    }
+
+    /// How each Live Activity used its budget in the last hour, and what was dropped.
+    public func liveActivityBudgetUse() -> [LiveActivityBudgetUse] {
+        registry.budgetUse(now: configuration.clock.now())
+    }
 
     // MARK: Counters and faults
 

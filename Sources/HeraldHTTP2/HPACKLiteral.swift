@@ -47,6 +47,8 @@ extension ByteBuffer {
 /// Static-table indices (RFC 7541 Appendix A) of the fields APNs messages use.
 package enum HPACKStaticIndex {
     package static let authority = 1
+    /// `:method GET`; also the name index of `:method` for other methods.
+    package static let methodGet = 2
     package static let methodPost = 3
     package static let path = 4
     package static let schemeHTTPS = 7

@@ -8,6 +8,14 @@ public final class HeraldEmulatorProcess {
     /// The "APNs emulator: …" line.
     public let headline: String
 
+    /// Puts every listener (device pushes, broadcasts, channel management, admin) on a port the system picks, so
+    /// tests never collide with each other or with an emulator already running on the default ports.
+    public static let freePorts = [
+        "--production-port", "0", "--development-port", "0", "--admin-port", "0",
+        "--broadcast-production-port", "0", "--broadcast-development-port", "0",
+        "--channels-production-port", "0", "--channels-development-port", "0",
+    ]
+
     /// Starts `herald emulator` with `arguments` and waits until it printed its headline and one line per `--device`.
     /// - Throws: when the binary is missing (build the `herald` product first) or the emulator exits early.
     public init(arguments: [String]) throws {
@@ -25,7 +33,7 @@ public final class HeraldEmulatorProcess {
         let devices = arguments.filter { $0 == "--device" }.count
         var text = ""
         while !(text.contains("APNs emulator:") && text.components(separatedBy: "\ndevice ").count > devices && text.hasSuffix("\n")) {
-            let chunk = pipe.fileHandleForReading.availableData
+            let chunk = pipe.fileHandleForReading.availableDataRetryingInterrupts()
             guard !chunk.isEmpty else {
                 throw HeraldEmulatorProcessError(message: "herald emulator exited early: \(text)")
             }
@@ -35,7 +43,8 @@ public final class HeraldEmulatorProcess {
         headline = text.split(separator: "\n").first { $0.hasPrefix("APNs emulator:") }.map(String.init) ?? ""
     }
 
-    /// The port the headline names for `production`, `development` or `admin`.
+    /// The port the headline names for `production`, `development`, `admin`, `broadcast development`, `channels
+    /// production`…
     public func port(_ label: String) -> Int? {
         guard let range = headline.range(of: "\(label) http") else { return nil }
         let rest = headline[range.upperBound...].drop { $0 != ":" }.dropFirst().drop { $0 != ":" }.dropFirst()

@@ -20,8 +20,8 @@ public enum ProcessRunner {
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        let outputData = output.fileHandleForReading.readToEndRetryingInterrupts()
+        let errorData = errors.fileHandleForReading.readToEndRetryingInterrupts()
         process.waitUntilExit()
         return Result(status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
                       standardError: String(decoding: errorData, as: UTF8.self))

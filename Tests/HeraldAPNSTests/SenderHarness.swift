@@ -17,13 +17,20 @@ struct SenderHarness {
     let expiredDevice = try! DeviceToken(hex: String(repeating: "b4", count: 32))
     let unknownDevice = try! DeviceToken(hex: String(repeating: "f5", count: 32))
 
-    init() { tokens = ProviderTokenCache(key: key, clock: clock) }
+    /// Whether the emulator also serves broadcasts and channel management (on free ports).
+    let servesChannels: Bool
+
+    init(servesChannels: Bool = false) {
+        self.servesChannels = servesChannels
+        tokens = ProviderTokenCache(key: key, clock: clock)
+    }
 
     func emulatorConfiguration(mode: EmulatorConfiguration.DeviceMode = .strict, faults: FaultConfiguration = FaultConfiguration(),
                                inbox: EmulatorConfiguration.InboxMode = .recording(capacity: 10), clientCA: String? = nil) -> EmulatorConfiguration {
-        EmulatorConfiguration(
+        let configuration = EmulatorConfiguration(
             adminPort: nil, trustedKeys: [.init(key, bundleIDs: [APNSOutcomeTable.bundleID])], clientCertificateAuthorityPEM: clientCA,
             deviceMode: mode, inbox: inbox, faults: faults, seed: 7, clock: clock)
+        return servesChannels ? configuration.servingChannels() : configuration
     }
 
     func clientConfiguration(_ emulator: APNSEmulator, environment: APNSEnvironment = .development, credentials: APNSCredentials? = nil,
@@ -32,7 +39,13 @@ struct SenderHarness {
         APNSClientConfiguration(
             destination: .custom(host: "127.0.0.1", port: emulator.port(for: environment)!, environment: environment),
             credentials: credentials ?? .token(tokens), trust: .only(certificatesPEM: emulator.certificateAuthorityPEM!),
-            maximumConnections: maximumConnections, requestTimeout: requestTimeout, retry: retry)
+            maximumConnections: maximumConnections, requestTimeout: requestTimeout, retry: retry,
+            broadcastDestination: emulator.port(for: environment, service: .broadcast).map {
+                .custom(host: "127.0.0.1", port: $0, environment: environment)
+            },
+            channelManagementDestination: emulator.port(for: environment, service: .channelManagement).map {
+                .custom(host: "127.0.0.1", port: $0, environment: environment)
+            })
     }
 
     /// Runs an emulator with the outcome table's devices and a client against it.

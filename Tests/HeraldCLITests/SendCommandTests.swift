@@ -83,8 +83,7 @@ struct SendProcessTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-send-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let token = String(repeating: "4e", count: 32)
-        let emulator = try HeraldEmulatorProcess(arguments: [
-            "--production-port", "0", "--development-port", "0", "--admin-port", "0",
+        let emulator = try HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict", "--device", "development:com.example.app:\(token)",
         ])
         let development = String(try #require(emulator.port("development")))

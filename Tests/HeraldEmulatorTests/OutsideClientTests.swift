@@ -186,8 +186,7 @@ struct OutsideClientTests {
     @Test("herald emulator runs as its own process, prints where it listens, and stops on SIGTERM")
     func commandLine() async throws {
         let token = String(repeating: "9c", count: 32)
-        let emulator = try HeraldEmulatorProcess(arguments: [
-            "--production-port", "0", "--development-port", "0", "--admin-port", "0",
+        let emulator = try HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict", "--device", "development:com.example.app:\(token)",
         ])
         let line = emulator.headline

@@ -3,8 +3,14 @@ public import HeraldCore
 
 /// How an ``APNSClient`` reaches APNs, authenticates, and behaves under load and failure.
 public struct APNSClientConfiguration: Sendable {
-    /// Where to send: one environment's host and port.
+    /// Where to send device pushes: one environment's host and port.
     public var destination: Destination
+    /// Where broadcast pushes to Live Activity channels go (`POST /4/broadcasts/apps/…`). Default: Apple's
+    /// `api-broadcast` host of the destination's environment, port 443.
+    public var broadcastDestination: Destination
+    /// Where channel-management requests go (`/1/apps/…/channels`). Default: Apple's `api-manage-broadcast` host of
+    /// the destination's environment, port 2196 in production and 2195 in the sandbox.
+    public var channelManagementDestination: Destination
     /// Provider token (JWT) or TLS client certificate.
     public var credentials: APNSCredentials
     /// Which server certificates to trust.
@@ -31,13 +37,20 @@ public struct APNSClientConfiguration: Sendable {
     /// What is retried, how often, and how long to wait in between.
     public var retry: RetryPolicy
 
+    /// - Parameters:
+    ///   - broadcastDestination: where broadcasts go; `nil` is Apple's broadcast host of `destination`'s environment.
+    ///   - channelManagementDestination: where channel-management requests go; `nil` is Apple's host and port for
+    ///     `destination`'s environment. Both must name the same environment as `destination`.
     public init(
         destination: Destination, credentials: APNSCredentials, trust: Trust = .system,
         maximumConnections: Int = 4, connectTimeout: Duration = .seconds(10), requestTimeout: Duration = .seconds(30),
         idleTimeout: Duration? = .seconds(30 * 60), pingInterval: Duration = .seconds(60), retry: RetryPolicy = RetryPolicy(),
-        streamsPerConnectionBeforeSpreading: Int = 100
+        streamsPerConnectionBeforeSpreading: Int = 100, broadcastDestination: Destination? = nil,
+        channelManagementDestination: Destination? = nil
     ) {
         self.destination = destination
+        self.broadcastDestination = broadcastDestination ?? .broadcast(destination.environment)
+        self.channelManagementDestination = channelManagementDestination ?? .channelManagement(destination.environment)
         self.credentials = credentials
         self.trust = trust
         self.maximumConnections = maximumConnections
@@ -47,6 +60,16 @@ public struct APNSClientConfiguration: Sendable {
         self.idleTimeout = idleTimeout
         self.pingInterval = pingInterval
         self.retry = retry
+    }
+
+    /// This configuration for a pool of one connection to another destination: broadcasts and channel management are
+    /// light traffic next to device pushes.
+    func oneConnection(to other: Destination) -> APNSClientConfiguration {
+        var copy = self
+        copy.destination = other
+        copy.maximumConnections = 1
+        copy.streamsPerConnectionBeforeSpreading = Int.max
+        return copy
     }
 
     /// A host and port standing for one APNs environment.
@@ -64,6 +87,17 @@ public struct APNSClientConfiguration: Sendable {
         /// Apple's host for an environment.
         public static func apple(_ environment: APNSEnvironment) -> Destination {
             environment.isDevelopment ? .development : .production
+        }
+
+        /// Apple's broadcast host for an environment (`api-broadcast(.sandbox).push.apple.com:443`).
+        public static func broadcast(_ environment: APNSEnvironment) -> Destination {
+            Destination(host: environment.broadcastHost, port: APNSEnvironment.port, environment: environment)
+        }
+
+        /// Apple's channel-management host for an environment (`api-manage-broadcast(.sandbox).push.apple.com`, port
+        /// 2196 in production, 2195 in the sandbox).
+        public static func channelManagement(_ environment: APNSEnvironment) -> Destination {
+            Destination(host: environment.channelManagementHost, port: environment.channelManagementPort, environment: environment)
         }
 
         /// Another host, such as `herald emulator` on loopback.

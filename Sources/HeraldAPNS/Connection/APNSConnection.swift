@@ -83,9 +83,9 @@ final class APNSConnection: Sendable {
     }
 
     /// Sends one request and waits for its response.
-    func execute(template: APNSHeaderTemplate, token: DeviceToken, apnsID: String, body: ByteBuffer) async -> Result<APNSResponse, APNSClientError> {
+    func execute(template: APNSHeaderTemplate, target: APNSRequestTarget, requestID: String, body: ByteBuffer) async -> Result<APNSResponse, APNSClientError> {
         await withUnsafeContinuation { continuation in
-            submit(APNSStreamRequest(template: template, token: token, apnsID: apnsID, body: body) { continuation.resume(returning: $0) })
+            submit(APNSStreamRequest(template: template, target: target, requestID: requestID, body: body) { continuation.resume(returning: $0) })
         }
     }
 

@@ -150,7 +150,12 @@ final class APNSConnectionHandler: ChannelInboundHandler {
     private func writeHeaders(streamID: UInt32, request: APNSStreamRequest, endStream: Bool) {
         let start = out.writerIndex
         out.writeHTTP2Headers(streamID: streamID, endStream: endStream) { block in
-            encoder.encode(template: request.template, tokenHex: request.token.hex, apnsID: request.apnsID, into: &block)
+            switch request.target {
+            case .device(let token):
+                encoder.encode(template: request.template, tokenHex: token.hex, apnsID: request.requestID, into: &block)
+            case .resource(let method, let path):
+                encoder.encode(template: request.template, method: method, path: path, requestID: request.requestID, into: &block)
+            }
         }
         let length = out.writerIndex - start - HTTP2Protocol.frameHeaderLength
         let maxFrameSize = state.peerMaxFrameSize
@@ -272,6 +277,8 @@ final class APNSConnectionHandler: ChannelInboundHandler {
                 case ":status": status = Int(value) ?? 0
                 case "apns-id": stream.response.apnsID = value
                 case "apns-unique-id": stream.response.uniqueID = value
+                case "apns-request-id": stream.response.requestID = value
+                case "apns-channel-id": stream.response.channelID = value
                 default: break
                 }
             }

@@ -80,14 +80,7 @@ struct HPACKRequestEncoder {
 
     /// Writes one request's header block: `POST /3/device/<tokenHex>` with the template's fields and `apnsID`.
     mutating func encode(template: APNSHeaderTemplate, tokenHex: String, apnsID: String, into buffer: inout ByteBuffer) {
-        if let update = pendingSizeUpdate {
-            if let smallest = smallestPendingSize, smallest < update {
-                buffer.writeHPACKInteger(smallest, prefixBits: 5, pattern: 0x20)
-            }
-            buffer.writeHPACKInteger(update, prefixBits: 5, pattern: 0x20)
-            pendingSizeUpdate = nil
-            smallestPendingSize = nil
-        }
+        writePendingSizeUpdate(into: &buffer)
         buffer.writeHPACKIndexed(HPACKStaticIndex.methodPost)
         buffer.writeHPACKIndexed(HPACKStaticIndex.schemeHTTPS)
         // Never indexed (0x10): a device token and an apns-id are useless to any table.
@@ -95,6 +88,37 @@ struct HPACKRequestEncoder {
         buffer.writeHPACKInteger(Self.pathPrefix.count + tokenHex.utf8.count, prefixBits: 7, pattern: 0)
         buffer.writeBytes(Self.pathPrefix)
         buffer.writeString(tokenHex)
+        writeTemplate(template, into: &buffer)
+        Self.writeNeverIndexed(name: Self.apnsIDName, value: apnsID, into: &buffer)
+    }
+
+    /// Writes the header block of a broadcast or channel-management request: `method path`, the template's fields,
+    /// and `apns-request-id` (these endpoints' name for the request's identifier, apns-protocol.md §1.4).
+    mutating func encode(template: APNSHeaderTemplate, method: APNSRequestTarget.Method, path: String, requestID: String, into buffer: inout ByteBuffer) {
+        writePendingSizeUpdate(into: &buffer)
+        switch method {
+        case .get: buffer.writeHPACKIndexed(HPACKStaticIndex.methodGet)
+        case .post: buffer.writeHPACKIndexed(HPACKStaticIndex.methodPost)
+        case .delete: buffer.writeHPACKLiteral(nameIndex: HPACKStaticIndex.methodGet, value: "DELETE".utf8)
+        }
+        buffer.writeHPACKIndexed(HPACKStaticIndex.schemeHTTPS)
+        buffer.writeHPACKInteger(HPACKStaticIndex.path, prefixBits: 4, pattern: 0x10)
+        buffer.writeHPACKString(path.utf8)
+        writeTemplate(template, into: &buffer)
+        Self.writeNeverIndexed(name: Self.requestIDName, value: requestID, into: &buffer)
+    }
+
+    private mutating func writePendingSizeUpdate(into buffer: inout ByteBuffer) {
+        guard let update = pendingSizeUpdate else { return }
+        if let smallest = smallestPendingSize, smallest < update {
+            buffer.writeHPACKInteger(smallest, prefixBits: 5, pattern: 0x20)
+        }
+        buffer.writeHPACKInteger(update, prefixBits: 5, pattern: 0x20)
+        pendingSizeUpdate = nil
+        smallestPendingSize = nil
+    }
+
+    private mutating func writeTemplate(_ template: APNSHeaderTemplate, into buffer: inout ByteBuffer) {
         if template === lastTemplate, lastOldestSequence >= evicted {
             for (field, sequence) in zip(template.fields, lastSequences) {
                 if let sequence { buffer.writeHPACKIndexed(index(ofSequence: sequence)) } else { Self.writeLiteral(field, into: &buffer) }
@@ -102,13 +126,18 @@ struct HPACKRequestEncoder {
         } else {
             encodeFields(of: template, into: &buffer)
         }
+    }
+
+    /// A literal never indexed, with a literal name (RFC 7541 §6.2.3).
+    private static func writeNeverIndexed(name: [UInt8], value: String, into buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt8(0x10))
-        buffer.writeHPACKString(Self.apnsIDName)
-        buffer.writeHPACKInteger(apnsID.utf8.count, prefixBits: 7, pattern: 0)
-        buffer.writeString(apnsID)
+        buffer.writeHPACKString(name)
+        buffer.writeHPACKInteger(value.utf8.count, prefixBits: 7, pattern: 0)
+        buffer.writeString(value)
     }
 
     private static let apnsIDName = Array("apns-id".utf8)
+    private static let requestIDName = Array("apns-request-id".utf8)
     private static let pathPrefix = Array("/3/device/".utf8)
 
     /// The slow path: looks every field up and adds the missing ones, then remembers the template.

@@ -21,6 +21,13 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port standing in for api.push.apple.com (0 picks a free one).") var productionPort = 7443
     @Option(help: "Port standing in for api.sandbox.push.apple.com (0 picks a free one).") var developmentPort = 7444
+    @Option(help: "Port standing in for api-broadcast.push.apple.com, broadcasts to channels (0 picks a free one).")
+    var broadcastProductionPort = 7445
+    @Option(help: "Port standing in for api-broadcast.sandbox.push.apple.com (0 picks a free one).") var broadcastDevelopmentPort = 7446
+    @Option(help: "Port standing in for api-manage-broadcast.push.apple.com:2196, channel management (0 picks a free one).")
+    var channelsProductionPort = 7496
+    @Option(help: "Port standing in for api-manage-broadcast.sandbox.push.apple.com:2195 (0 picks a free one).")
+    var channelsDevelopmentPort = 7495
     @Option(help: "Port of the admin API (0 picks a free one).") var adminPort = 7480
     @Flag(help: "Turn the admin API off.") var noAdmin = false
 
@@ -42,6 +49,12 @@ struct EmulatorCommand: AsyncParsableCommand {
     var caFile: String?
     @Option(help: "Serve this PEM certificate chain instead of a generated one.") var tlsCertificate: String?
     @Option(help: "Private key (PEM) of --tls-certificate.") var tlsKey: String?
+
+    @Option(help: "Channels one app may have per environment (CannotCreateChannelConfig beyond).") var channelLimit = 10_000
+    @Option(name: .customLong("broadcast-topic"), help: "Bundle ids with the Broadcast capability (repeatable); others get FeatureNotEnabled. Default: every app.")
+    var broadcastTopics: [String] = []
+    @Option(help: "Priority-10 Live Activity updates a device takes per activity and hour; more are accepted but dropped and counted. Default: no budget.")
+    var liveActivityBudget: Int?
 
     @Option(help: "MAX_CONCURRENT_STREAMS after the first authenticated request.") var maxConcurrentStreams = 1000
     @Option(help: "Notifications kept per device inbox.") var inboxCapacity = 100
@@ -116,7 +129,11 @@ struct EmulatorCommand: AsyncParsableCommand {
             host: host, productionPort: productionPort, developmentPort: developmentPort, adminPort: noAdmin ? nil : adminPort,
             tls: tls, trustedKeys: trusted, clientCertificateAuthorityPEM: try clientCA.map { try String(contentsOfFile: $0, encoding: .utf8) },
             deviceMode: strict ? .strict : .permissive, maxConcurrentStreams: maxConcurrentStreams,
-            inbox: countingOnly ? .countingOnly : .recording(capacity: inboxCapacity), faults: faults, seed: seed)
+            inbox: countingOnly ? .countingOnly : .recording(capacity: inboxCapacity), faults: faults, seed: seed,
+            broadcastProductionPort: broadcastProductionPort, broadcastDevelopmentPort: broadcastDevelopmentPort,
+            channelManagementProductionPort: channelsProductionPort, channelManagementDevelopmentPort: channelsDevelopmentPort,
+            channels: .init(limitPerApp: channelLimit, enabledBundleIDs: broadcastTopics.isEmpty ? nil : Set(broadcastTopics)),
+            liveActivityBudget: liveActivityBudget, logger: Self.logger)
         let emulator: APNSEmulator
         do {
             emulator = try APNSEmulator(configuration: configuration)
@@ -128,15 +145,27 @@ struct EmulatorCommand: AsyncParsableCommand {
         let production = emulator.port(for: .production).map { "https://\(host):\($0)" } ?? "-"
         let development = emulator.port(for: .development).map { "https://\(host):\($0)" } ?? "-"
         let admin = emulator.adminPort.map { ", admin http://\(host):\($0)" } ?? ""
+        var channels = ""
+        for service in [EmulatorService.broadcast, .channelManagement] {
+            for environment in [APNSEnvironment.production, .development] {
+                let name = (service == .broadcast ? "broadcast " : "channels ") + environment.name
+                if let port = emulator.port(for: environment, service: service) { channels += ", \(name) https://\(host):\(port)" }
+            }
+        }
         let keyList = trusted.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", ")
         let trust = tlsCertificate == nil ? " — trust \(caFile)" : ""
-        Output.line("APNs emulator: production \(production), development \(development)\(admin)\(trust) — keys: \(keyList)\(generatedKeyNote) — \(strict ? "strict" : "permissive") devices\(countingOnly ? ", counting only" : "")")
+        Output.line("APNs emulator: production \(production), development \(development)\(admin)\(channels)\(trust) — keys: \(keyList)\(generatedKeyNote) — \(strict ? "strict" : "permissive") devices\(countingOnly ? ", counting only" : "")")
         for spec in devices { try createDevice(spec, on: emulator) }
 
-        var logger = Logger(label: "herald.emulator")
-        logger.logLevel = .notice
+        let logger = Self.logger
         let group = ServiceGroup(configuration: .init(services: [.init(service: RunningEmulator(emulator: emulator))], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+
+    private static var logger: Logger {
+        var logger = Logger(label: "herald.emulator")
+        logger.logLevel = .notice
+        return logger
     }
 
     private func trustedKeys() throws -> [ProviderTokenVerifier.TrustedKey] {

@@ -19,6 +19,9 @@ struct NotificationOptions: ParsableArguments {
     @Option(name: .customLong("custom"), help: "A custom key beside aps: KEY=VALUE, VALUE as JSON or plain text (repeatable).")
     var customKeys: [String] = []
     @Option(help: "Payload JSON file (\"-\" reads standard input); replaces the typed fields.") var payload: String?
+    @Option(help: "Live Activity event: update or end (start needs --payload); the timestamp is now. Sets push type liveactivity.")
+    var event: String?
+    @Option(help: "Live Activity content-state: a JSON object matching the app's ContentState.") var contentState: String?
 
     @Option(help: "apns-push-type: alert, background, voip, liveactivity, … (default: alert, or background for a silent push).")
     var pushType: String?
@@ -43,7 +46,7 @@ struct NotificationOptions: ParsableArguments {
             }
             body = .raw(Array(data))
         } else {
-            body = .payload(try typedPayload())
+            body = .payload(try typedPayload(now: now))
         }
         let type: APNSPushType
         if let pushType {
@@ -51,6 +54,8 @@ struct NotificationOptions: ParsableArguments {
                 throw ValidationError("--push-type \(pushType) is not an APNs push type: use one of \(APNSPushType.allCases.map(\.rawValue).joined(separator: ", ")).")
             }
             type = parsed
+        } else if event != nil {
+            type = .liveactivity
         } else if case .payload(let typed) = body, typed.aps.isSilent {
             type = .background
         } else {
@@ -74,7 +79,7 @@ struct NotificationOptions: ParsableArguments {
             expiration: try expiration.map { try Self.parseExpiration($0, now: now) }, collapseID: collapseID, apnsID: resolvedID)
     }
 
-    private func typedPayload() throws -> Payload {
+    private func typedPayload(now: Date) throws -> Payload {
         var alert = AlertContent()
         if let title { alert.title = .text(title) }
         if let subtitle { alert.subtitle = .text(subtitle) }
@@ -91,8 +96,23 @@ struct NotificationOptions: ParsableArguments {
             let text = String(entry[entry.index(after: equals)...])
             payload.custom[key] = (try? JSONValue(parsing: text)) ?? .string(text)
         }
-        if alert.isEmpty, badge == nil, sound == nil, !contentAvailable, payload.custom.isEmpty {
-            throw ValidationError("Nothing to send: give --title/--body (or --badge, --sound, --content-available), or --payload FILE.")
+        if let event {
+            guard let parsed = LiveActivityEvent(rawValue: event), parsed != .start else {
+                throw ValidationError("--event \(event): use update or end (a start needs attributes: give a --payload file).")
+            }
+            payload.aps.event = parsed
+            payload.aps.timestamp = Int(now.timeIntervalSince1970)
+            if let contentState {
+                guard case .object(let state)? = try? JSONValue(parsing: Array(contentState.utf8)) else {
+                    throw ValidationError("--content-state must be a JSON object, e.g. '{\"score\":\"2-1\"}'.")
+                }
+                payload.aps.contentState = state
+            }
+        } else if contentState != nil {
+            throw ValidationError("--content-state goes with --event update or end.")
+        }
+        if alert.isEmpty, badge == nil, sound == nil, !contentAvailable, payload.custom.isEmpty, event == nil {
+            throw ValidationError("Nothing to send: give --title/--body (or --badge, --sound, --content-available, --event), or --payload FILE.")
         }
         return payload
     }

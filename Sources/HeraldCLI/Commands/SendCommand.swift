@@ -8,7 +8,7 @@ import Synchronization
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send a push notification to one or more device tokens.",
+        abstract: "Send a push notification to one or more device tokens, or a Live Activity update to a broadcast channel.",
         discussion: """
             herald send --key AuthKey_ABC123DEFG.p8 --team-id DEF123GHIJ --topic com.example.app \\
                         --token <hex> --title "Hello" --body "From Herald"
@@ -16,26 +16,21 @@ struct SendCommand: AsyncParsableCommand {
             from Xcode are development (sandbox) tokens, the default; TestFlight and App Store builds need --production.
             Point it at `herald emulator` with --host 127.0.0.1 --port 7444 and --ca-file set to the CA file its first line names
             (by default ~/.local/state/herald/herald-emulator-ca.pem).
+
+            With --channel ID instead of --token, the notification is a broadcast (iOS 18+): one Live Activity update
+            for every device subscribed to the channel, sent to Apple's broadcast host (--host/--port name another, such
+            as herald emulator's broadcast port, 7446 for development). --topic is then the bare bundle id; give the
+            update with --event update --content-state '{"score":"2-1"}' (the timestamp is now) or a --payload file.
+            Channels come from `herald channels create`.
             """
     )
 
     @Option(name: .customLong("token"), help: "Device token in hex (repeatable).") var tokens: [String] = []
     @OptionGroup var notification: NotificationOptions
 
-    @Option(help: "The .p8 signing key from your Apple developer account.") var key: String?
-    @Option(help: "Key id (default: from the AuthKey_<KEYID>.p8 file name).") var keyID: String?
-    @Option(help: "Your 10-character Team ID.") var teamID: String?
-    @Option(help: "Client certificate instead of a key: a PEM file (certificate, and key unless --cert-key) or a .p12.")
-    var cert: String?
-    @Option(help: "Private key PEM for --cert.") var certKey: String?
-    @Option(help: "Password of a .p12 --cert.") var certPassword: String?
-
-    @Flag(help: "Send to the development (sandbox) APNs: tokens from builds run from Xcode. The default.") var sandbox = false
-    @Flag(help: "Send to the production APNs: TestFlight, Ad Hoc and App Store builds.") var production = false
-    @Option(help: "Another APNs host, such as herald emulator's 127.0.0.1.") var host: String?
-    @Option(help: "Port of --host (default 443).") var port: Int?
-    @Option(help: "Also trust the CA certificates in this PEM file (herald emulator writes one).") var caFile: String?
-    @Option(help: "Seconds to wait for each answer.") var timeout: Int = 30
+    @Option(help: "A broadcast channel id (from herald channels create): send a Live Activity update to its subscribers instead of to tokens.")
+    var channel: String?
+    @OptionGroup var connection: APNSConnectionOptions
 
     @Option(help: "Send the notification this many times to each token (for load tests).") var `repeat`: Int = 1
     @Option(help: "Notifications in flight at once.") var concurrency: Int = 1000
@@ -43,16 +38,19 @@ struct SendCommand: AsyncParsableCommand {
     @Flag(help: "Print only a JSON summary line: ok, failed, seconds, rate.") var summaryJSON = false
 
     func validate() throws {
-        if tokens.isEmpty { throw ValidationError("Give at least one --token: the hex device token the app received.") }
-        if sandbox && production { throw ValidationError("Choose one of --sandbox and --production.") }
-        if key == nil && cert == nil { throw ValidationError("Give --key AuthKey_<KEYID>.p8 (with --team-id) or --cert.") }
-        if key != nil && cert != nil { throw ValidationError("Give --key or --cert, not both.") }
-        if key != nil && teamID == nil { throw ValidationError("--team-id is required with --key: the 10-character Team ID of your developer account.") }
+        if tokens.isEmpty && channel == nil {
+            throw ValidationError("Give at least one --token (the hex device token the app received), or --channel ID for a broadcast.")
+        }
+        if !tokens.isEmpty && channel != nil { throw ValidationError("Give --token or --channel, not both: a broadcast goes to the channel's subscribers.") }
+        if let channel, APNSChannelID(channel) == nil {
+            throw ValidationError("--channel \(channel) is not a channel id: use the base64 id herald channels create printed.")
+        }
         if `repeat` < 1 || concurrency < 1 || connections < 1 { throw ValidationError("--repeat, --concurrency and --connections must be at least 1.") }
     }
 
     func run() async throws {
-        let environment: APNSEnvironment = production ? .production : .development
+        if let channel, let id = APNSChannelID(channel) { return try await broadcast(to: id) }
+        let environment = connection.environment
         let deviceTokens = try tokens.map { text -> DeviceToken in
             do { return try DeviceToken(hex: text) } catch { throw ValidationError("--token \(text.prefix(12))…: \(error)") }
         }
@@ -62,11 +60,7 @@ struct SendCommand: AsyncParsableCommand {
         } catch let error as NotificationValidationError {
             throw ValidationError("The notification would be refused: \(error)")
         }
-        let configuration = APNSClientConfiguration(
-            destination: host.map { .custom(host: $0, port: port ?? 443, environment: environment) }
-                ?? .custom(host: environment.host, port: port ?? APNSEnvironment.port, environment: environment),
-            credentials: try credentials(), trust: try trust(), maximumConnections: connections,
-            requestTimeout: .seconds(timeout))
+        let configuration = try connection.configuration(for: .devicePush, connections: connections)
         let items = RepeatedNotifications(notification: prepared, tokens: deviceTokens, repetitions: `repeat`)
         let results = Mutex((ok: 0, failed: 0))
         let started = ContinuousClock.now
@@ -107,38 +101,20 @@ struct SendCommand: AsyncParsableCommand {
         }
     }
 
-    private func credentials() throws -> APNSCredentials {
-        if let key, let teamID {
-            do {
-                return .token(try ProviderSigningKey(contentsOf: URL(fileURLWithPath: key), keyID: keyID, teamID: teamID))
-            } catch {
-                throw ValidationError(error.description)
-            }
-        }
-        guard let cert else { throw ValidationError("Give --key or --cert.") }
-        guard let data = FileManager.default.contents(atPath: cert) else { throw ValidationError("Cannot read --cert \(cert).") }
-        if cert.hasSuffix(".p12") || cert.hasSuffix(".pfx") {
-            return .pkcs12(Array(data), passphrase: certPassword)
-        }
-        let pem = String(decoding: data, as: UTF8.self)
-        let keyPEM: String
-        if let certKey {
-            guard let keyData = FileManager.default.contents(atPath: certKey) else { throw ValidationError("Cannot read --cert-key \(certKey).") }
-            keyPEM = String(decoding: keyData, as: UTF8.self)
-        } else if pem.contains("PRIVATE KEY") {
-            keyPEM = pem
-        } else {
-            throw ValidationError("--cert \(cert) has no private key: add --cert-key, or export the certificate with its key.")
-        }
-        return .certificate(chainPEM: pem, privateKeyPEM: keyPEM)
-    }
-
-    private func trust() throws -> APNSClientConfiguration.Trust {
-        guard let caFile else { return .system }
+    /// `--channel`: one broadcast to the channel's subscribers.
+    private func broadcast(to channel: APNSChannelID) async throws {
+        let push = try notification.notification()
+        let broadcast = BroadcastNotification(
+            body: push.body, bundleID: notification.topic, priority: push.priority, expiration: push.expiration, requestID: push.apnsID)
+        let prepared: PreparedBroadcast
         do {
-            return try .adding(caFile: URL(fileURLWithPath: caFile))
+            prepared = try broadcast.prepare()
         } catch {
-            throw ValidationError("\(error)")
+            throw ValidationError("The broadcast would be refused: \(error)")
+        }
+        try await ChannelsCommand.withClient(connection, for: .broadcast) { client in
+            let reply = try await client.broadcast(prepared, to: channel)
+            Output.line("✓ broadcast on \(channel) accepted, apns-request-id \(reply.requestID)")
         }
     }
 }

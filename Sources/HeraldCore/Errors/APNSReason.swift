@@ -131,7 +131,7 @@ public struct APNSReason: RawRepresentable, Sendable, Hashable, Codable, CustomS
     private static let table: [String: Entry] = [
         "BadCollapseId": Entry(status: 400, retry: .never, explanation: "The collapse id is longer than 64 bytes: shorten it."),
         "BadDeviceToken": Entry(status: 400, retry: .never, explanation: "APNs does not know this device token in this environment. Is it a development token sent to production (or the reverse)? Try the other environment (--sandbox / --production)."),
-        "BadExpirationDate": Entry(status: 400, retry: .never, explanation: "apns-expiration is not a valid UNIX time in seconds."),
+        "BadExpirationDate": Entry(status: 400, retry: .never, explanation: "apns-expiration is not a valid UNIX time in seconds; on a broadcast channel that stores no message (policy 0) it must be 0 or absent."),
         "BadMessageId": Entry(status: 400, retry: .never, explanation: "apns-id is not a UUID in 8-4-4-4-12 form."),
         "BadPriority": Entry(status: 400, retry: .never, explanation: "apns-priority must be 10, 5 or 1, and background pushes must use 5."),
         "BadTopic": Entry(status: 400, retry: .never, explanation: "apns-topic is not a valid topic: use the app's bundle id plus the push type's suffix."),

@@ -52,17 +52,8 @@ public struct PushNotification: Sendable, Hashable {
     /// - Throws: the first ``NotificationValidationError`` found, naming the field and, where Apple documents one,
     ///   the reason APNs would have answered.
     public func prepare() throws(NotificationValidationError) -> PreparedNotification {
-        let bytes: [UInt8]
-        let payload: Payload
-        switch body {
-        case .payload(let typed):
-            payload = typed
-            bytes = typed.jsonBytes()
-            try NotificationValidator.checkSize(bytes.count, pushType: pushType)
-        case .raw(let raw):
-            bytes = raw
-            try NotificationValidator.checkSize(raw.count, pushType: pushType)
-            payload = try Payload(jsonBytes: raw)
+        let (bytes, payload) = try body.encoded { size throws(NotificationValidationError) in
+            try NotificationValidator.checkSize(size, pushType: pushType)
         }
         try NotificationValidator.checkHeaders(of: self)
         try NotificationValidator.checkPayload(payload, of: self)
@@ -92,5 +83,23 @@ public struct PreparedNotification: Sendable, Hashable, CustomStringConvertible 
     public func with(apnsID: APNSID) -> PreparedNotification {
         PreparedNotification(body: body, pushType: pushType, topic: topic, priority: priority, expiration: expiration,
                              collapseID: collapseID, apnsID: apnsID)
+    }
+}
+
+extension PushNotification.Body {
+    /// The bytes to send and the payload they hold: a typed payload encoded, or raw bytes parsed to check them.
+    /// `checkSize` sees the byte count first, so an oversized raw body is refused before it is parsed.
+    func encoded(
+        checkingSize checkSize: (Int) throws(NotificationValidationError) -> Void
+    ) throws(NotificationValidationError) -> (bytes: [UInt8], payload: Payload) {
+        switch self {
+        case .payload(let typed):
+            let bytes = typed.jsonBytes()
+            try checkSize(bytes.count)
+            return (bytes, typed)
+        case .raw(let raw):
+            try checkSize(raw.count)
+            return (raw, try Payload(jsonBytes: raw))
+        }
     }
 }

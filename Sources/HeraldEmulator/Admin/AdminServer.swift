@@ -104,6 +104,31 @@ struct AdminAPI: Sendable {
             case "DELETE /devices/:token/inbox":
                 try emulator.clearInbox(for: try Self.token(token))
                 return (204, nil)
+            case "POST /devices/:token/subscribe", "POST /devices/:token/unsubscribe":
+                let device = try Self.token(token)
+                guard let channel = try Self.object(body, allowEmpty: false)["channel"]?.stringValue else {
+                    throw EmulatorError(#"The body names the channel: {"channel": "<base64 id>"}."#)
+                }
+                if parts[2] == "subscribe" { try emulator.subscribe(device, to: channel) } else { try emulator.unsubscribe(device, from: channel) }
+                return (200, ["token": .string(device.hex), "channels": .array(try emulator.subscriptions(of: device).map(JSONValue.string))])
+            case "GET /devices/:token/subscriptions":
+                return (200, .array(try emulator.subscriptions(of: try Self.token(token)).map(JSONValue.string)))
+            case "GET /channels":
+                return (200, .array(emulator.channels().map(Self.json)))
+            case "GET /budget":
+                return (200, budget())
+            case "PUT /budget":
+                let fields = try Self.object(body, allowEmpty: false)
+                guard fields.keys.allSatisfy({ $0 == "updatesPerHour" }), let value = fields["updatesPerHour"] else {
+                    throw EmulatorError(#"PUT /budget takes {"updatesPerHour": 12} (priority-10 updates per activity and hour), or null for no budget."#)
+                }
+                if value == .null {
+                    try emulator.setLiveActivityBudget(nil)
+                } else {
+                    guard let number = value.intValue else { throw EmulatorError(#""updatesPerHour" must be a whole number or null."#) }
+                    try emulator.setLiveActivityBudget(number)
+                }
+                return (200, budget())
             case "GET /counters":
                 return (200, Self.json(emulator.counters))
             case "DELETE /counters":
@@ -122,6 +147,15 @@ struct AdminAPI: Sendable {
         } catch {
             return (400, ["error": .string("\(error)")])
         }
+    }
+
+    private func budget() -> JSONValue {
+        [
+            "updatesPerHour": emulator.liveActivityBudget.map { JSONValue.integer($0) } ?? .null,
+            "activities": .array(emulator.liveActivityBudgetUse().map { use -> JSONValue in
+                ["token": .string(use.token.hex), "activity": .string(use.activity), "usedThisHour": .integer(use.usedThisHour), "dropped": .integer(use.dropped)]
+            }),
+        ]
     }
 
     private func createDevice(_ body: [UInt8]) throws -> VirtualDevice {
@@ -223,7 +257,15 @@ struct AdminAPI: Sendable {
         if let value = entry.priority { object["priority"] = .integer(value) }
         if let value = entry.expiration { object["expiration"] = .integer(value) }
         if let value = entry.collapseID { object["collapseId"] = .string(value) }
+        if let value = entry.channelID { object["channelId"] = .string(value) }
         return .object(object)
+    }
+
+    static func json(_ channel: EmulatedChannel) -> JSONValue {
+        [
+            "id": .string(channel.id), "bundleId": .string(channel.bundleID), "environment": .string(channel.environment.name),
+            "messageStoragePolicy": .integer(channel.storagePolicy), "subscribers": .array(channel.subscribers.map(JSONValue.string)),
+        ]
     }
 
     static func json(_ counters: EmulatorCounters) -> JSONValue {
@@ -236,6 +278,10 @@ struct AdminAPI: Sendable {
             "connections": .integer(counters.connections),
             "goAways": .integer(counters.goAways),
             "faults": .object(counters.faults.mapValues { .integer($0) }),
+            "broadcasts": .integer(counters.broadcasts),
+            "broadcastDeliveries": .integer(counters.broadcastDeliveries),
+            "channelRequests": .integer(counters.channelRequests),
+            "liveActivityBudgetDropped": .integer(counters.liveActivityBudgetDropped),
         ]
     }
 }

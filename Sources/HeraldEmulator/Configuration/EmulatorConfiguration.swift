@@ -1,5 +1,6 @@
 public import Foundation
 public import HeraldCore
+public import Logging
 
 /// How an ``APNSEmulator`` listens, whom it trusts and how it behaves.
 public struct EmulatorConfiguration: Sendable {
@@ -9,6 +10,18 @@ public struct EmulatorConfiguration: Sendable {
     public var productionPort: Int
     /// The port standing in for `api.sandbox.push.apple.com:443`; 0 picks a free port.
     public var developmentPort: Int
+    /// The port standing in for `api-broadcast.push.apple.com:443` (broadcasts to channels); `nil` (the default) turns
+    /// it off, 0 picks a free port. The four channel listeners are off unless asked for: ``servingChannels()`` puts
+    /// them all on free ports.
+    public var broadcastProductionPort: Int?
+    /// The port standing in for `api-broadcast.sandbox.push.apple.com:443`; `nil` turns it off, 0 picks a free port.
+    public var broadcastDevelopmentPort: Int?
+    /// The port standing in for `api-manage-broadcast.push.apple.com:2196` (channel management); `nil` turns it off,
+    /// 0 picks a free port.
+    public var channelManagementProductionPort: Int?
+    /// The port standing in for `api-manage-broadcast.sandbox.push.apple.com:2195`; `nil` turns it off, 0 picks a free
+    /// port.
+    public var channelManagementDevelopmentPort: Int?
     /// The plain HTTP/1.1 JSON admin API's port; `nil` turns it off, 0 picks a free port.
     public var adminPort: Int?
     /// The server certificate.
@@ -27,8 +40,16 @@ public struct EmulatorConfiguration: Sendable {
     public var faults: FaultConfiguration
     /// The seed of every random choice (faults, latency, generated tokens): the same seed, the same run.
     public var seed: UInt64
-    /// Where the emulator reads the time: JWT ages, the 20-minute token rule, 410 timestamps, expirations.
+    /// Where the emulator reads the time: JWT ages, the 20-minute token rule, 410 timestamps, expirations, stored
+    /// broadcasts' 8 hours, the Live Activity budget's hour.
     public var clock: any WallClock
+    /// Broadcast channels, their limit and which apps have the Broadcast capability.
+    public var channels: Channels
+    /// Priority-10 Live Activity updates a device takes per activity and hour; more are accepted (200) but dropped
+    /// on the device and counted. `nil`: no budget.
+    public var liveActivityBudget: Int?
+    /// Where the emulator logs channels created and deleted; nothing by default.
+    public var logger: Logger
 
     public init(
         host: String = "127.0.0.1", productionPort: Int = 0, developmentPort: Int = 0, adminPort: Int? = 0,
@@ -36,9 +57,19 @@ public struct EmulatorConfiguration: Sendable {
         clientCertificateAuthorityPEM: String? = nil, deviceMode: DeviceMode = .permissive,
         maxConcurrentStreams: Int = 1000, inbox: InboxMode = .recording(capacity: 100),
         faults: FaultConfiguration = FaultConfiguration(), seed: UInt64 = 0x4845_5241_4C44,
-        clock: any WallClock = SystemWallClock()
+        clock: any WallClock = SystemWallClock(), broadcastProductionPort: Int? = nil, broadcastDevelopmentPort: Int? = nil,
+        channelManagementProductionPort: Int? = nil, channelManagementDevelopmentPort: Int? = nil,
+        channels: Channels = Channels(), liveActivityBudget: Int? = nil,
+        logger: Logger = Logger(label: "herald.emulator", factory: { _ in SwiftLogNoOpLogHandler() })
     ) {
         self.clock = clock
+        self.broadcastProductionPort = broadcastProductionPort
+        self.broadcastDevelopmentPort = broadcastDevelopmentPort
+        self.channelManagementProductionPort = channelManagementProductionPort
+        self.channelManagementDevelopmentPort = channelManagementDevelopmentPort
+        self.channels = channels
+        self.liveActivityBudget = liveActivityBudget
+        self.logger = logger
         self.host = host
         self.productionPort = productionPort
         self.developmentPort = developmentPort
@@ -51,6 +82,41 @@ public struct EmulatorConfiguration: Sendable {
         self.inbox = inbox
         self.faults = faults
         self.seed = seed
+    }
+
+    /// Broadcast channels (apns-protocol.md §1.4).
+    public struct Channels: Sendable, Hashable {
+        /// Channels one app may have in one environment; creating more is `CannotCreateChannelConfig`. Apple's: 10,000.
+        public var limitPerApp: Int
+        /// The bundle ids with the Broadcast capability; the others get `FeatureNotEnabled`. `nil`: every app.
+        public var enabledBundleIDs: Set<String>?
+
+        public init(limitPerApp: Int = 10_000, enabledBundleIDs: Set<String>? = nil) {
+            self.limitPerApp = limitPerApp
+            self.enabledBundleIDs = enabledBundleIDs
+        }
+    }
+
+    /// This configuration with the broadcast and channel-management listeners of both environments on free ports.
+    public func servingChannels() -> EmulatorConfiguration {
+        var copy = self
+        copy.broadcastProductionPort = 0
+        copy.broadcastDevelopmentPort = 0
+        copy.channelManagementProductionPort = 0
+        copy.channelManagementDevelopmentPort = 0
+        return copy
+    }
+
+    /// The port of one listener, `nil` when it is off.
+    func port(for service: EmulatorService, _ environment: APNSEnvironment) -> Int? {
+        switch (service, environment.isDevelopment) {
+        case (.devicePush, false): productionPort
+        case (.devicePush, true): developmentPort
+        case (.broadcast, false): broadcastProductionPort
+        case (.broadcast, true): broadcastDevelopmentPort
+        case (.channelManagement, false): channelManagementProductionPort
+        case (.channelManagement, true): channelManagementDevelopmentPort
+        }
     }
 
     /// Where the server certificate comes from.
@@ -76,6 +142,25 @@ public struct EmulatorConfiguration: Sendable {
         case recording(capacity: Int)
         /// Nothing is stored; only totals, per-reason counts and duplicate apns-ids are kept (for benchmarks).
         case countingOnly
+    }
+}
+
+/// The three APIs of APNs, each on its own host (and port) per environment (apns-protocol.md §1.1).
+public enum EmulatorService: String, Sendable, Hashable, CaseIterable {
+    /// `POST /3/device/<token>` on `api(.sandbox).push.apple.com`.
+    case devicePush
+    /// `POST /4/broadcasts/apps/<bundle-id>` on `api-broadcast(.sandbox).push.apple.com`.
+    case broadcast
+    /// `/1/apps/<bundle-id>/channels` and `/all-channels` on `api-manage-broadcast(.sandbox).push.apple.com`.
+    case channelManagement
+
+    /// How the emulator's first line and port names call it: `production`, `broadcast production`, `channels production`.
+    func label(_ environment: APNSEnvironment) -> String {
+        switch self {
+        case .devicePush: environment.name
+        case .broadcast: "broadcast \(environment.name)"
+        case .channelManagement: "channels \(environment.name)"
+        }
     }
 }
 

@@ -14,6 +14,11 @@ final class DeviceRegistry: Sendable {
         var device: VirtualDevice
         var inbox: [InboxEntry] = []
         var pending: InboxEntry?
+        /// The newest message of each storing channel that arrived while offline, and until when it waits.
+        var pendingBroadcasts: [String: (entry: InboxEntry, until: Date)] = [:]
+        /// Per Live Activity (`device`, `channel:<id>`): when its priority-10 updates of the last hour arrived, and how
+        /// many were over the budget.
+        var budget: [String: (recent: [Date], dropped: Int)] = [:]
     }
 
     private struct State {
@@ -21,6 +26,7 @@ final class DeviceRegistry: Sendable {
         var counters = EmulatorCounters()
         var seenAPNSIDs = Set<UInt64>()
         var random: SeededRandomNumberGenerator
+        var liveActivityBudget: Int?
     }
 
     enum Lookup {
@@ -32,10 +38,10 @@ final class DeviceRegistry: Sendable {
     private let mode: EmulatorConfiguration.DeviceMode
     private let inboxMode: EmulatorConfiguration.InboxMode
 
-    init(mode: EmulatorConfiguration.DeviceMode, inbox: EmulatorConfiguration.InboxMode, seed: UInt64) {
+    init(mode: EmulatorConfiguration.DeviceMode, inbox: EmulatorConfiguration.InboxMode, seed: UInt64, liveActivityBudget: Int? = nil) {
         self.mode = mode
         self.inboxMode = inbox
-        state = Mutex(State(random: SeededRandomNumberGenerator(seed: seed ^ 0xD3A1_5EED)))
+        state = Mutex(State(random: SeededRandomNumberGenerator(seed: seed ^ 0xD3A1_5EED), liveActivityBudget: liveActivityBudget))
     }
 
     // MARK: Delivery
@@ -61,7 +67,8 @@ final class DeviceRegistry: Sendable {
     }
 
     /// Records an accepted notification: counters always, the inbox unless counting only.
-    func deliver(_ notification: InboxEntry, to token: DeviceToken, environment: APNSEnvironment) {
+    /// - Parameter budgetedActivity: the Live Activity a priority-10 update counts against (`device`), or `nil`.
+    func deliver(_ notification: InboxEntry, to token: DeviceToken, environment: APNSEnvironment, budgetedActivity: String? = nil) {
         state.withLock { state in
             if Self.isDuplicate(notification.apnsID, in: &state.seenAPNSIDs) { state.counters.duplicateAPNSIDs += 1 }
             state.counters.accepted += 1
@@ -69,11 +76,70 @@ final class DeviceRegistry: Sendable {
             let key = Key(environment: environment, token: token.hex)
             guard let record = state.records[key] else { return }
             if record.device.isOnline {
+                guard Self.withinBudget(budgetedActivity, of: key, at: notification.receivedAt, in: &state) else { return }
                 state.records[key]!.append(notification, capacity: capacity, dropped: &state.counters.droppedFromInbox)
             } else if notification.expiration != 0 {
                 // Offline: APNs stores one notification per app and device; the newest replaces the older.
                 state.records[key]!.pending = notification
             }
+        }
+    }
+
+    /// Records an accepted broadcast: each online subscriber gets it now (within its budget for the channel's
+    /// activity); an offline one keeps it as the channel's stored message until `storeUntil` when the channel stores
+    /// one (`nil`: it does not, or the broadcast's expiration is 0).
+    func deliverBroadcast(_ entry: InboxEntry, to tokens: some Sequence<String>, environment: APNSEnvironment, storeUntil: Date?, budgeted: Bool) {
+        state.withLock { state in
+            state.counters.broadcasts += 1
+            guard case .recording(let capacity) = inboxMode, let channelID = entry.channelID else { return }
+            for token in tokens {
+                let key = Key(environment: environment, token: token)
+                guard let record = state.records[key], record.device.state == .active else { continue }
+                if record.device.isOnline {
+                    guard Self.withinBudget(budgeted ? "channel:" + channelID : nil, of: key, at: entry.receivedAt, in: &state) else { continue }
+                    state.records[key]!.append(entry, capacity: capacity, dropped: &state.counters.droppedFromInbox)
+                    state.counters.broadcastDeliveries += 1
+                } else if let storeUntil {
+                    state.records[key]!.pendingBroadcasts[channelID] = (entry, storeUntil)
+                }
+            }
+        }
+    }
+
+    func countChannelRequest() { state.withLock { $0.counters.channelRequests += 1 } }
+
+    /// Whether one more priority-10 update of `activity` fits the device's hourly budget; counts it either way.
+    private static func withinBudget(_ activity: String?, of key: Key, at now: Date, in state: inout State) -> Bool {
+        guard let activity, let limit = state.liveActivityBudget else { return true }
+        var use = state.records[key]!.budget[activity] ?? ([], 0)
+        use.recent.removeAll { now.timeIntervalSince($0) >= 3600 }
+        let fits = use.recent.count < limit
+        if fits {
+            use.recent.append(now)
+        } else {
+            use.dropped += 1
+            state.counters.liveActivityBudgetDropped += 1
+        }
+        state.records[key]!.budget[activity] = use
+        return fits
+    }
+
+    /// Priority-10 Live Activity updates per activity and hour; `nil` for no budget.
+    var liveActivityBudget: Int? {
+        get { state.withLock { $0.liveActivityBudget } }
+        set { state.withLock { $0.liveActivityBudget = newValue } }
+    }
+
+    /// Every activity that received a budgeted update: its use in the hour before `now`, and its drops.
+    func budgetUse(now: Date) -> [LiveActivityBudgetUse] {
+        state.withLock { state in
+            state.records.values.flatMap { record in
+                record.budget.map { activity, use in
+                    LiveActivityBudgetUse(
+                        token: record.device.token, activity: activity,
+                        usedThisHour: use.recent.filter { now.timeIntervalSince($0) < 3600 }.count, dropped: use.dropped)
+                }
+            }.sorted { ($0.token.hex, $0.activity) < ($1.token.hex, $1.activity) }
         }
     }
 
@@ -155,6 +221,15 @@ final class DeviceRegistry: Sendable {
                     state.records[key]!.append(pending, capacity: capacity, dropped: &state.counters.droppedFromInbox)
                 }
             }
+            // Each storing channel's newest message arrives if it is still within its 8 hours (or its expiration).
+            if online {
+                let stored = state.records[key]!.pendingBroadcasts.values.sorted { $0.entry.receivedAt < $1.entry.receivedAt }
+                state.records[key]!.pendingBroadcasts = [:]
+                for (entry, until) in stored where until >= now && capacity > 0 {
+                    state.records[key]!.append(entry, capacity: capacity, dropped: &state.counters.droppedFromInbox)
+                    state.counters.broadcastDeliveries += 1
+                }
+            }
         }
     }
 
@@ -175,6 +250,9 @@ final class DeviceRegistry: Sendable {
         state.withLock { state in
             state.counters = EmulatorCounters()
             state.seenAPNSIDs.removeAll()
+            for key in state.records.keys {
+                for activity in state.records[key]!.budget.keys { state.records[key]!.budget[activity]!.dropped = 0 }
+            }
         }
     }
 

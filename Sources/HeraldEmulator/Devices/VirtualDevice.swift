@@ -31,9 +31,22 @@ public struct InboxEntry: Sendable, Hashable {
     public let receivedAt: Date
     /// The body exactly as sent.
     public let payload: [UInt8]
+    /// The channel a broadcast came through; `nil` for a push to the device's token.
+    public var channelID: String? = nil
 
     /// The body as text.
     public var payloadString: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// How one Live Activity on one device used its budget of priority-10 updates in the last hour.
+public struct LiveActivityBudgetUse: Sendable, Hashable {
+    public let token: DeviceToken
+    /// `device` for updates pushed to the device's token; `channel:<id>` for broadcasts through a channel.
+    public let activity: String
+    /// Priority-10 updates delivered in the hour before now.
+    public let usedThisHour: Int
+    /// Updates dropped for being over the budget since start (or the last counter reset).
+    public let dropped: Int
 }
 
 /// Totals since start (or the last reset).
@@ -51,6 +64,15 @@ public struct EmulatorCounters: Sendable, Hashable {
     public var goAways: Int = 0
     /// Faults injected, by kind.
     public var faults: [String: Int] = [:]
+    /// Broadcasts accepted, and the inbox entries they made (one per online subscriber, and per stored message that
+    /// reached a device coming online).
+    public var broadcasts: Int = 0
+    public var broadcastDeliveries: Int = 0
+    /// Channel-management requests answered with success (created, read, deleted, listed).
+    public var channelRequests: Int = 0
+    /// Priority-10 Live Activity updates accepted by APNs but over a device's hourly budget for the activity: the
+    /// device would drop them, so they are not in its inbox.
+    public var liveActivityBudgetDropped: Int = 0
 
     public var totalRejected: Int { rejected.values.reduce(0, +) }
 }

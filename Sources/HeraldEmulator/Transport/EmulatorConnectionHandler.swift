@@ -314,7 +314,9 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
 
     private func answer(_ streamID: UInt32, _ response: EmulatedResponse, goAway: Bool) {
         if streams[streamID] != nil {
-            writeAnswer(streamID, status: response.status, apnsID: response.apnsID, uniqueID: response.uniqueID, body: response.body)
+            writeAnswer(
+                streamID, status: response.status, apnsID: response.apnsID, uniqueID: response.uniqueID, body: response.body,
+                isChannelRequest: response.isChannelRequest, channelID: response.channelID)
         }
         if goAway {
             settings.processor.registry.countGoAway()
@@ -332,14 +334,19 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         closeIfDrained()
     }
 
-    private func writeAnswer(_ streamID: UInt32, status: Int, apnsID: String, uniqueID: String?, body: [UInt8]?) {
+    private func writeAnswer(
+        _ streamID: UInt32, status: Int, apnsID: String, uniqueID: String?, body: [UInt8]?, isChannelRequest: Bool = false,
+        channelID: String? = nil
+    ) {
         out.writeHTTP2Headers(streamID: streamID, endStream: body == nil) { block in
             if let index = HPACKStaticIndex.status(status) {
                 block.writeHPACKIndexed(index)
             } else {
                 block.writeHPACKLiteral(nameIndex: HPACKStaticIndex.status, value: String(status).utf8)
             }
-            block.writeHPACKLiteral(name: "apns-id".utf8, value: apnsID.utf8)
+            // Broadcast and channel-management answers carry apns-request-id instead (apns-protocol.md §5.5).
+            block.writeHPACKLiteral(name: (isChannelRequest ? "apns-request-id" : "apns-id").utf8, value: apnsID.utf8)
+            if let channelID { block.writeHPACKLiteral(name: "apns-channel-id".utf8, value: channelID.utf8) }
             if let uniqueID { block.writeHPACKLiteral(name: "apns-unique-id".utf8, value: uniqueID.utf8) }
             if body != nil { block.writeHPACKLiteral(nameIndex: HPACKStaticIndex.contentType, value: "application/json".utf8) }
         }

@@ -1,7 +1,8 @@
 import Foundation
 import HeraldCore
+import Logging
 
-/// A device-push request as the transport received it.
+/// A request as the transport received it.
 struct EmulatedRequest {
     var method: String
     var path: String
@@ -20,17 +21,24 @@ struct EmulatedResponse {
     var uniqueID: String?
     var fault: FaultInjector.Decision = .none
     var delayMilliseconds: Double = 0
+    /// Broadcast and channel-management answers name the request id `apns-request-id`, not `apns-id`.
+    var isChannelRequest = false
+    /// `apns-channel-id` of a channel just created.
+    var channelID: String?
+    /// The JSON body of a successful answer (a channel read, the channel list).
+    var successBody: [UInt8]?
 
-    /// The JSON body of an error response.
+    /// The JSON body: the reason of an error, or what a successful read answers.
     var body: [UInt8]? {
-        guard let reason else { return nil }
+        guard let reason else { return successBody }
         var object: [String: JSONValue] = ["reason": .string(reason.rawValue)]
         if let timestamp { object["timestamp"] = .integer(Int((timestamp.timeIntervalSince1970 * 1000).rounded(.down))) }
         return JSONValue.object(object).jsonBytes
     }
 }
 
-/// Checks a `POST /3/device/<token>` request in the order of apns-protocol.md §10 and delivers it.
+/// Checks a `POST /3/device/<token>` request in the order of apns-protocol.md §10 and delivers it; on the broadcast
+/// and channel-management listeners, their requests (`RequestProcessor+Channels.swift`).
 ///
 /// Written from the protocol document, not from Herald's sender: the two are checked against one outcome table,
 /// so a misunderstanding they shared would fail a test instead of agreeing with itself.
@@ -39,10 +47,19 @@ struct RequestProcessor: Sendable {
     let verifier: ProviderTokenVerifier
     let registry: DeviceRegistry
     let faults: FaultInjector
+    /// Which API this listener serves.
+    var service: EmulatorService = .devicePush
+    /// The channels, for the broadcast and channel-management listeners.
+    var channels: ChannelRegistry?
+    var channelSettings = EmulatorConfiguration.Channels()
+    var logger: Logger?
     /// APNs' 20-minute limit on switching provider tokens per connection.
     static let tokenChangeInterval: TimeInterval = 20 * 60
 
     func process(_ request: EmulatedRequest, connection: inout ConnectionAuthentication, now: Date, ids: inout IDGenerator) -> EmulatedResponse {
+        if service != .devicePush, let channels {
+            return processChannelRequest(request, channels: channels, connection: &connection, now: now, ids: &ids)
+        }
         let suppliedID = request.headers.first { $0.name == "apns-id" }?.value
         let apnsID = suppliedID ?? ids.next()
         var response = check(request, connection: &connection, now: now, apnsID: apnsID)
@@ -51,7 +68,7 @@ struct RequestProcessor: Sendable {
         return response
     }
 
-    private func reject(_ reason: APNSReason, _ apnsID: String, timestamp: Date? = nil) -> EmulatedResponse {
+    func reject(_ reason: APNSReason, _ apnsID: String, timestamp: Date? = nil) -> EmulatedResponse {
         EmulatedResponse(status: reason.status ?? 400, reason: reason, timestamp: timestamp, apnsID: apnsID)
     }
 
@@ -65,47 +82,10 @@ struct RequestProcessor: Sendable {
         if tokenText.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }) { return reject(.badPath, apnsID) }
 
         // 2. Duplicate headers.
-        var headers = [String: String]()
-        headers.reserveCapacity(request.headers.count)
-        for (name, value) in request.headers {
-            if headers.updateValue(value, forKey: name) != nil { return reject(.duplicateHeaders, apnsID) }
-        }
+        guard let headers = Self.uniqueHeaders(request) else { return reject(.duplicateHeaders, apnsID) }
 
         // 3. Authentication.
-        if case .token = connection.method {
-            let verified: ProviderTokenVerifier.Verified
-            if let cached = connection.verifiedToken, let header = headers["authorization"],
-                header.utf8.count == cached.jwt.utf8.count + 7, header.hasSuffix(cached.jwt), Self.hasBearerPrefix(header)
-            {
-                guard now.timeIntervalSince(cached.issuedAt) <= verifier.maximumAge else { return reject(.expiredProviderToken, apnsID) }
-                verified = cached
-            } else {
-                do {
-                    verified = try verifier.verify(authorization: headers["authorization"], now: now)
-                } catch {
-                    return reject(error.reason, apnsID)
-                }
-            }
-            if let bound = connection.boundKey {
-                guard verified.key.teamID == bound.teamID else { return reject(.invalidProviderToken, apnsID) }
-                guard verified.key.keyID == bound.keyID else { return reject(.unrelatedKeyIDInToken, apnsID) }
-            }
-            if let restricted = verified.key.environment, restricted != environment {
-                return reject(.badEnvironmentKeyIDInToken, apnsID)
-            }
-            if connection.currentJWT != verified.jwt {
-                if let last = connection.lastTokenChange, connection.currentJWT != nil,
-                    now.timeIntervalSince(last) < Self.tokenChangeInterval
-                {
-                    return reject(.tooManyProviderTokenUpdates, apnsID)
-                }
-                connection.currentJWT = verified.jwt
-                connection.lastTokenChange = now
-            }
-            connection.boundKey = verified.key
-            connection.verifiedToken = verified
-        }
-        connection.hasValidatedRequest = true
+        if let reason = authenticate(headers, connection: &connection, now: now) { return reject(reason, apnsID) }
 
         // 4. Headers.
         if let id = headers["apns-id"], APNSID(headerValue: id) == nil { return reject(.badMessageID, apnsID) }
@@ -164,23 +144,17 @@ struct RequestProcessor: Sendable {
         // 6. Body.
         if request.body.isEmpty { return reject(.payloadEmpty, apnsID) }
         if request.body.count > pushType.maximumPayloadSize { return reject(.payloadTooLarge, apnsID) }
-        guard case .object? = try? JSONValue(parsing: request.body) else { return reject(.badRequestPayload, apnsID) }
+        guard case .object(let object)? = try? JSONValue(parsing: request.body) else { return reject(.badRequestPayload, apnsID) }
 
         // 7. Injected faults stand in for APNs' own transient failures.
-        let (fault, delay) = faults.decide()
-        switch fault {
-        case .status(let reason):
-            registry.countFault(reason.rawValue)
-            var response = reject(reason, apnsID)
-            response.delayMilliseconds = delay
+        let fault: FaultInjector.Decision
+        let delay: Double
+        switch injectFault(apnsID) {
+        case .answer(let response):
             return response
-        case .reset, .noResponse, .refuseStream:
-            registry.countFault(fault == .reset ? "reset" : fault == .noResponse ? "noResponse" : "refusedStream")
-            var response = EmulatedResponse(status: 0, reason: nil, apnsID: apnsID, fault: fault)
-            response.delayMilliseconds = delay
-            return response
-        case .goAway, .none:
-            break
+        case .proceed(let decision, let milliseconds):
+            fault = decision
+            delay = milliseconds
         }
 
         // 8. Accept and deliver.
@@ -188,8 +162,90 @@ struct RequestProcessor: Sendable {
             apnsID: apnsID, pushType: headers["apns-push-type"], topic: topic,
             priority: headers["apns-priority"].flatMap { Int($0) }, expiration: expiration, collapseID: collapseID,
             receivedAt: now, payload: request.body)
-        registry.deliver(entry, to: token, environment: environment)
+        let budgeted = Self.countsAgainstBudget(pushType: pushType, priority: priority, payload: object)
+        registry.deliver(entry, to: token, environment: environment, budgetedActivity: budgeted ? "device" : nil)
         return EmulatedResponse(status: 200, reason: nil, apnsID: apnsID, fault: fault, delayMilliseconds: delay)
+    }
+
+    /// What an injected fault does to a request that passed every check.
+    enum FaultOutcome {
+        /// Answer this instead (a 429/500/503, or no answer at all).
+        case answer(EmulatedResponse)
+        /// Go on; the real answer carries the GOAWAY decision and the added latency.
+        case proceed(FaultInjector.Decision, delayMilliseconds: Double)
+    }
+
+    /// Step 7 for every API: injected faults stand in for APNs' own transient failures, and are counted.
+    func injectFault(_ id: String) -> FaultOutcome {
+        let (fault, delay) = faults.decide()
+        switch fault {
+        case .status(let reason):
+            registry.countFault(reason.rawValue)
+            var response = reject(reason, id)
+            response.delayMilliseconds = delay
+            return .answer(response)
+        case .reset, .noResponse, .refuseStream:
+            registry.countFault(fault == .reset ? "reset" : fault == .noResponse ? "noResponse" : "refusedStream")
+            return .answer(EmulatedResponse(status: 0, reason: nil, apnsID: id, fault: fault, delayMilliseconds: delay))
+        case .goAway, .none:
+            return .proceed(fault, delayMilliseconds: delay)
+        }
+    }
+
+    /// Whether a Live Activity push counts against the activity's hourly budget: priority-10 updates and ends do;
+    /// priority 5 and starts do not (apns-protocol.md §4.5).
+    static func countsAgainstBudget(pushType: APNSPushType, priority: APNSPriority, payload: [String: JSONValue]) -> Bool {
+        pushType == .liveactivity && priority == .immediate && payload["aps"]?["event"]?.stringValue != "start"
+    }
+
+    /// The headers by name; `nil` when one came twice (`DuplicateHeaders`).
+    static func uniqueHeaders(_ request: EmulatedRequest) -> [String: String]? {
+        var headers = [String: String]()
+        headers.reserveCapacity(request.headers.count)
+        for (name, value) in request.headers {
+            if headers.updateValue(value, forKey: name) != nil { return nil }
+        }
+        return headers
+    }
+
+    /// Checks the provider token against the connection's rules (§3.1) and binds the connection to its key; the
+    /// reason to refuse, or `nil`. Certificate connections are authenticated by their handshake.
+    func authenticate(_ headers: [String: String], connection: inout ConnectionAuthentication, now: Date) -> APNSReason? {
+        if case .token = connection.method {
+            let verified: ProviderTokenVerifier.Verified
+            if let cached = connection.verifiedToken, let header = headers["authorization"],
+                header.utf8.count == cached.jwt.utf8.count + 7, header.hasSuffix(cached.jwt), Self.hasBearerPrefix(header)
+            {
+                guard now.timeIntervalSince(cached.issuedAt) <= verifier.maximumAge else { return .expiredProviderToken }
+                verified = cached
+            } else {
+                do {
+                    verified = try verifier.verify(authorization: headers["authorization"], now: now)
+                } catch {
+                    return error.reason
+                }
+            }
+            if let bound = connection.boundKey {
+                guard verified.key.teamID == bound.teamID else { return .invalidProviderToken }
+                guard verified.key.keyID == bound.keyID else { return .unrelatedKeyIDInToken }
+            }
+            if let restricted = verified.key.environment, restricted != environment {
+                return .badEnvironmentKeyIDInToken
+            }
+            if connection.currentJWT != verified.jwt {
+                if let last = connection.lastTokenChange, connection.currentJWT != nil,
+                    now.timeIntervalSince(last) < Self.tokenChangeInterval
+                {
+                    return .tooManyProviderTokenUpdates
+                }
+                connection.currentJWT = verified.jwt
+                connection.lastTokenChange = now
+            }
+            connection.boundKey = verified.key
+            connection.verifiedToken = verified
+        }
+        connection.hasValidatedRequest = true
+        return nil
     }
 
     /// The `bearer ` scheme, in any case, checked without building a lowercased copy of the whole header.
