@@ -87,6 +87,9 @@ struct OpenAPIConformanceTests {
                 for candidate in SchemaCases.candidates(for: property) {
                     var body: [String: JSONValue] = ["token": .string(validToken)]
                     if name != "debug" && name != "environment" { body["debug"] = .bool(true) }
+                    // The activity fields belong to the token kinds that name them (the schema's descriptions).
+                    if name == "activityType" { body["tokenKind"] = "liveactivity-start" }
+                    if name == "activityId" { body["tokenKind"] = "liveactivity" }
                     body[name] = candidate
                     let value = JSONValue.object(body)
                     let answer = try await client.call(
@@ -359,6 +362,12 @@ enum SchemaCases {
         if schema["format"]?.stringValue == "uuid" {
             return ["2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01", "2F1C6A4E-8D0B-4C55-9A37-1F3E5B7D9C01", "not-a-uuid", ""]
         }
+        if schema["format"]?.stringValue == "time-zone" {
+            return [
+                "Asia/Tokyo", "UTC", "America/Argentina/Buenos_Aires", "Etc/GMT+5", "Mars/Olympus_Mons", "asia/tokyo",
+                "", "Asia/Tokyo\u{0}", "Asia/Tokyo ", String(repeating: "a", count: 65),
+            ]
+        }
         let minimum = schema["minLength"]?.intValue ?? 0
         let maximum = schema["maxLength"]?.intValue ?? 300
         var lengths = Set([0, 1, 2, minimum, maximum, maximum + 1, maximum - 1, max(0, minimum - 1), minimum + 1])
@@ -430,6 +439,7 @@ enum SchemaCases {
                     let match = regex.firstMatch(in: text, range: whole), NSMaxRange(match.range) == whole.length
                 else { return false }
             }
+            if schema["format"]?.stringValue == "time-zone", TimeZone(identifier: text) == nil { return false }
         }
         if let number = value.doubleValue, value.stringValue == nil {
             if let minimum = schema["minimum"]?.doubleValue, number < minimum { return false }

@@ -63,6 +63,22 @@ struct RegistrationTests {
         }
     }
 
+    @Test("a time zone, a push-to-start token's activity type and an update token's activity id are stored and echoed")
+    func timeZoneAndActivities() async throws {
+        try await ServerHarness.withServer { client, app in
+            let start = try await client.register(
+                testToken(0x12), debug: true,
+                extra: #", "tokenKind": "liveactivity-start", "activityType": "DeliveryAttributes", "timeZone": "Asia/Tokyo""#)
+            #expect(start.status == .created, "\(start)")
+            #expect(start.json["activityType"] == "DeliveryAttributes" && start.json["timeZone"] == "Asia/Tokyo")
+            let update = try await client.register(
+                testToken(0x13), debug: true, extra: #", "tokenKind": "liveactivity", "activityId": "order-1234""#)
+            #expect(update.status == .created && update.json["activityId"] == "order-1234", "\(update)")
+            let stored = try #require(try await app.store.device(testToken(0x13)))
+            #expect(stored.registration.activityID == "order-1234" && stored.registration.timeZone == nil)
+        }
+    }
+
     @Test("a new token for the same installation and kind replaces the old one")
     func installationReplacesToken() async throws {
         try await ServerHarness.withServer { client, app in
@@ -105,6 +121,13 @@ struct RegistrationTests {
         BadRequest("a JSON array", "[1]", "invalidJSON"),
         BadRequest("empty body", "", "invalidJSON"),
         BadRequest("no token", #"{"debug": true}"#, "missingToken"),
+        BadRequest("unknown time zone", #"{"token": "\#(token)", "debug": true, "timeZone": "Mars/Base"}"#, "invalidField"),
+        BadRequest(
+            "an activity id on a device token", #"{"token": "\#(token)", "debug": true, "activityId": "a"}"#,
+            "invalidField"),
+        BadRequest(
+            "an activity type on an update token",
+            #"{"token": "\#(token)", "debug": true, "tokenKind": "liveactivity", "activityType": "T"}"#, "invalidField"),
         BadRequest("null token", #"{"token": null, "debug": true}"#, "missingToken"),
         BadRequest("token is a number", #"{"token": 12, "debug": true}"#, "invalidField"),
         BadRequest("odd digits", #"{"token": "abc", "debug": true}"#, "badDeviceToken"),

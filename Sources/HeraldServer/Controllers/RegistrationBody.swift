@@ -18,6 +18,9 @@ struct RegistrationBody {
     var installationID: UUID?
     var tokenKind: TokenKind
     var tags: [String]
+    var timeZone: String?
+    var activityType: String?
+    var activityID: String?
 
     /// Parses a request body.
     /// - Throws: ``APIError`` `400` with `invalidJSON`, `missingToken`, `badDeviceToken`, `missingEnvironment`,
@@ -81,6 +84,23 @@ struct RegistrationBody {
                 }
                 return kind
             } ?? .device
+        timeZone = try fields.string("timeZone", bytes: 1...TokenRegistration.maximumTimeZoneBytes)
+        if let timeZone, !TokenRegistration.isTimeZoneID(timeZone) {
+            throw APIError.invalidField(
+                "timeZone", "use an IANA time zone id such as Europe/Paris (TimeZone.current.identifier)")
+        }
+        activityType = try fields.string("activityType", bytes: 1...TokenRegistration.maximumActivityTypeBytes)
+        try TextRules.checkIdentifier(activityType, field: "activityType")
+        if activityType != nil, tokenKind != .liveActivityStart {
+            throw APIError.invalidField(
+                "activityType", "only a push-to-start token (\"tokenKind\": \"liveactivity-start\") names an activity type")
+        }
+        activityID = try fields.string("activityId", bytes: 1...TokenRegistration.maximumActivityIDBytes)
+        try TextRules.checkIdentifier(activityID, field: "activityId")
+        if activityID != nil, tokenKind != .liveActivity {
+            throw APIError.invalidField(
+                "activityId", "only a Live Activity update token (\"tokenKind\": \"liveactivity\") names an activity")
+        }
     }
 
     /// Parses a token from a body or a path, with the core's message.
@@ -121,7 +141,7 @@ struct RegistrationBody {
         TokenRegistration(
             token: token, topic: topic, environment: environment, tokenKind: tokenKind, userID: userID,
             installationID: installationID, preferredLanguages: preferredLanguages, appVersion: appVersion,
-            platform: platform, tags: tags)
+            platform: platform, tags: tags, timeZone: timeZone, activityType: activityType, activityID: activityID)
     }
 }
 

@@ -127,6 +127,30 @@ components:
           type: [array, "null"]
           maxItems: 50
           items: { type: string, minLength: 1, maxLength: 64, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$" }
+        timeZone:
+          type: [string, "null"]
+          format: time-zone
+          maxLength: 64
+          pattern: "^[A-Za-z0-9_+/-]+$"
+          description: >
+            The device's IANA time zone id (`TimeZone.current.identifier`, such as Asia/Tokyo), exactly as the tz
+            database spells it: a send with `localTime` reaches the device at that wall-clock time in this zone.
+        activityType:
+          type: [string, "null"]
+          minLength: 1
+          maxLength: 128
+          pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$"
+          description: >
+            Only with `tokenKind` liveactivity-start: the ActivityAttributes type this push-to-start token starts
+            (`400 invalidField` with any other kind).
+        activityId:
+          type: [string, "null"]
+          minLength: 1
+          maxLength: 256
+          pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$"
+          description: >
+            Only with `tokenKind` liveactivity: the app's own id of the activity this update token belongs to
+            (`400 invalidField` with any other kind).
     StoredRegistration:
       allOf:
         - $ref: "#/components/schemas/Registration"

@@ -26,6 +26,9 @@ extension DeviceRegistration {
             members["installationId"] = .string(installationID.uuidString.lowercased())
         }
         if !registration.tags.isEmpty { members["tags"] = .array(registration.tags.map { .string($0) }) }
+        if let timeZone = registration.timeZone { members["timeZone"] = .string(timeZone) }
+        if let activityType = registration.activityType { members["activityType"] = .string(activityType) }
+        if let activityID = registration.activityID { members["activityId"] = .string(activityID) }
         if includingAdminFields {
             members["registeredAt"] = .string(RFC3339.string(registeredAt))
             members["active"] = .bool(isActive)

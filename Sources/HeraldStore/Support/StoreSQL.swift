@@ -30,19 +30,17 @@ package enum StoreSQL {
         _ registration: TokenRegistration, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
         let binds = registrationValues(registration, at: now)
+        let columns = StoreSchema.registrationColumns(upTo: StoreSchema.latestVersion)
+        let now = "$\(columns.count + 1)"
         return SQLStatement(
             dialect,
-            """
-            INSERT INTO devices (token, topic, environment, token_kind, user_id, installation_id, preferred_languages, \
-            app_version, platform, tags, registered_at, created_at, updated_at) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $11) \
-            ON CONFLICT (token) DO UPDATE SET topic = excluded.topic, environment = excluded.environment, \
-            token_kind = excluded.token_kind, user_id = excluded.user_id, installation_id = excluded.installation_id, \
-            preferred_languages = excluded.preferred_languages, app_version = excluded.app_version, \
-            platform = excluded.platform, tags = excluded.tags, registered_at = excluded.registered_at, \
-            updated_at = excluded.updated_at, invalidated_at = NULL, invalidation_reason = NULL, apns_timestamp = NULL \
-            RETURNING created_at
-            """, binds)
+            "INSERT INTO devices (\(columns.joined(separator: ", ")), registered_at, created_at, updated_at) "
+                + "VALUES (\((1...columns.count).map { "$\($0)" }.joined(separator: ", ")), \(now), \(now), \(now)) "
+                + "ON CONFLICT (token) DO UPDATE SET "
+                + columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+                + ", registered_at = excluded.registered_at, updated_at = excluded.updated_at, invalidated_at = NULL, "
+                + "invalidation_reason = NULL, apns_timestamp = NULL RETURNING created_at",
+            binds)
     }
 
     /// PostgreSQL's one-round-trip registration (the `herald_register` function of migration 5): the locking read,
@@ -51,7 +49,8 @@ package enum StoreSQL {
     package static func register(_ registration: TokenRegistration, at now: Date) -> SQLStatement {
         SQLStatement(
             .postgres,
-            "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register("
+                + (1...15).map { "$\($0)" }.joined(separator: ", ") + ")",
             registrationValues(registration, at: now)
                 + [.integer(registration.tokenKind.isOnePerInstallation ? 1 : 0)])
     }
@@ -65,7 +64,8 @@ package enum StoreSQL {
             .textOrNull(registration.installationID?.uuidString.lowercased()),
             .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
             .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
-            .integer(StoreTime.microseconds(now)),
+            .textOrNull(registration.timeZone), .textOrNull(registration.activityType),
+            .textOrNull(registration.activityID), .integer(StoreTime.microseconds(now)),
         ]
     }
 

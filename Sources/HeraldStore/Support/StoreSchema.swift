@@ -152,45 +152,7 @@ package enum StoreSchema {
             postgresStatements: [
                 // The locking read, the upsert, the tag rows and the move-aside of StoreSQL's statements, in one call:
                 // one round trip and one implicit transaction instead of six. See StoreSQL.register.
-                """
-                CREATE FUNCTION herald_register(p_token TEXT, p_topic TEXT, p_environment TEXT, p_kind TEXT, \
-                p_user TEXT, p_installation TEXT, p_languages TEXT, p_app_version TEXT, p_platform TEXT, p_tags TEXT, \
-                p_now BIGINT, p_one_per_installation BIGINT) \
-                RETURNS TABLE (r_created_at BIGINT, r_existed BOOLEAN, r_invalidated_at BIGINT, r_moved TEXT) \
-                LANGUAGE plpgsql AS $body$
-                DECLARE
-                    previous_tags TEXT;
-                BEGIN
-                    SELECT d.tags, d.invalidated_at INTO previous_tags, r_invalidated_at
-                        FROM devices d WHERE d.token = p_token FOR UPDATE;
-                    r_existed := FOUND;
-                    INSERT INTO devices AS d (token, topic, environment, token_kind, user_id, installation_id,
-                        preferred_languages, app_version, platform, tags, registered_at, created_at, updated_at)
-                    VALUES (p_token, p_topic, p_environment, p_kind, p_user, p_installation, p_languages, p_app_version,
-                        p_platform, p_tags, p_now, p_now, p_now)
-                    ON CONFLICT (token) DO UPDATE SET topic = excluded.topic, environment = excluded.environment,
-                        token_kind = excluded.token_kind, user_id = excluded.user_id,
-                        installation_id = excluded.installation_id, preferred_languages = excluded.preferred_languages,
-                        app_version = excluded.app_version, platform = excluded.platform, tags = excluded.tags,
-                        registered_at = excluded.registered_at, updated_at = excluded.updated_at, invalidated_at = NULL,
-                        invalidation_reason = NULL, apns_timestamp = NULL
-                    RETURNING d.created_at INTO r_created_at;
-                    -- A token that looked new may have been inserted meanwhile by a concurrent registration (the
-                    -- insert became an update), with tags of its own: clear them too.
-                    IF NOT r_existed OR previous_tags IS DISTINCT FROM p_tags THEN
-                        DELETE FROM device_tags WHERE token = p_token;
-                        INSERT INTO device_tags (tag, token) SELECT DISTINCT t, p_token FROM json_array_elements_text(p_tags::json) AS t
-                            ON CONFLICT DO NOTHING;
-                    END IF;
-                    IF p_installation IS NOT NULL AND p_one_per_installation = 1 THEN
-                        WITH gone AS (DELETE FROM devices WHERE installation_id = p_installation AND topic = p_topic
-                            AND token_kind = p_kind AND token <> p_token RETURNING token)
-                        SELECT string_agg(token, ',') INTO r_moved FROM gone;
-                    END IF;
-                    RETURN NEXT;
-                END
-                $body$
-                """
+                registerFunction(columns: registrationColumns(upTo: 5))
             ]),
         Migration(
             version: 6, name: "console: sessions, one-time sign-in links, and the indexes of its pages",
@@ -265,7 +227,74 @@ package enum StoreSchema {
                 )
                 """,
             ]),
+        Migration(
+            version: 8,
+            name: "registrations carry a time zone and Live Activity ids; sends carry a due time (scheduled sends)",
+            statements: [
+                "ALTER TABLE devices ADD COLUMN time_zone TEXT",
+                "ALTER TABLE devices ADD COLUMN activity_type TEXT",
+                "ALTER TABLE devices ADD COLUMN activity_id TEXT",
+                // The activity API finds an activity's update tokens by the app's own activity id.
+                "CREATE INDEX devices_activity ON devices (topic, activity_id) WHERE activity_id IS NOT NULL",
+                // When a queued send may start (NULL: at once), and for a send at each device's local time, the
+                // instant through which its time zones were sent.
+                "ALTER TABLE sends ADD COLUMN send_at BIGINT",
+                "ALTER TABLE sends ADD COLUMN sent_through BIGINT",
+            ],
+            postgresStatements: [
+                "DROP FUNCTION herald_register(TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, BIGINT, BIGINT)",
+                registerFunction(columns: registrationColumns(upTo: 8)),
+            ]),
     ]
+
+    /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.
+    package static func registrationColumns(upTo version: Int) -> [String] {
+        let columns = [
+            "token", "topic", "environment", "token_kind", "user_id", "installation_id", "preferred_languages",
+            "app_version", "platform", "tags",
+        ]
+        return version < 8 ? columns : columns + ["time_zone", "activity_type", "activity_id"]
+    }
+
+    /// PostgreSQL's `herald_register` over these registration columns (migration 5, and again in 8 with the columns
+    /// that migration added): the locking read, the upsert, the tag rows and the move-aside in one call.
+    private static func registerFunction(columns: [String]) -> String {
+        let parameters = columns.map { "p_\($0)" }
+        let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }
+        return """
+            CREATE FUNCTION herald_register(\(parameters.map { "\($0) TEXT" }.joined(separator: ", ")), \
+            p_now BIGINT, p_one_per_installation BIGINT) \
+            RETURNS TABLE (r_created_at BIGINT, r_existed BOOLEAN, r_invalidated_at BIGINT, r_moved TEXT) \
+            LANGUAGE plpgsql AS $body$
+            DECLARE
+                previous_tags TEXT;
+            BEGIN
+                SELECT d.tags, d.invalidated_at INTO previous_tags, r_invalidated_at
+                    FROM devices d WHERE d.token = p_token FOR UPDATE;
+                r_existed := FOUND;
+                INSERT INTO devices AS d (\(columns.joined(separator: ", ")), registered_at, created_at, updated_at)
+                VALUES (\(parameters.joined(separator: ", ")), p_now, p_now, p_now)
+                ON CONFLICT (token) DO UPDATE SET \(updates.joined(separator: ", ")),
+                    registered_at = excluded.registered_at, updated_at = excluded.updated_at, invalidated_at = NULL,
+                    invalidation_reason = NULL, apns_timestamp = NULL
+                RETURNING d.created_at INTO r_created_at;
+                -- A token that looked new may have been inserted meanwhile by a concurrent registration (the
+                -- insert became an update), with tags of its own: clear them too.
+                IF NOT r_existed OR previous_tags IS DISTINCT FROM p_tags THEN
+                    DELETE FROM device_tags WHERE token = p_token;
+                    INSERT INTO device_tags (tag, token) SELECT DISTINCT t, p_token FROM json_array_elements_text(p_tags::json) AS t
+                        ON CONFLICT DO NOTHING;
+                END IF;
+                IF p_installation_id IS NOT NULL AND p_one_per_installation = 1 THEN
+                    WITH gone AS (DELETE FROM devices WHERE installation_id = p_installation_id AND topic = p_topic
+                        AND token_kind = p_token_kind AND token <> p_token RETURNING token)
+                    SELECT string_agg(token, ',') INTO r_moved FROM gone;
+                END IF;
+                RETURN NEXT;
+            END
+            $body$
+            """
+    }
 
     /// The highest version this build knows.
     package static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

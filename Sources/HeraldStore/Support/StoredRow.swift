@@ -45,8 +45,8 @@ extension StoredRow {
             installationID: optionalText(5), preferredLanguages: StoredList.decode(text(6)),
             appVersion: optionalText(7), platform: optionalText(8), tags: StoredList.decode(text(9)),
             registeredAt: integer(10), createdAt: integer(11), updatedAt: integer(12),
-            invalidatedAt: optionalInteger(13), invalidationReason: optionalText(14), apnsTimestamp: optionalInteger(15)
-        )
+            invalidatedAt: optionalInteger(13), invalidationReason: optionalText(14), apnsTimestamp: optionalInteger(15),
+            timeZone: optionalText(16), activityType: optionalText(17), activityID: optionalText(18))
     }
 
     /// A send from the columns of ``StoreSQL/sendColumns``.

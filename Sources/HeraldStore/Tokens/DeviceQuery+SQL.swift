@@ -5,7 +5,7 @@ extension DeviceQuery {
     package static let columns = """
         d.token, d.topic, d.environment, d.token_kind, d.user_id, d.installation_id, d.preferred_languages, \
         d.app_version, d.platform, d.tags, d.registered_at, d.created_at, d.updated_at, d.invalidated_at, \
-        d.invalidation_reason, d.apns_timestamp
+        d.invalidation_reason, d.apns_timestamp, d.time_zone, d.activity_type, d.activity_id
         """
 
     /// The most explicit tokens one statement binds; longer lists are walked in chunks.

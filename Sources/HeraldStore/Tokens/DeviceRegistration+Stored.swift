@@ -8,7 +8,8 @@ extension DeviceRegistration {
         storedToken token: String, topic: String, environment: String, tokenKind: String, userID: String?,
         installationID: String?, preferredLanguages: [String], appVersion: String?, platform: String?,
         tags: [String], registeredAt: Int64, createdAt: Int64, updatedAt: Int64, invalidatedAt: Int64?,
-        invalidationReason: String?, apnsTimestamp: Int64?
+        invalidationReason: String?, apnsTimestamp: Int64?, timeZone: String?, activityType: String?,
+        activityID: String?
     ) throws {
         func corrupt(_ column: String) -> StoreError {
             StoreError(
@@ -33,7 +34,8 @@ extension DeviceRegistration {
             registration: TokenRegistration(
                 token: parsedToken, topic: topic, environment: parsedEnvironment, tokenKind: kind, userID: userID,
                 installationID: installation, preferredLanguages: preferredLanguages, appVersion: appVersion,
-                platform: parsedPlatform, tags: tags),
+                platform: parsedPlatform, tags: tags, timeZone: timeZone, activityType: activityType,
+                activityID: activityID),
             registeredAt: StoreTime.date(registeredAt), createdAt: StoreTime.date(createdAt),
             updatedAt: StoreTime.date(updatedAt),
             invalidation: invalidatedAt.map {

@@ -27,6 +27,12 @@ public struct TokenRegistration: Sendable, Hashable {
     public var platform: Platform?
     /// Labels to target sends with. Duplicates are dropped, keeping the first.
     public var tags: [String]
+    /// The device's IANA time zone (`Europe/Paris`), for sends at a local wall-clock time.
+    public var timeZone: String?
+    /// For a push-to-start token (``TokenKind/liveActivityStart``): the activity attributes type it starts.
+    public var activityType: String?
+    /// For a Live Activity update token (``TokenKind/liveActivity``): the app's own id of the activity.
+    public var activityID: String?
 
     /// The most bytes a topic may have.
     public static let maximumTopicBytes = 255
@@ -42,12 +48,28 @@ public struct TokenRegistration: Sendable, Hashable {
     public static let maximumTags = 50
     /// The most bytes a tag may have.
     public static let maximumTagBytes = 64
+    /// The most bytes of a time zone id.
+    public static let maximumTimeZoneBytes = 64
+    /// The most bytes of an activity attributes type name.
+    public static let maximumActivityTypeBytes = 128
+    /// The most bytes of an activity id.
+    public static let maximumActivityIDBytes = 256
+
+    /// Whether a text is the id of a time zone this system knows, spelt as the tz database spells it (letters,
+    /// digits, `_`, `-`, `+` and `/`: Foundation would read a zone id up to a NUL and ignore the rest).
+    public static func isTimeZoneID(_ text: String) -> Bool {
+        text.utf8.allSatisfy { byte in
+            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+                || byte == 0x5F || byte == 0x2D || byte == 0x2B || byte == 0x2F
+        } && TimeZone(identifier: text) != nil
+    }
 
     /// Creates a registration. Only the token, topic and environment are required.
     public init(
         token: DeviceToken, topic: String, environment: APNSEnvironment, tokenKind: TokenKind = .device,
         userID: String? = nil, installationID: UUID? = nil, preferredLanguages: [String] = [],
-        appVersion: String? = nil, platform: Platform? = nil, tags: [String] = []
+        appVersion: String? = nil, platform: Platform? = nil, tags: [String] = [], timeZone: String? = nil,
+        activityType: String? = nil, activityID: String? = nil
     ) {
         self.token = token
         self.topic = topic
@@ -59,6 +81,9 @@ public struct TokenRegistration: Sendable, Hashable {
         self.appVersion = appVersion
         self.platform = platform
         self.tags = tags
+        self.timeZone = timeZone
+        self.activityType = activityType
+        self.activityID = activityID
     }
 
     /// The registration as a store keeps it: limits checked, duplicate tags dropped.
@@ -85,6 +110,18 @@ public struct TokenRegistration: Sendable, Hashable {
         }
         try checkBytes(userID, "userId", Self.maximumUserIDBytes)
         try checkBytes(appVersion, "appVersion", Self.maximumAppVersionBytes)
+        try checkBytes(timeZone, "timeZone", Self.maximumTimeZoneBytes)
+        if let timeZone, !Self.isTimeZoneID(timeZone) {
+            throw invalid("timeZone", "use an IANA time zone id such as Europe/Paris")
+        }
+        try checkBytes(activityType, "activityType", Self.maximumActivityTypeBytes)
+        try checkBytes(activityID, "activityId", Self.maximumActivityIDBytes)
+        if activityType != nil, tokenKind != .liveActivityStart {
+            throw invalid("activityType", "only a push-to-start token (liveactivity-start) names an activity type")
+        }
+        if activityID != nil, tokenKind != .liveActivity {
+            throw invalid("activityId", "only a Live Activity update token (liveactivity) names an activity")
+        }
         guard preferredLanguages.count <= Self.maximumLanguages else {
             throw invalid("preferredLanguages", "send at most \(Self.maximumLanguages) languages")
         }

@@ -25,7 +25,44 @@ extension StoreConformance {
             Case("purging deletes only tokens invalidated before the cutoff", purge),
             Case("concurrent upserts of one token leave one record and raise no error", concurrentUpserts),
             Case("a registration that breaks a limit is refused and writes nothing", invalidRegistration),
+            Case(
+                "time zones and Live Activity ids are stored, read back, replaced and cleared; misplaced ones refused",
+                timeZonesAndActivities),
         ]
+    }
+
+    static func timeZonesAndActivities(_ context: Context) async throws {
+        let store = context.store
+        var device = TokenRegistration(
+            token: token(1), topic: topic, environment: .development, timeZone: "Asia/Tokyo")
+        let start = TokenRegistration(
+            token: token(2), topic: topic, environment: .development, tokenKind: .liveActivityStart,
+            installationID: UUID(), timeZone: "America/New_York", activityType: "DeliveryAttributes")
+        let update = TokenRegistration(
+            token: token(3), topic: topic, environment: .development, tokenKind: .liveActivity,
+            installationID: start.installationID, activityID: "order-1234")
+        for registration in [device, start, update] {
+            #expect(try await store.upsert(registration).registration.registration == registration)
+            #expect(try await store.device(registration.token)?.registration == registration, "read back as written")
+        }
+        let listed = try await store.devices(matching: .topic(topic), after: nil, limit: 10).devices
+        #expect(listed.map(\.registration) == [device, start, update], "pages read the same columns")
+
+        device.timeZone = "Europe/Paris"
+        #expect(try await store.upsert(device).registration.timeZone == "Europe/Paris", "a registration replaces it")
+        device.timeZone = nil
+        #expect(try await store.upsert(device).registration.timeZone == nil, "and one without it clears it")
+
+        var misplaced = device
+        misplaced.activityID = "order-1"
+        var unknownZone = device
+        unknownZone.timeZone = "Mars/Olympus_Mons"
+        var startWithID = start
+        startWithID.activityID = "order-1"
+        for invalid in [misplaced, unknownZone, startWithID] {
+            await #expect(throws: StoreError.self) { try await store.upsert(invalid) }
+        }
+        #expect(try await store.device(device.token)?.registration == device, "nothing was written")
     }
 
     static func upsertCreatesThenUpdates(_ context: Context) async throws {
