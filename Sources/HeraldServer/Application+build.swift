@@ -116,7 +116,8 @@ public func buildApplication(
             store: store, sender: senders, metrics: metrics, logger: logger, clock: dependencies.clock)
         let fanOut = FanOut(
             store: store, delivery: delivery, pageSize: configuration.sending.pageSize,
-            maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock)
+            maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock,
+            sleepClock: dependencies.sleepClock)
         let storeReady = Gate()
         let worker = SendWorker(
             store: store, apps: apps, fanOut: fanOut, sending: configuration.sending,
@@ -140,7 +141,7 @@ public func buildApplication(
                 to: router)
             SendController(
                 store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
-                metrics: metrics
+                metrics: metrics, clock: dependencies.clock
             )
             .addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)

@@ -148,4 +148,20 @@ extension PostgresStore {
                 .isEmpty
         }
     }
+
+    public func rescheduleSend(_ id: SendID, worker: String, sendAt: Date, sentThrough: Date) async throws -> Bool {
+        let now = clock.now()
+        return try await session("reschedule a send") { session in
+            try await !session.rows(
+                StoreSQL.rescheduleSend(id, worker: worker, sendAt: sendAt, sentThrough: sentThrough, at: now, .postgres)
+            ).isEmpty
+        }
+    }
+
+    public func nextSendAt(after date: Date) async throws -> Date? {
+        try await session("find the next scheduled send") { session in
+            try await session.rows(StoreSQL.nextSendAt(after: date, .postgres)).first?.optionalInteger(0)
+                .map(StoreTime.date)
+        }
+    }
 }

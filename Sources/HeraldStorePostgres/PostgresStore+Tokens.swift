@@ -47,6 +47,16 @@ extension PostgresStore {
         }
     }
 
+    public func timeZones(matching query: DeviceQuery) async throws -> DeviceTimeZones {
+        try await session("list the time zones of registrations") { session in
+            var zones = DeviceTimeZones()
+            for statement in query.timeZoneStatements(dialect: .postgres) {
+                for row in try await session.rows(statement) { zones.insert(try row.optionalText(0)) }
+            }
+            return zones
+        }
+    }
+
     public func invalidate(token: DeviceToken, reason: APNSReason, at apnsTimestamp: Date?) async throws
         -> InvalidationResult
     {

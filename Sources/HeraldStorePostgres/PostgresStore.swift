@@ -102,6 +102,12 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
     }
 
+    package func executeRaw(_ statements: [String]) async throws {
+        try await transaction("run raw statements") { session in
+            for statement in statements { try await session.execute(statement) }
+        }
+    }
+
     public func health() async throws -> StoreHealth {
         let version = try await session("check health") { session -> Int in
             let tables = try await session.rows(

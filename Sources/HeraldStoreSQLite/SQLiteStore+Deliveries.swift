@@ -122,4 +122,19 @@ extension SQLiteStore {
             try !db.rows(StoreSQL.renewLease(of: id, worker: worker, until: until, at: now, .sqlite)).isEmpty
         }
     }
+
+    public func rescheduleSend(_ id: SendID, worker: String, sendAt: Date, sentThrough: Date) async throws -> Bool {
+        let now = clock.now()
+        return try await write("reschedule a send") { db in
+            try !db.rows(
+                StoreSQL.rescheduleSend(id, worker: worker, sendAt: sendAt, sentThrough: sentThrough, at: now, .sqlite)
+            ).isEmpty
+        }
+    }
+
+    public func nextSendAt(after date: Date) async throws -> Date? {
+        try await read("find the next scheduled send") { db in
+            try db.rows(StoreSQL.nextSendAt(after: date, .sqlite)).first?.optionalInteger(0).map(StoreTime.date)
+        }
+    }
 }

@@ -51,6 +51,17 @@ extension SQLiteStore {
         }
     }
 
+    public func timeZones(matching query: DeviceQuery) async throws -> DeviceTimeZones {
+        let statements = query.timeZoneStatements(dialect: .sqlite)
+        return try await read("list the time zones of registrations") { db in
+            var zones = DeviceTimeZones()
+            for statement in statements {
+                for row in try db.rows(statement) { zones.insert(try row.optionalText(0)) }
+            }
+            return zones
+        }
+    }
+
     public func invalidate(token: DeviceToken, reason: APNSReason, at apnsTimestamp: Date?) async throws
         -> InvalidationResult
     {

@@ -92,6 +92,12 @@ public final class SQLiteStore: Store, VersionedMigrations {
         }
     }
 
+    package func executeRaw(_ statements: [String]) async throws {
+        try await write("run raw statements") { db in
+            for statement in statements { try db.execute(sql: statement) }
+        }
+    }
+
     public func health() async throws -> StoreHealth {
         let version = try await read("check health") { db -> Int in
             guard try db.tableExists("herald_migrations") else { return 0 }

@@ -89,7 +89,7 @@ struct PostgresStoreTests {
     }
 
     @Test(
-        "a database of schema 6 keeps its sends and outcomes through migration 7, and its sends can be cancelled",
+        "a database of schema 6 keeps its sends, outcomes and devices through every later migration; its sends can be cancelled and its devices registered again",
         .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"), .timeLimit(.minutes(3)))
     func upgradeToReceipts() async throws {
         try await StoreConformance.checkUpgradeToReceipts(on: Self.fixture())

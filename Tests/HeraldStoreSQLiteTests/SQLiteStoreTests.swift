@@ -25,7 +25,7 @@ struct SQLiteStoreTests {
         try await StoreConformance.run(check, on: Self.fixture().0)
     }
 
-    @Test("a database of schema 6 keeps its sends and outcomes through migration 7, and its sends can be cancelled")
+    @Test("a database of schema 6 keeps its sends, outcomes and devices through every later migration; its sends can be cancelled and its devices registered again")
     func upgradeToReceipts() async throws {
         try await StoreConformance.checkUpgradeToReceipts(on: Self.fixture().0)
     }

@@ -47,6 +47,7 @@ extension ServerConfiguration {
     /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight per send | 1000 |
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
     /// | `HERALD_CONSOLE_IDLE_TIMEOUT` [`consoleIdleTimeout`] | seconds a console session may go unused | 1800 |
+    /// | `HERALD_SCHEDULE_CATCH_UP` [`scheduleCatchUp`] | seconds late a scheduled send still goes out after downtime | 86400 |
     /// | `HERALD_INSTANCE_ID` [`instanceId`] | this server's name among instances sharing a database, stable across restarts; no `/` | the host name |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
@@ -90,6 +91,9 @@ extension ServerConfiguration {
             try reader.integer("HERALD_SEND_CONCURRENCY", "sendConcurrency", in: 1...100_000) ?? sending.maximumInFlight
         sending.connectionsPerClient =
             try reader.integer("HERALD_APNS_CONNECTIONS", "apnsConnections", in: 1...64) ?? sending.connectionsPerClient
+        sending.catchUpLimit =
+            try reader.integer("HERALD_SCHEDULE_CATCH_UP", "scheduleCatchUp", in: 0...31_622_400).map { .seconds($0) }
+            ?? sending.catchUpLimit
         console.idleTimeout =
             try reader.integer("HERALD_CONSOLE_IDLE_TIMEOUT", "consoleIdleTimeout", in: 60...604_800).map { .seconds($0) }
             ?? console.idleTimeout

@@ -172,12 +172,15 @@ public struct ServerConfiguration: Sendable {
         public var leaseDuration: Duration
         /// How often an idle worker looks for queued sends (other instances may queue them). Default 2 seconds.
         public var pollInterval: Duration
+        /// How late a scheduled send (or a wave of a `localTime` send) may still go out, when no server ran at its
+        /// time: later than that it is skipped and says so. Default 24 hours.
+        public var catchUpLimit: Duration
 
         /// - Parameters: see the properties; each has its default.
         public init(
             pageSize: Int = 1000, maximumInFlight: Int = 1000, connectionsPerClient: Int = 4,
             retry: RetryPolicy = RetryPolicy(), leaseDuration: Duration = .seconds(120),
-            pollInterval: Duration = .seconds(2)
+            pollInterval: Duration = .seconds(2), catchUpLimit: Duration = .seconds(86_400)
         ) {
             self.pageSize = pageSize
             self.maximumInFlight = maximumInFlight
@@ -185,6 +188,7 @@ public struct ServerConfiguration: Sendable {
             self.retry = retry
             self.leaseDuration = leaseDuration
             self.pollInterval = pollInterval
+            self.catchUpLimit = catchUpLimit
         }
     }
 

@@ -5,12 +5,14 @@ import HeraldStore
 import Hummingbird
 import Logging
 
-/// `POST /api/send`, `GET /api/sends/{id}` and `DELETE /api/sends/{id}` (API key with the `send` scope).
+/// `POST /api/send`, `GET /api/sends`, `GET /api/sends/{id}` and `DELETE /api/sends/{id}` (API key with the `send`
+/// scope).
 ///
 /// A send is validated first (`400` with the APNs reason it would cause). A target of at most
 /// ``ServerConfiguration/Limits/inlineSendLimit`` devices is sent while the request waits, then recorded whole in one
 /// write, and the answer lists every device's outcome; a larger one is queued as a durable job and answered `202` with
-/// its id. A queued or running send can be cancelled: it stops, keeps what it recorded, and is never resumed.
+/// its id, and so is every send with a schedule (`sendAt`, `localTime`) or a `rate`. A queued or running send can be
+/// cancelled: it stops, keeps what it recorded, and is never resumed.
 struct SendController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
@@ -19,10 +21,12 @@ struct SendController: Sendable {
     let worker: SendWorker
     let limits: ServerConfiguration.Limits
     let metrics: ServerMetrics
+    let clock: any WallClock
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
         group.post("/api/send", use: send)
+        group.get("/api/sends", use: list)
         group.get("/api/sends/{id}", use: status)
         group.delete("/api/sends/{id}", use: cancel)
     }
@@ -37,13 +41,13 @@ struct SendController: Sendable {
             throw APIError.invalidJSON(error.description)
         }
         try TextRules.checkNoNUL(in: value)
-        let plan = try SendPlan(json: value, apps: apps, sendID: SendID())
+        let plan = try SendPlan(json: value, apps: apps, sendID: SendID(), now: clock.now())
         if dryRun {
             try await checkSingleToken(of: plan)
             return dryRunAnswer(plan, count: try await store.count(matching: plan.query))
         }
         var logger = context.logger
-        if let devices = try await inlineTargets(of: plan) {
+        if !plan.mustRunInBackground, let devices = try await inlineTargets(of: plan) {
             let new = NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
                 targetCount: devices.count)
@@ -64,11 +68,13 @@ struct SendController: Sendable {
         let record = try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString,
-                status: .queued, targetCount: count))
+                status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant))
         metrics.sendStarted(background: true)
         worker.wake()
         logger[metadataKey: LogKey.sendID] = "\(record.id)"
-        logger.info("Queued a background send", metadata: [LogKey.count: "\(count)"])
+        logger.info(
+            plan.schedule == nil ? "Queued a background send" : "Scheduled a send",
+            metadata: [LogKey.count: "\(count)"])
         return .json(Self.json(record), status: .accepted, headers: [.location: "/api/sends/\(record.id)"])
     }
 
@@ -97,17 +103,22 @@ struct SendController: Sendable {
         return devices
     }
 
+    /// The sends, newest first, one page at a time (`?after=<cursor>&limit=<1…1000>`, default 100): scheduled ones
+    /// are `queued` with a `sendAt` in the future.
+    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let limit = try Self.limit(request.queryParameter("limit"))
+        let cursor: SendListCursor? = try Self.cursor(request)
+        let page = try await store.recentSends(after: cursor, limit: limit)
+        var members: [String: JSONValue] = ["sends": .array(page.sends.map { Self.json($0) })]
+        if let next = page.next { members["next"] = .string(next.description) }
+        return .json(.object(members))
+    }
+
     /// A send's status, counts, receipts and one page of outcomes (`?after=<cursor>&limit=<1…1000>`, default 100).
     @Sendable func status(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let id = try Self.sendID(context)
         let limit = try Self.limit(request.queryParameter("limit"))
-        var cursor: OutcomeCursor?
-        if let after = try request.queryParameter("after"), !after.isEmpty {
-            guard let parsed = OutcomeCursor(after) else {
-                throw APIError.invalidField("after", "use the \"next\" value of the previous page")
-            }
-            cursor = parsed
-        }
+        let cursor: OutcomeCursor? = try Self.cursor(request)
         guard let record = try await store.send(id) else { throw Self.unknownSend(id) }
         async let receipts = store.receiptCounts(of: id)
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
@@ -151,6 +162,15 @@ struct SendController: Sendable {
         APIError(.notFound, reason: "unknownSend", "There is no send \(id): check the id POST /api/send answered.")
     }
 
+    /// The page cursor of `?after=`, the `next` of the previous page; `nil` (the first page) when absent or empty.
+    static func cursor<Cursor: LosslessStringConvertible>(_ request: Request) throws -> Cursor? {
+        guard let after = try request.queryParameter("after"), !after.isEmpty else { return nil }
+        guard let cursor = Cursor(after) else {
+            throw APIError.invalidField("after", "use the \"next\" value of the previous page")
+        }
+        return cursor
+    }
+
     /// A page size from a query parameter: 1 to 1,000, default 100.
     static func limit(_ text: String?) throws(APIError) -> Int {
         guard let text else { return 100 }
@@ -186,6 +206,7 @@ struct SendController: Sendable {
         ]
         if let count = record.targetCount { members["targetCount"] = .integer(count) }
         if let message = record.message { members["message"] = .string(message) }
+        if let sendAt = record.sendAt { members["sendAt"] = .string(RFC3339.string(sendAt)) }
         return .object(members)
     }
 

@@ -23,6 +23,8 @@ struct FanOut: Sendable {
     let pageSize: Int
     let maximumInFlight: Int
     let clock: any WallClock
+    /// What a send with a `rate` waits on between its starts.
+    var sleepClock: any Clock<Duration> = ContinuousClock()
 
     /// A background send's lease, renewed at a third of its duration.
     struct Lease: Sendable {
@@ -50,6 +52,23 @@ struct FanOut: Sendable {
         case continuing(page: Int, @Sendable () async -> ReportedOutcome)
         case recorded(count: Int, OutcomeCounts)
         case failed(any Error)
+        /// A send with a `rate` may start its next devices.
+        case tick
+    }
+
+    /// A send's `rate` as starts granted per tick: one start at a time up to 100 a second, batches at ticks of 10 ms
+    /// above, so a high rate costs 100 wake-ups a second, not one per notification.
+    struct Pace {
+        let grant: Int
+        let period: Duration
+        var allowance: Int
+        var ticking = false
+
+        init(rate: Int) {
+            grant = max(1, rate / 100)
+            period = .nanoseconds(Int64(1_000_000_000) * Int64(grant) / Int64(rate))
+            allowance = grant
+        }
     }
 
     /// A fetched page: how many of its devices are not yet in a recording batch, and the cursor after it.
@@ -95,6 +114,7 @@ struct FanOut: Sendable {
             var lastRenewal = clock.now()
             var stopping = false
             var dropped = false
+            var pace = plan.rate.map(Pace.init(rate:))
 
             while true {
                 if !stopping, shouldStop() {
@@ -102,7 +122,10 @@ struct FanOut: Sendable {
                     dropped = !queue.isEmpty
                     queue.removeAll()
                 }
-                while unrecorded < maximumInFlight, let next = queue.popFirst() {
+                while unrecorded < maximumInFlight, pace.map({ $0.allowance > 0 }) ?? true,
+                    let next = queue.popFirst()
+                {
+                    pace?.allowance -= 1
                     let page = next.page
                     let device = next.device
                     let notification = plan.notification(for: device).with(
@@ -117,6 +140,13 @@ struct FanOut: Sendable {
                         group.addTask { events.push(.delivered(page: page, await delivery.deliver(notification, to: device))) }
                     }
                     unrecorded += 1
+                }
+                if let current = pace, current.allowance == 0, !current.ticking, !queue.isEmpty {
+                    pace?.ticking = true
+                    group.addTask {
+                        try? await sleepClock.sleep(for: current.period)
+                        events.push(.tick)
+                    }
                 }
                 if !fetching, !exhausted, !stopping, queue.count < pageSize {
                     let after = cursor
@@ -192,6 +222,12 @@ struct FanOut: Sendable {
                         result.counts = counts
                     case .failed(let error):
                         throw error
+                    case .tick:
+                        if var current = pace {
+                            current.ticking = false
+                            current.allowance = current.grant
+                            pace = current
+                        }
                     }
                 }
                 if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {

@@ -20,7 +20,11 @@ struct SendPlan: Sendable {
     let bundleID: String
     /// The devices: the target, narrowed to the app, the environment asked for and the token kinds that take the
     /// push type.
-    let query: DeviceQuery
+    private(set) var query: DeviceQuery
+    /// When the send starts; `nil`: now.
+    let schedule: SendSchedule?
+    /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
+    let rate: Int?
     /// The single token of a `{"token": …}` target, which must be registered.
     let singleToken: DeviceToken?
     /// The push type every targeted device gets.
@@ -39,6 +43,8 @@ struct SendPlan: Sendable {
         "alert", "badge", "sound", "threadId", "category", "contentAvailable", "mutableContent", "targetContentId",
         "interruptionLevel", "relevanceScore", "data",
     ]
+    /// The highest `rate`.
+    static let maximumRate = 1_000_000
     /// The most tokens a `tokens` target may list.
     static let maximumTokens = 100_000
     /// The custom key beside `aps` that carries the send id, for delivery receipts.
@@ -53,10 +59,13 @@ struct SendPlan: Sendable {
     ///   have caused (`BadPriority`, `PayloadTooLarge`, …).
     /// - Parameters:
     ///   - sendID: The send's id (a new one for a new send; the stored one when a worker resumes it).
-    init(json value: JSONValue, apps: AppDirectory, sendID: SendID) throws(APIError) {
+    ///   - now: The time a new send's schedule must be after; `nil` when a worker reads a stored send again.
+    init(json value: JSONValue, apps: AppDirectory, sendID: SendID, now: Date? = nil) throws(APIError) {
         self.sendID = sendID
         guard case .object(var members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
         let fields = JSONFields(members)
+        schedule = try SendSchedule.parse(fields, now: now)
+        rate = try fields.integer("rate", in: 1...Self.maximumRate)
 
         // Target.
         guard let target = try fields.object("target") else {
@@ -237,6 +246,16 @@ struct SendPlan: Sendable {
             "\(pushType) push" + (localizations.isEmpty ? "" : " in \(localizations.count + 1) variants")
             + (encrypt ? ", encrypted" : "")
     }
+
+    /// The same send, narrowed to the devices of some time zones (a wave of a `localTime` send).
+    func narrowed(to timeZones: DeviceQuery.TimeZoneFilter) -> SendPlan {
+        var copy = self
+        copy.query = query.timeZones(timeZones)
+        return copy
+    }
+
+    /// Whether the send waits in the queue for a worker whatever its size: scheduled or paced sends.
+    var mustRunInBackground: Bool { schedule != nil || rate != nil }
 
     /// The notification a device gets: the variant of its first preferred language that the send carries
     /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.

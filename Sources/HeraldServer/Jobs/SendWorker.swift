@@ -29,6 +29,7 @@ public final class SendWorker: Service, Sendable {
     private let fanOut: FanOut
     private let leaseDuration: Duration
     private let pollInterval: Duration
+    private let catchUpLimit: TimeInterval
     private let clock: any Clock<Duration>
     private let wallClock: any WallClock
     private let logger: Logger
@@ -54,6 +55,7 @@ public final class SendWorker: Service, Sendable {
         self.fanOut = fanOut
         self.leaseDuration = sending.leaseDuration
         self.pollInterval = sending.pollInterval
+        self.catchUpLimit = FanOut.seconds(sending.catchUpLimit)
         self.clock = clock
         self.wallClock = wallClock
         self.logger = logger
@@ -112,10 +114,18 @@ public final class SendWorker: Service, Sendable {
                 for signal in idle { signal.signal() }
                 notifyWaiters()
                 guard !lookAgain else { continue }
-                await wakeup.wait(timeout: pollInterval, clock: clock)
+                await wakeup.wait(timeout: await untilNextLook(), clock: clock)
                 polls.withLock { $0.waiting = false }
             }
         }
+    }
+
+    /// How long an idle worker waits: its poll interval, or less when a scheduled send comes due sooner.
+    private func untilNextLook() async -> Duration {
+        let now = wallClock.now()
+        guard let next = try? await store.nextSendAt(after: now) else { return pollInterval }
+        let wait = Duration.milliseconds(Int64((next.timeIntervalSince(now) * 1000).rounded(.up)))
+        return min(pollInterval, wait)
     }
 
     /// Takes the instance's lock if it can, and then puts back the sends an earlier run of this instance held.
@@ -236,12 +246,51 @@ public final class SendWorker: Service, Sendable {
                     record.id, SendUpdate(status: .failed, message: "The stored job is missing or unreadable."))
                 return
             }
-            let plan: SendPlan
+            var plan: SendPlan
             do {
                 plan = try SendPlan(json: value, apps: apps, sendID: record.id)
             } catch {
                 logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
                 _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
+                return
+            }
+            // A scheduled send, or wave, that no server performed in time: sent late within the catch-up limit,
+            // skipped beyond it (a greeting a day late is worse than none).
+            let due = record.sendAt ?? record.createdAt
+            let lateness = wallClock.now().timeIntervalSince(due)
+            let late = plan.schedule != nil && lateness > catchUpLimit
+            var wave: SendSchedule.Wave?
+            if let schedule = plan.schedule, case .localTime = schedule {
+                let zones = try await store.timeZones(matching: plan.query)
+                let current = schedule.wave(zones: zones, after: record.sentThrough, through: due)
+                wave = current
+                if let filter = current.filter, !late {
+                    plan = plan.narrowed(to: filter)
+                } else {
+                    if late, let filter = current.filter {
+                        let skipped = filter.zones.sorted() + (filter.includesUnset ? ["(devices without one)"] : [])
+                        logger.warning(
+                            "Skipped a wave of a localTime send that came due while no server ran",
+                            metadata: [LogKey.count: "\(skipped.count)"])
+                        _ = try await store.updateSend(
+                            record.id,
+                            SendUpdate(
+                                message:
+                                    "Skipped the time zones \(skipped.joined(separator: ", ")): their \(RFC3339.string(due)) passed more than the catch-up limit before a server ran."
+                            ))
+                    }
+                    try await finishWave(record, current, through: due, logger: logger)
+                    return
+                }
+            } else if late {
+                logger.warning("Skipped a scheduled send that came due while no server ran")
+                _ = try await store.updateSend(
+                    record.id,
+                    SendUpdate(
+                        status: .failed,
+                        message:
+                            "Missed its time: due at \(RFC3339.string(due)), and no server ran until \(Int(lateness / 60)) minutes later, beyond the catch-up limit (HERALD_SCHEDULE_CATCH_UP). Nothing was sent."
+                    ))
                 return
             }
             logger.info(
@@ -252,7 +301,8 @@ public final class SendWorker: Service, Sendable {
             let result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await self.watchForCancellation(of: record.id) }
                 let result = try await fanOut.run(
-                    plan, send: record.id, after: record.checkpoint, resuming: record.counts.total > 0,
+                    plan, send: record.id, after: record.checkpoint,
+                    resuming: record.counts.total > 0 || record.sentThrough != nil,
                     lease: FanOut.Lease(worker: name, duration: leaseDuration), collect: false,
                     shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
                 group.cancelAll()
@@ -264,6 +314,9 @@ public final class SendWorker: Service, Sendable {
                 logger.notice(
                     "Stopped a cancelled background send; what was in flight is recorded",
                     metadata: [LogKey.count: "\(result.counts)"])
+            } else if result.finished, let wave {
+                logger.info("Sent a wave of a localTime send", metadata: [LogKey.count: "\(result.counts)"])
+                try await finishWave(record, wave, through: due, logger: logger)
             } else if result.finished {
                 _ = try await store.updateSend(record.id, SendUpdate(status: .completed))
                 logger.info("Finished a background send", metadata: [LogKey.count: "\(result.counts)"])
@@ -280,6 +333,22 @@ public final class SendWorker: Service, Sendable {
         } catch {
             logger.error("A background send failed", metadata: [LogKey.error: "\(error)"])
             _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
+        }
+    }
+
+    /// After a wave of a `localTime` send: back to the queue until the next one, or completed after the last.
+    private func finishWave(_ record: SendRecord, _ wave: SendSchedule.Wave, through: Date, logger: Logger)
+        async throws
+    {
+        if let next = wave.next {
+            guard try await store.rescheduleSend(record.id, worker: name, sendAt: next, sentThrough: through) else {
+                logger.notice("A localTime send was cancelled or taken over during its wave")
+                return
+            }
+            logger.info("A localTime send waits for its next wave", metadata: ["next": "\(RFC3339.string(next))"])
+        } else {
+            _ = try await store.updateSend(record.id, SendUpdate(status: .completed))
+            logger.info("Finished a localTime send")
         }
     }
 

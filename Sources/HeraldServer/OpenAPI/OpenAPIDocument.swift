@@ -213,6 +213,35 @@ components:
           maxLength: 255
           pattern: "^[^\\x00]+$"
           description: "The app; optional when the server serves one."
+        sendAt:
+          type: [string, "null"]
+          format: date-time
+          pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+          description: >
+            Send at this instant (RFC 3339 with its offset) instead of now: at most 366 days ahead, at most a minute
+            in the past (clocks differ). The send is queued (202) and fires once, on one instance. Not with
+            localTime.
+        localTime:
+          type: [string, "null"]
+          pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}(:[0-9]{2})?$"
+          description: >
+            Send at this date and wall-clock time (no offset, such as 2026-12-24T09:00) in each device's own
+            `timeZone`, in waves as the time comes around the world. It must not have passed in every zone, and
+            be at most 366 days ahead. Devices whose time had passed when the send was created get it at once.
+            Not with sendAt.
+        timeZone:
+          type: [string, "null"]
+          format: time-zone
+          maxLength: 64
+          pattern: "^[A-Za-z0-9_+/-]+$"
+          description: "With localTime: the zone of devices that registered none (UTC by default)."
+        rate:
+          type: [integer, "null"]
+          minimum: 1
+          maximum: 1000000
+          description: >
+            The most devices per second the whole send starts, a ceiling (retries of a device's notification come on
+            top). A send with a rate is always queued (202).
         environment:
           type: [string, "null"]
           enum: [development, production, null]
@@ -367,6 +396,12 @@ components:
         target: { type: string }
         summary: { type: string }
         targetCount: { type: integer }
+        sendAt:
+          type: string
+          format: date-time
+          description: >
+            When a queued send starts: its sendAt, or for a localTime send the instant of its next wave. A queued
+            send with a sendAt in the future is scheduled.
         counts: { $ref: "#/components/schemas/Counts" }
         receipts: { $ref: "#/components/schemas/Receipts" }
         message: { type: string }
@@ -502,6 +537,30 @@ paths:
         "408": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
         "431": { $ref: "#/components/responses/Error" }
+  /api/sends:
+    get:
+      summary: The sends, newest first, one page at a time.
+      description: >
+        Every send, whatever its status: scheduled ones are queued with a sendAt in the future. Outcomes are on each
+        send's own page (GET /api/sends/{id}).
+      security: [{ apiKey: [send] }, { consoleSession: [] }]
+      parameters:
+        - { $ref: "#/components/parameters/after" }
+        - { $ref: "#/components/parameters/limit" }
+      responses:
+        "200":
+          description: One page of sends, and the cursor of the next when there is one.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [sends]
+                properties:
+                  sends: { type: array, items: { $ref: "#/components/schemas/Send" } }
+                  next: { type: string, description: "Pass as after for the next page." }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
   /api/sends/{id}:
     delete:
       summary: Cancel a queued or running send.

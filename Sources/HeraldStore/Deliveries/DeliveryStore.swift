@@ -104,6 +104,15 @@ public protocol DeliveryStore: Sendable {
     ///   cancelled) — or `nil` when there is no such send.
     func cancelSend(_ id: SendID) async throws -> SendRecord?
 
+    /// Puts a running send the worker holds back in the queue until `sendAt`, to start again from the beginning of
+    /// its target (its checkpoint is cleared; its counts and outcomes stay): the next wave of a send at each device's
+    /// local time. `sentThrough` records how far its waves went.
+    /// - Returns: `false` when the worker no longer holds the send (cancelled, or claimed by another worker).
+    func rescheduleSend(_ id: SendID, worker: String, sendAt: Date, sentThrough: Date) async throws -> Bool
+
+    /// The earliest ``SendRecord/sendAt`` of a queued send after `date`, or `nil`: when a worker must look again.
+    func nextSendAt(after date: Date) async throws -> Date?
+
     /// Extends a worker's lease on a running send (or one cancelled while it ran).
     /// - Returns: `false` when the worker no longer holds the send (its lease ran out and another worker claimed
     ///   it, or the send ended): the worker must stop working on it.

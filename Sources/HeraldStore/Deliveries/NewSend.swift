@@ -1,3 +1,5 @@
+public import Foundation
+
 /// What ``DeliveryStore/createSend(_:)`` needs to record a send.
 public struct NewSend: Sendable, Hashable {
     /// The id to record it under; a new one by default.
@@ -13,10 +15,12 @@ public struct NewSend: Sendable, Hashable {
     public var status: SendStatus
     /// How many targets the send has, when known.
     public var targetCount: Int?
+    /// When a queued send may start; `nil`: at once.
+    public var sendAt: Date?
 
     public init(
         id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
-        targetCount: Int? = nil
+        targetCount: Int? = nil, sendAt: Date? = nil
     ) {
         self.id = id
         self.target = target
@@ -24,6 +28,7 @@ public struct NewSend: Sendable, Hashable {
         self.job = job
         self.status = status
         self.targetCount = targetCount
+        self.sendAt = sendAt
     }
 }
 

@@ -4,7 +4,7 @@ extension SendRecord {
     package init(
         storedID id: String, createdAt: Int64, updatedAt: Int64, target: String, summary: String, job: String?,
         status: String, targetCount: Int?, accepted: Int, rejected: Int, failed: Int, checkpoint: String?,
-        worker: String?, leaseUntil: Int64?, message: String?
+        worker: String?, leaseUntil: Int64?, message: String?, sendAt: Int64?, sentThrough: Int64?
     ) throws {
         guard let parsedID = SendID(id), let parsedStatus = SendStatus(rawValue: status) else {
             throw StoreError(.corruptRecord, "A stored send has an unreadable id or status: repair or delete the row.")
@@ -21,7 +21,7 @@ extension SendRecord {
             summary: summary, job: job, status: parsedStatus, targetCount: targetCount,
             counts: OutcomeCounts(accepted: accepted, rejected: rejected, failed: failed),
             checkpoint: parsedCheckpoint, worker: worker, leaseUntil: leaseUntil.map(StoreTime.date),
-            message: message)
+            message: message, sendAt: sendAt.map(StoreTime.date), sentThrough: sentThrough.map(StoreTime.date))
     }
 
     /// The error for an operation on a send that does not exist.

@@ -28,11 +28,15 @@ public struct SendRecord: Sendable, Hashable {
     public var leaseUntil: Date?
     /// Why it failed, or a note about how it ended.
     public var message: String?
+    /// When a queued send may start; `nil`: at once. A send at each device's local time moves it to its next wave.
+    public var sendAt: Date?
+    /// For a send at each device's local time: the instant through which its time zones' devices were sent.
+    public var sentThrough: Date?
 
     public init(
         id: SendID, createdAt: Date, updatedAt: Date, target: String, summary: String, job: String?,
         status: SendStatus, targetCount: Int?, counts: OutcomeCounts, checkpoint: DeviceCursor?, worker: String?,
-        leaseUntil: Date?, message: String?
+        leaseUntil: Date?, message: String?, sendAt: Date? = nil, sentThrough: Date? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -47,5 +51,7 @@ public struct SendRecord: Sendable, Hashable {
         self.worker = worker
         self.leaseUntil = leaseUntil
         self.message = message
+        self.sendAt = sendAt
+        self.sentThrough = sentThrough
     }
 }

@@ -35,4 +35,8 @@ package struct Migration: Sendable {
 package protocol VersionedMigrations: Sendable {
     /// Applies, in one transaction, the migrations up to and including `version` that the database lacks.
     func migrate(through version: Int) async throws
+
+    /// Runs SQL as it is, in one transaction: for tests that write the rows of an older schema, which today's
+    /// statements no longer fit.
+    func executeRaw(_ statements: [String]) async throws
 }

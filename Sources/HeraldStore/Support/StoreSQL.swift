@@ -162,7 +162,7 @@ package enum StoreSQL {
     /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
-        checkpoint, worker, lease_until, message
+        checkpoint, worker, lease_until, message, send_at, sent_through
         """
 
     /// Inserts a send unless its id exists; returns it.
@@ -170,13 +170,13 @@ package enum StoreSQL {
         SQLStatement(
             dialect,
             """
-            INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count) \
-            VALUES ($1, $2, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
+            INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
                 .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target),
                 .text(send.summary), .textOrNull(send.job), .text(send.status.rawValue),
-                .integerOrNull(send.targetCount),
+                .integerOrNull(send.targetCount), .integerOrNull(send.sendAt.map(StoreTime.microseconds)),
             ])
     }
 
@@ -371,11 +371,35 @@ package enum StoreSQL {
             """
             UPDATE sends SET status = 'running', worker = $1, lease_until = $2, updated_at = $3 \
             WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
-            AND (status = 'queued' OR lease_until < $3) \
+            AND (status = 'queued' OR lease_until < $3) AND (send_at IS NULL OR send_at <= $3) \
             ORDER BY created_at, id LIMIT 1\(dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")) \
             RETURNING \(sendColumns)
             """,
             [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))])
+    }
+
+    /// Puts a running send its worker holds back in the queue until a later time, from the start of its target:
+    /// the next wave of a send at each device's local time. Returns the send's id when the worker held it.
+    package static func rescheduleSend(
+        _ id: SendID, worker: String, sendAt: Date, sentThrough: Date, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE sends SET status = 'queued', worker = NULL, lease_until = NULL, checkpoint = NULL, send_at = $3, \
+            sent_through = $4, updated_at = $5 WHERE id = $1 AND worker = $2 AND status = 'running' RETURNING id
+            """,
+            [
+                .text(id.description), .text(worker), .integer(StoreTime.microseconds(sendAt)),
+                .integer(StoreTime.microseconds(sentThrough)), .integer(StoreTime.microseconds(now)),
+            ])
+    }
+
+    /// The earliest time a queued send waits for, after a moment (one row; `NULL` when none waits).
+    package static func nextSendAt(after now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "SELECT min(send_at) FROM sends WHERE status = 'queued' AND send_at > $1",
+            [.integer(StoreTime.microseconds(now))])
     }
 
     /// Extends a worker's lease; returns the send's id when the worker holds it. A send cancelled while running

@@ -68,6 +68,16 @@ extension DeviceQuery {
 
     /// The statements whose counts add up to the number of matches (several for a long token list).
     package func countStatements(dialect: SQLStatement.Dialect) -> [SQLStatement] {
+        aggregateStatements("count(*)", dialect: dialect)
+    }
+
+    /// The statements whose rows together are the distinct time zones of the matches (`NULL` for none).
+    package func timeZoneStatements(dialect: SQLStatement.Dialect) -> [SQLStatement] {
+        aggregateStatements("DISTINCT d.time_zone", dialect: dialect)
+    }
+
+    /// One statement selecting `columns` over the matches, or one per chunk of a long token list.
+    private func aggregateStatements(_ columns: String, dialect: SQLStatement.Dialect) -> [SQLStatement] {
         var chunks: [[DeviceToken]?] = [nil]
         if case .tokens(let tokens) = selector {
             let unique = Array(Set(tokens))
@@ -80,7 +90,7 @@ extension DeviceQuery {
             var conditions = filters(into: &statement)
             if let chunk { conditions.append("d.token IN (\(statement.bindList(chunk.map(\.hex))))") }
             statement.sql =
-                "SELECT count(*) FROM devices d\(join(&statement)) WHERE "
+                "SELECT \(columns) FROM devices d\(join(&statement)) WHERE "
                 + conditions.joined(separator: " AND ")
             return statement
         }
@@ -105,6 +115,14 @@ extension DeviceQuery {
         if let environment { conditions.append("d.environment = \(statement.bind(environment.name))") }
         if let kinds = sortedKindNames {
             conditions.append(kinds.isEmpty ? "1 = 0" : "d.token_kind IN (\(statement.bindList(kinds)))")
+        }
+        if let timeZones {
+            var alternatives: [String] = []
+            if !timeZones.zones.isEmpty {
+                alternatives.append("d.time_zone IN (\(statement.bindList(timeZones.zones.sorted())))")
+            }
+            if timeZones.includesUnset { alternatives.append("d.time_zone IS NULL") }
+            conditions.append(alternatives.isEmpty ? "1 = 0" : "(" + alternatives.joined(separator: " OR ") + ")")
         }
         if !includesInvalidated { conditions.append("d.invalidated_at IS NULL") }
         if conditions.isEmpty { conditions.append("1 = 1") }

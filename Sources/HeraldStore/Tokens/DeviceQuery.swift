@@ -26,6 +26,21 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var tokenKinds: Set<TokenKind>?
     /// Whether invalidated tokens are included.
     public private(set) var includesInvalidated = false
+    /// Only registrations in these time zones (and those without one, when ``TimeZoneFilter/includesUnset``).
+    public private(set) var timeZones: TimeZoneFilter?
+
+    /// Registrations by their `timeZone`.
+    public struct TimeZoneFilter: Sendable, Hashable {
+        /// The IANA ids to include.
+        public var zones: Set<String>
+        /// Whether registrations without a time zone are included.
+        public var includesUnset: Bool
+
+        public init(zones: Set<String>, includesUnset: Bool) {
+            self.zones = zones
+            self.includesUnset = includesUnset
+        }
+    }
 
     private init(_ selector: Selector, topic: String? = nil) {
         self.selector = selector
@@ -62,6 +77,13 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
+    /// The same query, narrowed to registrations in some time zones (`nil`: every zone, and none).
+    public func timeZones(_ filter: TimeZoneFilter?) -> DeviceQuery {
+        var copy = self
+        copy.timeZones = filter
+        return copy
+    }
+
     /// The same query, with invalidated tokens included (admin lookups).
     public func includingInvalidated(_ include: Bool = true) -> DeviceQuery {
         var copy = self
@@ -93,6 +115,11 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         if let topic { parts.append("topic \(topic)") }
         if let environment { parts.append(environment.name) }
         if let names = sortedKindNames { parts.append("kinds " + names.joined(separator: ",")) }
+        if let timeZones {
+            parts.append(
+                "time zones " + (timeZones.zones.sorted() + (timeZones.includesUnset ? ["(none)"] : []))
+                    .joined(separator: ","))
+        }
         if includesInvalidated { parts.append("including invalidated") }
         return parts.joined(separator: ", ")
     }

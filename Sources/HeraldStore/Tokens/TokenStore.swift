@@ -36,6 +36,9 @@ public protocol TokenStore: Sendable {
     /// How many registrations a query matches.
     func count(matching query: DeviceQuery) async throws -> Int
 
+    /// The time zones of the registrations a query matches: what a send at a local wall-clock time must wait for.
+    func timeZones(matching query: DeviceQuery) async throws -> DeviceTimeZones
+
     /// Applies APNs's verdict that a token is dead (apns-protocol.md §5.6).
     ///
     /// When APNs gives a timestamp (`410 Unregistered`), the token is kept if the app registered it after that

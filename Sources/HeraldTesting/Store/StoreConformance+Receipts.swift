@@ -148,28 +148,61 @@ extension StoreConformance {
             try await withRunning(store, migrate: false) { store in
                 try await upgradable.migrate(through: 6)
                 #expect(try await store.health().schemaVersion == 6)
-                let done = try await store.createSend(NewSend(target: "user 1", summary: "done", targetCount: 2))
-                let running = try await store.createSend(NewSend(target: "user 2", summary: "running", job: "{}"))
-                _ = try await store.claimNextQueuedSend(worker: "w", leaseUntil: clock.now().addingTimeInterval(60))
-                _ = try await store.recordOutcomes(
-                    [1, 2].map { outcome($0, .accepted(apnsID: APNSID()), at: clock.now()) }, for: done.id,
-                    checkpoint: DeviceCursor("production:" + token(2).hex))
-                _ = try await store.updateSend(done.id, SendUpdate(status: .completed))
-                let lease = clock.now().addingTimeInterval(60)
-                _ = try await store.claimNextQueuedSend(worker: "v", leaseUntil: lease)
-                _ = try await store.recordOutcomes(
-                    [outcome(3, .failed(message: "reset"), at: clock.now())], for: running.id, checkpoint: nil)
-                let before = (try await store.send(done.id), try await store.send(running.id))
+                // Rows as schema 6 had them, written as they are: today's statements name later columns.
+                let (done, running) = (SendID(), SendID())
+                let at = StoreTime.microseconds(clock.now())
+                let lease = at + 60_000_000
+                let checkpoint = "production:" + token(2).hex
+                try await upgradable.executeRaw([
+                    """
+                    INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, \
+                    accepted, rejected, failed, checkpoint, worker, lease_until, message) VALUES \
+                    ('\(done)', \(at), \(at), 'user 1', 'done', NULL, 'completed', 2, 2, 0, 0, '\(checkpoint)', NULL, \
+                    NULL, NULL), \
+                    ('\(running)', \(at), \(at), 'user 2', 'running', '{}', 'running', NULL, 0, 0, 1, NULL, 'v', \
+                    \(lease), NULL)
+                    """,
+                    """
+                    INSERT INTO send_outcomes (send_id, seq, token, environment, outcome, apns_id, status, reason, \
+                    apns_timestamp, message, at, action) VALUES \
+                    ('\(done)', 1, '\(token(1).hex)', 'production', 'accepted', '\(APNSID())', NULL, NULL, NULL, NULL, \
+                    \(at), NULL), \
+                    ('\(done)', 2, '\(token(2).hex)', 'development', 'accepted', '\(APNSID())', NULL, NULL, NULL, NULL, \
+                    \(at), NULL), \
+                    ('\(running)', 1, '\(token(3).hex)', 'production', 'failed', NULL, NULL, NULL, NULL, 'reset', \(at), NULL)
+                    """,
+                    """
+                    INSERT INTO devices (token, topic, environment, token_kind, user_id, tags, registered_at, \
+                    created_at, updated_at) VALUES ('\(token(4).hex)', '\(topic)', 'development', 'device', 'u', \
+                    '["beta"]', \(at), \(at), \(at))
+                    """,
+                    "INSERT INTO device_tags (tag, token) VALUES ('beta', '\(token(4).hex)')",
+                ])
 
                 try await store.migrate()
                 #expect(try await store.health().schemaVersion == StoreSchema.latestVersion)
-                #expect(try await store.send(done.id) == before.0, "every column of a send reads back in its place")
-                #expect(try await store.send(running.id) == before.1)
-                #expect(try await store.outcomes(of: done.id, after: nil, limit: 10).outcomes.count == 2)
-                #expect(try await store.outcomes(of: running.id, after: nil, limit: 10).outcomes.count == 1)
-                #expect(try await store.cancelSend(running.id)?.status == .cancelled)
-                #expect(try await store.cancelSend(done.id)?.status == .completed)
-                #expect(try await store.claimNextQueuedSend(worker: "x", leaseUntil: lease) == nil)
+                let completed = try #require(try await store.send(done))
+                #expect(completed.status == .completed && completed.targetCount == 2 && completed.counts.accepted == 2)
+                #expect(completed.checkpoint == DeviceCursor(checkpoint) && completed.sendAt == nil)
+                let held = try #require(try await store.send(running))
+                #expect(held.status == .running && held.worker == "v" && held.counts.failed == 1 && held.job == "{}")
+                #expect(try await store.outcomes(of: done, after: nil, limit: 10).outcomes.count == 2)
+                #expect(try await store.outcomes(of: running, after: nil, limit: 10).outcomes.count == 1)
+                #expect(try await store.cancelSend(running)?.status == .cancelled)
+                #expect(try await store.cancelSend(done)?.status == .completed)
+                #expect(
+                    try await store.claimNextQueuedSend(worker: "x", leaseUntil: clock.now().addingTimeInterval(60))
+                        == nil)
+
+                let device = try #require(try await store.device(token(4)))
+                #expect(device.userID == "u" && device.tags == ["beta"] && device.registration.timeZone == nil)
+                // The registration statement of the latest schema (PostgreSQL: herald_register, replaced by 8).
+                var again = device.registration
+                again.timeZone = "Asia/Tokyo"
+                #expect(try await store.upsert(again).registration.registration == again)
+                #expect(
+                    try await store.devices(matching: .tag("beta"), after: nil, limit: 10).devices.map(\.token)
+                        == [token(4)], "the tag rows of the old registration are still there")
             }
         } catch {
             await fixture.cleanup()

@@ -74,10 +74,11 @@ enum ServerHarness {
     /// - Parameters:
     ///   - configure: Changes to the test configuration.
     ///   - clock: The wall clock of records (registrations, 410 comparisons); the system clock by default.
+    ///   - sleepClock: What the worker, backoffs and paced sends wait on; the continuous clock by default.
     ///   - prepare: Runs on the migrated store before the server starts (a previous instance's leftovers).
     static func withServer(
-        _ backend: Backend = .sqlite, clock: any WallClock = SystemWallClock(), testing: TestingSetup = .router,
-        logger: Logger? = nil,
+        _ backend: Backend = .sqlite, clock: any WallClock = SystemWallClock(),
+        sleepClock: any Clock<Duration> = ContinuousClock(), testing: TestingSetup = .router, logger: Logger? = nil,
         configure: (inout ServerConfiguration) -> Void = { _ in },
         prepare: (@Sendable (any Store) async throws -> Void)? = nil,
         _ body: @escaping @Sendable (ServerClient, HeraldApplication) async throws -> Void
@@ -94,7 +95,8 @@ enum ServerHarness {
                     group.cancelAll()
                 }
             }
-            let app = try await build(databaseURL: database.url, clock: clock, logger: logger, configure: configure)
+            let app = try await build(
+                databaseURL: database.url, clock: clock, sleepClock: sleepClock, logger: logger, configure: configure)
             try await app.test(testing) { client in
                 try await body(ServerClient(client: client), app)
             }
@@ -116,14 +118,16 @@ extension ServerHarness {
 
     /// Builds a server on a database with the test configuration, logging warnings and above unless given a logger.
     static func build(
-        databaseURL: String, clock: any WallClock = SystemWallClock(), logger: Logger?,
+        databaseURL: String, clock: any WallClock = SystemWallClock(),
+        sleepClock: any Clock<Duration> = ContinuousClock(), logger: Logger?,
         configure: (inout ServerConfiguration) -> Void
     ) async throws -> HeraldApplication {
         var configuration = configuration(databaseURL: databaseURL)
         configure(&configuration)
         let logger = logger ?? quietLogger()
         return try await buildApplication(
-            configuration: configuration, dependencies: ServerDependencies(logger: logger, clock: clock))
+            configuration: configuration,
+            dependencies: ServerDependencies(logger: logger, clock: clock, sleepClock: sleepClock))
     }
 }
 

@@ -1,0 +1,305 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// Scheduled and paced sends: `sendAt`, `localTime` in each device's time zone, `rate`, on injected clocks.
+@Suite("Sends: scheduling and throttling", .timeLimit(.minutes(3)))
+struct ScheduleTests {
+    /// 2026-01-01T00:00:00Z, the manual clock's start.
+    static let start = Date(timeIntervalSince1970: 1_767_225_600)
+
+    static func send(_ client: ServerClient, _ key: String, _ extra: String, target: String = #"{"topic": "com.example.app"}"#)
+        async throws -> ServerClient.Answer
+    {
+        try await client.call(
+            .post, "/api/send", body: #"{"target": \#(target), "alert": "Good morning"\#(extra)}"#, bearer: key)
+    }
+
+    /// Waits, in real time but bounded, for what another task does next: the worker sleeps after it reports idle.
+    static func eventually(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        for _ in 0..<1000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(condition(), "not within 10 s", sourceLocation: sourceLocation)
+    }
+
+    @Test("a send at a future instant waits, then fires once at its time: the worker wakes for it", arguments: Backend.available)
+    func sendAt(backend: Backend) async throws {
+        let wall = ManualWallClock(Self.start)
+        let sleep = ManualClock()
+        try await ServerHarness.withServer(backend, clock: wall, sleepClock: sleep) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let (one, two) = (testToken(0x31), testToken(0x32))
+            try await client.register(one, debug: true)
+            try await client.register(two, debug: true)
+
+            let answer = try await Self.send(client, key, #", "sendAt": "2026-01-01T01:00:00Z""#)
+            #expect(answer.status == .accepted, "a scheduled send always waits in the queue: \(answer)")
+            #expect(answer.json["status"] == "queued" && answer.json["sendAt"] == "2026-01-01T01:00:00Z")
+            let id = try #require(answer.json["id"]?.stringValue.flatMap(SendID.init))
+            let listed = try await client.call(.get, "/api/sends", bearer: key)
+            #expect(listed.json["sends"]?.arrayValue?.first?["id"]?.stringValue == id.description, "\(listed)")
+            #expect(listed.json["sends"]?.arrayValue?.first?["sendAt"] == "2026-01-01T01:00:00Z")
+
+            await app.worker.waitUntilIdle()
+            #expect(emulator.device(one) == nil && emulator.device(two) == nil, "nothing before its time")
+
+            wall.advance(by: .seconds(3599))
+            await app.worker.waitUntilIdle()
+            #expect(emulator.device(one) == nil, "a second early is still early")
+            // The idle worker sleeps exactly until the send is due: the wall clock says one second.
+            try await Self.eventually { sleep.requestedSleeps.last == .seconds(1) }
+
+            wall.advance(by: .seconds(1))
+            sleep.advance(by: .seconds(1))
+            let finished = try await app.worker.waitUntilFinished(id)
+            #expect(finished.status == .completed && finished.counts.accepted == 2)
+            await app.worker.waitUntilIdle()
+            #expect(try emulator.inbox(for: one).count == 1 && emulator.inbox(for: two).count == 1, "once each")
+        }
+    }
+
+    @Test("localTime 09:00 reaches each device at 09:00 in its own time zone; devices without one use the send's")
+    func localTime() async throws {
+        let wall = ManualWallClock(Self.start)
+        try await ServerHarness.withServer(clock: wall) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let (tokyo, newYork, paris) = (testToken(0x41), testToken(0x42), testToken(0x43))
+            try await client.register(tokyo, debug: true, extra: #", "timeZone": "Asia/Tokyo""#)
+            try await client.register(newYork, debug: true, extra: #", "timeZone": "America/New_York""#)
+            try await client.register(paris, debug: true)
+
+            let answer = try await Self.send(
+                client, key, #", "localTime": "2026-01-02T09:00", "timeZone": "Europe/Paris""#)
+            #expect(answer.status == .accepted, "\(answer)")
+            #expect(answer.json["sendAt"] == "2026-01-01T19:00:00Z", "first due where 09:00 comes first (UTC+14)")
+            let id = try #require(answer.json["id"]?.stringValue.flatMap(SendID.init))
+            func received() -> [Bool] {
+                [tokyo, newYork, paris].map { emulator.device($0) != nil }
+            }
+            // 09:00 in Tokyo is 00:00Z, in Paris 08:00Z, in New York (EST) 14:00Z.
+            let steps: [(at: String, expected: [Bool])] = [
+                ("2026-01-01T19:00:00Z", [false, false, false]),
+                ("2026-01-01T23:59:59Z", [false, false, false]),
+                ("2026-01-02T00:00:00Z", [true, false, false]),
+                ("2026-01-02T07:59:59Z", [true, false, false]),
+                ("2026-01-02T08:00:00Z", [true, false, true]),
+                ("2026-01-02T13:59:59Z", [true, false, true]),
+                ("2026-01-02T14:00:00Z", [true, true, true]),
+            ]
+            for step in steps {
+                wall.set(to: try #require(RFC3339.date(step.at)))
+                await app.worker.waitUntilIdle()
+                #expect(received() == step.expected, "at \(step.at)")
+            }
+            let record = try #require(try await app.store.send(id))
+            #expect(record.status == .completed && record.counts.accepted == 3)
+            for token in [tokyo, newYork, paris] { #expect(try emulator.inbox(for: token).count == 1) }
+        }
+    }
+
+    @Test("a cancelled scheduled send sends nothing when its time comes")
+    func cancelled() async throws {
+        let wall = ManualWallClock(Self.start)
+        try await ServerHarness.withServer(clock: wall) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            try await client.register(testToken(0x51), debug: true)
+            let answer = try await Self.send(client, key, #", "sendAt": "2026-01-01T00:10:00Z""#)
+            let id = try #require(answer.json["id"]?.stringValue)
+            let cancelled = try await client.call(.delete, "/api/sends/\(id)", bearer: key)
+            #expect(cancelled.status == .ok && cancelled.json["status"] == "cancelled", "\(cancelled)")
+            wall.advance(by: .seconds(3600))
+            await app.worker.waitUntilIdle()
+            #expect(emulator.device(testToken(0x51)) == nil)
+        }
+    }
+
+    @Test("after downtime a scheduled send goes out late within the catch-up limit, and is skipped beyond it")
+    func catchUp() async throws {
+        let wall = ManualWallClock(Self.start)
+        try await ServerHarness.withServer(clock: wall, configure: { $0.sending.catchUpLimit = .seconds(7200) }) {
+            client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            try await client.register(testToken(0x61), debug: true, extra: #", "tags": ["late"]"#)
+            try await client.register(testToken(0x62), debug: true, extra: #", "tags": ["missed"]"#)
+            let late = try await Self.send(
+                client, key, #", "sendAt": "2026-01-01T03:00:00Z""#, target: #"{"tag": "late"}"#)
+            let missed = try await Self.send(
+                client, key, #", "sendAt": "2026-01-01T00:30:00Z""#, target: #"{"tag": "missed"}"#)
+            let lateID = try #require(late.json["id"]?.stringValue.flatMap(SendID.init))
+            let missedID = try #require(missed.json["id"]?.stringValue.flatMap(SendID.init))
+            // As if no server ran from before 00:30 until 04:00: one is an hour late, the other three and a half.
+            wall.set(to: try #require(RFC3339.date("2026-01-01T04:00:00Z")))
+            await app.worker.waitUntilIdle()
+            #expect(try await app.store.send(lateID)?.status == .completed)
+            #expect(try emulator.inbox(for: testToken(0x61)).count == 1)
+            let skipped = try #require(try await app.store.send(missedID))
+            #expect(skipped.status == .failed && skipped.counts.total == 0)
+            #expect(skipped.message?.contains("Missed its time") == true, "\(skipped.message ?? "")")
+            #expect(emulator.device(testToken(0x62)) == nil)
+        }
+    }
+
+    @Test(
+        "two instances on one PostgreSQL database: a scheduled send, and each wave of a localTime send, fires once",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
+    func twoInstances() async throws {
+        let database = try TestDatabase.make(.postgres)
+        do {
+            try await twoInstances(databaseURL: database.url)
+        } catch {
+            await database.cleanup()
+            throw error
+        }
+        await database.cleanup()
+    }
+
+    private func twoInstances(databaseURL: String) async throws {
+        let wall = ManualWallClock(Self.start)
+        let senders = [SendCrashTests.StallingSender(answering: .max), SendCrashTests.StallingSender(answering: .max)]
+        var processes: [InstanceRestartTests.WorkerProcess] = []
+        for (index, sender) in senders.enumerated() {
+            processes.append(
+                try await .start(instance: "api-\(index)", databaseURL: databaseURL, clock: wall, sender: sender))
+        }
+        let store = processes[0].store
+        let zones = ["Asia/Tokyo", "Europe/Paris", "America/New_York"]
+        for n in 1...30 {
+            _ = try await store.upsert(
+                TokenRegistration(
+                    token: testToken(n), topic: ServerHarness.topic, environment: .development,
+                    timeZone: zones[n % 3]))
+        }
+        let apps = AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)])
+        var ids: [SendID] = []
+        for extra in [#""sendAt": "2026-01-01T06:00:00Z""#, #""localTime": "2026-01-01T09:00""#] {
+            let job = try JSONValue(
+                parsing: Array(#"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "x", \#(extra)}"#.utf8))
+            let plan = try SendPlan(json: job, apps: apps, sendID: SendID(), now: wall.now())
+            ids.append(
+                try await store.createSend(
+                    NewSend(
+                        id: plan.sendID, target: "every device", summary: "s", job: plan.job.jsonString,
+                        sendAt: plan.schedule?.firstInstant)
+                ).id)
+        }
+        // Through the day: both workers look at every step, and every wave is due at one of them.
+        for at in ["2026-01-01T00:00:00Z", "2026-01-01T06:00:00Z", "2026-01-01T08:00:00Z", "2026-01-01T14:00:00Z"] {
+            wall.set(to: try #require(RFC3339.date(at)))
+            let (first, second) = (processes[0].worker, processes[1].worker)
+            async let firstIdle: Void = first.waitUntilIdle()
+            async let secondIdle: Void = second.waitUntilIdle()
+            _ = await (firstIdle, secondIdle)
+        }
+        for id in ids { #expect(try await store.send(id)?.status == .completed) }
+        let sent = senders.flatMap(\.sent).map(\.token)
+        #expect(sent.count == 60, "30 devices, two sends")
+        for n in 1...30 {
+            #expect(sent.filter { $0 == testToken(n) }.count == 2, "each device once per send")
+        }
+        for process in processes { await process.kill() }
+    }
+
+    @Test("bad schedules are 400 with the field, and nothing is queued", arguments: [
+        (#", "sendAt": "tomorrow""#, "sendAt"),
+        (#", "sendAt": "2025-12-31T23:00:00Z""#, "sendAt"),
+        (#", "sendAt": "2027-06-01T00:00:00Z""#, "sendAt"),
+        (#", "sendAt": "2026-01-02T00:00:00Z", "localTime": "2026-01-02T09:00""#, "sendAt"),
+        (#", "localTime": "2026-02-30T09:00""#, "localTime"),
+        (#", "localTime": "2026-01-02T09:00Z""#, "localTime"),
+        (#", "localTime": "2025-12-30T09:00""#, "localTime"),
+        (#", "localTime": "2026-01-02T09:00", "timeZone": "Mars/Base""#, "timeZone"),
+        (#", "timeZone": "Europe/Paris""#, "timeZone"),
+        (#", "rate": 0"#, "rate"),
+        (#", "rate": 1.5"#, "rate"),
+    ])
+    func badSchedules(_ extra: String, field: String) async throws {
+        let wall = ManualWallClock(Self.start)
+        try await ServerHarness.withServer(clock: wall) { client, app in
+            let key = try await SendTests.key(app)
+            let answer = try await Self.send(client, key, extra)
+            #expect(answer.status == .badRequest && answer.reason == "invalidField", "\(answer)")
+            #expect(answer.json["error"]?.stringValue?.contains("\"\(field)\"") == true, "\(answer)")
+            #expect(try await app.store.recentSends(after: nil, limit: 10).sends.isEmpty)
+        }
+    }
+
+    @Test("rate paces the whole send: 30 devices at 10 a second wait 29 times 100 ms on the injected clock")
+    func rate() async throws {
+        try await TestDatabase.withMigratedStore(.sqlite) { store in
+            for n in 1...30 {
+                _ = try await store.upsert(
+                    TokenRegistration(token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .development))
+            }
+            let sender = FanOutTests.BulkSender()
+            let sleep = ManualClock(advancesAutomatically: true)
+            var fanOut = SendCrashTests.fanOut(store, sender, maximumInFlight: 1000)
+            fanOut.sleepClock = sleep
+            let request = JSONValue.object([
+                "target": .object(["topic": .string(ServerHarness.topic)]), "alert": "paced", "rate": 10,
+            ])
+            let plan = try SendPlan(json: request, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID())
+            let id = try await store.createSend(NewSend(id: plan.sendID, target: "t", summary: "s", status: .running)).id
+            let result = try await fanOut.run(plan, send: id, after: nil, lease: nil, collect: false)
+            #expect(result.finished && result.counts.total == 30)
+            #expect(sleep.requestedSleeps == Array(repeating: .milliseconds(100), count: 29))
+
+            let fast = try SendPlan(
+                json: .object(["target": .object(["topic": .string(ServerHarness.topic)]), "alert": "fast", "rate": 1000]),
+                apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID())
+            let second = try await store.createSend(NewSend(id: fast.sendID, target: "t", summary: "s", status: .running))
+            let before = sleep.requestedSleeps.count
+            _ = try await fanOut.run(fast, send: second.id, after: nil, lease: nil, collect: false)
+            #expect(
+                sleep.requestedSleeps.dropFirst(before) == [.milliseconds(10), .milliseconds(10)],
+                "above 100 a second, starts are granted in batches every 10 ms (10 per tick at 1000 a second)")
+        }
+    }
+}
+
+@Suite("Sends: schedules and local times")
+struct SendScheduleTests {
+    @Test("local date-times parse strictly")
+    func parsing() {
+        #expect(LocalDateTime("2026-12-24T09:00")?.description == "2026-12-24T09:00:00")
+        #expect(LocalDateTime("2026-12-24T09:00:30")?.description == "2026-12-24T09:00:30")
+        for bad in ["2026-12-24", "2026-12-24T9:00", "2026-12-24T09:00Z", "2026-02-29T09:00", "2026-13-01T09:00",
+            "2026-12-24T24:00", "2026-12-24 09:00", "２026-12-24T09:00", "2026-12-24T09:60"] {
+            #expect(LocalDateTime(bad) == nil, "\(bad)")
+        }
+        #expect(LocalDateTime("2028-02-29T09:00") != nil, "a leap day")
+    }
+
+    @Test("a wall-clock time's instant in a zone, across a daylight-saving gap")
+    func instants() throws {
+        let nine = try #require(LocalDateTime("2026-07-01T09:00"))
+        #expect(RFC3339.string(nine.instant(in: TimeZone(identifier: "Asia/Tokyo")!)) == "2026-07-01T00:00:00Z")
+        #expect(RFC3339.string(nine.instant(in: TimeZone(identifier: "America/New_York")!)) == "2026-07-01T13:00:00Z")
+        // 02:30 does not exist in New York on 2026-03-08: it comes at the end of the gap, 03:00 EDT.
+        let skipped = try #require(LocalDateTime("2026-03-08T02:30"))
+        #expect(RFC3339.string(skipped.instant(in: TimeZone(identifier: "America/New_York")!)) == "2026-03-08T07:00:00Z")
+    }
+
+    @Test("waves take the zones due in their window and name the next")
+    func waves() throws {
+        let schedule = SendSchedule.localTime(
+            try #require(LocalDateTime("2026-01-02T09:00")), unsetZone: TimeZone(identifier: "UTC")!)
+        let zones = DeviceTimeZones(zones: ["Asia/Tokyo", "America/New_York", "Asia/Kolkata"], includesUnset: true)
+        let date = { (text: String) in RFC3339.date(text)! }
+        let first = schedule.wave(zones: zones, after: nil, through: schedule.firstInstant)
+        #expect(first.filter == nil && first.next == date("2026-01-02T00:00:00Z"))
+        let tokyo = schedule.wave(zones: zones, after: schedule.firstInstant, through: date("2026-01-02T00:00:00Z"))
+        #expect(tokyo.filter == .init(zones: ["Asia/Tokyo"], includesUnset: false))
+        #expect(tokyo.next == date("2026-01-02T03:30:00Z"), "Kolkata is UTC+5:30")
+        let late = schedule.wave(zones: zones, after: date("2026-01-02T00:00:00Z"), through: date("2026-01-02T14:00:00Z"))
+        #expect(late.filter == .init(zones: ["Asia/Kolkata", "America/New_York"], includesUnset: true) && late.next == nil)
+    }
+}
