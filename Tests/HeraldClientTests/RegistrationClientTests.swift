@@ -228,4 +228,78 @@ struct RegistrationClientTests {
             #expect(try client.pendingOperation()?.kind == .register(Self.registration))
         }
     }
+
+    @Test("Live Activity tokens go up with the installation's fields, and an ended activity's token is unregistered")
+    func liveActivityConveniences() async throws {
+        let startToken = try DeviceToken(hex: "aa00bb11cc22dd33ee44ff55")
+        let updateToken = try DeviceToken(hex: "0102030405060708")
+        try await withLoopbackServer({ request, _ in
+            request.method == "DELETE"
+                ? .respond(LoopbackHTTPServer.Response(status: 204)) : .respond(.json(201, Self.echo))
+        }) { server async throws in
+            let client = try Self.client(of: server)
+            try await client.register(Self.registration)
+            try await client.registerPushToStartToken(
+                startToken, activityType: "DeliveryAttributes", installation: Self.registration)
+            try await client.registerActivityUpdateToken(
+                updateToken, activityID: "order-1042", installation: Self.registration)
+            #expect(try await client.activityEnded(updateToken: updateToken))
+
+            let requests = server.requests
+            #expect(requests.map(\.method) == ["POST", "POST", "POST", "DELETE"])
+            #expect(
+                try JSONValue(parsing: requests[1].body)
+                    == Self.registration.forPushToStartToken(startToken, activityType: "DeliveryAttributes").json)
+            let update = try JSONValue(parsing: requests[2].body)
+            #expect(update["tokenKind"] == "liveactivity" && update["activityId"] == "order-1042")
+            #expect(update["userId"] == "user-42" && update["topic"] == "com.example.herald.demo")
+            #expect(requests[3].path == "/api/token/0102030405060708")
+            #expect(
+                try client.registeredToken() == Self.registration.token,
+                "receipts keep naming the device by its device token, not by the last Live Activity token")
+        }
+    }
+
+    @Test("a push-to-start token without a type is refused before any request, saying what to send")
+    func pushToStartNeedsType() async throws {
+        try await withLoopbackServer({ _, _ in .respond(.json(201, Self.echo)) }) { server async throws in
+            let client = try Self.client(of: server)
+            await #expect {
+                try await client.registerPushToStartToken(
+                    Self.registration.token, activityType: "", installation: Self.registration)
+            } throws: { error in
+                guard let error = error as? RegistrationError else { return false }
+                return error.code == .invalidRegistration && error.field == "activityType"
+                    && error.message.contains("ActivityAttributes")
+            }
+            #expect(server.requests.isEmpty)
+        }
+    }
+
+    @Test("a Live Activity registration saved after a failure is sent again with its activity id and time zone")
+    func pendingCarriesLiveActivityFields() async throws {
+        let storage = InMemoryStorage()
+        let healthy = Atomic<Bool>(false)
+        var installation = Self.registration
+        installation.timeZone = "Asia/Tokyo"
+        let update = installation.forActivityUpdateToken(
+            try DeviceToken(hex: "0102030405060708"), activityID: "order-1042")
+        try await withLoopbackServer({ _, _ in
+            healthy.load(ordering: .relaxed) ? .respond(.json(201, Self.echo)) : .dropConnection
+        }) { server async throws in
+            let client = try Self.client(of: server, storage: storage, attempts: 1)
+            await #expect(throws: RegistrationError.self) {
+                try await client.registerActivityUpdateToken(
+                    update.token, activityID: "order-1042", installation: installation)
+            }
+            #expect(try client.pendingOperation()?.kind == .register(update))
+
+            healthy.store(true, ordering: .relaxed)
+            let nextLaunch = try Self.client(of: server, storage: storage)
+            _ = try await nextLaunch.retryPending()
+            let body = try JSONValue(parsing: try #require(server.requests.last).body)
+            #expect(body == update.json)
+            #expect(body["activityId"] == "order-1042" && body["timeZone"] == "Asia/Tokyo")
+        }
+    }
 }

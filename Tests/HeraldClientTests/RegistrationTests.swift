@@ -22,7 +22,7 @@ struct RegistrationTests {
         let registration = try Registration(
             deviceToken: Self.tokenBytes, environment: .development, topic: "com.example.herald.demo",
             userID: "user-42", preferredLanguages: ["zh-Hans-CN", "en"], appVersion: "2.4.1", platform: .iOS,
-            installationID: Self.installation, tokenKind: .device, tags: ["beta", "sports"])
+            installationID: Self.installation, tokenKind: .device, tags: ["beta", "sports"], timeZone: "Asia/Tokyo")
         let expected: JSONValue = [
             "token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9",
             "debug": true,
@@ -35,14 +35,101 @@ struct RegistrationTests {
             "installationId": "6f9619ff-8b86-4011-b42d-00c04fc964ff",
             "tokenKind": "device",
             "tags": ["beta", "sports"],
+            "timeZone": "Asia/Tokyo",
         ]
         #expect(try JSONValue(parsing: registration.jsonBytes) == expected)
         #expect(Registration(json: expected) == registration)
     }
 
+    @Test("the body's members are in name order, so one registration is the same bytes in every process")
+    func stableKeyOrder() throws {
+        let registration = try Registration(
+            deviceToken: Data([0xAB, 0xCD, 0xEF, 0x01, 0x23, 0x45, 0x67, 0x89]), environment: .production,
+            topic: "com.example.app", platform: .iOS, tokenKind: .liveActivity, timeZone: "Europe/Paris",
+            activityID: "order-1042")
+        #expect(
+            String(decoding: registration.jsonBytes, as: UTF8.self)
+                == #"{"activityId":"order-1042","debug":false,"environment":"production","platform":"iOS","timeZone":"Europe/Paris","token":"abcdef0123456789","tokenKind":"liveactivity","topic":"com.example.app"}"#
+        )
+    }
+
+    @Test("Live Activity tokens carry activityType or activityId under their contract names, and decode back")
+    func liveActivityBodies() throws {
+        let device = try Registration(
+            deviceToken: Self.tokenBytes, environment: .development, topic: "com.example.herald.demo",
+            userID: "user-42", preferredLanguages: ["fr-FR"], appVersion: "2.4.1", platform: .iOS,
+            installationID: Self.installation, tags: ["beta"], timeZone: "Europe/Paris")
+        let startToken = try DeviceToken(hex: "aa00bb11cc22dd33ee44ff55")
+        let start = device.forPushToStartToken(startToken, activityType: "DeliveryAttributes")
+        try start.validate()
+        let startBody = try JSONValue(parsing: start.jsonBytes)
+        #expect(startBody["tokenKind"] == "liveactivity-start" && startBody["token"] == "aa00bb11cc22dd33ee44ff55")
+        #expect(startBody["activityType"] == "DeliveryAttributes" && startBody["activityId"] == nil)
+        for field in ["topic", "userId", "preferredLanguages", "appVersion", "installationId", "tags", "timeZone"] {
+            #expect(startBody[field] == device.json[field], "\(field) is the installation's")
+        }
+        #expect(Registration(json: startBody) == start)
+
+        let updateToken = try DeviceToken(hex: "0102030405060708")
+        let update = start.forActivityUpdateToken(updateToken, activityID: "order-1042")
+        try update.validate()
+        let updateBody = try JSONValue(parsing: update.jsonBytes)
+        #expect(updateBody["tokenKind"] == "liveactivity" && updateBody["activityId"] == "order-1042")
+        #expect(updateBody["activityType"] == nil, "the push-to-start type is not carried over")
+        #expect(Registration(json: updateBody) == update)
+
+        let hex = Self.tokenBytes.map { String(format: "%02x", $0) }.joined()
+        for wrong in [#""timeZone":9"#, #""activityType":true"#, #""activityId":["a"]"#] {
+            #expect(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true,\#(wrong)}"#)) == nil)
+        }
+    }
+
+    @Test("the time zone is the device's by default, may be left out, and a default never fails validation")
+    func defaultTimeZone() throws {
+        let registration = try Registration(deviceToken: Self.tokenBytes, environment: .production)
+        #expect(registration.timeZone == Registration.currentTimeZone)
+        if let current = Registration.currentTimeZone {
+            #expect(current == TimeZone.current.identifier)
+        }
+        try registration.validate()
+        let without = try Registration(deviceToken: Self.tokenBytes, environment: .production, timeZone: nil)
+        #expect(try JSONValue(parsing: without.jsonBytes)["timeZone"] == nil)
+        for zone in ["Asia/Tokyo", "America/Argentina/Buenos_Aires", "Etc/GMT+9", "UTC", "America/Port-au-Prince"] {
+            var valid = without
+            valid.timeZone = zone
+            try valid.validate()
+        }
+    }
+
+    @Test("the app initializer fills the installation's fields from the bundle and the device, for every token kind")
+    func appRegistration() throws {
+        let token = try DeviceToken(hex: "0102030405060708")
+        let registration = Registration(
+            app: token, kind: .liveActivity, environment: .development, installationID: Self.installation,
+            userID: "user-42", tags: ["beta"])
+        #expect(registration.token == token && registration.tokenKind == .liveActivity)
+        #expect(registration.topic == Bundle.main.bundleIdentifier)
+        #expect(registration.appVersion == Bundle.main.infoDictionary?["CFBundleShortVersionString"] as? String)
+        #expect(registration.preferredLanguages == Locale.preferredLanguages)
+        #expect(registration.platform == Platform.current && registration.timeZone == Registration.currentTimeZone)
+        #expect(registration.installationID == Self.installation && registration.userID == "user-42")
+        #expect(registration.tags == ["beta"] && registration.activityID == nil && registration.activityType == nil)
+    }
+
+    @Test("an activity id may be any text of up to 256 bytes without control characters")
+    func activityIDs() throws {
+        var registration = try Registration(
+            deviceToken: Self.tokenBytes, environment: .production, tokenKind: .liveActivity, activityID: "x")
+        for id in ["order-1042", "match:PSG–OL 2026/01/02", "注文 42", String(repeating: "é", count: 128)] {
+            registration.activityID = id
+            try registration.validate()
+        }
+    }
+
     @Test("the minimal body is the book's {token, debug} plus environment and kind", arguments: APNSEnvironment.all)
     func minimalBody(environment: APNSEnvironment) throws {
-        let registration = try Registration(deviceToken: Self.tokenBytes, environment: environment, platform: nil)
+        let registration = try Registration(
+            deviceToken: Self.tokenBytes, environment: environment, platform: nil, timeZone: nil)
         let body = try JSONValue(parsing: registration.jsonBytes)
         #expect(body.objectValue?.keys.sorted() == ["debug", "environment", "token", "tokenKind"])
         #expect(body["debug"] == .bool(environment == .development))
@@ -69,6 +156,17 @@ struct RegistrationTests {
         )
     }
 
+    /// Gives a registration a token kind and Live Activity fields.
+    static func kind(
+        _ kind: TokenKind, type: String? = nil, id: String? = nil
+    ) -> @Sendable (inout Registration) -> Void {
+        { registration in
+            registration.tokenKind = kind
+            registration.activityType = type
+            registration.activityID = id
+        }
+    }
+
     @Test(
         "fields beyond the documented limits are refused before any request",
         arguments: [
@@ -82,6 +180,26 @@ struct RegistrationTests {
             ),
             ("tags", { @Sendable (r: inout Registration) in r.tags = [""] }),
             ("tags", { @Sendable (r: inout Registration) in r.tags = (0..<51).map { "t\($0)" } }),
+            ("timeZone", { @Sendable (r: inout Registration) in r.timeZone = "" }),
+            ("timeZone", { @Sendable (r: inout Registration) in r.timeZone = "Asia/ Tokyo" }),
+            ("timeZone", { @Sendable (r: inout Registration) in r.timeZone = "/Asia/Tokyo" }),
+            ("timeZone", { @Sendable (r: inout Registration) in r.timeZone = "Europe/Zürich" }),
+            ("timeZone", { @Sendable (r: inout Registration) in r.timeZone = String(repeating: "A", count: 65) }),
+            // Push-to-start tokens need the type they start, and only they name one.
+            ("activityType", RegistrationTests.kind(.liveActivityStart)),
+            ("activityType", RegistrationTests.kind(.liveActivityStart, type: "")),
+            ("activityType", RegistrationTests.kind(.liveActivityStart, type: "Delivery Attributes")),
+            ("activityType", RegistrationTests.kind(.liveActivityStart, type: String(repeating: "A", count: 257))),
+            ("activityType", RegistrationTests.kind(.device, type: "DeliveryAttributes")),
+            ("activityType", RegistrationTests.kind(.liveActivity, type: "DeliveryAttributes", id: "order-1042")),
+            // Update tokens need the app's id of their activity, and only they have one.
+            ("activityId", RegistrationTests.kind(.liveActivity)),
+            ("activityId", RegistrationTests.kind(.liveActivity, id: "")),
+            ("activityId", RegistrationTests.kind(.liveActivity, id: "order\n1042")),
+            ("activityId", RegistrationTests.kind(.liveActivity, id: "order\u{85}1042")),
+            ("activityId", RegistrationTests.kind(.liveActivity, id: String(repeating: "é", count: 129))),
+            ("activityId", RegistrationTests.kind(.device, id: "order-1042")),
+            ("activityId", RegistrationTests.kind(.liveActivityStart, type: "DeliveryAttributes", id: "order-1042")),
         ] as [(String, @Sendable (inout Registration) -> Void)])
     func limits(field: String, breakIt: @Sendable (inout Registration) -> Void) throws {
         var registration = try Registration(deviceToken: Self.tokenBytes, environment: .production)

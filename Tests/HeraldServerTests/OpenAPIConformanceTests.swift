@@ -88,8 +88,12 @@ struct OpenAPIConformanceTests {
                     var body: [String: JSONValue] = ["token": .string(validToken)]
                     if name != "debug" && name != "environment" { body["debug"] = .bool(true) }
                     // The activity fields belong to the token kinds that name them (the schema's descriptions).
-                    if name == "activityType" { body["tokenKind"] = "liveactivity-start" }
-                    if name == "activityId" { body["tokenKind"] = "liveactivity" }
+                    // (a null one is absent: checked with the device kind, which names no activity).
+                    if name == "activityType", candidate != .null { body["tokenKind"] = "liveactivity-start" }
+                    if name == "activityId", candidate != .null { body["tokenKind"] = "liveactivity" }
+                    // and the activity token kinds need theirs.
+                    if name == "tokenKind", candidate == "liveactivity-start" { body["activityType"] = "Delivery" }
+                    if name == "tokenKind", candidate == "liveactivity" { body["activityId"] = "order-1" }
                     body[name] = candidate
                     let value = JSONValue.object(body)
                     let answer = try await client.call(

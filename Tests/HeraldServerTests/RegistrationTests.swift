@@ -126,6 +126,9 @@ struct RegistrationTests {
             "an activity id on a device token", #"{"token": "\#(token)", "debug": true, "activityId": "a"}"#,
             "invalidField"),
         BadRequest(
+            "a push-to-start token without its activity type",
+            #"{"token": "\#(token)", "debug": true, "tokenKind": "liveactivity-start"}"#, "invalidField"),
+        BadRequest(
             "an activity type on an update token",
             #"{"token": "\#(token)", "debug": true, "tokenKind": "liveactivity", "activityType": "T"}"#, "invalidField"),
         BadRequest("null token", #"{"token": null, "debug": true}"#, "missingToken"),

@@ -1,6 +1,6 @@
 // Apple-only glue. Linux CI cannot compile this file: it is empty there. It only calls the portable, tested part:
-// RegistrationClient, Registration, ResolvedEnvironment, InstallationID, Payload(userInfo:), NotificationResponseAction,
-// ReceiptReporter.
+// RegistrationClient, Registration (its app initializer), ResolvedEnvironment, InstallationID, Payload(userInfo:),
+// NotificationResponseAction, ReceiptReporter.
 // Keep it that way: nothing here should decide anything a test would want to check.
 #if canImport(UserNotifications)
 public import Foundation
@@ -151,11 +151,9 @@ public final class PushNotifications {
     public func didRegister(deviceToken: Data) async {
         do {
             let installationID = try InstallationID.current(in: configuration.storage)
-            let registration = try Registration(
-                deviceToken: deviceToken, environment: environment.environment, topic: Bundle.main.bundleIdentifier,
-                userID: userID, preferredLanguages: Locale.preferredLanguages,
-                appVersion: Bundle.main.infoDictionary?["CFBundleShortVersionString"] as? String,
-                platform: .current, installationID: installationID, tokenKind: .device, tags: tags)
+            let registration = Registration(
+                app: try DeviceToken(data: deviceToken), environment: environment.environment,
+                installationID: installationID, userID: userID, tags: tags)
             token = registration.token
             try await configuration.client.register(registration)
             lastError = nil

@@ -13,7 +13,7 @@ extension Payload {
         do {
             try self.init(json: .object(members))
         } catch {
-            throw NotificationDecodingError(.invalidPayload, path: error.field, error.description, underlying: error)
+            throw NotificationDecodingError(invalidPayload: error)
         }
     }
 }
@@ -29,7 +29,7 @@ public struct NotificationDecodingError: CodedError, Hashable {
     public let path: String
     /// What went wrong and what to do.
     public let message: String
-    /// Core's validation error, for `invalidPayload`.
+    /// Core's validation error, for `invalidPayload` and `invalidLiveActivity`.
     public let underlying: NotificationValidationError?
 
     init(_ code: Code, path: String, _ message: String, underlying: NotificationValidationError? = nil) {
@@ -37,6 +37,11 @@ public struct NotificationDecodingError: CodedError, Hashable {
         self.path = path
         self.message = message
         self.underlying = underlying
+    }
+
+    /// Core's refusal of a payload, under the field it names.
+    init(invalidPayload error: NotificationValidationError) {
+        self.init(.invalidPayload, path: error.field, error.description, underlying: error)
     }
 }
 
@@ -47,6 +52,12 @@ extension ErrorCode where Domain == NotificationDecodingError {
     public static let nonStringKey = Self("nonStringKey")
     /// A known payload key has the wrong type or value.
     public static let invalidPayload = Self("invalidPayload")
+    /// The payload is not a valid Live Activity push: a required key is missing (`event`, `timestamp`,
+    /// `content-state`; for `start` also `attributes-type`, `attributes` and an alert) or a key is on the wrong event.
+    public static let invalidLiveActivity = Self("invalidLiveActivity")
+    /// A JSON value does not decode as the `Decodable` type asked for (a `content-state` that is not the app's
+    /// `ContentState`).
+    public static let decodingFailed = Self("decodingFailed")
 }
 
 extension Payload {

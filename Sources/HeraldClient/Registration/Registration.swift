@@ -32,12 +32,22 @@ public struct Registration: Sendable, Hashable {
     public var tokenKind: TokenKind
     /// Free-form labels the server can target (`"beta"`, `"sports"`).
     public var tags: [String]
+    /// The device's IANA time zone id (`"Asia/Tokyo"`), so the server can deliver a send scheduled for a local
+    /// wall-clock time at that time here. ``currentTimeZone`` by default; `nil` leaves it out.
+    public var timeZone: String?
+    /// For a `liveactivity-start` (push-to-start) token, which it requires: the name of the `ActivityAttributes` type
+    /// the token starts, as the server will write it in `attributes-type` (`"DeliveryAttributes"`).
+    public var activityType: String?
+    /// For a `liveactivity` (update) token, which it requires: the app's own id of the activity, by which the server
+    /// updates and ends it (an order number, a match id; not necessarily ActivityKit's `Activity.id`).
+    public var activityID: String?
 
     /// Describes a token's registration.
     public init(
         token: DeviceToken, environment: APNSEnvironment, topic: String? = nil, userID: String? = nil,
         preferredLanguages: [String] = [], appVersion: String? = nil, platform: Platform? = Platform.current,
-        installationID: UUID? = nil, tokenKind: TokenKind = .device, tags: [String] = []
+        installationID: UUID? = nil, tokenKind: TokenKind = .device, tags: [String] = [],
+        timeZone: String? = Registration.currentTimeZone, activityType: String? = nil, activityID: String? = nil
     ) {
         self.token = token
         self.environment = environment
@@ -49,6 +59,9 @@ public struct Registration: Sendable, Hashable {
         self.installationID = installationID
         self.tokenKind = tokenKind
         self.tags = tags
+        self.timeZone = timeZone
+        self.activityType = activityType
+        self.activityID = activityID
     }
 
     /// Describes the registration of the raw token bytes that
@@ -57,12 +70,23 @@ public struct Registration: Sendable, Hashable {
     public init(
         deviceToken: Data, environment: APNSEnvironment, topic: String? = nil, userID: String? = nil,
         preferredLanguages: [String] = [], appVersion: String? = nil, platform: Platform? = Platform.current,
-        installationID: UUID? = nil, tokenKind: TokenKind = .device, tags: [String] = []
+        installationID: UUID? = nil, tokenKind: TokenKind = .device, tags: [String] = [],
+        timeZone: String? = Registration.currentTimeZone, activityType: String? = nil, activityID: String? = nil
     ) throws(DeviceTokenError) {
         self.init(
             token: try DeviceToken(data: deviceToken), environment: environment, topic: topic, userID: userID,
             preferredLanguages: preferredLanguages, appVersion: appVersion, platform: platform,
-            installationID: installationID, tokenKind: tokenKind, tags: tags)
+            installationID: installationID, tokenKind: tokenKind, tags: tags, timeZone: timeZone,
+            activityType: activityType, activityID: activityID)
+    }
+
+    /// The device's time zone id (`TimeZone.current.identifier`) when it has the shape of an IANA id, otherwise `nil`.
+    ///
+    /// A registration must never fail because of a default, so an identifier ``validate()`` would refuse (an odd
+    /// `TZ` setting on Linux) is left out rather than sent.
+    public static var currentTimeZone: String? {
+        let identifier = TimeZone.current.identifier
+        return isTimeZoneIdentifier(identifier) ? identifier : nil
     }
 }
 
@@ -93,6 +117,12 @@ extension Registration {
         public static let tokenKind = "tokenKind"
         /// Labels the server can target.
         public static let tags = "tags"
+        /// The device's IANA time zone id.
+        public static let timeZone = "timeZone"
+        /// The `ActivityAttributes` type a push-to-start token starts.
+        public static let activityType = "activityType"
+        /// The app's id of the activity an update token belongs to.
+        public static let activityID = "activityId"
     }
 
     /// The request body as a JSON value. Absent optional fields and empty lists are left out.
@@ -112,11 +142,15 @@ extension Registration {
         if let platform { members[Field.platform] = .string(platform.name) }
         if let installationID { members[Field.installationID] = .string(installationID.uuidString.lowercased()) }
         if !tags.isEmpty { members[Field.tags] = .array(tags.map { .string($0) }) }
+        if let timeZone { members[Field.timeZone] = .string(timeZone) }
+        if let activityType { members[Field.activityType] = .string(activityType) }
+        if let activityID { members[Field.activityID] = .string(activityID) }
         return .object(members)
     }
 
-    /// The compact JSON request body.
-    public var jsonBytes: [UInt8] { json.jsonBytes }
+    /// The compact JSON request body, members in name order: the same registration is the same bytes in every
+    /// process, so bodies can be compared in logs and captures.
+    public var jsonBytes: [UInt8] { json.sortedJSONBytes }
 
     /// Reads a registration back from its JSON form: a saved pending registration, or the server's echo.
     ///
@@ -151,7 +185,9 @@ extension Registration {
         guard let topic = string(Field.topic), let userID = string(Field.userID),
             let appVersion = string(Field.appVersion), let platformName = string(Field.platform),
             let installation = string(Field.installationID), let kindName = string(Field.tokenKind),
-            let languages = strings(Field.preferredLanguages), let tags = strings(Field.tags)
+            let languages = strings(Field.preferredLanguages), let tags = strings(Field.tags),
+            let timeZone = string(Field.timeZone), let activityType = string(Field.activityType),
+            let activityID = string(Field.activityID)
         else { return nil }
         var platform: Platform?
         if let platformName {
@@ -171,7 +207,7 @@ extension Registration {
         self.init(
             token: token, environment: environment, topic: topic, userID: userID, preferredLanguages: languages,
             appVersion: appVersion, platform: platform, installationID: installationID, tokenKind: tokenKind,
-            tags: tags)
+            tags: tags, timeZone: timeZone, activityType: activityType, activityID: activityID)
     }
 }
 
@@ -196,14 +232,37 @@ extension Registration {
         public static let maximumTags = 50
         /// The longest tag, in UTF-8 bytes.
         public static let maximumTagBytes = 64
+        /// The longest time zone id, in bytes. The longest IANA id today has 32.
+        public static let maximumTimeZoneBytes = 64
+        /// The longest activity type name, in UTF-8 bytes.
+        public static let maximumActivityTypeBytes = 256
+        /// The longest activity id, in UTF-8 bytes.
+        public static let maximumActivityIDBytes = 256
+    }
+
+    /// Whether a text has the shape of an IANA time zone id: 1 to ``Limits/maximumTimeZoneBytes`` ASCII letters,
+    /// digits and `/ _ - +`, not beginning or ending with `/` (`Asia/Tokyo`, `America/Argentina/Buenos_Aires`,
+    /// `Etc/GMT+9`, `UTC`). Whether the zone exists is the server's time-zone database's call.
+    static func isTimeZoneIdentifier(_ text: String) -> Bool {
+        let bytes = text.utf8
+        guard !bytes.isEmpty, bytes.count <= Limits.maximumTimeZoneBytes, bytes.first != UInt8(ascii: "/"),
+            bytes.last != UInt8(ascii: "/")
+        else { return false }
+        return bytes.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                || byte == UInt8(ascii: "+")
+        }
+    }
+
+    /// Whether a text holds a control character: U+0000–U+001F or U+007F–U+009F, as the server defines them.
+    static func containsControlCharacter(_ text: String) -> Bool {
+        text.unicodeScalars.contains { scalar in scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
     }
 
     /// Checks the registration against ``Limits`` so that a request the server would refuse is never sent.
     /// - Throws: ``RegistrationError`` (`invalidRegistration`) naming the field at fault.
     public func validate() throws(RegistrationError) {
-        func check(_ condition: Bool, _ field: String, _ message: String) throws(RegistrationError) {
-            if !condition { throw RegistrationError.invalidRegistration(field: field, message) }
-        }
         if let topic {
             try check(
                 !topic.isEmpty && topic.utf8.count <= Limits.maximumTopicBytes
@@ -242,5 +301,56 @@ extension Registration {
                 !tag.isEmpty && tag.utf8.count <= Limits.maximumTagBytes, Field.tags,
                 "Every tag must be 1 to \(Limits.maximumTagBytes) bytes.")
         }
+        if let timeZone {
+            try check(
+                Self.isTimeZoneIdentifier(timeZone), Field.timeZone,
+                "\"\(timeZone)\" is not an IANA time zone id: send TimeZone.current.identifier (such as Asia/Tokyo or Europe/Paris), or nil to leave it out."
+            )
+        }
+        try validateLiveActivityFields()
+    }
+
+    private func check(_ condition: Bool, _ field: String, _ message: String) throws(RegistrationError) {
+        if !condition { throw RegistrationError.invalidRegistration(field: field, message) }
+    }
+
+    /// The rules that tie `activityType` and `activityId` to the token kind.
+    private func validateLiveActivityFields() throws(RegistrationError) {
+        try checkKindField(
+            activityType, field: Field.activityType, belongsTo: .liveActivityStart,
+            isValid: { !$0.contains(where: \.isWhitespace) }, maximumBytes: Limits.maximumActivityTypeBytes,
+            missing:
+                "A liveactivity-start (push-to-start) token needs activityType: the name of the ActivityAttributes type it starts, such as DeliveryAttributes (String(describing: DeliveryAttributes.self)).",
+            invalid:
+                "The activity type must be the ActivityAttributes type's name (1 to \(Limits.maximumActivityTypeBytes) bytes, no spaces or control characters), such as DeliveryAttributes.",
+            misplaced:
+                "Only a liveactivity-start (push-to-start) token names an activity type: leave activityType nil for a \(tokenKind) token."
+        )
+        try checkKindField(
+            activityID, field: Field.activityID, belongsTo: .liveActivity, isValid: { _ in true },
+            maximumBytes: Limits.maximumActivityIDBytes,
+            missing:
+                "A liveactivity (update) token needs activityId: the app's own id of the activity it updates, such as the order number, so the server can update and end that activity.",
+            invalid:
+                "The activity id must be 1 to \(Limits.maximumActivityIDBytes) bytes without control characters, such as order-1042.",
+            misplaced:
+                "Only a liveactivity (update) token belongs to one activity: leave activityId nil for a \(tokenKind) token."
+        )
+    }
+
+    /// A field that one token kind requires and every other kind refuses: present, 1 to `maximumBytes` bytes, free of
+    /// control characters and `isValid` for that kind; absent for the others.
+    private func checkKindField(
+        _ value: String?, field: String, belongsTo kind: TokenKind, isValid: (String) -> Bool, maximumBytes: Int,
+        missing: String, invalid: String, misplaced: String
+    ) throws(RegistrationError) {
+        guard tokenKind == kind else {
+            try check(value == nil, field, misplaced)
+            return
+        }
+        guard let value else { throw RegistrationError.invalidRegistration(field: field, missing) }
+        try check(
+            !value.isEmpty && value.utf8.count <= maximumBytes && !Self.containsControlCharacter(value)
+                && isValid(value), field, invalid)
     }
 }

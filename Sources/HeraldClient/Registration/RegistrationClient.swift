@@ -72,9 +72,12 @@ public struct RegistrationClient: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(registration.jsonBytes)
         let reply = try await perform(request, kind: .register(registration), acceptsNotFound: false)
-        // Remembered for delivery receipts only: the service extension names the device with it. A launch still
-        // registers whatever is stored here.
-        try? storage.set(Data(registration.token.hex.utf8), forKey: Self.registeredTokenKey)
+        // Remembered for delivery receipts only: the service extension names the device with it, so only the device
+        // token counts (a Live Activity or VoIP token never receives the notifications receipts are about). A launch
+        // still registers whatever is stored here.
+        if registration.tokenKind == .device {
+            try? storage.set(Data(registration.token.hex.utf8), forKey: Self.registeredTokenKey)
+        }
         let echo = (try? JSONValue(parsing: reply.body)).flatMap(Registration.init(json:))
         return RegistrationReceipt(status: reply.status, registration: echo, attempts: reply.attempts)
     }
@@ -124,8 +127,9 @@ public struct RegistrationClient: Sendable {
     /// The storage key of the last registered token (hex).
     static let registeredTokenKey = "herald.registered-token"
 
-    /// The token this installation registered last, through this client or another one on the same storage (the app's
-    /// and its extension's, in the App Group); `nil` before the first registration and after an unregistration.
+    /// The device token (`tokenKind` `device`) this installation registered last, through this client or another one
+    /// on the same storage (the app's and its extension's, in the App Group); `nil` before the first registration and
+    /// after an unregistration.
     ///
     /// It names the device in delivery receipts. It is not a reason to skip a registration: register at every launch.
     /// - Throws: ``RegistrationError`` (`storageFailed`) when the storage cannot be read.

@@ -150,7 +150,7 @@ enum NotificationValidator {
         }
     }
 
-    private static func checkLiveActivity(_ aps: APS) throws(NotificationValidationError) {
+    static func checkLiveActivity(_ aps: APS) throws(NotificationValidationError) {
         func missing(_ key: String, _ why: String) -> NotificationValidationError {
             NotificationValidationError(.liveActivity, field: "aps.\(key)", reason: nil, message: why)
         }

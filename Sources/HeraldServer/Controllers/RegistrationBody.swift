@@ -90,13 +90,24 @@ struct RegistrationBody {
                 "timeZone", "use an IANA time zone id such as Europe/Paris (TimeZone.current.identifier)")
         }
         activityType = try fields.string("activityType", bytes: 1...TokenRegistration.maximumActivityTypeBytes)
-        try TextRules.checkIdentifier(activityType, field: "activityType")
+        if let activityType, activityType.contains(where: \.isWhitespace) || TextRules.hasControlCharacter(activityType) {
+            throw APIError.invalidField("activityType", "a type name has no whitespace or control characters")
+        }
+        if activityType == nil, tokenKind == .liveActivityStart {
+            throw APIError.invalidField(
+                "activityType",
+                "a push-to-start token (\"tokenKind\": \"liveactivity-start\") needs the ActivityAttributes type it starts")
+        }
         if activityType != nil, tokenKind != .liveActivityStart {
             throw APIError.invalidField(
                 "activityType", "only a push-to-start token (\"tokenKind\": \"liveactivity-start\") names an activity type")
         }
         activityID = try fields.string("activityId", bytes: 1...TokenRegistration.maximumActivityIDBytes)
         try TextRules.checkIdentifier(activityID, field: "activityId")
+        if activityID == nil, tokenKind == .liveActivity {
+            throw APIError.invalidField(
+                "activityId", "a Live Activity update token (\"tokenKind\": \"liveactivity\") needs the app's id of its activity")
+        }
         if activityID != nil, tokenKind != .liveActivity {
             throw APIError.invalidField(
                 "activityId", "only a Live Activity update token (\"tokenKind\": \"liveactivity\") names an activity")

@@ -138,19 +138,19 @@ components:
         activityType:
           type: [string, "null"]
           minLength: 1
-          maxLength: 128
-          pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$"
+          maxLength: 256
+          pattern: "^[^\\s\\x00-\\x1F\\x7F-\\x9F]+$"
           description: >
-            Only with `tokenKind` liveactivity-start: the ActivityAttributes type this push-to-start token starts
-            (`400 invalidField` with any other kind).
+            Required with `tokenKind` liveactivity-start, refused with any other kind (`400 invalidField`): the
+            ActivityAttributes type this push-to-start token starts.
         activityId:
           type: [string, "null"]
           minLength: 1
           maxLength: 256
           pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$"
           description: >
-            Only with `tokenKind` liveactivity: the app's own id of the activity this update token belongs to
-            (`400 invalidField` with any other kind).
+            Required with `tokenKind` liveactivity, refused with any other kind (`400 invalidField`): the app's own id
+            of the activity this update token belongs to.
     StoredRegistration:
       allOf:
         - $ref: "#/components/schemas/Registration"

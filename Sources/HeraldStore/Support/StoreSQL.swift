@@ -52,7 +52,7 @@ package enum StoreSQL {
             "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register("
                 + (1...15).map { "$\($0)" }.joined(separator: ", ") + ")",
             registrationValues(registration, at: now)
-                + [.integer(registration.tokenKind.isOnePerInstallation ? 1 : 0)])
+                + [.integer(registration.replacesOthersOfItsInstallation ? 1 : 0)])
     }
 
     /// A registration's columns in `devices` order, then the registration time: the binds of ``upsertDevice(_:at:_:)``
@@ -104,18 +104,19 @@ package enum StoreSQL {
     package static func moveAside(_ registration: TokenRegistration, _ dialect: SQLStatement.Dialect)
         -> SQLStatement?
     {
-        guard let installation = registration.installationID, registration.tokenKind.isOnePerInstallation else {
+        guard let installation = registration.installationID, registration.replacesOthersOfItsInstallation else {
             return nil
         }
         return SQLStatement(
             dialect,
             """
             DELETE FROM devices WHERE installation_id = $1 AND topic = $2 AND token_kind = $3 AND token <> $4 \
-            RETURNING token
+            AND coalesce(activity_type, '') = $5 AND coalesce(activity_id, '') = $6 RETURNING token
             """,
             [
                 .text(installation.uuidString.lowercased()), .text(registration.topic),
                 .text(registration.tokenKind.name), .text(registration.token.hex),
+                .text(registration.activityType ?? ""), .text(registration.activityID ?? ""),
             ])
     }
 

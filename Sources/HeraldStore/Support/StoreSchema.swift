@@ -261,6 +261,11 @@ package enum StoreSchema {
     private static func registerFunction(columns: [String]) -> String {
         let parameters = columns.map { "p_\($0)" }
         let updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }
+        // From migration 8, Live Activity tokens replace only those of the same activity, or attributes type.
+        let sameActivity =
+            columns.contains("activity_id")
+            ? " AND coalesce(activity_type, '') = coalesce(p_activity_type, '') AND coalesce(activity_id, '') = coalesce(p_activity_id, '')"
+            : ""
         return """
             CREATE FUNCTION herald_register(\(parameters.map { "\($0) TEXT" }.joined(separator: ", ")), \
             p_now BIGINT, p_one_per_installation BIGINT) \
@@ -287,7 +292,7 @@ package enum StoreSchema {
                 END IF;
                 IF p_installation_id IS NOT NULL AND p_one_per_installation = 1 THEN
                     WITH gone AS (DELETE FROM devices WHERE installation_id = p_installation_id AND topic = p_topic
-                        AND token_kind = p_token_kind AND token <> p_token RETURNING token)
+                        AND token_kind = p_token_kind AND token <> p_token\(sameActivity) RETURNING token)
                     SELECT string_agg(token, ',') INTO r_moved FROM gone;
                 END IF;
                 RETURN NEXT;

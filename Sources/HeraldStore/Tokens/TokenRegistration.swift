@@ -51,9 +51,16 @@ public struct TokenRegistration: Sendable, Hashable {
     /// The most bytes of a time zone id.
     public static let maximumTimeZoneBytes = 64
     /// The most bytes of an activity attributes type name.
-    public static let maximumActivityTypeBytes = 128
+    public static let maximumActivityTypeBytes = 256
     /// The most bytes of an activity id.
     public static let maximumActivityIDBytes = 256
+
+    /// Whether registering this token removes the other tokens of its installation that address the same thing:
+    /// the same topic and kind (``TokenKind/isOnePerInstallation``), and for Live Activity tokens the same activity
+    /// id or attributes type (ActivityKit rotates them; several activities, and several types, coexist).
+    public var replacesOthersOfItsInstallation: Bool {
+        tokenKind.isOnePerInstallation || (tokenKind == .liveActivity && activityID != nil)
+    }
 
     /// Whether a text is the id of a time zone this system knows, spelt as the tz database spells it (letters,
     /// digits, `_`, `-`, `+` and `/`: Foundation would read a zone id up to a NUL and ignore the rest).

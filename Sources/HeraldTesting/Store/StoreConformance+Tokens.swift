@@ -28,7 +28,32 @@ extension StoreConformance {
             Case(
                 "time zones and Live Activity ids are stored, read back, replaced and cleared; misplaced ones refused",
                 timeZonesAndActivities),
+            Case(
+                "a Live Activity token replaces only its installation's token of the same activity id, or attributes type",
+                activityTokensReplaceTheirOwn),
         ]
+    }
+
+    static func activityTokensReplaceTheirOwn(_ context: Context) async throws {
+        let store = context.store
+        let installation = UUID()
+        func activity(_ n: Int, _ kind: TokenKind, type: String? = nil, id: String? = nil) -> TokenRegistration {
+            TokenRegistration(
+                token: token(n), topic: topic, environment: .development, tokenKind: kind, installationID: installation,
+                activityType: type, activityID: id)
+        }
+        for registration in [
+            activity(1, .liveActivity, id: "order-1"), activity(2, .liveActivity, id: "order-2"),
+            activity(3, .liveActivityStart, type: "Delivery"), activity(4, .liveActivityStart, type: "Match"),
+        ] {
+            #expect(try await store.upsert(registration).movedAside.isEmpty, "other activities and types coexist")
+        }
+        let rotated = try await store.upsert(activity(5, .liveActivity, id: "order-1"))
+        #expect(rotated.movedAside == [token(1)], "a rotated update token replaces its activity's old one")
+        let restarted = try await store.upsert(activity(6, .liveActivityStart, type: "Match"))
+        #expect(restarted.movedAside == [token(4)], "a new push-to-start token replaces the one of its type")
+        let left = try await store.devices(matching: .topic(topic), after: nil, limit: 10).devices.map(\.token)
+        #expect(Set(left) == [token(2), token(3), token(5), token(6)])
     }
 
     static func timeZonesAndActivities(_ context: Context) async throws {
