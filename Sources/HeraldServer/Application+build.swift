@@ -139,9 +139,12 @@ public func buildApplication(
                 to: router)
             EventsController(store: store, apps: apps, rateLimiter: eventLimiter, metrics: metrics).addRoutes(
                 to: router)
-            SendController(
+            let sends = SendController(
                 store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
-                metrics: metrics, clock: dependencies.clock
+                metrics: metrics, clock: dependencies.clock)
+            sends.addRoutes(to: router)
+            ActivityController(
+                store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics
             )
             .addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)

@@ -162,7 +162,7 @@ struct OpenAPIConformanceTests {
                 tally.record(
                     answer, field: "target", value: form, specValid: SchemaCases.isValid(form, targetSchema))
             }
-            for name in ["token", "tokens", "user", "tag", "topic"] {
+            for name in ["token", "tokens", "user", "tag", "activity", "topic"] {
                 let property = try #require(target[name])
                 for candidate in SchemaCases.candidates(for: property, largeArrays: false) {
                     let body = JSONValue.object(["target": .object([name: candidate]), "alert": "x"])
@@ -197,6 +197,18 @@ struct OpenAPIConformanceTests {
                     } else {
                         members["alert"] = .string("x")
                         members["badge"] = .integer(1)
+                    }
+                    // An activity type narrows a liveactivity push: a raw start payload.
+                    if name == "activityType" {
+                        members = [
+                            "target": .object(["token": .string(validToken)]), "pushType": "liveactivity",
+                            "payload": .object([
+                                "aps": .object([
+                                    "event": "start", "timestamp": 1, "content-state": .object([:]),
+                                    "attributes-type": "T", "attributes": .object([:]), "alert": "x",
+                                ])
+                            ]),
+                        ]
                     }
                     // The zone of devices without one belongs to a localTime send: tomorrow's noon, always ahead.
                     if name == "timeZone" {

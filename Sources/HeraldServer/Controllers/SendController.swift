@@ -46,6 +46,21 @@ struct SendController: Sendable {
             try await checkSingleToken(of: plan)
             return dryRunAnswer(plan, count: try await store.count(matching: plan.query))
         }
+        let answer = try await perform(plan, context: context)
+        return .json(
+            answer.body, status: answer.status,
+            headers: answer.status == .accepted ? [.location: "/api/sends/\(plan.sendID)"] : [:])
+    }
+
+    /// What a send answered: the send (with every outcome when it was sent inline), `200` or `202` when queued.
+    struct Answer {
+        var body: JSONValue
+        var status: HTTPResponse.Status
+    }
+
+    /// Performs a validated send: inline when its target is small enough and nothing schedules or paces it, else
+    /// queued for the worker.
+    func perform(_ plan: SendPlan, context: ServerRequestContext) async throws -> Answer {
         var logger = context.logger
         if !plan.mustRunInBackground, let devices = try await inlineTargets(of: plan) {
             let new = NewSend(
@@ -62,7 +77,7 @@ struct SendController: Sendable {
                 members["outcomes"] = .array(outcomes.map { Self.json($0, revealingToken: reveal) })
                 body = .object(members)
             }
-            return .json(body)
+            return Answer(body: body, status: .ok)
         }
         let count = try await store.count(matching: plan.query)
         let record = try await store.createSend(
@@ -75,7 +90,7 @@ struct SendController: Sendable {
         logger.info(
             plan.schedule == nil ? "Queued a background send" : "Scheduled a send",
             metadata: [LogKey.count: "\(count)"])
-        return .json(Self.json(record), status: .accepted, headers: [.location: "/api/sends/\(record.id)"])
+        return Answer(body: Self.json(record), status: .accepted)
     }
 
     /// The devices of a send small enough to perform while the request waits (at most

@@ -71,19 +71,20 @@ struct SendPlan: Sendable {
         guard let target = try fields.object("target") else {
             throw APIError(
                 .badRequest, reason: "missingTarget",
-                "The send has no \"target\": give one of {\"token\": …}, {\"tokens\": […]}, {\"user\": …}, {\"tag\": …} or {\"topic\": …}."
+                "The send has no \"target\": give one of {\"token\": …}, {\"tokens\": […]}, {\"user\": …}, {\"tag\": …}, {\"activity\": …} or {\"topic\": …}."
             )
         }
         let targetFields = JSONFields(target)
-        let forms = ["token", "tokens", "user", "tag", "topic"]
+        let forms = ["token", "tokens", "user", "tag", "activity", "topic"]
         let named = forms.filter { targetFields[$0] != nil }
         guard named.count == 1 else {
-            throw APIError.invalidField("target", "give exactly one of token, tokens, user, tag or topic")
+            throw APIError.invalidField("target", "give exactly one of token, tokens, user, tag, activity or topic")
         }
         // A misspelt second member ("usr") would otherwise narrow nothing, silently.
         if let unknown = target.keys.sorted().first(where: { !forms.contains($0) }) {
             throw APIError.invalidField(
-                "target", "\"\(unknown)\" is not a target: give exactly one of token, tokens, user, tag or topic")
+                "target",
+                "\"\(unknown)\" is not a target: give exactly one of token, tokens, user, tag, activity or topic")
         }
         let targetTopic = try targetFields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
         let appTopic = try fields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
@@ -126,6 +127,11 @@ struct SendPlan: Sendable {
             let tag = try targetFields.string("tag", bytes: 1...TokenRegistration.maximumTagBytes)!
             selection = .tag(tag)
             targetDescription = "tag \(tag)"
+        case "activity":
+            let id = try targetFields.string("activity", bytes: 1...TokenRegistration.maximumActivityIDBytes)!
+            try TextRules.checkIdentifier(id, field: "target.activity")
+            selection = .activity(id)
+            targetDescription = "activity \(id)"
         default:
             selection = .topic(app.bundleID)
             targetDescription = "every device"
@@ -188,6 +194,14 @@ struct SendPlan: Sendable {
         // Headers.
         self.pushType = pushType
         query = selection.kinds(Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) }))
+        if let activityType = try fields.string("activityType", bytes: 1...TokenRegistration.maximumActivityTypeBytes) {
+            guard pushType == .liveactivity else {
+                throw APIError.invalidField(
+                    "activityType", "it narrows a liveactivity push to the push-to-start tokens of one type")
+            }
+            try TextRules.checkIdentifier(activityType, field: "activityType")
+            query = query.kinds([.liveActivityStart]).activityType(activityType)
+        }
         var priority = try fields.integer("priority").map { number throws(APIError) in
             guard let priority = APNSPriority(rawValue: number) else {
                 throw APIError(

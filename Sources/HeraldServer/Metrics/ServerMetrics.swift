@@ -23,6 +23,9 @@ struct ServerMetrics: Sendable {
         static let corrections = ("environment_corrections", "BadDeviceToken tokens the other environment accepted.")
         static let sends = ("sends", "Sends started, inline or in the background.")
         static let receipts = ("receipt_events", "Delivery receipts the apps reported, by what became of them.")
+        static let activityPushes = (
+            "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event and priority."
+        )
     }
 
     init(registry: PrometheusCollectorRegistry) {
@@ -74,6 +77,10 @@ struct ServerMetrics: Sendable {
         for (result, count) in [("recorded", recorded), ("duplicate", duplicates), ("ignored", ignored)] where count > 0 {
             Self.counter(registry, Name.receipts, [("result", result)]).increment(by: Int64(count))
         }
+    }
+
+    func activityPush(event: String, priority: Int) {
+        Self.counter(registry, Name.activityPushes, [("event", event), ("priority", "\(priority)")]).increment()
     }
 
     func sendStarted(background: Bool) {

@@ -52,6 +52,16 @@ components:
       description: The previous page's `next`; absent or empty for the first page.
       schema: { type: string, pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]*$" }
   responses:
+    ActivityPushSent:
+      description: Sent inline, with every device's outcome.
+      content:
+        application/json:
+          schema: { $ref: "#/components/schemas/ActivityPush" }
+    ActivityPushQueued:
+      description: Queued (a large target), to follow with GET /api/sends/{id}.
+      content:
+        application/json:
+          schema: { $ref: "#/components/schemas/ActivityPush" }
     Error:
       description: An error; `reason` is stable, `error` a sentence a person can act on.
       content:
@@ -79,7 +89,8 @@ components:
             invalidField, missingTopic, unknownTopic, missingRegistrationKey, invalidRegistrationKey, topicNotAllowed,
             unknownToken, payloadTooLarge, rateLimited. Send: missingTarget, noContentKey, unknownToken, or the APNs
             reason the notification would have caused (BadPriority, BadCollapseId, PayloadTooLarge, InvalidPushType, …).
-            Events: invalidJSON, invalidField, badDeviceToken, and the registration key's. Cancel: unknownSend,
+            Events: invalidJSON, invalidField, badDeviceToken, and the registration key's. Activities: activityExists,
+            unknownActivity, activityEnded (409 and 404). Cancel: unknownSend,
             sendFinished (409). Auth: missingAPIKey, invalidAPIKey, insufficientScope. Lookups: missingQuery,
             unknownSend. HTTP:
             methodNotAllowed (405, with Allow), malformedHTTP (400), requestTimeout (408), headersTooLarge (431),
@@ -206,6 +217,12 @@ components:
               items: { type: string, minLength: 16, maxLength: 1024, pattern: "^([0-9a-fA-F]{2})+$" }
             user: { type: string, minLength: 1, maxLength: 256, pattern: "^[^\\x00]+$" }
             tag: { type: string, minLength: 1, maxLength: 64, pattern: "^[^\\x00]+$" }
+            activity:
+              type: string
+              minLength: 1
+              maxLength: 256
+              pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$"
+              description: "The update tokens of one Live Activity, by the app's activity id (registration activityId)."
             topic: { type: string, minLength: 1, maxLength: 255, pattern: "^[^\\x00]+$", description: "Every device of the app." }
         topic:
           type: [string, "null"]
@@ -213,6 +230,14 @@ components:
           maxLength: 255
           pattern: "^[^\\x00]+$"
           description: "The app; optional when the server serves one."
+        activityType:
+          type: [string, "null"]
+          minLength: 1
+          maxLength: 256
+          pattern: "^[^\\x00-\\x1F\\x7F-\\x9F]+$"
+          description: >
+            Only with pushType liveactivity: narrows the target to its push-to-start tokens of this ActivityAttributes
+            type (a raw start payload). POST /api/activities does this for you.
         sendAt:
           type: [string, "null"]
           format: date-time
@@ -387,6 +412,42 @@ components:
               payload: { type: object, description: The exact JSON payload. }
               payloadBytes: { type: integer, minimum: 0 }
               payloadLimit: { type: integer, description: "APNs's limit for the push type: 4096, or 5120 for VoIP." }
+    Activity:
+      type: object
+      required: [id, topic, activityType, status, updates, createdAt, updatedAt]
+      properties:
+        id: { type: string, description: "The app's own id of the activity." }
+        topic: { type: string }
+        activityType: { type: string }
+        status: { type: string, enum: [active, ended] }
+        updates: { type: integer, description: "Updates sent (an end is not one)." }
+        devices: { type: integer, description: "GET only: update tokens registered for it." }
+        createdAt: { type: string, format: date-time }
+        updatedAt: { type: string, format: date-time }
+        endedAt: { type: string, format: date-time }
+    ActivityPush:
+      description: >
+        The push as a send (inline with every outcome, or queued: 202), with the activity.
+      allOf:
+        - $ref: "#/components/schemas/Send"
+        - type: object
+          required: [activity]
+          properties:
+            activity: { $ref: "#/components/schemas/Activity" }
+    ActivityContent:
+      type: object
+      properties:
+        topic: { type: [string, "null"], description: "The app; optional when the server serves one." }
+        contentState: { type: [object, "null"], description: "The activity's ContentState, as the app decodes it." }
+        alert:
+          description: "A string, or an object with title, subtitle and body; a start needs one."
+        sound: { description: "A sound name, or a critical-sound object." }
+        staleDate: { type: [integer, "null"], minimum: 0, maximum: 2147483647, description: "Seconds since 1970." }
+        relevanceScore: { type: [number, "null"] }
+        priority:
+          type: [integer, "null"]
+          enum: [5, 10, null]
+          description: "Default: 10 for a start, an end or an update with an alert; 5 for other updates (not budgeted)."
     Send:
       type: object
       required: [id, status, target, summary, counts, receipts, createdAt, updatedAt]
@@ -600,6 +661,103 @@ paths:
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
+  /api/activities:
+    post:
+      summary: Start a Live Activity on a target's devices through their push-to-start tokens.
+      description: >
+        Sends event start to the target's push-to-start tokens (tokenKind liveactivity-start) of activityType, and
+        records the activity under the app's own activityId. Each device then registers the activity's update token
+        with that activityId (the SDK does), and updates and the end go to those tokens.
+      security: [{ apiKey: [send] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              allOf:
+                - $ref: "#/components/schemas/ActivityContent"
+                - type: object
+                  required: [activityId, activityType, target, attributes, contentState, alert]
+                  properties:
+                    activityId: { type: string, minLength: 1, maxLength: 256 }
+                    activityType: { type: string, minLength: 1, maxLength: 256 }
+                    target: { description: "As in SendRequest: token, tokens, user, tag or topic." }
+                    environment: { type: [string, "null"] }
+                    attributes: { type: object, description: "The activity's static attributes." }
+                    inputPushToken: { type: [boolean, "null"], description: "Ask each device for an update token (default true)." }
+                    inputPushChannel: { type: [string, "null"], description: "Or have the activity follow a broadcast channel." }
+      responses:
+        "200": { $ref: "#/components/responses/ActivityPushSent" }
+        "202": { $ref: "#/components/responses/ActivityPushQueued" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
+  /api/activities/{id}:
+    parameters:
+      - { name: id, in: path, required: true, schema: { type: string, minLength: 1, maxLength: 256 } }
+    get:
+      summary: An activity, and how many update tokens it has.
+      security: [{ apiKey: [send] }]
+      parameters:
+        - { name: topic, in: query, required: false, schema: { type: string } }
+      responses:
+        "200":
+          description: The activity.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Activity" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+    patch:
+      summary: Update a running activity on every device that registered its update token.
+      description: An ended activity is 409 activityEnded; an unknown one 404 unknownActivity.
+      security: [{ apiKey: [send] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              allOf:
+                - $ref: "#/components/schemas/ActivityContent"
+                - { type: object, required: [contentState] }
+      responses:
+        "200": { $ref: "#/components/responses/ActivityPushSent" }
+        "202": { $ref: "#/components/responses/ActivityPushQueued" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
+    delete:
+      summary: End an activity, with its final state and when the system removes it.
+      description: >
+        The body is optional: contentState (the final state; the device keeps what it shows when absent) and
+        dismissalDate (seconds since 1970). An ended activity is 409 activityEnded.
+      security: [{ apiKey: [send] }]
+      requestBody:
+        required: false
+        content:
+          application/json:
+            schema:
+              allOf:
+                - $ref: "#/components/schemas/ActivityContent"
+                - type: object
+                  properties:
+                    dismissalDate: { type: [integer, "null"], minimum: 0, maximum: 2147483647 }
+      responses:
+        "200": { $ref: "#/components/responses/ActivityPushSent" }
+        "202": { $ref: "#/components/responses/ActivityPushQueued" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
   /api/devices:
     get:
       summary: One page of the devices of a user, a tag or an app.

@@ -245,6 +245,23 @@ package enum StoreSchema {
                 "DROP FUNCTION herald_register(TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, TEXT, BIGINT, BIGINT)",
                 registerFunction(columns: registrationColumns(upTo: 8)),
             ]),
+        Migration(
+            version: 9, name: "Live Activities started through the API",
+            statements: [
+                """
+                CREATE TABLE activities (
+                    topic TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    activity_type TEXT NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('active', 'ended')),
+                    updates BIGINT NOT NULL DEFAULT 0,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    ended_at BIGINT,
+                    PRIMARY KEY (topic, id)
+                )
+                """
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

@@ -111,11 +111,13 @@ extension DeviceQuery {
     private func filters(into statement: inout SQLStatement) -> [String] {
         var conditions: [String] = []
         if case .user(let user) = selector { conditions.append("d.user_id = \(statement.bind(user))") }
+        if case .activity(let id) = selector { conditions.append("d.activity_id = \(statement.bind(id))") }
         if let topic { conditions.append("d.topic = \(statement.bind(topic))") }
         if let environment { conditions.append("d.environment = \(statement.bind(environment.name))") }
         if let kinds = sortedKindNames {
             conditions.append(kinds.isEmpty ? "1 = 0" : "d.token_kind IN (\(statement.bindList(kinds)))")
         }
+        if let activityType { conditions.append("d.activity_type = \(statement.bind(activityType))") }
         if let timeZones {
             var alternatives: [String] = []
             if !timeZones.zones.isEmpty {

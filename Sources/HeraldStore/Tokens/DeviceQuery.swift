@@ -14,6 +14,7 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         case tokens([DeviceToken])
         case user(String)
         case tag(String)
+        case activity(String)
         case topic
     }
 
@@ -28,6 +29,8 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var includesInvalidated = false
     /// Only registrations in these time zones (and those without one, when ``TimeZoneFilter/includesUnset``).
     public private(set) var timeZones: TimeZoneFilter?
+    /// Only push-to-start tokens of this activity attributes type, when set.
+    public private(set) var activityType: String?
 
     /// Registrations by their `timeZone`.
     public struct TimeZoneFilter: Sendable, Hashable {
@@ -53,6 +56,9 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public static func user(_ userID: String) -> DeviceQuery { DeviceQuery(.user(userID)) }
     /// The registrations carrying a tag, across topics unless narrowed with ``inTopic(_:)``.
     public static func tag(_ tag: String) -> DeviceQuery { DeviceQuery(.tag(tag)) }
+    /// The update tokens of one Live Activity, by the app's activity id (``TokenRegistration/activityID``), across
+    /// topics unless narrowed with ``inTopic(_:)``.
+    public static func activity(_ activityID: String) -> DeviceQuery { DeviceQuery(.activity(activityID)) }
     /// Every registration of a topic.
     public static func topic(_ topic: String) -> DeviceQuery { DeviceQuery(.topic, topic: topic) }
 
@@ -84,6 +90,13 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
+    /// The same query, narrowed to the push-to-start tokens of one activity attributes type.
+    public func activityType(_ type: String?) -> DeviceQuery {
+        var copy = self
+        copy.activityType = type
+        return copy
+    }
+
     /// The same query, with invalidated tokens included (admin lookups).
     public func includingInvalidated(_ include: Bool = true) -> DeviceQuery {
         var copy = self
@@ -110,11 +123,13 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         case .tokens(let tokens): parts = ["\(tokens.count) tokens"]
         case .user(let user): parts = ["user \(user)"]
         case .tag(let tag): parts = ["tag \(tag)"]
+        case .activity(let id): parts = ["activity \(id)"]
         case .topic: parts = []
         }
         if let topic { parts.append("topic \(topic)") }
         if let environment { parts.append(environment.name) }
         if let names = sortedKindNames { parts.append("kinds " + names.joined(separator: ",")) }
+        if let activityType { parts.append("activity type \(activityType)") }
         if let timeZones {
             parts.append(
                 "time zones " + (timeZones.zones.sorted() + (timeZones.includesUnset ? ["(none)"] : []))

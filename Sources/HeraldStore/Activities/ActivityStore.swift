@@ -1,0 +1,72 @@
+public import Foundation
+
+/// Live Activities the server started, by the app's own activity id: whether each is still running, so an update to
+/// an ended one is refused. The devices' tokens of an activity are registrations (``TokenRegistration/activityID``).
+/// Methods throw ``StoreError`` (or `CancellationError`).
+public protocol ActivityStore: Sendable {
+    /// Records a started activity.
+    /// - Returns: `nil` when the app has an activity with that id already (running or ended): nothing is written.
+    func createActivity(_ activity: NewActivity) async throws -> ActivityRecord?
+
+    /// An activity, or `nil` when unknown.
+    func activity(topic: String, id: String) async throws -> ActivityRecord?
+
+    /// Counts an update of a running activity, or ends it, in one statement: two requests racing to end an activity
+    /// cannot both go through.
+    func recordActivityPush(topic: String, id: String, ending: Bool) async throws -> ActivityPush
+}
+
+/// What became of an update or end of an activity (``ActivityStore/recordActivityPush(topic:id:ending:)``).
+public enum ActivityPush: Sendable, Hashable {
+    /// Counted, or ended: the activity as stored now.
+    case recorded(ActivityRecord)
+    /// Refused: the activity had ended already (as stored, unchanged).
+    case ended(ActivityRecord)
+    /// There is no such activity.
+    case unknown
+}
+
+/// What ``ActivityStore/createActivity(_:)`` records.
+public struct NewActivity: Sendable, Hashable {
+    /// The app (bundle id).
+    public var topic: String
+    /// The app's own id of the activity.
+    public var id: String
+    /// Its `ActivityAttributes` type.
+    public var activityType: String
+
+    public init(topic: String, id: String, activityType: String) {
+        self.topic = topic
+        self.id = id
+        self.activityType = activityType
+    }
+}
+
+/// A Live Activity as stored.
+public struct ActivityRecord: Sendable, Hashable {
+    public var topic: String
+    public var id: String
+    public var activityType: String
+    /// Whether it runs: `false` once ended through the API.
+    public var isActive: Bool
+    /// How many updates were sent (an end is not one).
+    public var updates: Int
+    public var createdAt: Date
+    public var updatedAt: Date
+    /// When it was ended, once it was.
+    public var endedAt: Date?
+
+    public init(
+        topic: String, id: String, activityType: String, isActive: Bool, updates: Int, createdAt: Date,
+        updatedAt: Date, endedAt: Date?
+    ) {
+        self.topic = topic
+        self.id = id
+        self.activityType = activityType
+        self.isActive = isActive
+        self.updates = updates
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+        self.endedAt = endedAt
+    }
+}

@@ -1,0 +1,60 @@
+package import Foundation
+
+extension StoreSQL {
+    /// The columns of `activities`, in the order ``StoredRow/activity()`` reads them.
+    package static let activityColumns = "topic, id, activity_type, status, updates, created_at, updated_at, ended_at"
+
+    /// Inserts an activity unless the app has one with its id; returns it when inserted.
+    package static func insertActivity(_ activity: NewActivity, at now: Date, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            """
+            INSERT INTO activities (topic, id, activity_type, status, updates, created_at, updated_at) \
+            VALUES ($1, $2, $3, 'active', 0, $4, $4) ON CONFLICT (topic, id) DO NOTHING RETURNING \(activityColumns)
+            """,
+            [
+                .text(activity.topic), .text(activity.id), .text(activity.activityType),
+                .integer(StoreTime.microseconds(now)),
+            ])
+    }
+
+    /// An activity.
+    package static func selectActivity(topic: String, id: String, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "SELECT \(activityColumns) FROM activities WHERE topic = $1 AND id = $2", [.text(topic), .text(id)])
+    }
+
+    /// Counts an update of a running activity, or ends it; returns it when it was running.
+    package static func recordActivityPush(
+        topic: String, id: String, ending: Bool, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            ending
+                ? """
+                UPDATE activities SET status = 'ended', ended_at = $3, updated_at = $3 \
+                WHERE topic = $1 AND id = $2 AND status = 'active' RETURNING \(activityColumns)
+                """
+                : """
+                UPDATE activities SET updates = updates + 1, updated_at = $3 \
+                WHERE topic = $1 AND id = $2 AND status = 'active' RETURNING \(activityColumns)
+                """,
+            [.text(topic), .text(id), .integer(StoreTime.microseconds(now))])
+    }
+}
+
+extension StoredRow {
+    /// An activity from the columns of ``StoreSQL/activityColumns``.
+    package func activity() throws -> ActivityRecord {
+        let status = try text(3)
+        guard status == "active" || status == "ended" else {
+            throw StoreError(.corruptRecord, "A stored activity has an unreadable status: repair or delete the row.")
+        }
+        return ActivityRecord(
+            topic: try text(0), id: try text(1), activityType: try text(2), isActive: status == "active",
+            updates: Int(try integer(4)), createdAt: StoreTime.date(try integer(5)),
+            updatedAt: StoreTime.date(try integer(6)), endedAt: try optionalInteger(7).map(StoreTime.date))
+    }
+}

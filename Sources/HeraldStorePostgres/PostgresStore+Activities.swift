@@ -1,0 +1,28 @@
+import HeraldCore
+public import HeraldStore
+
+extension PostgresStore {
+    public func createActivity(_ activity: NewActivity) async throws -> ActivityRecord? {
+        let now = clock.now()
+        return try await session("record an activity") { session in
+            try await session.rows(StoreSQL.insertActivity(activity, at: now, .postgres)).first?.activity()
+        }
+    }
+
+    public func activity(topic: String, id: String) async throws -> ActivityRecord? {
+        try await session("read an activity") { session in
+            try await session.rows(StoreSQL.selectActivity(topic: topic, id: id, .postgres)).first?.activity()
+        }
+    }
+
+    public func recordActivityPush(topic: String, id: String, ending: Bool) async throws -> ActivityPush {
+        let now = clock.now()
+        return try await transaction("record an activity push") { session in
+            let pushed = StoreSQL.recordActivityPush(topic: topic, id: id, ending: ending, at: now, .postgres)
+            if let row = try await session.rows(pushed).first { return .recorded(try row.activity()) }
+            return try await session.rows(StoreSQL.selectActivity(topic: topic, id: id, .postgres)).first.map {
+                .ended(try $0.activity())
+            } ?? .unknown
+        }
+    }
+}

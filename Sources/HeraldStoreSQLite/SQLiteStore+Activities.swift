@@ -1,0 +1,30 @@
+import HeraldCore
+public import HeraldStore
+
+extension SQLiteStore {
+    public func createActivity(_ activity: NewActivity) async throws -> ActivityRecord? {
+        let now = clock.now()
+        return try await write("record an activity") { db in
+            try db.rows(StoreSQL.insertActivity(activity, at: now, .sqlite)).first?.activity()
+        }
+    }
+
+    public func activity(topic: String, id: String) async throws -> ActivityRecord? {
+        try await read("read an activity") { db in
+            try db.rows(StoreSQL.selectActivity(topic: topic, id: id, .sqlite)).first?.activity()
+        }
+    }
+
+    public func recordActivityPush(topic: String, id: String, ending: Bool) async throws -> ActivityPush {
+        let now = clock.now()
+        return try await write("record an activity push") { db in
+            if let row = try db.rows(StoreSQL.recordActivityPush(topic: topic, id: id, ending: ending, at: now, .sqlite))
+                .first
+            {
+                return .recorded(try row.activity())
+            }
+            return try db.rows(StoreSQL.selectActivity(topic: topic, id: id, .sqlite)).first.map { .ended(try $0.activity()) }
+                ?? .unknown
+        }
+    }
+}

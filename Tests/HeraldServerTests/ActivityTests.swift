@@ -1,0 +1,117 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// A Live Activity's whole life through the API, in-process: the server, its store and its emulator.
+@Suite("Live Activities: start, update and end by the app's activity id", .timeLimit(.minutes(2)))
+struct ActivityTests {
+    static func payload(_ entry: InboxEntry) throws -> JSONValue { try JSONValue(parsing: entry.payload) }
+
+    @Test("start on a user's two devices, two updates and an end reach each in order; later pushes are refused", arguments: Backend.available)
+    func life(backend: Backend) async throws {
+        try await ServerHarness.withServer(backend) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let starts = [testToken(0x71), testToken(0x72)]
+            let updates = [testToken(0x81), testToken(0x82)]
+            let installations = [UUID(), UUID()]
+            for (token, installation) in zip(starts, installations) {
+                try await client.register(
+                    token, debug: true,
+                    extra: #", "userId": "alice", "installationId": "\#(installation)", "tokenKind": "liveactivity-start", "activityType": "DeliveryAttributes""#)
+            }
+            // A push-to-start token of another type, and another user's: neither starts this activity.
+            try await client.register(
+                testToken(0x73), debug: true,
+                extra: #", "userId": "alice", "tokenKind": "liveactivity-start", "activityType": "MatchAttributes""#)
+            try await client.register(
+                testToken(0x74), debug: true,
+                extra: #", "userId": "bob", "tokenKind": "liveactivity-start", "activityType": "DeliveryAttributes""#)
+
+            let started = try await client.call(
+                .post, "/api/activities",
+                body: #"{"activityId": "order-1", "activityType": "DeliveryAttributes", "target": {"user": "alice"}, "attributes": {"orderNumber": 1}, "contentState": {"stop": 1}, "alert": {"title": "On its way", "body": "Your order left"}}"#,
+                bearer: key)
+            #expect(started.status == .ok, "\(started)")
+            #expect(started.json["counts"]?["accepted"] == 2 && started.json["activity"]?["status"] == "active")
+            for token in starts {
+                let inbox = try emulator.inbox(for: token)
+                #expect(inbox.count == 1 && inbox.first?.pushType == "liveactivity")
+                let aps = try #require(try Self.payload(inbox[0])["aps"])
+                #expect(aps["event"] == "start" && aps["attributes-type"] == "DeliveryAttributes")
+                #expect(aps["alert"]?["title"] == "On its way" && aps["input-push-token"] == 1)
+                #expect(aps["content-state"]?["stop"] == 1 && aps["attributes"]?["orderNumber"] == 1)
+            }
+            #expect(emulator.device(testToken(0x73)) == nil && emulator.device(testToken(0x74)) == nil)
+
+            // Each device reports its activity's update token, as the SDK does.
+            for (token, installation) in zip(updates, installations) {
+                try await client.register(
+                    token, debug: true,
+                    extra: #", "installationId": "\#(installation)", "tokenKind": "liveactivity", "activityId": "order-1""#)
+            }
+            for stop in [2, 3] {
+                let answer = try await client.call(
+                    .patch, "/api/activities/order-1", body: #"{"contentState": {"stop": \#(stop)}}"#, bearer: key)
+                #expect(answer.status == .ok && answer.json["counts"]?["accepted"] == 2, "\(answer)")
+            }
+            let ended = try await client.call(
+                .delete, "/api/activities/order-1",
+                body: #"{"contentState": {"stop": 4}, "dismissalDate": 1767300000}"#, bearer: key)
+            #expect(ended.status == .ok && ended.json["activity"]?["status"] == "ended", "\(ended)")
+            for token in updates {
+                let inbox = try emulator.inbox(for: token)
+                let events = try inbox.map { try Self.payload($0)["aps"]?["event"]?.stringValue ?? "-" }
+                #expect(events == ["update", "update", "end"])
+                #expect(inbox.map(\.priority) == [5, 5, 10], "updates default to the unbudgeted priority 5")
+                let stops = try inbox.map { try Self.payload($0)["aps"]?["content-state"]?["stop"]?.intValue ?? 0 }
+                #expect(stops == [2, 3, 4])
+                #expect(try Self.payload(inbox[2])["aps"]?["dismissal-date"] == 1_767_300_000)
+            }
+            #expect(try emulator.inbox(for: starts[0]).count == 1, "updates go to update tokens only")
+
+            let late = try await client.call(
+                .patch, "/api/activities/order-1", body: #"{"contentState": {"stop": 5}}"#, bearer: key)
+            #expect(late.status == .conflict && late.reason == "activityEnded", "\(late)")
+            let again = try await client.call(.delete, "/api/activities/order-1", bearer: key)
+            #expect(again.status == .conflict && again.reason == "activityEnded", "\(again)")
+            for token in updates { #expect(try emulator.inbox(for: token).count == 3, "nothing more was sent") }
+
+            let shown = try await client.call(.get, "/api/activities/order-1", bearer: key)
+            #expect(shown.json["status"] == "ended" && shown.json["updates"] == 2 && shown.json["devices"] == 2)
+            let unknown = try await client.call(
+                .patch, "/api/activities/order-2", body: #"{"contentState": {}}"#, bearer: key)
+            #expect(unknown.status == .notFound && unknown.reason == "unknownActivity", "\(unknown)")
+            let reused = try await client.call(
+                .post, "/api/activities",
+                body: #"{"activityId": "order-1", "activityType": "DeliveryAttributes", "target": {"user": "alice"}, "attributes": {}, "contentState": {}, "alert": "x"}"#,
+                bearer: key)
+            #expect(reused.status == .conflict && reused.reason == "activityExists", "\(reused)")
+        }
+    }
+
+    @Test("bad activity requests are 400 naming the field, and start nothing", arguments: [
+        (#"{"activityType": "T", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x"}"#, "activityId"),
+        (#"{"activityId": "o", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x"}"#, "activityType"),
+        (#"{"activityId": "o", "activityType": "T", "target": {"user": "a"}, "contentState": {}, "alert": "x"}"#, "attributes"),
+        (#"{"activityId": "o", "activityType": "T", "target": {"user": "a"}, "attributes": {}, "alert": "x"}"#, "contentState"),
+        (#"{"activityId": "o", "activityType": "T", "target": {"user": "a"}, "attributes": {}, "contentState": {}}"#, "aps.alert"),
+        (#"{"activityId": "o", "activityType": "T", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x", "colour": 1}"#, "colour"),
+        (#"{"activityId": "o\u0007", "activityType": "T", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x"}"#, "activityId"),
+    ])
+    func badStarts(_ body: String, field: String) async throws {
+        try await ServerHarness.withServer { client, app in
+            let key = try await SendTests.key(app)
+            let answer = try await client.call(.post, "/api/activities", body: body, bearer: key)
+            #expect(answer.status == .badRequest, "\(answer)")
+            #expect(answer.json["error"]?.stringValue?.contains(field) == true, "\(answer)")
+            #expect(try await app.store.activity(topic: ServerHarness.topic, id: "o") == nil)
+        }
+    }
+}
