@@ -256,6 +256,9 @@ enum ConsoleAssets {
 <div class="figure"><dt>Sends, 7 days</dt><dd>{{week.sends}}</dd></div>
 <div class="figure"><dt>Received, 7 days</dt><dd>{{week.received}} <small>{{week.receivedRate}}</small></dd></div>
 <div class="figure"><dt>Opened, 7 days</dt><dd>{{week.opened}} <small>{{week.openedRate}}</small></dd></div>
+<div class="figure"><dt>APNs p50, 24 h</dt><dd id="apns-p50">{{apns.p50}}</dd></div>
+<div class="figure"><dt>APNs p99, 24 h</dt><dd id="apns-p99">{{apns.p99}}</dd></div>
+<div class="figure"><dt>APNs connections open</dt><dd id="apns-open">{{apns.open}}</dd></div>
 </dl>
 {{#noDevices}}{{{emptyDevices}}}{{/noDevices}}
 {{^noDevices}}
@@ -276,6 +279,17 @@ enum ConsoleAssets {
 {{^reasons}}<p class="muted">No rejections in the last 7 days.</p>{{/reasons}}
 </section>
 </div>
+<h2 class="section">APNs</h2>
+<section class="card" aria-labelledby="apns-title"><h2 id="apns-title">Latency and connections, last 24 hours</h2>
+{{#apns}}
+{{^hasRequests}}<p class="muted" id="apns-empty">No APNs requests in the last 24 h.</p>{{/hasRequests}}
+<div class="table-wrap"><table>
+<thead><tr><th>App</th><th>Environment</th><th class="num">Connections open</th><th class="num">Requests, 24 h</th><th class="num">p50</th><th class="num">p99</th></tr></thead>
+<tbody>{{#clients}}<tr><td>{{app}}</td><td>{{environment}}</td><td class="num">{{open}}</td><td class="num">{{requests}}</td><td class="num">{{p50}}</td><td class="num">{{p99}}</td></tr>
+{{/clients}}</tbody></table></div>
+<p class="hint">Time from sending a request to APNs's answer, each attempt counted, since this instance started (at most the last 24 hours). Each percentile is the upper edge of its bucket, which is at most 12.5 % wide: the true value is at most the figure shown.</p>
+{{/apns}}
+</section>
 """#,
         "send": #"""
 <p><a href="/console/sends">← Sends</a></p>

@@ -76,6 +76,7 @@ extension ConsoleController {
             "hasReasons": !week.topReasons.isEmpty,
             "reasons": week.topReasons.map(\.name),
             "reasonsChart": ConsoleCharts.bars(week.topReasons, label: "Top rejection reasons of the last 7 days"),
+            "apns": apnsData(),
         ]
         return renderer.page("overview", title: "Overview", section: .overview, data: data, context: context)
     }
