@@ -145,6 +145,9 @@ public final class APNSClient: Service, Sendable {
     /// Connections currently open or opening.
     public var connectionCount: Int { pool.connectionCount }
 
+    /// Its latency over the last 24 hours and its open connections, for the console.
+    public var statistics: APNSClientStatistics { metrics.statistics }
+
     /// The most streams one connection carried at once so far, for tests.
     var mostStreamsOnOneConnection: Int { pool.mostStreamsOnOneConnection }
 
@@ -360,8 +363,8 @@ public final class APNSClient: Service, Sendable {
 
     /// Returns the stream slot; retires the connection when APNs' answer says it must not be used again.
     private func finish(_ lease: ConnectionPool.Lease, of pool: ConnectionPool, started: ContinuousClock.Instant, _ result: Result<APNSResponse, APNSClientError>) {
-        let elapsed = started.duration(to: .now)
-        metrics.answered(after: elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+        let now = ContinuousClock.now
+        metrics.answered(after: started.duration(to: now), at: now)
         if case .success(let response) = result, response.status != 200, let reason = Self.reason(in: response),
             reason.retry == .onAnotherConnection || reason == .unrelatedKeyIDInToken
         {

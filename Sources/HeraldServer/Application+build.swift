@@ -152,7 +152,7 @@ public func buildApplication(
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, worker: worker,
-                clock: dependencies.clock
+                apnsStatistics: { senders.statistics }, clock: dependencies.clock
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the

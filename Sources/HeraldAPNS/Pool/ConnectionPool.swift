@@ -214,6 +214,7 @@ final class ConnectionPool: Sendable {
             }
             guard let resumed else {
                 await connection.close()
+                metrics.connectionClosed()
                 return
             }
             for (continuation, lease) in resumed { continuation.resume(returning: lease) }

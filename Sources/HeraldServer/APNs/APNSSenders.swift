@@ -24,6 +24,19 @@ final class APNSSenders: PushSender {
     /// Every client, to run as services.
     var services: [any Service] { clients.values.flatMap { $0.values.map { $0 as any Service } } }
 
+    /// Each client's latency over the last 24 hours and open connections, by app and then environment.
+    var statistics: [SenderStatistics] {
+        clients.sorted { $0.key < $1.key }.flatMap { app, perEnvironment in
+            APNSEnvironment.all.compactMap { environment in
+                perEnvironment[environment].map { client in
+                    SenderStatistics(
+                        app: app, environment: environment, openConnections: client.statistics.openConnections,
+                        latency: client.statistics.latency())
+                }
+            }
+        }
+    }
+
     func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
         -> DeliveryOutcome.Result
     {

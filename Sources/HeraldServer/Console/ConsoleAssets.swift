@@ -53,10 +53,30 @@ enum ConsoleAssets {
 <label class="check"><input id="encrypt" type="checkbox"> encrypt with the app's content key</label>
 <label for="data">Custom data (JSON object)</label><textarea id="data" rows="3" placeholder='{"orderId": 42}' spellcheck="false"></textarea>
 </fieldset>
+<fieldset><legend>When</legend>
+<div class="choices" role="radiogroup" aria-label="When to send">
+<label class="check"><input type="radio" name="when" id="when-now" value="now" checked> Now</label>
+<label class="check"><input type="radio" name="when" id="when-at" value="at"> At a time</label>
+<label class="check"><input type="radio" name="when" id="when-local" value="local"> At a local time in each device's time zone</label>
+</div>
+<div id="when-at-fields" hidden>
+<label for="send-at">Date and time</label><input id="send-at" type="datetime-local" aria-describedby="send-at-zone">
+<p class="hint" id="send-at-zone">In your browser's time zone.</p>
+</div>
+<div id="when-local-fields" hidden>
+<div class="row">
+<div><label for="local-time">Date and time on each device</label><input id="local-time" type="datetime-local" aria-describedby="local-time-hint"></div>
+<div><label for="time-zone">Time zone of devices without one</label><input id="time-zone" type="text" list="time-zones" placeholder="UTC" spellcheck="false" autocomplete="off"><datalist id="time-zones"></datalist></div>
+</div>
+<p class="hint" id="local-time-hint">Sent in waves: first where that time comes first (UTC+14), last where it comes last (UTC−12).</p>
+</div>
+<label for="rate">Rate (devices per second, optional)</label><input id="rate" type="number" min="1" step="1" aria-describedby="rate-hint">
+<p class="hint" id="rate-hint">A ceiling for the whole send; a paced or scheduled send always goes through the queue.</p>
+</fieldset>
 <fieldset><legend>Send</legend>
 <label for="test-token">Test device token</label><input id="test-token" type="text" value="{{testToken}}" spellcheck="false" autocomplete="off" placeholder="a registered token">
 <div class="actions">
-<button type="button" id="send-test" class="secondary">Send a test to one device</button>
+<button type="button" id="send-test" class="secondary">Send a test to one device now</button>
 <button type="button" id="send">Send</button>
 </div>
 <p id="result" role="status" aria-live="polite"></p>
@@ -256,6 +276,9 @@ enum ConsoleAssets {
 <div class="figure"><dt>Sends, 7 days</dt><dd>{{week.sends}}</dd></div>
 <div class="figure"><dt>Received, 7 days</dt><dd>{{week.received}} <small>{{week.receivedRate}}</small></dd></div>
 <div class="figure"><dt>Opened, 7 days</dt><dd>{{week.opened}} <small>{{week.openedRate}}</small></dd></div>
+<div class="figure"><dt>APNs p50, 24 h</dt><dd id="apns-p50">{{apns.p50}}</dd></div>
+<div class="figure"><dt>APNs p99, 24 h</dt><dd id="apns-p99">{{apns.p99}}</dd></div>
+<div class="figure"><dt>APNs connections open</dt><dd id="apns-open">{{apns.open}}</dd></div>
 </dl>
 {{#noDevices}}{{{emptyDevices}}}{{/noDevices}}
 {{^noDevices}}
@@ -276,6 +299,17 @@ enum ConsoleAssets {
 {{^reasons}}<p class="muted">No rejections in the last 7 days.</p>{{/reasons}}
 </section>
 </div>
+<h2 class="section">APNs</h2>
+<section class="card" aria-labelledby="apns-title"><h2 id="apns-title">Latency and connections, last 24 hours</h2>
+{{#apns}}
+{{^hasRequests}}<p class="muted" id="apns-empty">No APNs requests in the last 24 h.</p>{{/hasRequests}}
+<div class="table-wrap"><table>
+<thead><tr><th>App</th><th>Environment</th><th class="num">Connections open</th><th class="num">Requests, 24 h</th><th class="num">p50</th><th class="num">p99</th></tr></thead>
+<tbody>{{#clients}}<tr><td>{{app}}</td><td>{{environment}}</td><td class="num">{{open}}</td><td class="num">{{requests}}</td><td class="num">{{p50}}</td><td class="num">{{p99}}</td></tr>
+{{/clients}}</tbody></table></div>
+<p class="hint">Time from sending a request to APNs's answer, each attempt counted, since this instance started (at most the last 24 hours). Each percentile is the upper edge of its bucket, which is at most 12.5 % wide: the true value is at most the figure shown.</p>
+{{/apns}}
+</section>
 """#,
         "send": #"""
 <p><a href="/console/sends">← Sends</a></p>
@@ -283,6 +317,7 @@ enum ConsoleAssets {
 <p class="lede">{{summary}} · created {{createdAt}} · <span class="mono">{{id}}</span></p>
 <section class="card" id="send-progress" data-send="{{id}}" data-status="{{status}}" aria-labelledby="progress-title">
 <h2 id="progress-title">Status: <span id="send-status" class="status-{{status}}">{{status}}</span></h2>
+{{#schedule}}<p id="send-schedule" class="scheduled">{{#localTime}}Scheduled for {{localTime}} in each device's time zone ({{unsetZone}} for devices without one); next wave at {{/localTime}}{{^localTime}}Scheduled for {{/localTime}}<time id="send-at" datetime="{{instant}}">{{at}}</time><span id="send-at-local" class="muted"></span></p>{{/schedule}}
 <div class="progress-label"><span id="send-done">{{done}} of {{total}} devices</span><span id="send-percent">{{percent}} %</span></div>
 <progress id="send-bar" max="{{total}}" value="{{done}}" aria-labelledby="progress-title">{{percent}} %</progress>
 <dl class="figures">
@@ -329,7 +364,7 @@ enum ConsoleAssets {
 <section class="card">
 <div class="table-wrap"><table>
 <thead><tr><th>Created</th><th>Target</th><th class="optional">Notification</th><th>Status</th><th>Progress</th><th class="num">Accepted</th><th class="num">Rejected</th><th class="num optional">Failed</th></tr></thead>
-<tbody>{{#sends}}<tr><td><a href="/console/sends/{{id}}">{{createdAt}}</a></td><td>{{target}}</td><td class="optional">{{summary}}</td><td><span class="status-{{status}}">{{status}}</span></td>
+<tbody>{{#sends}}<tr><td><a href="/console/sends/{{id}}">{{createdAt}}</a></td><td>{{target}}</td><td class="optional">{{summary}}</td><td>{{#schedule}}<span class="status-scheduled">{{#localTime}}Scheduled for {{localTime}} in each device's time zone, next wave at {{/localTime}}{{^localTime}}Scheduled for {{/localTime}}<time datetime="{{instant}}">{{at}}</time></span>{{/schedule}}{{^schedule}}<span class="status-{{status}}">{{status}}</span>{{/schedule}}</td>
 <td><progress max="{{total}}" value="{{done}}" aria-label="Progress of the send to {{target}}">{{percent}} %</progress></td>
 <td class="num">{{accepted}}</td><td class="num">{{rejected}}</td><td class="num optional">{{failed}}</td></tr>
 {{/sends}}</tbody></table></div>
@@ -423,11 +458,13 @@ dl.record dd { margin: 0; word-break: break-all; }
 .badge.bad, .status-failed, .status-rejected { color: var(--bad); }
 .status-queued, .status-running { color: var(--warn); }
 .status-cancelled { color: var(--muted); }
+.status-scheduled, .scheduled { color: var(--warn); }
+[hidden] { display: none !important; }
 
 form.inline { display: inline; }
 label { display: block; font-weight: 600; margin: .6rem 0 .2rem; }
 label.check { display: flex; gap: .4rem; align-items: center; font-weight: 400; }
-input[type=text], input[type=password], input[type=number], input[type=search], select, textarea {
+input[type=text], input[type=password], input[type=number], input[type=search], input[type=datetime-local], select, textarea {
   width: 100%; padding: .5rem .6rem; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); color: var(--text); font: inherit;
 }
 textarea { font-family: var(--mono); font-size: .9em; min-height: 4.5rem; }
@@ -442,6 +479,9 @@ button:disabled { opacity: .5; cursor: not-allowed; }
 .search { display: grid; gap: .5rem 1rem; grid-template-columns: 2fr 1fr 1fr 1fr auto; align-items: end; }
 .search label { margin: 0 0 .2rem; }
 .error { color: var(--bad); font-weight: 600; }
+.field-error { color: var(--bad); font-weight: 600; font-size: .9rem; margin: .25rem 0 0; }
+input[aria-invalid="true"], select[aria-invalid="true"], textarea[aria-invalid="true"] { border-color: var(--bad); }
+.choices { display: flex; flex-wrap: wrap; gap: 0 1.25rem; }
 .notice { border-left: 4px solid var(--ok); padding: .5rem 1rem; background: var(--panel); }
 .secret { font-family: var(--mono); font-size: 1rem; padding: .6rem; border: 2px dashed var(--warn); border-radius: 6px; word-break: break-all; user-select: all; }
 .pager { display: flex; justify-content: space-between; margin-top: 1rem; }
@@ -482,8 +522,9 @@ progress { width: 100%; height: 1.1rem; accent-color: var(--accent); }
 h2.section { margin: 1.75rem 0 .75rem; }
 """#,
         "compose.js": #"""
-// Compose: builds the send body from the form, asks the send API for a dry run as you type, shows its verdict,
-// the payload, the headers and a banner preview, and sends. Text is only ever set with textContent.
+// Compose: builds the send body from the form, asks the send API for a dry run as you type, shows its verdict (next
+// to the field it names, when it names one), the payload, the headers and a banner preview, and sends or schedules.
+// Text is only ever set with textContent.
 "use strict";
 (function () {
   const form = document.getElementById("compose");
@@ -493,21 +534,105 @@ h2.section { margin: 1.75rem 0 .75rem; }
   const text = (id) => $(id).value.trim();
   let timer = null;
   let generation = 0;
+  // The send API's field names, and the APNs reasons that are about one field, to the input that holds it.
+  const inputs = {
+    sendAt: "send-at", localTime: "local-time", timeZone: "time-zone", rate: "rate", badge: "badge", sound: "sound",
+    category: "category", threadId: "thread-id", interruptionLevel: "interruption-level",
+    relevanceScore: "relevance-score", priority: "priority", expiration: "expiration", collapseId: "collapse-id",
+    data: "data", localizations: "localizations", pushType: "push-type",
+    BadCollapseId: "collapse-id", BadPriority: "priority", BadExpirationDate: "expiration",
+  };
+
+  function fieldError(id, message) {
+    const error = new Error(message);
+    error.field = id;
+    return error;
+  }
 
   function parseJSON(id, label) {
     const value = text(id);
     if (value === "") return undefined;
-    try { return JSON.parse(value); } catch (e) { throw new Error(label + " is not valid JSON: " + e.message); }
+    try { return JSON.parse(value); } catch (e) { throw fieldError(id, label + " is not valid JSON: " + e.message); }
   }
 
   function number(id, label) {
     const value = text(id);
     if (value === "") return undefined;
     const parsed = Number(value);
-    if (!Number.isFinite(parsed)) throw new Error(label + " must be a number.");
+    if (!Number.isFinite(parsed)) throw fieldError(id, label + " must be a number.");
     return parsed;
   }
 
+  function clearFieldErrors() {
+    for (const shown of form.querySelectorAll(".field-error")) {
+      const input = $(shown.dataset.for);
+      input.removeAttribute("aria-invalid");
+      const described = (input.getAttribute("aria-describedby") || "").split(" ").filter((d) => d && d !== shown.id);
+      if (described.length) input.setAttribute("aria-describedby", described.join(" ")); else input.removeAttribute("aria-describedby");
+      shown.remove();
+    }
+  }
+
+  // Shows a message under its input, tied to it for screen readers.
+  function showFieldError(id, message) {
+    const input = $(id);
+    if (!input) return;
+    const shown = document.createElement("p");
+    shown.className = "field-error";
+    shown.id = id + "-error";
+    shown.dataset.for = id;
+    shown.textContent = message;
+    input.insertAdjacentElement("afterend", shown);
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", ((input.getAttribute("aria-describedby") || "") + " " + shown.id).trim());
+  }
+
+  function when() { return form.querySelector('input[name="when"]:checked').value; }
+
+  const pad = (n) => String(n).padStart(2, "0");
+
+  // A datetime-local value in the browser's zone as RFC 3339 with that zone's offset on that date. The parts come
+  // from the parsed date, so a time a daylight-saving change skips is the time the browser moved it to.
+  function instant(value) {
+    const date = new Date(value);
+    if (value === "" || Number.isNaN(date.getTime())) return null;
+    const offset = -date.getTimezoneOffset();
+    const sign = offset >= 0 ? "+" : "-";
+    return date.getFullYear() + "-" + pad(date.getMonth() + 1) + "-" + pad(date.getDate()) + "T" +
+      pad(date.getHours()) + ":" + pad(date.getMinutes()) + ":" + pad(date.getSeconds()) +
+      sign + pad(Math.floor(Math.abs(offset) / 60)) + ":" + pad(Math.abs(offset) % 60);
+  }
+
+  function showWhen() {
+    const choice = when();
+    $("when-at-fields").hidden = choice !== "at";
+    $("when-local-fields").hidden = choice !== "local";
+    $("send").textContent = choice === "now" ? "Send" : "Schedule";
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const at = instant($("send-at").value);
+    $("send-at-zone").textContent = at
+      ? "In your browser's time zone, " + zone + ": " + at + ", that is " +
+        new Date(at).toISOString().replace("T", " ").replace(/:00\.000Z$/, " UTC").replace(/\.000Z$/, " UTC") + "."
+      : "In your browser's time zone, " + zone + ".";
+  }
+
+  function schedule(request) {
+    const choice = when();
+    if (choice === "at") {
+      const at = instant($("send-at").value);
+      if (!at) throw fieldError("send-at", "Choose the date and time to send at.");
+      request.sendAt = at;
+    } else if (choice === "local") {
+      const local = $("local-time").value.slice(0, 19);
+      if (!local) throw fieldError("local-time", "Choose the date and time each device should get it at.");
+      request.localTime = local;
+      if (text("time-zone")) request.timeZone = text("time-zone");
+    }
+    const rate = number("rate", "Rate");
+    if (rate !== undefined) request.rate = rate;
+  }
+
+  // A test goes to one device now: the schedule and rate are for the send.
   function body(targetOverride) {
     const request = {};
     const kind = $("target-kind").value;
@@ -540,6 +665,7 @@ h2.section { margin: 1.75rem 0 .75rem; }
     if ($("encrypt").checked) request.encrypt = true;
     const data = parseJSON("data", "Custom data");
     if (data !== undefined) request.data = data;
+    if (!targetOverride) schedule(request);
     return request;
   }
 
@@ -552,6 +678,19 @@ h2.section { margin: 1.75rem 0 .75rem; }
     let answer = {};
     try { answer = await response.json(); } catch (e) { answer = { error: "The server answered " + response.status + "." }; }
     return { status: response.status, answer: answer };
+  }
+
+  function refuse(error) {
+    setValidity(false, error.message);
+    if (error.field) showFieldError(error.field, error.message);
+  }
+
+  // The send API names a bad field in its message ("The field \"sendAt\" is invalid: …") or by an APNs reason.
+  function refused(answer) {
+    const message = (answer.reason ? answer.reason + ": " : "") + (answer.error || "The check failed.");
+    const named = /The field "([^"]+)"/.exec(answer.error || "");
+    const id = named ? inputs[named[1]] : inputs[answer.reason];
+    return id ? fieldError(id, message) : new Error(message);
   }
 
   function setValidity(ok, message) {
@@ -570,44 +709,57 @@ h2.section { margin: 1.75rem 0 .75rem; }
 
   async function check() {
     const mine = ++generation;
+    showWhen();
+    clearFieldErrors();
     let request;
-    try { request = body(); } catch (e) { setValidity(false, e.message); return; }
+    try { request = body(); } catch (e) { refuse(e); return; }
     showPreview(request);
     const { status, answer } = await call("/api/send?dryRun=true", request);
     if (mine !== generation) return;
     if (status !== 200) {
-      setValidity(false, (answer.reason ? answer.reason + ": " : "") + (answer.error || "The check failed."));
+      refuse(refused(answer));
       $("target-count").textContent = "–";
       return;
     }
     const first = answer.notifications[0];
-    $("target-count").textContent = String(answer.targetCount) + (answer.background ? " (sent in the background)" : "");
+    const queued = answer.background || request.sendAt || request.localTime || request.rate;
+    $("target-count").textContent = String(answer.targetCount) + (queued ? " (sent in the background)" : "");
     $("headers").textContent = Object.keys(first.headers).sort().map((k) => k + ": " + first.headers[k]).join("\n");
     $("payload").textContent = answer.notifications.map((n) =>
       (n.language ? "// " + n.language + "\n" : "") + JSON.stringify(n.payload, null, 2)).join("\n\n");
     $("payload-size").textContent = "(" + first.payloadBytes + " of " + first.payloadLimit + " bytes)";
-    setValidity(true, "Ready to send to " + answer.targetCount + " device" + (answer.targetCount === 1 ? "" : "s") + ".");
+    const devices = answer.targetCount + " device" + (answer.targetCount === 1 ? "" : "s");
+    if (request.sendAt) {
+      setValidity(true, "Ready to schedule for " + devices + " at " + request.sendAt + ".");
+    } else if (request.localTime) {
+      setValidity(true, "Ready to schedule for " + devices + " at " + request.localTime + " in each device's time zone.");
+    } else {
+      setValidity(true, "Ready to send to " + devices + ".");
+    }
   }
 
-  function schedule() {
+  function checkSoon() {
     clearTimeout(timer);
     timer = setTimeout(check, 250);
   }
 
   async function send(targetOverride) {
+    clearFieldErrors();
     let request;
-    try { request = body(targetOverride); } catch (e) { setValidity(false, e.message); return; }
-    $("result").textContent = "Sending…";
+    try { request = body(targetOverride); } catch (e) { refuse(e); $("result").textContent = e.message; return; }
+    $("result").textContent = request.sendAt || request.localTime ? "Scheduling…" : "Sending…";
     const { status, answer } = await call("/api/send", request);
     if (status === 200 || status === 202) {
       window.location.assign("/console/sends/" + encodeURIComponent(answer.id));
     } else {
-      $("result").textContent = (answer.reason ? answer.reason + ": " : "") + (answer.error || "The send failed.");
+      const error = refused(answer);
+      $("result").textContent = error.message;
+      if (error.field) showFieldError(error.field, error.message);
     }
   }
 
-  form.addEventListener("input", schedule);
-  form.addEventListener("change", schedule);
+  form.addEventListener("input", checkSoon);
+  form.addEventListener("change", () => { showWhen(); checkSoon(); });
   form.addEventListener("submit", (event) => event.preventDefault());
   $("send").addEventListener("click", () => send());
   $("send-test").addEventListener("click", () => {
@@ -615,6 +767,14 @@ h2.section { margin: 1.75rem 0 .75rem; }
     if (!token) { $("result").textContent = "Give the token of a registered device to test with."; $("test-token").focus(); return; }
     send({ token: token });
   });
+  if (Intl.supportedValuesOf) {
+    const list = $("time-zones");
+    for (const zone of Intl.supportedValuesOf("timeZone")) {
+      const option = document.createElement("option");
+      option.value = zone;
+      list.appendChild(option);
+    }
+  }
   check();
 })();
 """#,
@@ -628,13 +788,29 @@ document.addEventListener("submit", (event) => {
 """#,
         "send.js": #"""
 // A send's page: while the send is queued or running, polls GET /api/sends/{id} and moves the progress bar and the
-// receipt counts.
+// receipt counts. A scheduled send is polled less often, and its time is also shown in the browser's time zone.
 "use strict";
 (function () {
   const panel = document.getElementById("send-progress");
   if (!panel) return;
   const id = panel.dataset.send;
   const $ = (name) => document.getElementById(name);
+
+  // The server writes times in UTC; the person reading may think in another zone.
+  function showScheduled(instant) {
+    const at = $("send-at");
+    if (!at) return;
+    if (instant && instant !== at.getAttribute("datetime")) {
+      at.setAttribute("datetime", instant);
+      at.textContent = new Date(instant).toISOString().replace("T", " ").replace(/(\.\d+)?Z$/, " UTC");
+    }
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    $("send-at-local").textContent = " (" + new Date(at.getAttribute("datetime")).toLocaleString() + " in your time zone, " + zone + ")";
+  }
+
+  function isScheduled(send) {
+    return send.status === "queued" && send.sendAt && new Date(send.sendAt).getTime() > Date.now();
+  }
 
   async function poll() {
     let send;
@@ -670,8 +846,13 @@ document.addEventListener("submit", (event) => {
     $("send-status").textContent = send.status;
     $("send-status").className = "status-" + send.status;
     panel.dataset.status = send.status;
+    if (isScheduled(send)) {
+      showScheduled(send.sendAt);
+    } else if ($("send-schedule")) {
+      $("send-schedule").remove();
+    }
     if (send.status === "queued" || send.status === "running") {
-      setTimeout(poll, 1000);
+      setTimeout(poll, isScheduled(send) ? 10000 : 1000);
     } else {
       const cancel = $("cancel-send");
       if (cancel) cancel.remove();
@@ -679,6 +860,7 @@ document.addEventListener("submit", (event) => {
     }
   }
 
+  showScheduled();
   if (panel.dataset.status === "queued" || panel.dataset.status === "running") poll();
 })();
 """#,

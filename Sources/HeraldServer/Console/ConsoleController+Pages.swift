@@ -76,6 +76,7 @@ extension ConsoleController {
             "hasReasons": !week.topReasons.isEmpty,
             "reasons": week.topReasons.map(\.name),
             "reasonsChart": ConsoleCharts.bars(week.topReasons, label: "Top rejection reasons of the last 7 days"),
+            "apns": apnsData(),
         ]
         return renderer.page("overview", title: "Overview", section: .overview, data: data, context: context)
     }
@@ -110,6 +111,7 @@ extension ConsoleController {
             cursor = parsed
         }
         let page = try await store.recentSends(after: cursor, limit: 25)
+        let now = clock.now()
         let rows: [[String: Any]] = page.sends.map { send in
             var row = Self.progress(send)
             row["id"] = send.id.description
@@ -117,6 +119,7 @@ extension ConsoleController {
             row["target"] = send.target
             row["summary"] = send.summary
             row["status"] = send.status.rawValue
+            if let schedule = Self.schedule(of: send, now: now) { row["schedule"] = schedule }
             return row
         }
         var data: [String: Any] = ["sends": rows, "hasSends": !rows.isEmpty]
@@ -132,6 +135,21 @@ extension ConsoleController {
             "done": done, "total": max(total, 1), "percent": total == 0 ? 100 : done * 100 / total,
             "accepted": send.counts.accepted, "rejected": send.counts.rejected, "failed": send.counts.failed,
         ]
+    }
+
+    /// How a scheduled send (queued, with a `sendAt` still ahead) reads: `Scheduled for <time>`, and for a send at
+    /// each device's local time, that time and its next wave; `nil` for any other send.
+    static func schedule(of send: SendRecord, now: Date) -> [String: Any]? {
+        guard send.status == .queued, let sendAt = send.sendAt, sendAt > now else { return nil }
+        var schedule: [String: Any] = ["at": display(sendAt), "instant": RFC3339.string(sendAt)]
+        // Only a scheduled send's job is read (a `tokens` send's can be large): the local time is nowhere else.
+        if let job = send.job, let request = try? JSONValue(parsing: job),
+            let localTime = request["localTime"]?.stringValue
+        {
+            schedule["localTime"] = localTime.replacingOccurrences(of: "T", with: " ")
+            schedule["unsetZone"] = request["timeZone"]?.stringValue ?? "UTC"
+        }
+        return schedule
     }
 
     @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -151,6 +169,7 @@ extension ConsoleController {
         data["status"] = send.status.rawValue
         data["createdAt"] = Self.display(send.createdAt)
         data["cancellable"] = send.status == .queued || send.status == .running
+        if let schedule = Self.schedule(of: send, now: clock.now()) { data["schedule"] = schedule }
         data["csrf"] = context.consoleSession?.csrfToken ?? ""
         if let message = send.message {
             data["message"] = message

@@ -23,6 +23,8 @@ struct ConsoleController: Sendable {
     let emulator: APNSEmulator?
     /// Told of cancellations, so a send this instance performs stops at once.
     let worker: SendWorker
+    /// The APNs clients' latency and open connections, read when the overview renders.
+    let apnsStatistics: @Sendable () -> [SenderStatistics]
     let clock: any WallClock
 
     func addRoutes(to router: Router<ServerRequestContext>) {

@@ -21,7 +21,7 @@ struct ConsoleBrowserTests {
         .appendingPathComponent("../../..").standardized
 
     @Test(
-        "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, find a device, create and revoke a key, sign out",
+        "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, schedule a send and cancel it, find a device, create and revoke a key, sign out",
         .enabled(
             if: isCI || browserAvailable,
             "chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs this test)"),
@@ -59,7 +59,10 @@ struct ConsoleBrowserTests {
         #expect(
             result.status == 0,
             "browser flows failed:\n\(result.standardOutput)\n\(result.standardError.suffix(4000))")
-        for name in ["overview", "compose", "compose-error", "send", "send-progress", "sends", "device", "keys", "sign-in"] {
+        for name in [
+            "overview", "compose", "compose-error", "compose-schedule", "send", "send-progress", "send-scheduled", "sends",
+            "device", "keys", "sign-in",
+        ] {
             #expect(
                 FileManager.default.fileExists(atPath: screenshots.appendingPathComponent(name + ".png").path),
                 "screenshot \(name)")

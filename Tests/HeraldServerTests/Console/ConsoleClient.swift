@@ -55,6 +55,13 @@ struct ConsoleClient: Sendable {
         return answer
     }
 
+    /// What the compose page posts: the send API (or its dry run) with the session's cookie and CSRF token.
+    mutating func send(_ body: String, dryRun: Bool = false) async throws -> ServerClient.Answer {
+        try await call(
+            .post, "/api/send" + (dryRun ? "?dryRun=true" : ""), json: body,
+            headers: [HTTPField.Name("X-Herald-CSRF")!: csrf])
+    }
+
     static func encode(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
     }

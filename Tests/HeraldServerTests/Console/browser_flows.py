@@ -6,12 +6,14 @@ Run by ConsoleBrowserTests (swift test) against a `herald serve` it started:
 Exits non-zero with a message on the first flow that fails. Keeps a screenshot of each page in the folder.
 """
 import concurrent.futures
+import datetime
 import json
 import os
 import re
 import sys
 import urllib.error
 import urllib.request
+import zoneinfo
 
 from playwright.sync_api import expect, sync_playwright
 
@@ -20,6 +22,8 @@ CHROMIUM = os.environ.get("HERALD_CHROMIUM", "/usr/bin/chromium")
 BULK = int(os.environ.get("HERALD_BROWSER_BULK", "5000"))
 TOKEN_A = "a1" * 32
 TOKEN_B = "b2" * 32
+# The browser's time zone, so the test knows which instant a datetime-local value means.
+ZONE = "Europe/Paris"
 
 
 def step(text):
@@ -52,7 +56,7 @@ def main():
     os.makedirs(SHOTS, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(viewport={"width": 1200, "height": 800})
+        context = browser.new_context(viewport={"width": 1200, "height": 800}, timezone_id=ZONE)
         page = context.new_page()
         page.set_default_timeout(20_000)
         problems = []
@@ -127,6 +131,52 @@ def main():
         expect(page.locator("tbody tr")).to_have_count(2)
         shot(page, "sends")
 
+        step("schedule a send at a time (a past one is refused next to the field), see it scheduled, cancel it")
+        page.goto(BASE + "/console/compose")
+        page.select_option("#target-kind", "user")
+        page.fill("#target-value", "alice")
+        page.fill("#title", "See you tomorrow")
+        expect(page.locator("#validity")).to_contain_text("Ready to send to 2 devices")
+        expect(page.locator("#when-at-fields")).to_be_hidden()
+        page.focus("#when-now")
+        page.keyboard.press("ArrowDown")
+        expect(page.locator("#when-at")).to_be_checked()
+        expect(page.locator("#when-at-fields")).to_be_visible()
+        expect(page.locator("#send")).to_have_text("Schedule")
+        page.fill("#send-at", "2020-01-01T09:00")
+        expect(page.locator("#send-at-error")).to_contain_text('"sendAt"')
+        expect(page.locator("#send-at")).to_have_attribute("aria-invalid", "true")
+        expect(page.locator("#validity")).to_contain_text("has passed")
+        shot(page, "compose-schedule-error")
+        later = (datetime.datetime.now(zoneinfo.ZoneInfo(ZONE)) + datetime.timedelta(days=2)).replace(
+            hour=9, minute=30, second=0, microsecond=0)
+        page.fill("#send-at", later.strftime("%Y-%m-%dT%H:%M"))
+        expect(page.locator("#validity")).to_contain_text("Ready to schedule for 2 devices")
+        expect(page.locator("#send-at-error")).to_have_count(0)
+        expect(page.locator("#send-at-zone")).to_contain_text(ZONE)
+        page.fill("#rate", "50")
+        expect(page.locator("#validity")).to_contain_text("Ready to schedule for 2 devices")
+        shot(page, "compose-schedule")
+        page.click("#send")
+        expect(page).to_have_url(re.compile(r"/console/sends/[0-9a-f-]{36}$"))
+        scheduled_url = page.url
+        expect(page.locator("#send-status")).to_have_text("queued")
+        expect(page.locator("#send-schedule")).to_contain_text("Scheduled for")
+        expect(page.locator("#send-at-local")).to_contain_text(ZONE)
+        answer = page.request.get(BASE + "/api/sends/" + scheduled_url.rsplit("/", 1)[1])
+        meant = later.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if answer.json().get("sendAt") != meant:
+            raise SystemExit(f"the send is scheduled for {answer.json().get('sendAt')}, not {meant}")
+        expect(page.locator("#send-at")).to_have_text(meant.replace("T", " ").replace("Z", " UTC"))
+        shot(page, "send-scheduled")
+        page.goto(BASE + "/console/sends")
+        expect(page.locator("tbody tr").first).to_contain_text("Scheduled for")
+        page.goto(scheduled_url)
+        page.click("#cancel-send button")
+        expect(page.locator("#send-status")).to_have_text("cancelled")
+        expect(page.locator("#send-schedule")).to_have_count(0)
+        expect(page.locator("#count-accepted")).to_have_text("0")
+
         step("find a device and see its delivery")
         page.goto(BASE + "/console/devices")
         page.fill("#q", TOKEN_A[-8:])
@@ -143,11 +193,20 @@ def main():
         shot(page, "emulator")
         page.goto(BASE + "/console")
         expect(page.locator("main svg").first).to_be_visible()
+        expect(page.locator("#apns-empty")).to_have_count(0)
+        expect(page.locator("#apns-p99")).not_to_have_text("—")
+        expect(page.locator("#apns-open")).not_to_have_text("0")
         shot(page, "overview")
+        page.locator("#apns-title").scroll_into_view_if_needed()
+        shot(page, "overview-apns")
         phone = browser.new_context(viewport={"width": 390, "height": 844}, storage_state=context.storage_state())
         phone_page = phone.new_page()
         phone_page.goto(BASE + "/console")
         phone_page.screenshot(path=os.path.join(SHOTS, "overview-phone.png"))
+        phone_page.goto(BASE + "/console/compose")
+        phone_page.check("#when-local")
+        phone_page.locator("#when-local-fields").scroll_into_view_if_needed()
+        phone_page.screenshot(path=os.path.join(SHOTS, "compose-schedule-phone.png"))
         phone.close()
 
         step("create an API key (secret shown once) and revoke it")

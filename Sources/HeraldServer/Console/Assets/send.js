@@ -1,11 +1,27 @@
 // A send's page: while the send is queued or running, polls GET /api/sends/{id} and moves the progress bar and the
-// receipt counts.
+// receipt counts. A scheduled send is polled less often, and its time is also shown in the browser's time zone.
 "use strict";
 (function () {
   const panel = document.getElementById("send-progress");
   if (!panel) return;
   const id = panel.dataset.send;
   const $ = (name) => document.getElementById(name);
+
+  // The server writes times in UTC; the person reading may think in another zone.
+  function showScheduled(instant) {
+    const at = $("send-at");
+    if (!at) return;
+    if (instant && instant !== at.getAttribute("datetime")) {
+      at.setAttribute("datetime", instant);
+      at.textContent = new Date(instant).toISOString().replace("T", " ").replace(/(\.\d+)?Z$/, " UTC");
+    }
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    $("send-at-local").textContent = " (" + new Date(at.getAttribute("datetime")).toLocaleString() + " in your time zone, " + zone + ")";
+  }
+
+  function isScheduled(send) {
+    return send.status === "queued" && send.sendAt && new Date(send.sendAt).getTime() > Date.now();
+  }
 
   async function poll() {
     let send;
@@ -41,8 +57,13 @@
     $("send-status").textContent = send.status;
     $("send-status").className = "status-" + send.status;
     panel.dataset.status = send.status;
+    if (isScheduled(send)) {
+      showScheduled(send.sendAt);
+    } else if ($("send-schedule")) {
+      $("send-schedule").remove();
+    }
     if (send.status === "queued" || send.status === "running") {
-      setTimeout(poll, 1000);
+      setTimeout(poll, isScheduled(send) ? 10000 : 1000);
     } else {
       const cancel = $("cancel-send");
       if (cancel) cancel.remove();
@@ -50,5 +71,6 @@
     }
   }
 
+  showScheduled();
   if (panel.dataset.status === "queued" || panel.dataset.status === "running") poll();
 })();
