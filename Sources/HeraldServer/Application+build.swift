@@ -134,6 +134,7 @@ public func buildApplication(
         let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
         let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
         let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
+        let deviceFigures = DeviceFigures(store: store, clock: dependencies.clock, logger: logger)
         let addRoutes = { (router: Router<ServerRequestContext>) in
             RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
                 to: router)
@@ -152,7 +153,7 @@ public func buildApplication(
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, worker: worker,
-                apnsStatistics: { senders.statistics }, clock: dependencies.clock
+                apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
@@ -176,6 +177,7 @@ public func buildApplication(
                 store: store, caches: senders.tokenCaches, interval: .seconds(60), clock: dependencies.sleepClock,
                 storeReady: storeReady, logger: logger))
         services.append(worker)
+        services.append(deviceFigures)
 
         let listen = configuration.listen
         let limits = configuration.limits

@@ -282,6 +282,7 @@ enum ConsoleAssets {
 </dl>
 {{#noDevices}}{{{emptyDevices}}}{{/noDevices}}
 {{^noDevices}}
+{{#devicesCountedAt}}<p class="hint" id="devices-counted">Device figures as counted at <time datetime="{{devicesCountedAt}}">{{devicesCountedAt}}</time>: a registry this large is recounted every minute while the overview is open.</p>{{/devicesCountedAt}}
 <div class="grid">
 {{#deviceCharts}}
 <section class="card" aria-labelledby="{{id}}"><h2 id="{{id}}">{{title}}</h2>{{{svg}}}</section>

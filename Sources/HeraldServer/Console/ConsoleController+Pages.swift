@@ -15,16 +15,16 @@ extension ConsoleController {
         guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let now = clock.now()
         let today = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / Self.day).rounded(.down) * Self.day)
-        async let devices = store.deviceStatistics()
+        async let counted = deviceFigures.snapshot()
         async let lastDay = store.sendStatistics(since: now.addingTimeInterval(-Self.day), reasons: 5)
         async let lastWeek = store.sendStatistics(since: now.addingTimeInterval(-7 * Self.day), reasons: 6)
-        async let newDevices = store.newDevicesPerDay(since: today.addingTimeInterval(-13 * Self.day))
         async let perDay = store.sendsPerDay(since: today.addingTimeInterval(-6 * Self.day))
-        let statistics = try await devices
+        let snapshot = try await counted
+        let statistics = snapshot.devices
         let day = try await lastDay
         let week = try await lastWeek
 
-        let newByDay = Dictionary(try await newDevices.map { ($0.day, $0.count) }, uniquingKeysWith: +)
+        let newByDay = Dictionary(snapshot.newDevices.map { ($0.day, $0.count) }, uniquingKeysWith: +)
         let sendsByDay = Dictionary(try await perDay.map { ($0.day, $0.counts) }, uniquingKeysWith: { a, _ in a })
         let fortnight = (0..<14).map { today.addingTimeInterval(Double($0 - 13) * Self.day) }
         let sevenDays = fortnight.suffix(7)
@@ -60,6 +60,7 @@ extension ConsoleController {
         let data: [String: Any] = [
             "devices": statistics.total,
             "noDevices": statistics.total == 0,
+            "devicesCountedAt": snapshot.fromCache ? RFC3339.string(snapshot.countedAt) : "",
             "emptyDevices": emptyDevices(request),
             "day": figures(day), "week": figures(week),
             "deviceCharts": deviceCharts,
@@ -159,7 +160,7 @@ extension ConsoleController {
         }
         var cursor: OutcomeCursor?
         if let after = try request.queryParameter("after"), !after.isEmpty { cursor = OutcomeCursor(after) }
-        async let groups = store.outcomeGroups(of: id)
+        async let groups = endedSendGroups.groups(of: send, in: store)
         async let page = store.outcomes(of: id, after: cursor, limit: 50)
         async let receipts = store.receiptCounts(of: id)
         var data = Self.progress(send)

@@ -26,6 +26,10 @@ struct ConsoleController: Sendable {
     /// The APNs clients' latency and open connections, read when the overview renders.
     let apnsStatistics: @Sendable () -> [SenderStatistics]
     let clock: any WallClock
+    /// The overview's device counts, recounted in the background once counting is slow.
+    let deviceFigures: DeviceFigures
+    /// Ended sends' outcome groups, counted once.
+    let endedSendGroups = EndedSendGroups()
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/console/assets/{name}", use: asset)

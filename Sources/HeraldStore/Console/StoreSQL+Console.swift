@@ -192,12 +192,27 @@ extension StoreSQL {
 
     /// Registrations whose token ends with hex digits. The suffix is checked to be hex before it gets here, so it
     /// holds no `LIKE` wildcard.
+    /// A token's last 8 hex digits, as the index of migration 11 holds them: the same text in both dialects, so that
+    /// both use the index.
+    package static let tokenSuffixExpression = "substr(d.token, length(d.token) - 7)"
+
     package static func devices(withTokenSuffix suffix: String, limit: Int, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
-        SQLStatement(
-            dialect, "SELECT \(DeviceQuery.columns) FROM devices d WHERE d.token LIKE $1 ORDER BY d.token LIMIT $2",
-            [.text("%" + suffix), .integer(Int64(limit))])
+        // From 8 digits on, the last 8 go through the index of migration 11 and the whole suffix is checked on those
+        // rows; fewer digits scan the registry.
+        guard suffix.count >= 8 else {
+            return SQLStatement(
+                dialect, "SELECT \(DeviceQuery.columns) FROM devices d WHERE d.token LIKE $1 ORDER BY d.token LIMIT $2",
+                [.text("%" + suffix), .integer(Int64(limit))])
+        }
+        return SQLStatement(
+            dialect,
+            """
+            SELECT \(DeviceQuery.columns) FROM devices d WHERE \(tokenSuffixExpression) = $1 AND d.token LIKE $2 \
+            ORDER BY d.token LIMIT $3
+            """,
+            [.text(String(suffix.suffix(8))), .text("%" + suffix), .integer(Int64(limit))])
     }
 }
 

@@ -262,6 +262,12 @@ package enum StoreSchema {
                 )
                 """
             ]),
+        Migration(
+            version: 11, name: "console: devices found by the last 8 hex digits of their token",
+            statements: [
+                // StoreSQL.tokenSuffixExpression without the table alias: the planner matches the expression.
+                "CREATE INDEX devices_token_suffix ON devices (substr(token, length(token) - 7))"
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

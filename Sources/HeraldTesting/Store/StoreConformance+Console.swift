@@ -153,6 +153,12 @@ extension StoreConformance {
         #expect(try await store.devices(withTokenSuffix: "abc", limit: 10).map(\.token) == [token(0x1abc), token(0x2abc)])
         #expect(try await store.devices(withTokenSuffix: "abc", limit: 1).count == 1)
         #expect(try await store.devices(withTokenSuffix: "3abd", limit: 10).map(\.token) == [token(0x3abd)])
+        // From 8 digits on, through the suffix index: its last 8, and longer suffixes checked whole.
+        let whole = token(0x1abc).hex
+        #expect(try await store.devices(withTokenSuffix: String(whole.suffix(8)), limit: 10).map(\.token) == [token(0x1abc)])
+        #expect(try await store.devices(withTokenSuffix: String(whole.suffix(20)), limit: 10).map(\.token) == [token(0x1abc)])
+        #expect(try await store.devices(withTokenSuffix: whole, limit: 10).map(\.token) == [token(0x1abc)])
+        #expect(try await store.devices(withTokenSuffix: "f" + String(whole.suffix(8)), limit: 10).isEmpty)
         #expect(try await store.devices(withTokenSuffix: "ffff", limit: 10).isEmpty)
     }
 }
