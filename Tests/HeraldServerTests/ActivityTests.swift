@@ -96,6 +96,32 @@ struct ActivityTests {
         }
     }
 
+    @Test("a start can wait for its time like any send; an end cannot")
+    func scheduledStart() async throws {
+        let wall = ManualWallClock(ScheduleTests.start)
+        try await ServerHarness.withServer(clock: wall) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            try await client.register(
+                testToken(0x75), debug: true,
+                extra: #", "userId": "carol", "tokenKind": "liveactivity-start", "activityType": "MatchAttributes""#)
+            let started = try await client.call(
+                .post, "/api/activities",
+                body: #"{"activityId": "match-9", "activityType": "MatchAttributes", "target": {"user": "carol"}, "attributes": {}, "contentState": {"score": "0-0"}, "alert": "Kick-off", "sendAt": "2026-01-01T19:00:00Z"}"#,
+                bearer: key)
+            #expect(started.status == .accepted && started.json["sendAt"] == "2026-01-01T19:00:00Z", "\(started)")
+            #expect(started.json["activity"]?["status"] == "active")
+            await app.worker.waitUntilIdle()
+            #expect(emulator.device(testToken(0x75)) == nil, "not before kick-off")
+            wall.set(to: try #require(RFC3339.date("2026-01-01T19:00:00Z")))
+            await app.worker.waitUntilIdle()
+            #expect(try emulator.inbox(for: testToken(0x75)).count == 1)
+            let end = try await client.call(
+                .delete, "/api/activities/match-9", body: #"{"sendAt": "2026-01-01T21:00:00Z"}"#, bearer: key)
+            #expect(end.status == .badRequest && end.json["error"]?.stringValue?.contains("sendAt") == true, "\(end)")
+        }
+    }
+
     @Test("bad activity requests are 400 naming the field, and start nothing", arguments: [
         (#"{"activityType": "T", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x"}"#, "activityId"),
         (#"{"activityId": "o", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x"}"#, "activityType"),

@@ -29,13 +29,16 @@ struct ActivityController: Sendable {
     }
 
     /// The keys of an activity request besides the push's own.
-    private static let startFields: Set<String> = [
+    private static let startFields: Set<String> = Set<String>([
         "activityId", "activityType", "target", "topic", "environment", "attributes", "contentState", "alert", "sound",
         "staleDate", "relevanceScore", "priority", "inputPushToken", "inputPushChannel",
-    ]
-    private static let updateFields: Set<String> = [
+    ]).union(scheduleFields)
+    private static let updateFields: Set<String> = Set<String>([
         "topic", "contentState", "alert", "sound", "staleDate", "relevanceScore", "priority",
-    ]
+    ]).union(scheduleFields)
+    /// A start or an update can wait for its time and be paced like any send; an end cannot, since it ends the
+    /// activity for the API at once.
+    private static let scheduleFields: Set<String> = ["sendAt", "localTime", "timeZone", "rate"]
     private static let endFields: Set<String> = [
         "topic", "contentState", "alert", "sound", "staleDate", "relevanceScore", "priority", "dismissalDate",
     ]
@@ -174,6 +177,7 @@ struct ActivityController: Sendable {
             "priority": fields["priority"] ?? .integer(priority),
         ]
         if let topic = fields["topic"] { send["topic"] = topic }
+        for name in scheduleFields { if let value = fields[name] { send[name] = value } }
         return send
     }
 

@@ -448,6 +448,10 @@ components:
           type: [integer, "null"]
           enum: [5, 10, null]
           description: "Default: 10 for a start, an end or an update with an alert; 5 for other updates (not budgeted)."
+        sendAt: { type: [string, "null"], description: "Start or update only: as in SendRequest." }
+        localTime: { type: [string, "null"], description: "Start or update only: as in SendRequest." }
+        timeZone: { type: [string, "null"], description: "Start or update only: as in SendRequest." }
+        rate: { type: [integer, "null"], description: "Start or update only: as in SendRequest." }
     Send:
       type: object
       required: [id, status, target, summary, counts, receipts, createdAt, updatedAt]
