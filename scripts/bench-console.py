@@ -151,7 +151,8 @@ def seed_postgres(url, schema, data):
         text = "\n".join("\t".join(field(v) for v in row) for row in values) + "\n"
         subprocess.run(base + ["-c", f"SET search_path TO {schema}; COPY {table} FROM STDIN"], input=text.encode(),
                        env=env, check=True)
-    subprocess.run(base + ["-c", f"SET search_path TO {schema}; ANALYZE"], env=env, check=True)
+    analyze = "; ".join(f"ANALYZE {table}" for table in ["devices", "device_tags", "sends", "send_outcomes"])
+    subprocess.run(base + ["-c", f"SET search_path TO {schema}; {analyze}"], env=env, check=True)
 
 
 class Browser:

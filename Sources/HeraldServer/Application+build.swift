@@ -148,6 +148,10 @@ public func buildApplication(
                 store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics
             )
             .addRoutes(to: router)
+            ChannelController(
+                store: store, keys: keys, apps: apps, senders: senders, limits: configuration.limits,
+                clock: dependencies.clock
+            ).addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
             ConsoleController(
@@ -295,11 +299,15 @@ struct APNSDestination {
             logger.notice(
                 "APNs: pushes go to https://\(host):\(productionPort) (production) and https://\(host):\(developmentPort) (development), not to Apple"
             )
+            // Broadcasts and channel management go to the same host, on `herald emulator`'s default ports for them:
+            // a custom host is such an emulator, and Apple's channel hosts would not trust its CA anyway.
             return APNSDestination(
                 destinations: .init(
                     destination: {
                         .custom(host: host, port: $0.isDevelopment ? developmentPort : productionPort, environment: $0)
                     },
+                    broadcast: { .custom(host: host, port: $0.isDevelopment ? 7446 : 7445, environment: $0) },
+                    channelManagement: { .custom(host: host, port: $0.isDevelopment ? 7495 : 7496, environment: $0) },
                     trust: trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system),
                 emulator: nil, emulatorKey: nil)
         }
@@ -323,7 +331,8 @@ struct APNSDestination {
                 host: "127.0.0.1", adminPort: settings.adminPort,
                 tls: .generated(caFile: settings.caFile.map { URL(fileURLWithPath: $0) }),
                 trustedKeys: trusted.map { ProviderTokenVerifier.TrustedKey($0) },
-                inbox: settings.countingOnly ? .countingOnly : .recording(capacity: 100)))
+                inbox: settings.countingOnly ? .countingOnly : .recording(capacity: 100)
+            ).servingChannels())
         do {
             try await emulator.start()
         } catch {
@@ -342,11 +351,20 @@ struct APNSDestination {
         logger.notice(
             "APNs emulator in this process (no APNs key configured): pushes go to it, not to Apple — production https://127.0.0.1:\(production), development https://127.0.0.1:\(development)\(caNote)\(admin)\(settings.countingOnly ? "; counting only" : "")"
         )
+        // The channel listeners are on free ports too; a client never reaches Apple's channel hosts from here.
+        func local(_ service: EmulatorService) -> (APNSEnvironment) -> APNSClientConfiguration.Destination? {
+            { environment in
+                emulator.port(for: environment, service: service).map {
+                    .custom(host: "127.0.0.1", port: $0, environment: environment)
+                }
+            }
+        }
         return APNSDestination(
             destinations: .init(
                 destination: {
                     .custom(host: "127.0.0.1", port: $0.isDevelopment ? development : production, environment: $0)
                 },
+                broadcast: local(.broadcast), channelManagement: local(.channelManagement),
                 trust: .only(certificatesPEM: ca)),
             emulator: emulator, emulatorKey: key)
     }

@@ -60,6 +60,9 @@ final class APNSSenders: PushSender {
         }
     }
 
+    /// The client of an app in an environment: for broadcast channels, which name the bare bundle id.
+    func client(bundleID: String, environment: APNSEnvironment) -> APNSClient? { clients[bundleID]?[environment] }
+
     /// The client of the notification's app (its topic without the push type's suffix) in an environment.
     private func client(for notification: PreparedNotification, in environment: APNSEnvironment) -> APNSClient? {
         clients[notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic]?[environment]
@@ -129,7 +132,9 @@ final class APNSSenders: PushSender {
                 let configuration = APNSClientConfiguration(
                     destination: destinations.destination(environment), credentials: credentials,
                     trust: destinations.trust,
-                    maximumConnections: sending.connectionsPerClient, retry: sending.retry)
+                    maximumConnections: sending.connectionsPerClient, retry: sending.retry,
+                    broadcastDestination: destinations.broadcast(environment),
+                    channelManagementDestination: destinations.channelManagement(environment))
                 do {
                     perEnvironment[environment] = try APNSClient(configuration: configuration, clock: backoffClock)
                 } catch {
@@ -142,9 +147,13 @@ final class APNSSenders: PushSender {
         return APNSSenders(clients: clients, tokenCaches: Array(caches.values))
     }
 
-    /// Where each environment's host is.
+    /// Where each environment's hosts are.
     struct Destinations {
         let destination: (APNSEnvironment) -> APNSClientConfiguration.Destination
+        /// Where broadcasts go; `nil` is Apple's broadcast host.
+        var broadcast: (APNSEnvironment) -> APNSClientConfiguration.Destination? = { _ in nil }
+        /// Where channel-management requests go; `nil` is Apple's channel-management host.
+        var channelManagement: (APNSEnvironment) -> APNSClientConfiguration.Destination? = { _ in nil }
         let trust: APNSClientConfiguration.Trust
     }
 }

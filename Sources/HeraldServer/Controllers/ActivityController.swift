@@ -146,7 +146,7 @@ struct ActivityController: Sendable {
     }
 
     /// The `aps` of an activity push: its event, time, content state and the optional presentation keys.
-    private static func content(_ fields: JSONFields, event: String, requiringState: Bool, at now: Date)
+    static func content(_ fields: JSONFields, event: String, requiringState: Bool, at now: Date)
         throws(APIError) -> [String: JSONValue]
     {
         var aps: [String: JSONValue] = ["event": .string(event), "timestamp": .integer(Int(now.timeIntervalSince1970))]
@@ -186,7 +186,7 @@ struct ActivityController: Sendable {
     }
 
     /// A JSON object body with only the given keys; an end may have none.
-    private static func body(_ request: Request, limit: Int, allowed: Set<String>, emptyAllowed: Bool = false)
+    static func body(_ request: Request, limit: Int, allowed: Set<String>, emptyAllowed: Bool = false)
         async throws -> JSONFields
     {
         let bytes = try await request.bodyBytes(limit: limit)

@@ -14,4 +14,5 @@ enum LogKey {
     static let apiKey = "herald.api_key"
     static let worker = "herald.worker"
     static let action = "herald.action"
+    static let channelID = "herald.channel_id"
 }

@@ -434,6 +434,49 @@ components:
           required: [activity]
           properties:
             activity: { $ref: "#/components/schemas/Activity" }
+    ChannelRequest:
+      type: object
+      required: [environment]
+      additionalProperties: false
+      properties:
+        topic: { type: [string, "null"], description: "The app; optional when the server serves one." }
+        environment: { type: string, enum: [development, production] }
+        storagePolicy:
+          type: [integer, "null"]
+          enum: [0, 1, null]
+          description: "0 (default): no message stored, for frequent updates; 1: the most recent one, for up to 8 hours."
+    Channel:
+      type: object
+      required: [id, topic, environment, storagePolicy, status, createdAt]
+      properties:
+        id: { type: string, description: "APNs's base64 id." }
+        topic: { type: string }
+        environment: { type: string, enum: [development, production] }
+        storagePolicy: { type: integer, enum: [0, 1] }
+        status: { type: string, enum: [live, deleted] }
+        createdAt: { type: string, format: date-time }
+        deletedAt: { type: string, format: date-time }
+    Broadcast:
+      type: object
+      additionalProperties: false
+      properties:
+        event: { type: [string, "null"], enum: [update, end, null], description: "Default update." }
+        contentState: { type: [object, "null"], description: "The activity's ContentState; an update needs one." }
+        alert:
+          description: "A string, or an object with title, subtitle and body."
+        sound: { description: "A sound name, or a critical-sound object." }
+        staleDate: { type: [integer, "null"], minimum: 0, maximum: 2147483647, description: "Seconds since 1970." }
+        dismissalDate: { type: [integer, "null"], minimum: 0, maximum: 2147483647, description: "An end only." }
+        relevanceScore: { type: [number, "null"] }
+        priority:
+          type: [integer, "null"]
+          enum: [5, 10, null]
+          description: "apns-priority; APNs assumes 10 (budgeted) when absent."
+        expiration:
+          type: [integer, "null"]
+          minimum: 0
+          maximum: 2147483647
+          description: "apns-expiration, seconds since 1970; must be 0 or absent on a channel that stores nothing."
     ActivityContent:
       type: object
       properties:
@@ -762,6 +805,140 @@ paths:
         "404": { $ref: "#/components/responses/Error" }
         "409": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
+  /api/channels:
+    post:
+      summary: Create a broadcast channel on APNs for an app and environment, and record it.
+      description: >
+        Creates the channel with the app's APNs client for that environment (iOS 18+ Live Activities; the app needs
+        the Broadcast Capability) and records it. APNs picks the id, a base64 string; percent-encode it in paths.
+        APNs's refusals are 4xx with APNs's reason (FeatureNotEnabled, CannotCreateChannelConfig, …); no answer
+        from APNs is 502 apnsUnavailable.
+      security: [{ apiKey: [send] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/ChannelRequest" }
+      responses:
+        "201":
+          description: Created on APNs and recorded.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [channel, apnsRequestId]
+                properties:
+                  channel: { $ref: "#/components/schemas/Channel" }
+                  apnsRequestId: { type: string, format: uuid }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
+        "502": { $ref: "#/components/responses/Error" }
+        "503": { $ref: "#/components/responses/Error" }
+    get:
+      summary: One page of an app's live channels, as recorded, by id.
+      security: [{ apiKey: [send] }]
+      parameters:
+        - { name: topic, in: query, required: false, schema: { type: string } }
+        - { name: environment, in: query, required: false, schema: { type: string, enum: [development, production] } }
+        - { name: after, in: query, required: false, description: "The next of the previous page.", schema: { type: string } }
+        - { name: limit, in: query, required: false, schema: { type: integer, minimum: 1, maximum: 1000, default: 100 } }
+      responses:
+        "200":
+          description: The live channels; next is there when the page is full.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [channels]
+                properties:
+                  channels: { type: array, items: { $ref: "#/components/schemas/Channel" } }
+                  next: { type: string }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+  /api/channels/{id}:
+    parameters:
+      - { name: id, in: path, required: true, description: "APNs's base64 id, percent-encoded.", schema: { type: string, minLength: 1, maxLength: 1024 } }
+    get:
+      summary: A channel as recorded, live or deleted.
+      security: [{ apiKey: [send] }]
+      responses:
+        "200":
+          description: The channel.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Channel" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+    delete:
+      summary: Delete a channel on APNs and mark it deleted.
+      description: >
+        Answers 200 with the channel as now recorded (status deleted). When APNs no longer knows the channel
+        (ChannelNotRegistered), it is marked deleted all the same, and apnsReason says so. A channel deleted already
+        is 409 channelDeleted; APNs never reissues its id.
+      security: [{ apiKey: [send] }]
+      responses:
+        "200":
+          description: Deleted.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [channel]
+                properties:
+                  channel: { $ref: "#/components/schemas/Channel" }
+                  apnsRequestId: { type: string, format: uuid }
+                  apnsReason: { type: string, enum: [ChannelNotRegistered] }
+                  message: { type: string }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
+        "502": { $ref: "#/components/responses/Error" }
+        "503": { $ref: "#/components/responses/Error" }
+  /api/channels/{id}/broadcast:
+    parameters:
+      - { name: id, in: path, required: true, description: "APNs's base64 id, percent-encoded.", schema: { type: string, minLength: 1, maxLength: 1024 } }
+    post:
+      summary: Broadcast a Live Activity update or end to every device subscribed to a channel.
+      description: >
+        Checked as APNs checks a broadcast (at most 5,120 bytes; no start). APNs's refusals are 4xx with its reason:
+        BadExpirationDate for a non-zero expiration on a channel that stores nothing, ChannelNotRegistered (the
+        channel is then marked deleted), … A deleted channel is 409 channelDeleted; no answer from APNs is 502.
+      security: [{ apiKey: [send] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/Broadcast" }
+      responses:
+        "200":
+          description: APNs accepted the broadcast.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [channel, apnsRequestId, attempts]
+                properties:
+                  channel: { type: string }
+                  apnsRequestId: { type: string, format: uuid }
+                  attempts: { type: integer }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
+        "502": { $ref: "#/components/responses/Error" }
+        "503": { $ref: "#/components/responses/Error" }
   /api/devices:
     get:
       summary: One page of the devices of a user, a tag or an app.

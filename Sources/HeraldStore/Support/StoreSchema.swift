@@ -263,6 +263,23 @@ package enum StoreSchema {
                 """
             ]),
         Migration(
+            version: 10, name: "broadcast channels created through the API",
+            statements: [
+                // APNs never reissues an id, even across environments in practice: the id alone is the key, and a
+                // deleted channel keeps its row so the id stays refused.
+                """
+                CREATE TABLE channels (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    topic TEXT NOT NULL,
+                    environment TEXT NOT NULL CHECK (environment IN ('development', 'production')),
+                    storage_policy BIGINT NOT NULL CHECK (storage_policy IN (0, 1)),
+                    created_at BIGINT NOT NULL,
+                    deleted_at BIGINT
+                )
+                """,
+                "CREATE INDEX channels_live ON channels (topic, environment, id) WHERE deleted_at IS NULL",
+            ]),
+        Migration(
             version: 11, name: "console: devices found by the last 8 hex digits of their token",
             statements: [
                 // StoreSQL.tokenSuffixExpression without the table alias: the planner matches the expression.

@@ -1,0 +1,254 @@
+import Foundation
+import HTTPTypes
+import HeraldAPNS
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// Broadcast channels (iOS 18+ Live Activities, apns-protocol.md §1.4) managed by the server (API key with the `send`
+/// scope): `POST /api/channels` creates one on APNs with the app's client for an environment and records it,
+/// `GET /api/channels` lists the live ones as recorded, `GET /api/channels/{id}` shows one, `DELETE /api/channels/{id}`
+/// deletes it on APNs and marks it deleted, `POST /api/channels/{id}/broadcast` sends a Live Activity update or end to
+/// every device subscribed to it.
+///
+/// A channel id is APNs's base64 string; in a path its `/` (and `+`, `=`) are percent-encoded. APNs's refusals answer
+/// 4xx with APNs's reason (`BadExpirationDate`, `ChannelNotRegistered`, …), never 5xx; no answer from APNs is `502`.
+struct ChannelController: Sendable {
+    let store: any Store
+    let keys: APIKeyVerifier
+    let apps: AppDirectory
+    let senders: APNSSenders
+    let limits: ServerConfiguration.Limits
+    let clock: any WallClock
+
+    /// The largest page `GET /api/channels` gives.
+    static let maximumPageSize = 1_000
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
+        group.post("/api/channels", use: create)
+        group.get("/api/channels", use: list)
+        group.get("/api/channels/{id}", use: show)
+        group.delete("/api/channels/{id}", use: delete)
+        group.post("/api/channels/{id}/broadcast", use: broadcast)
+    }
+
+    private static let createFields: Set<String> = ["topic", "environment", "storagePolicy"]
+    private static let broadcastFields: Set<String> = [
+        "event", "contentState", "alert", "sound", "staleDate", "dismissalDate", "relevanceScore", "priority",
+        "expiration",
+    ]
+
+    @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let fields = try await ActivityController.body(request, limit: 4 * 1024, allowed: Self.createFields)
+        let app = try apps.app(named: try fields.string("topic"))
+        guard let name = try fields.string("environment") else {
+            throw APIError(
+                .badRequest, reason: "missingEnvironment",
+                "The field \"environment\" is missing: a channel lives in one environment, development or production.")
+        }
+        let environment = try Self.environment(name, field: "environment")
+        let policyValue = try fields.integer("storagePolicy", in: 0...1) ?? 0
+        guard let policy = APNSMessageStoragePolicy(rawValue: policyValue) else {
+            throw APIError.invalidField("storagePolicy", "it must be 0 (no message stored) or 1 (the most recent one)")
+        }
+        let client = try apnsClient(app.bundleID, environment)
+        let reply: APNSChannelReply<APNSChannel>
+        do {
+            reply = try await client.createChannel(bundleID: app.bundleID, storagePolicy: policy)
+        } catch {
+            throw Self.failure(error)
+        }
+        let channel = NewChannel(
+            id: reply.value.id.rawValue, topic: app.bundleID, environment: environment, storagePolicy: policy.rawValue)
+        guard try await store.recordChannel(channel), let record = try await store.channel(id: channel.id) else {
+            throw APIError(
+                .badGateway, reason: "channelIdReused",
+                "APNs created a channel with the id of one recorded already; APNs never reissues ids: check that this server talks to the APNs it expects."
+            )
+        }
+        context.logger.info(
+            "Channel created",
+            metadata: [
+                LogKey.channelID: "\(record.id)", LogKey.topic: "\(record.topic)",
+                LogKey.environment: "\(environment)",
+            ])
+        return .json(
+            .object(["channel": .object(Self.json(record)), "apnsRequestId": .string(reply.requestID)]), status: .created)
+    }
+
+    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
+        let environment = try request.queryParameter("environment").map { text throws(APIError) in
+            try Self.environment(text, field: "environment")
+        }
+        let after = try request.queryParameter("after").map { text throws(APIError) in
+            try Self.channelID(text, field: "after").rawValue
+        }
+        let limit = try request.queryParameter("limit").map { text throws(APIError) in
+            guard let number = Int(text), (1...Self.maximumPageSize).contains(number) else {
+                throw APIError.invalidField("limit", "it must be a whole number from 1 to \(Self.maximumPageSize)")
+            }
+            return number
+        } ?? 100
+        let channels = try await store.liveChannels(topic: topic, environment: environment, after: after, limit: limit)
+        var body: [String: JSONValue] = ["channels": .array(channels.map { .object(Self.json($0)) })]
+        if channels.count == limit, let last = channels.last { body["next"] = .string(last.id) }
+        return .json(.object(body))
+    }
+
+    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        .json(.object(Self.json(try await recorded(context))))
+    }
+
+    @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let channel = try await live(context)
+        let client = try apnsClient(channel.topic, channel.environment)
+        let id = try Self.channelID(channel.id, field: "id")
+        var body: [String: JSONValue] = [:]
+        do {
+            let reply = try await client.deleteChannel(id, bundleID: channel.topic)
+            body["apnsRequestId"] = .string(reply.requestID)
+        } catch let error where error.reason == .channelNotRegistered {
+            // APNs no longer knows it (deleted elsewhere, or the broadcast capability was switched off): it is gone
+            // either way, so the record follows.
+            body["apnsReason"] = .string(APNSReason.channelNotRegistered.rawValue)
+            body["message"] = .string("APNs no longer knew this channel; it is marked deleted here too.")
+            if let requestID = error.requestID { body["apnsRequestId"] = .string(requestID) }
+        } catch {
+            throw Self.failure(error)
+        }
+        guard let deleted = try await store.markChannelDeleted(id: channel.id) else { throw Self.unknown(channel.id) }
+        body["channel"] = .object(Self.json(deleted))
+        context.logger.info("Channel deleted", metadata: [LogKey.channelID: "\(channel.id)"])
+        return .json(.object(body))
+    }
+
+    @Sendable func broadcast(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let fields = try await ActivityController.body(
+            request, limit: limits.sendBodyBytes, allowed: Self.broadcastFields)
+        let event = try fields.string("event") ?? "update"
+        guard event == "update" || event == "end" else {
+            throw APIError.invalidField("event", "a broadcast is an update or an end; a Live Activity cannot be started by one")
+        }
+        var aps = try ActivityController.content(fields, event: event, requiringState: event == "update", at: clock.now())
+        if let dismissal = try fields.integer("dismissalDate", in: 0...Int(Int32.max)) {
+            guard event == "end" else { throw APIError.invalidField("dismissalDate", "only an end has one") }
+            aps["dismissal-date"] = .integer(dismissal)
+        }
+        let priority = try fields.integer("priority").map { value throws(APIError) in
+            guard value == 5 || value == 10, let priority = APNSPriority(rawValue: value) else {
+                throw APIError.invalidField("priority", "it must be 10 (budgeted) or 5")
+            }
+            return priority
+        }
+        let expiration = try fields.integer("expiration", in: 0...Int(Int32.max)).map { APNSExpiration(secondsSince1970: $0) }
+        let channel = try await live(context)
+        let notification = BroadcastNotification(
+            body: .raw(JSONValue.object(["aps": .object(aps)]).jsonBytes), bundleID: channel.topic, priority: priority,
+            expiration: expiration)
+        let prepared: PreparedBroadcast
+        do {
+            prepared = try notification.prepare()
+        } catch {
+            throw APIError(.badRequest, reason: error.reason?.rawValue ?? error.code.description, error.description)
+        }
+        let client = try apnsClient(channel.topic, channel.environment)
+        let id = try Self.channelID(channel.id, field: "id")
+        do {
+            let reply = try await client.broadcast(prepared, to: id)
+            return .json(
+                .object([
+                    "channel": .string(channel.id), "apnsRequestId": .string(reply.requestID),
+                    "attempts": .integer(reply.attempts),
+                ]))
+        } catch {
+            if error.reason == .channelNotRegistered { _ = try await store.markChannelDeleted(id: channel.id) }
+            throw Self.failure(error)
+        }
+    }
+
+    // MARK: Lookups
+
+    /// The recorded channel of the path's `{id}`, live or deleted.
+    private func recorded(_ context: ServerRequestContext) async throws -> ChannelRecord {
+        guard let encoded = context.parameters.get("id"), let text = encoded.removingPercentEncoding else {
+            throw APIError.invalidField("id", "give a channel id, percent-encoded in the path")
+        }
+        let id = try Self.channelID(text, field: "id")
+        guard let channel = try await store.channel(id: id.rawValue) else { throw Self.unknown(id.rawValue) }
+        return channel
+    }
+
+    /// The recorded channel of the path's `{id}`, refused once deleted.
+    private func live(_ context: ServerRequestContext) async throws -> ChannelRecord {
+        let channel = try await recorded(context)
+        guard channel.isLive else {
+            throw APIError(
+                .conflict, reason: "channelDeleted",
+                "The channel \(channel.id) was deleted: it takes no broadcast and APNs never gives its id again. Create a new one."
+            )
+        }
+        return channel
+    }
+
+    private func apnsClient(_ bundleID: String, _ environment: APNSEnvironment) throws(APIError) -> APNSClient {
+        guard let client = senders.client(bundleID: bundleID, environment: environment) else {
+            throw APIError(
+                .badRequest, reason: "unknownTopic",
+                "This server has no APNs client for \(bundleID) in \(environment): configure the app.")
+        }
+        return client
+    }
+
+    // MARK: Values
+
+    private static func environment(_ text: String, field: String) throws(APIError) -> APNSEnvironment {
+        switch text {
+        case "development": return .development
+        case "production": return .production
+        default: throw APIError.invalidField(field, "it must be development or production")
+        }
+    }
+
+    private static func channelID(_ text: String, field: String) throws(APIError) -> APNSChannelID {
+        guard let id = APNSChannelID(text) else {
+            throw APIError.invalidField(field, "a channel id is APNs's base64 id: 1 to 1,024 visible ASCII characters")
+        }
+        return id
+    }
+
+    private static func unknown(_ id: String) -> APIError {
+        APIError(
+            .notFound, reason: "unknownChannel",
+            "This server has not created a channel \(id): create one with POST /api/channels, or list them with GET /api/channels."
+        )
+    }
+
+    /// How APNs's refusal or silence answers: its own 4xx reasons as 4xx with that reason, never 5xx; no answer `502`.
+    private static func failure(_ error: APNSChannelError) -> APIError {
+        if error.code == .rejected, let rejection = error.rejection {
+            let status: HTTPResponse.Status =
+                switch rejection.status {
+                case 413: .contentTooLarge
+                case 429: .tooManyRequests
+                case 500...: .serviceUnavailable
+                default: .badRequest
+                }
+            return APIError(status, reason: rejection.reason.rawValue, error.message)
+        }
+        if error.code == .invalidRequest { return APIError(.badRequest, reason: "invalidBroadcast", error.message) }
+        return APIError(.badGateway, reason: "apnsUnavailable", error.message)
+    }
+
+    static func json(_ channel: ChannelRecord) -> [String: JSONValue] {
+        var members: [String: JSONValue] = [
+            "id": .string(channel.id), "topic": .string(channel.topic), "environment": .string(channel.environment.name),
+            "storagePolicy": .integer(channel.storagePolicy), "status": .string(channel.isLive ? "live" : "deleted"),
+            "createdAt": .string(RFC3339.string(channel.createdAt)),
+        ]
+        if let deleted = channel.deletedAt { members["deletedAt"] = .string(RFC3339.string(deleted)) }
+        return members
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// Broadcast channels through the API, in-process: the server, its store and its emulator's channel listeners.
+@Suite("Broadcast channels: create, list, broadcast and delete through /api/channels", .timeLimit(.minutes(2)))
+struct ChannelTests {
+    /// A channel id in a path: base64's `/`, `+` and `=` percent-encoded.
+    static func path(_ id: String, _ rest: String = "") -> String {
+        "/api/channels/" + (id.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? id) + rest
+    }
+
+    @Test("a storing channel's life: created, two subscribers get each broadcast, deleted, then refused", arguments: Backend.available)
+    func life(backend: Backend) async throws {
+        try await ServerHarness.withServer(backend) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let created = try await client.call(
+                .post, "/api/channels", body: #"{"environment": "production", "storagePolicy": 1}"#, bearer: key)
+            #expect(created.status == .created, "\(created)")
+            let id = try #require(created.json["channel"]?["id"]?.stringValue)
+            #expect(created.json["channel"]?["storagePolicy"] == 1 && created.json["channel"]?["topic"] == .string(ServerHarness.topic))
+            #expect(created.json["channel"]?["environment"] == "production" && created.json["channel"]?["status"] == "live")
+            #expect(created.json["apnsRequestId"]?.stringValue?.count == 36)
+            #expect(emulator.channels().map(\.id) == [id], "created on the emulator's channel-management listener")
+
+            let devices = [testToken(0x91), testToken(0x92)]
+            for token in devices {
+                _ = try emulator.createDevice(token: token, environment: .production, topic: ServerHarness.topic)
+                try emulator.subscribe(token, to: id)
+            }
+            let broadcast = try await client.call(
+                .post, Self.path(id, "/broadcast"),
+                body: #"{"contentState": {"score": "2-1"}, "alert": {"title": "Goal"}, "expiration": 2000000000}"#,
+                bearer: key)
+            #expect(broadcast.status == .ok && broadcast.json["channel"] == .string(id), "\(broadcast)")
+            #expect(broadcast.json["apnsRequestId"]?.stringValue?.count == 36)
+            for token in devices {
+                let inbox = try emulator.inbox(for: token)
+                #expect(inbox.count == 1 && inbox.first?.channelID == id, "\(inbox)")
+                let entry = try #require(inbox.first)
+                let aps = try #require(try JSONValue(parsing: entry.payload)["aps"])
+                #expect(aps["event"] == "update" && aps["content-state"]?["score"] == "2-1" && aps["alert"]?["title"] == "Goal")
+            }
+
+            let shown = try await client.call(.get, Self.path(id), bearer: key)
+            #expect(shown.status == .ok && shown.json["id"] == .string(id) && shown.json["status"] == "live", "\(shown)")
+            let deleted = try await client.call(.delete, Self.path(id), bearer: key)
+            #expect(deleted.status == .ok && deleted.json["channel"]?["status"] == "deleted", "\(deleted)")
+            #expect(deleted.json["channel"]?["deletedAt"] != nil && deleted.json["apnsReason"] == nil)
+            #expect(emulator.channels().isEmpty, "deleted on the emulator too")
+
+            let late = try await client.call(
+                .post, Self.path(id, "/broadcast"), body: #"{"contentState": {"score": "3-1"}}"#, bearer: key)
+            #expect(late.status == .conflict && late.reason == "channelDeleted", "\(late)")
+            let again = try await client.call(.delete, Self.path(id), bearer: key)
+            #expect(again.status == .conflict && again.reason == "channelDeleted", "\(again)")
+            for token in devices { #expect(try emulator.inbox(for: token).count == 1, "nothing more was sent") }
+            let stillShown = try await client.call(.get, Self.path(id), bearer: key)
+            #expect(stillShown.json["status"] == "deleted", "a deleted channel stays recorded")
+        }
+    }
+
+    @Test("a channel that stores nothing refuses a non-zero expiration with APNs's BadExpirationDate")
+    func noStorage() async throws {
+        try await ServerHarness.withServer { client, app in
+            let key = try await SendTests.key(app)
+            let created = try await client.call(.post, "/api/channels", body: #"{"environment": "development"}"#, bearer: key)
+            #expect(created.status == .created && created.json["channel"]?["storagePolicy"] == 0, "\(created)")
+            let id = try #require(created.json["channel"]?["id"]?.stringValue)
+            let refused = try await client.call(
+                .post, Self.path(id, "/broadcast"), body: #"{"contentState": {}, "expiration": 1767300000}"#, bearer: key)
+            #expect(refused.status == .badRequest && refused.reason == "BadExpirationDate", "\(refused)")
+            let accepted = try await client.call(
+                .post, Self.path(id, "/broadcast"), body: #"{"event": "end", "expiration": 0, "dismissalDate": 1767300000}"#,
+                bearer: key)
+            #expect(accepted.status == .ok, "\(accepted)")
+        }
+    }
+
+    @Test("a channel APNs no longer knows is marked deleted on DELETE or broadcast, and the answer says so")
+    func goneOnAPNs() async throws {
+        try await ServerHarness.withServer { client, app in
+            let key = try await SendTests.key(app)
+            // Recorded here but unknown to APNs, as after the broadcast capability was switched off.
+            for id in ["Z29uZQ==", "Z29uZTI="] {
+                let channel = NewChannel(id: id, topic: ServerHarness.topic, environment: .production, storagePolicy: 0)
+                #expect(try await app.store.recordChannel(channel))
+            }
+            let deleted = try await client.call(.delete, Self.path("Z29uZQ=="), bearer: key)
+            #expect(deleted.status == .ok && deleted.json["apnsReason"] == "ChannelNotRegistered", "\(deleted)")
+            #expect(deleted.json["channel"]?["status"] == "deleted")
+            let broadcast = try await client.call(
+                .post, Self.path("Z29uZTI=", "/broadcast"), body: #"{"contentState": {}}"#, bearer: key)
+            #expect(broadcast.status == .badRequest && broadcast.reason == "ChannelNotRegistered", "\(broadcast)")
+            #expect(try await app.store.channel(id: "Z29uZTI=")?.isLive == false)
+        }
+    }
+
+    @Test("GET /api/channels lists the live channels of an app, per environment, by page")
+    func listing() async throws {
+        try await ServerHarness.withServer { client, app in
+            let key = try await SendTests.key(app)
+            var ids: [String: String] = [:]
+            for (name, environment) in [("a", "production"), ("b", "production"), ("c", "development")] {
+                let created = try await client.call(
+                    .post, "/api/channels", body: #"{"environment": "\#(environment)"}"#, bearer: key)
+                ids[name] = try #require(created.json["channel"]?["id"]?.stringValue)
+            }
+            let a = try #require(ids["a"])
+            try await client.call(.delete, Self.path(a), bearer: key)
+            let production = try await client.call(.get, "/api/channels?environment=production", bearer: key)
+            #expect(production.status == .ok && production.json["channels"]?.arrayValue?.map { $0["id"] } == [ids["b"].map(JSONValue.string)], "\(production)")
+            let all = try await client.call(.get, "/api/channels", bearer: key)
+            #expect(all.json["channels"]?.arrayValue?.count == 2 && all.json["next"] == nil, "\(all)")
+            let page = try await client.call(.get, "/api/channels?limit=1", bearer: key)
+            let first = try #require(page.json["channels"]?.arrayValue?.first?["id"]?.stringValue)
+            #expect(page.json["next"] == .string(first))
+            let rest = try await client.call(
+                .get, "/api/channels?limit=1&after=" + (first.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? first),
+                bearer: key)
+            #expect(rest.json["channels"]?.arrayValue?.count == 1 && rest.json["channels"]?.arrayValue?.first?["id"] != .string(first), "\(rest)")
+            let unknown = try await client.call(.get, Self.path("bm9uZQ=="), bearer: key)
+            #expect(unknown.status == .notFound && unknown.reason == "unknownChannel", "\(unknown)")
+        }
+    }
+
+    @Test("bad channel requests are 400 naming the field, and create nothing", arguments: [
+        (#"{}"#, "environment"),
+        (#"{"environment": "staging"}"#, "environment"),
+        (#"{"environment": "production", "storagePolicy": 2}"#, "storagePolicy"),
+        (#"{"environment": "production", "storagePolicy": "1"}"#, "storagePolicy"),
+        (#"{"environment": "production", "colour": 1}"#, "colour"),
+        (#"{"environment": "production", "topic": "com.example.unknown"}"#, "com.example.unknown"),
+    ])
+    func badCreates(_ body: String, field: String) async throws {
+        try await ServerHarness.withServer { client, app in
+            let key = try await SendTests.key(app)
+            let answer = try await client.call(.post, "/api/channels", body: body, bearer: key)
+            #expect(answer.status == .badRequest, "\(answer)")
+            #expect(answer.json["error"]?.stringValue?.contains(field) == true, "\(answer)")
+            #expect(try #require(app.emulator).channels().isEmpty)
+        }
+    }
+
+    @Test("bad broadcasts are 400 naming the field, and send nothing", arguments: [
+        (#"{}"#, "contentState"),
+        (#"{"event": "start", "contentState": {}}"#, "event"),
+        (#"{"contentState": {}, "priority": 1}"#, "priority"),
+        (#"{"contentState": {}, "expiration": -1}"#, "expiration"),
+        (#"{"contentState": {}, "dismissalDate": 1767300000}"#, "dismissalDate"),
+        (#"{"contentState": {}, "channel": "x"}"#, "channel"),
+    ])
+    func badBroadcasts(_ body: String, field: String) async throws {
+        try await ServerHarness.withServer { client, app in
+            let key = try await SendTests.key(app)
+            let created = try await client.call(.post, "/api/channels", body: #"{"environment": "production"}"#, bearer: key)
+            let id = try #require(created.json["channel"]?["id"]?.stringValue)
+            let answer = try await client.call(.post, Self.path(id, "/broadcast"), body: body, bearer: key)
+            #expect(answer.status == .badRequest, "\(answer)")
+            #expect(answer.json["error"]?.stringValue?.contains(field) == true, "\(answer)")
+        }
+    }
+}
