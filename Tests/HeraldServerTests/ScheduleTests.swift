@@ -208,6 +208,35 @@ struct ScheduleTests {
         for process in processes { await process.kill() }
     }
 
+    @Test("rate holds a 2,000-device send to its ceiling: the emulator's receive times span at least what the rate allows")
+    func rateEndToEnd() async throws {
+        try await ServerHarness.withServer { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let tokens = (1...2000).map { testToken(0, bytes: 30).hex + String(format: "%04x", $0) }
+            for hex in tokens {
+                _ = try await app.store.upsert(
+                    TokenRegistration(
+                        token: try DeviceToken(hex: hex), topic: ServerHarness.topic, environment: .development))
+            }
+            let answer = try await Self.send(client, key, #", "rate": 1000"#)
+            #expect(answer.status == .accepted, "\(answer)")
+            let id = try #require(answer.json["id"]?.stringValue.flatMap(SendID.init))
+            let finished = try await app.worker.waitUntilFinished(id)
+            #expect(finished.counts.accepted == 2000)
+            var times: [Date] = []
+            for hex in tokens {
+                let inbox = try emulator.inbox(for: try DeviceToken(hex: hex))
+                #expect(inbox.count == 1)
+                times += inbox.map(\.receivedAt)
+            }
+            // 2,000 starts at 1,000 a second: 10 every 10 ms, so the last goes out 1.99 s after the first. Only the
+            // lower bound is checked: a slow machine makes the send longer, never shorter.
+            let span = try #require(times.max()).timeIntervalSince(try #require(times.min()))
+            #expect(span >= 1.9, "2,000 devices at 1,000 a second took \(span) s")
+        }
+    }
+
     @Test("bad schedules are 400 with the field, and nothing is queued", arguments: [
         (#", "sendAt": "tomorrow""#, "sendAt"),
         (#", "sendAt": "2025-12-31T23:00:00Z""#, "sendAt"),
