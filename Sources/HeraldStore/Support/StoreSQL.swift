@@ -29,31 +29,36 @@ package enum StoreSQL {
     package static func upsertDevice(
         _ registration: TokenRegistration, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
-        let binds = registrationValues(registration, at: now)
+        SQLStatement(dialect, upsertDeviceSQL, registrationValues(registration, at: now))
+    }
+
+    /// The text of ``upsertDevice(_:at:_:)``, made once from the registration columns: registrations are a hot path.
+    private static let upsertDeviceSQL: String = {
         let columns = StoreSchema.registrationColumns(upTo: StoreSchema.latestVersion)
         let now = "$\(columns.count + 1)"
-        return SQLStatement(
-            dialect,
-            "INSERT INTO devices (\(columns.joined(separator: ", ")), registered_at, created_at, updated_at) "
-                + "VALUES (\((1...columns.count).map { "$\($0)" }.joined(separator: ", ")), \(now), \(now), \(now)) "
-                + "ON CONFLICT (token) DO UPDATE SET "
-                + columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-                + ", registered_at = excluded.registered_at, updated_at = excluded.updated_at, invalidated_at = NULL, "
-                + "invalidation_reason = NULL, apns_timestamp = NULL RETURNING created_at",
-            binds)
-    }
+        return "INSERT INTO devices (\(columns.joined(separator: ", ")), registered_at, created_at, updated_at) "
+            + "VALUES (\((1...columns.count).map { "$\($0)" }.joined(separator: ", ")), \(now), \(now), \(now)) "
+            + "ON CONFLICT (token) DO UPDATE SET "
+            + columns.dropFirst().map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+            + ", registered_at = excluded.registered_at, updated_at = excluded.updated_at, invalidated_at = NULL, "
+            + "invalidation_reason = NULL, apns_timestamp = NULL RETURNING created_at"
+    }()
 
     /// PostgreSQL's one-round-trip registration (the `herald_register` function of migration 5): the locking read,
     /// ``upsertDevice(_:at:_:)``, the tag rows and ``moveAside(_:_:)`` in one call. Returns one row: `created_at`,
     /// whether the token existed, its `invalidated_at` before, and the tokens moved aside (comma-separated, or `NULL`).
     package static func register(_ registration: TokenRegistration, at now: Date) -> SQLStatement {
         SQLStatement(
-            .postgres,
-            "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register("
-                + (1...15).map { "$\($0)" }.joined(separator: ", ") + ")",
+            .postgres, registerSQL,
             registrationValues(registration, at: now)
                 + [.integer(registration.replacesOthersOfItsInstallation ? 1 : 0)])
     }
+
+    /// The text of ``register(_:at:)``: the registration columns, the time and the move-aside flag.
+    private static let registerSQL =
+        "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register("
+        + (1...StoreSchema.registrationColumns(upTo: StoreSchema.latestVersion).count + 2).map { "$\($0)" }
+        .joined(separator: ", ") + ")"
 
     /// A registration's columns in `devices` order, then the registration time: the binds of ``upsertDevice(_:at:_:)``
     /// and ``register(_:at:)``.
