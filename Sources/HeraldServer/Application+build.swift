@@ -119,8 +119,10 @@ public func buildApplication(
             maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock,
             sleepClock: dependencies.sleepClock)
         let storeReady = Gate()
+        let broadcaster = Broadcaster(
+            store: store, client: { senders.client(bundleID: $0, environment: $1) }, metrics: metrics)
         let worker = SendWorker(
-            store: store, apps: apps, fanOut: fanOut, sending: configuration.sending,
+            store: store, apps: apps, fanOut: fanOut, broadcaster: broadcaster, sending: configuration.sending,
             instance: configuration.instanceID, clock: dependencies.sleepClock,
             wallClock: dependencies.clock, storeReady: storeReady, logger: logger)
 
@@ -149,8 +151,8 @@ public func buildApplication(
             )
             .addRoutes(to: router)
             ChannelController(
-                store: store, keys: keys, apps: apps, senders: senders, limits: configuration.limits,
-                clock: dependencies.clock
+                store: store, keys: keys, apps: apps, senders: senders, broadcaster: broadcaster, worker: worker,
+                limits: configuration.limits, clock: dependencies.clock
             ).addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)

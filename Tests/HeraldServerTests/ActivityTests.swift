@@ -96,7 +96,7 @@ struct ActivityTests {
         }
     }
 
-    @Test("a start can wait for its time like any send; an end cannot")
+    @Test("a start can wait for its time like any send, stamped when it is sent; an end cannot")
     func scheduledStart() async throws {
         let wall = ManualWallClock(ScheduleTests.start)
         try await ServerHarness.withServer(clock: wall) { client, app in
@@ -115,7 +115,12 @@ struct ActivityTests {
             #expect(emulator.device(testToken(0x75)) == nil, "not before kick-off")
             wall.set(to: try #require(RFC3339.date("2026-01-01T19:00:00Z")))
             await app.worker.waitUntilIdle()
-            #expect(try emulator.inbox(for: testToken(0x75)).count == 1)
+            let inbox = try emulator.inbox(for: testToken(0x75))
+            #expect(inbox.count == 1)
+            // A device keeps the update with the newest timestamp: a scheduled push carries the time it was sent.
+            let entry = try #require(inbox.first)
+            let aps = try #require(try JSONValue(parsing: entry.payload)["aps"])
+            #expect(aps["timestamp"] == .integer(Int(ScheduleTests.start.timeIntervalSince1970) + 19 * 3600), "\(aps)")
             let end = try await client.call(
                 .delete, "/api/activities/match-9", body: #"{"sendAt": "2026-01-01T21:00:00Z"}"#, bearer: key)
             #expect(end.status == .badRequest && end.json["error"]?.stringValue?.contains("sendAt") == true, "\(end)")

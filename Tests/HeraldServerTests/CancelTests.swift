@@ -21,7 +21,8 @@ struct CancelTests {
         ready.open()
         return SendWorker(
             store: store, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]),
-            fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: maximumInFlight), sending: sending,
+            fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: maximumInFlight),
+            broadcaster: SendCrashTests.noBroadcasts(store), sending: sending,
             instance: "cancel-test",
             clock: ContinuousClock(), wallClock: SystemWallClock(), storeReady: ready,
             logger: Logger(label: "herald.test.cancel"))

@@ -41,6 +41,14 @@ struct ChannelTests {
                 bearer: key)
             #expect(broadcast.status == .ok && broadcast.json["channel"] == .string(id), "\(broadcast)")
             #expect(broadcast.json["apnsRequestId"]?.stringValue?.count == 36)
+            // Recorded as a send: its one request counted, its apns-request-id the send's id.
+            let send = try #require(broadcast.json["send"])
+            #expect(send["status"] == "completed" && send["counts"]?["accepted"] == 1 && send["targetCount"] == 1, "\(send)")
+            #expect(send["target"] == .string("channel \(id) (production)") && send["summary"] == "liveactivity broadcast (update)")
+            #expect(send["id"] == broadcast.json["apnsRequestId"])
+            #expect(send["message"]?.stringValue?.contains("APNs accepted the broadcast") == true)
+            let listed = try await client.call(.get, "/api/sends", bearer: key)
+            #expect(listed.json["sends"]?.arrayValue?.first?["id"] == send["id"], "\(listed)")
             for token in devices {
                 let inbox = try emulator.inbox(for: token)
                 #expect(inbox.count == 1 && inbox.first?.channelID == id, "\(inbox)")
@@ -67,7 +75,7 @@ struct ChannelTests {
         }
     }
 
-    @Test("a channel that stores nothing refuses a non-zero expiration with APNs's BadExpirationDate")
+    @Test("a channel that stores nothing refuses a non-zero expiration with BadExpirationDate, before anything is sent or recorded")
     func noStorage() async throws {
         try await ServerHarness.withServer { client, app in
             let key = try await SendTests.key(app)
@@ -77,6 +85,7 @@ struct ChannelTests {
             let refused = try await client.call(
                 .post, Self.path(id, "/broadcast"), body: #"{"contentState": {}, "expiration": 1767300000}"#, bearer: key)
             #expect(refused.status == .badRequest && refused.reason == "BadExpirationDate", "\(refused)")
+            #expect(try await app.store.recentSends(after: nil, limit: 10).sends.isEmpty, "refused before sending")
             let accepted = try await client.call(
                 .post, Self.path(id, "/broadcast"), body: #"{"event": "end", "expiration": 0, "dismissalDate": 1767300000}"#,
                 bearer: key)
@@ -100,6 +109,11 @@ struct ChannelTests {
                 .post, Self.path("Z29uZTI=", "/broadcast"), body: #"{"contentState": {}}"#, bearer: key)
             #expect(broadcast.status == .badRequest && broadcast.reason == "ChannelNotRegistered", "\(broadcast)")
             #expect(try await app.store.channel(id: "Z29uZTI=")?.isLive == false)
+            // APNs's refusal is recorded, as a failed send the error names.
+            let sends = try await app.store.recentSends(after: nil, limit: 10).sends
+            #expect(sends.count == 1 && sends.first?.status == .failed && sends.first?.counts.rejected == 1)
+            #expect(sends.first?.message?.contains("ChannelNotRegistered") == true, "\(sends)")
+            #expect(broadcast.json["error"]?.stringValue?.contains(sends.first!.id.description) == true, "\(broadcast)")
         }
     }
 
@@ -156,6 +170,12 @@ struct ChannelTests {
         (#"{"contentState": {}, "expiration": -1}"#, "expiration"),
         (#"{"contentState": {}, "dismissalDate": 1767300000}"#, "dismissalDate"),
         (#"{"contentState": {}, "channel": "x"}"#, "channel"),
+        (#"{"contentState": {}, "localTime": "2026-12-24T09:00"}"#, "localTime"),
+        (#"{"contentState": {}, "rate": 10}"#, "rate"),
+        (#"{"contentState": {}, "sendAt": "tomorrow"}"#, "sendAt"),
+        (#"{"contentState": {}, "sendAt": "2001-01-01T00:00:00Z"}"#, "sendAt"),
+        (#"{"contentState": {}, "expiration": 1767300000}"#, "BadExpirationDate"),
+        (#"{"contentState": {}, "alert": "\u0000"}"#, "NUL"),
     ])
     func badBroadcasts(_ body: String, field: String) async throws {
         try await ServerHarness.withServer { client, app in
@@ -164,7 +184,74 @@ struct ChannelTests {
             let id = try #require(created.json["channel"]?["id"]?.stringValue)
             let answer = try await client.call(.post, Self.path(id, "/broadcast"), body: body, bearer: key)
             #expect(answer.status == .badRequest, "\(answer)")
-            #expect(answer.json["error"]?.stringValue?.contains(field) == true, "\(answer)")
+            #expect(
+                answer.json["error"]?.stringValue?.contains(field) == true || answer.reason == field, "\(answer)")
+            #expect(try await app.store.recentSends(after: nil, limit: 10).sends.isEmpty, "nothing recorded or queued")
+        }
+    }
+
+    @Test(
+        "a broadcast at sendAt waits in the queue, fires once at its time stamped then, and is listed as a send; cancelled or with its channel deleted it sends nothing",
+        arguments: Backend.available)
+    func scheduled(backend: Backend) async throws {
+        let wall = ManualWallClock(ScheduleTests.start)
+        try await ServerHarness.withServer(backend, clock: wall) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            var channels: [String] = []
+            for _ in 0..<3 {
+                let created = try await client.call(
+                    .post, "/api/channels", body: #"{"environment": "production", "storagePolicy": 1}"#, bearer: key)
+                channels.append(try #require(created.json["channel"]?["id"]?.stringValue))
+            }
+            let subscribers = [testToken(0xA1), testToken(0xA2), testToken(0xA3)]
+            for (token, channel) in zip(subscribers, channels) {
+                _ = try emulator.createDevice(token: token, environment: .production, topic: ServerHarness.topic)
+                try emulator.subscribe(token, to: channel)
+            }
+            var sends: [String] = []
+            for channel in channels {
+                let answer = try await client.call(
+                    .post, Self.path(channel, "/broadcast"),
+                    body: #"{"contentState": {"score": "1-0"}, "sendAt": "2026-01-01T01:00:00Z"}"#, bearer: key)
+                #expect(answer.status == .accepted && answer.json["channel"] == .string(channel), "\(answer)")
+                #expect(answer.json["send"]?["status"] == "queued" && answer.json["send"]?["sendAt"] == "2026-01-01T01:00:00Z")
+                let id = try #require(answer.json["send"]?["id"]?.stringValue)
+                #expect(answer.headers[.location] == "/api/sends/\(id)")
+                sends.append(id)
+            }
+            let listed = try await client.call(.get, "/api/sends", bearer: key)
+            #expect(Set(listed.json["sends"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []) == Set(sends))
+            let cancelled = try await client.call(.delete, "/api/sends/\(sends[1])", bearer: key)
+            #expect(cancelled.status == .ok && cancelled.json["status"] == "cancelled", "\(cancelled)")
+            let deleted = try await client.call(.delete, Self.path(channels[2]), bearer: key)
+            #expect(deleted.status == .ok, "\(deleted)")
+
+            wall.advance(by: .seconds(3599))
+            await app.worker.waitUntilIdle()
+            for token in subscribers { #expect(try emulator.inbox(for: token).isEmpty, "nothing before its time") }
+
+            wall.advance(by: .seconds(1))
+            await app.worker.waitUntilIdle()
+            await app.worker.waitUntilIdle()
+            let ids = sends.compactMap(SendID.init)
+            #expect(ids.count == 3)
+            let fired = try #require(try await app.store.send(ids[0]))
+            #expect(fired.status == .completed && fired.counts.accepted == 1, "\(fired)")
+            let inbox = try emulator.inbox(for: subscribers[0])
+            #expect(inbox.count == 1, "fired once")
+            let entry = try #require(inbox.first)
+            let aps = try #require(try JSONValue(parsing: entry.payload)["aps"])
+            #expect(
+                aps["timestamp"] == .integer(Int(ScheduleTests.start.timeIntervalSince1970) + 3600),
+                "stamped when sent, not when asked: \(aps)")
+            #expect(aps["content-state"]?["score"] == "1-0")
+
+            #expect(try await app.store.send(ids[1])?.status == .cancelled)
+            #expect(try emulator.inbox(for: subscribers[1]).isEmpty, "a cancelled broadcast sends nothing")
+            let orphaned = try #require(try await app.store.send(ids[2]))
+            #expect(orphaned.status == .failed && orphaned.message?.contains("was deleted") == true, "\(orphaned)")
+            #expect(try emulator.inbox(for: subscribers[2]).isEmpty, "a deleted channel gets nothing")
         }
     }
 }

@@ -73,7 +73,7 @@ struct FanOutTests {
             let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try SendPlan(
                 json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
-                apps: apps, sendID: send.id)
+                apps: apps, sendID: send.id, at: Date())
             let sender = BulkSender()
             let limit = 16
             let result = try await SendCrashTests.fanOut(store, sender, maximumInFlight: limit).run(

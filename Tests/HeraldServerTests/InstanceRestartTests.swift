@@ -35,6 +35,7 @@ struct InstanceRestartTests {
             let worker = SendWorker(
                 store: store, apps: AppDirectory(ServerHarness.configuration(databaseURL: databaseURL).apps),
                 fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: 4),
+                broadcaster: SendCrashTests.noBroadcasts(store),
                 sending: ServerConfiguration.Sending(leaseDuration: .seconds(3_600), pollInterval: .seconds(3_600)),
                 instance: instance, clock: ContinuousClock(), wallClock: clock, storeReady: ready, logger: logger)
             let workerTask = Task { try await worker.run() }

@@ -183,7 +183,7 @@ struct ScheduleTests {
         for extra in [#""sendAt": "2026-01-01T06:00:00Z""#, #""localTime": "2026-01-01T09:00""#] {
             let job = try JSONValue(
                 parsing: Array(#"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "x", \#(extra)}"#.utf8))
-            let plan = try SendPlan(json: job, apps: apps, sendID: SendID(), now: wall.now())
+            let plan = try SendPlan(json: job, apps: apps, sendID: SendID(), at: wall.now())
             ids.append(
                 try await store.createSend(
                     NewSend(
@@ -275,7 +275,7 @@ struct ScheduleTests {
             let request = JSONValue.object([
                 "target": .object(["topic": .string(ServerHarness.topic)]), "alert": "paced", "rate": 10,
             ])
-            let plan = try SendPlan(json: request, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID())
+            let plan = try SendPlan(json: request, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID(), at: Self.start)
             let id = try await store.createSend(NewSend(id: plan.sendID, target: "t", summary: "s", status: .running)).id
             let result = try await fanOut.run(plan, send: id, after: nil, lease: nil, collect: false)
             #expect(result.finished && result.counts.total == 30)
@@ -283,7 +283,7 @@ struct ScheduleTests {
 
             let fast = try SendPlan(
                 json: .object(["target": .object(["topic": .string(ServerHarness.topic)]), "alert": "fast", "rate": 1000]),
-                apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID())
+                apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID(), at: Self.start)
             let second = try await store.createSend(NewSend(id: fast.sendID, target: "t", summary: "s", status: .running))
             let before = sleep.requestedSleeps.count
             _ = try await fanOut.run(fast, send: second.id, after: nil, lease: nil, collect: false)

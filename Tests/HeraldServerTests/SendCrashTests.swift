@@ -55,6 +55,12 @@ struct SendCrashTests {
         return FanOut(store: store, delivery: delivery, pageSize: 50, maximumInFlight: maximumInFlight, clock: clock)
     }
 
+    /// A broadcaster with no APNs client: these tests queue no broadcast.
+    static func noBroadcasts(_ store: any Store) -> Broadcaster {
+        Broadcaster(
+            store: store, client: { _, _ in nil }, metrics: ServerMetrics(registry: ServerDependencies().metrics))
+    }
+
     @Test(
         "kill -9 mid-send: at most the in-flight limit of devices is sent twice, each time with the same apns-id",
         arguments: Backend.available)
@@ -69,7 +75,7 @@ struct SendCrashTests {
             let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try SendPlan(
                 json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
-                apps: apps, sendID: send.id)
+                apps: apps, sendID: send.id, at: Date())
             let limit = 8
 
             // The first run: 60 answers, then APNs goes quiet and the process dies with `limit` notifications held.

@@ -63,7 +63,7 @@ struct ActivityController: Sendable {
         }
         let inputPushToken = try fields.bool("inputPushToken") ?? true
         let channel = try fields.string("inputPushChannel", bytes: 1...64)
-        var aps = try Self.content(fields, event: "start", requiringState: true, at: clock.now())
+        var aps = try Self.content(fields, event: "start", requiringState: true)
         aps["attributes-type"] = .string(type)
         aps["attributes"] = .object(attributes)
         if let channel {
@@ -75,14 +75,14 @@ struct ActivityController: Sendable {
         send["target"] = target
         send["activityType"] = .string(type)
         if let environment = fields["environment"] { send["environment"] = environment }
-        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(), now: clock.now())
+        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(), at: clock.now())
         guard let activity = try await store.createActivity(NewActivity(topic: plan.bundleID, id: id, activityType: type))
         else {
             throw APIError(
                 .conflict, reason: "activityExists",
                 "The app \(plan.bundleID) has an activity \(id) already: give each activity its own id.")
         }
-        metrics.activityPush(event: "start", priority: Self.priority(of: plan))
+        metrics.activityPush(event: "start", priority: Self.priority(of: plan), via: .devices)
         context.logger.info("Starting a Live Activity", metadata: ["herald.activity": "\(id)"])
         return try await answer(sends.perform(plan, context: context), activity)
     }
@@ -114,13 +114,13 @@ struct ActivityController: Sendable {
         async throws -> Response
     {
         let id = try Self.activityID(context)
-        var aps = try Self.content(fields, event: event, requiringState: event == "update", at: clock.now())
+        var aps = try Self.content(fields, event: event, requiringState: event == "update")
         if event == "end", let dismissal = try fields.integer("dismissalDate", in: 0...Int(Int32.max)) {
             aps["dismissal-date"] = .integer(dismissal)
         }
         var send = Self.send(aps: aps, fields: fields, priority: priority)
         send["target"] = .object(["activity": .string(id)])
-        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(), now: clock.now())
+        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(), at: clock.now())
         let activity: ActivityRecord
         switch try await store.recordActivityPush(topic: plan.bundleID, id: id, ending: event == "end") {
         case .recorded(let recorded):
@@ -132,7 +132,7 @@ struct ActivityController: Sendable {
         case .unknown:
             throw Self.unknown(id, plan.bundleID)
         }
-        metrics.activityPush(event: event, priority: Self.priority(of: plan))
+        metrics.activityPush(event: event, priority: Self.priority(of: plan), via: .devices)
         return try await answer(sends.perform(plan, context: context), activity)
     }
 
@@ -145,11 +145,11 @@ struct ActivityController: Sendable {
         return .json(body, status: answer.status)
     }
 
-    /// The `aps` of an activity push: its event, time, content state and the optional presentation keys.
-    static func content(_ fields: JSONFields, event: String, requiringState: Bool, at now: Date)
-        throws(APIError) -> [String: JSONValue]
+    /// The `aps` of an activity push: its event, content state and the optional presentation keys.
+    static func content(_ fields: JSONFields, event: String, requiringState: Bool) throws(APIError)
+        -> [String: JSONValue]
     {
-        var aps: [String: JSONValue] = ["event": .string(event), "timestamp": .integer(Int(now.timeIntervalSince1970))]
+        var aps: [String: JSONValue] = ["event": .string(event)]
         if let state = try fields.object("contentState") {
             aps["content-state"] = .object(state)
         } else if requiringState {

@@ -10,7 +10,7 @@ import Logging
 /// scope): `POST /api/channels` creates one on APNs with the app's client for an environment and records it,
 /// `GET /api/channels` lists the live ones as recorded, `GET /api/channels/{id}` shows one, `DELETE /api/channels/{id}`
 /// deletes it on APNs and marks it deleted, `POST /api/channels/{id}/broadcast` sends a Live Activity update or end to
-/// every device subscribed to it.
+/// every device subscribed to it, now or at `sendAt` (``BroadcastPlan``, ``Broadcaster``), recorded as a send.
 ///
 /// A channel id is APNs's base64 string; in a path its `/` (and `+`, `=`) are percent-encoded. APNs's refusals answer
 /// 4xx with APNs's reason (`BadExpirationDate`, `ChannelNotRegistered`, …), never 5xx; no answer from APNs is `502`.
@@ -19,6 +19,8 @@ struct ChannelController: Sendable {
     let keys: APIKeyVerifier
     let apps: AppDirectory
     let senders: APNSSenders
+    let broadcaster: Broadcaster
+    let worker: SendWorker
     let limits: ServerConfiguration.Limits
     let clock: any WallClock
 
@@ -35,10 +37,6 @@ struct ChannelController: Sendable {
     }
 
     private static let createFields: Set<String> = ["topic", "environment", "storagePolicy"]
-    private static let broadcastFields: Set<String> = [
-        "event", "contentState", "alert", "sound", "staleDate", "dismissalDate", "relevanceScore", "priority",
-        "expiration",
-    ]
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await ActivityController.body(request, limit: 4 * 1024, allowed: Self.createFields)
@@ -125,48 +123,42 @@ struct ChannelController: Sendable {
         return .json(.object(body))
     }
 
+    /// Sends a broadcast now, answered with APNs's outcome (`200`; APNs's refusal as its 4xx), or schedules it for
+    /// `sendAt` (`202`). Either way it is recorded as a send (`send` in the answer, `GET /api/sends/{id}`).
     @Sendable func broadcast(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let fields = try await ActivityController.body(
-            request, limit: limits.sendBodyBytes, allowed: Self.broadcastFields)
-        let event = try fields.string("event") ?? "update"
-        guard event == "update" || event == "end" else {
-            throw APIError.invalidField("event", "a broadcast is an update or an end; a Live Activity cannot be started by one")
-        }
-        var aps = try ActivityController.content(fields, event: event, requiringState: event == "update", at: clock.now())
-        if let dismissal = try fields.integer("dismissalDate", in: 0...Int(Int32.max)) {
-            guard event == "end" else { throw APIError.invalidField("dismissalDate", "only an end has one") }
-            aps["dismissal-date"] = .integer(dismissal)
-        }
-        let priority = try fields.integer("priority").map { value throws(APIError) in
-            guard value == 5 || value == 10, let priority = APNSPriority(rawValue: value) else {
-                throw APIError.invalidField("priority", "it must be 10 (budgeted) or 5")
-            }
-            return priority
-        }
-        let expiration = try fields.integer("expiration", in: 0...Int(Int32.max)).map { APNSExpiration(secondsSince1970: $0) }
+        let body = try await request.bodyBytes(limit: limits.sendBodyBytes)
+        let fields = try JSONFields(body: body)
+        try TextRules.checkNoNUL(in: .object(fields.members))
         let channel = try await live(context)
-        let notification = BroadcastNotification(
-            body: .raw(JSONValue.object(["aps": .object(aps)]).jsonBytes), bundleID: channel.topic, priority: priority,
-            expiration: expiration)
-        let prepared: PreparedBroadcast
-        do {
-            prepared = try notification.prepare()
-        } catch {
-            throw APIError(.badRequest, reason: error.reason?.rawValue ?? error.code.description, error.description)
-        }
-        let client = try apnsClient(channel.topic, channel.environment)
-        let id = try Self.channelID(channel.id, field: "id")
-        do {
-            let reply = try await client.broadcast(prepared, to: id)
+        let plan = try BroadcastPlan(fields, channel: channel, sendID: SendID(), at: clock.now())
+        var logger = context.logger
+        logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
+        logger[metadataKey: LogKey.channelID] = "\(channel.id)"
+        if plan.sendAt != nil {
+            let record = try await broadcaster.schedule(plan)
+            worker.wake()
+            logger.info("Scheduled a broadcast")
             return .json(
-                .object([
-                    "channel": .string(channel.id), "apnsRequestId": .string(reply.requestID),
-                    "attempts": .integer(reply.attempts),
-                ]))
-        } catch {
-            if error.reason == .channelNotRegistered { _ = try await store.markChannelDeleted(id: channel.id) }
-            throw Self.failure(error)
+                .object(["channel": .string(channel.id), "send": SendController.json(record)]), status: .accepted,
+                headers: [.location: "/api/sends/\(record.id)"])
         }
+        let (outcome, record) = try await broadcaster.sendNow(plan)
+        let reply: APNSChannelReply<APNSChannelID>
+        switch outcome.result {
+        case .success(let accepted):
+            reply = accepted
+        case .failure(.apns(let error)):
+            logger.notice("A broadcast was not accepted", metadata: [LogKey.error: "\(outcome.message)"])
+            throw Self.failure(error, send: record.id)
+        case .failure(.noClient(let message)):
+            throw APIError(.badRequest, reason: "unknownTopic", message)
+        }
+        logger.info("Broadcast")
+        return .json(
+            .object([
+                "channel": .string(channel.id), "apnsRequestId": .string(reply.requestID),
+                "attempts": .integer(reply.attempts), "send": SendController.json(record),
+            ]))
     }
 
     // MARK: Lookups
@@ -227,7 +219,9 @@ struct ChannelController: Sendable {
     }
 
     /// How APNs's refusal or silence answers: its own 4xx reasons as 4xx with that reason, never 5xx; no answer `502`.
-    private static func failure(_ error: APNSChannelError) -> APIError {
+    /// - Parameter send: The send a broadcast was recorded as, named in the message.
+    private static func failure(_ error: APNSChannelError, send: SendID? = nil) -> APIError {
+        let message = error.message + (send.map { " The broadcast is recorded as the failed send \($0)." } ?? "")
         if error.code == .rejected, let rejection = error.rejection {
             let status: HTTPResponse.Status =
                 switch rejection.status {
@@ -236,10 +230,10 @@ struct ChannelController: Sendable {
                 case 500...: .serviceUnavailable
                 default: .badRequest
                 }
-            return APIError(status, reason: rejection.reason.rawValue, error.message)
+            return APIError(status, reason: rejection.reason.rawValue, message)
         }
-        if error.code == .invalidRequest { return APIError(.badRequest, reason: "invalidBroadcast", error.message) }
-        return APIError(.badGateway, reason: "apnsUnavailable", error.message)
+        if error.code == .invalidRequest { return APIError(.badRequest, reason: "invalidBroadcast", message) }
+        return APIError(.badGateway, reason: "apnsUnavailable", message)
     }
 
     static func json(_ channel: ChannelRecord) -> [String: JSONValue] {

@@ -59,12 +59,15 @@ struct SendPlan: Sendable {
     ///   have caused (`BadPriority`, `PayloadTooLarge`, …).
     /// - Parameters:
     ///   - sendID: The send's id (a new one for a new send; the stored one when a worker resumes it).
-    ///   - now: The time a new send's schedule must be after; `nil` when a worker reads a stored send again.
-    init(json value: JSONValue, apps: AppDirectory, sendID: SendID, now: Date? = nil) throws(APIError) {
+    ///   - now: The time the notifications are prepared: a Live Activity payload without `aps.timestamp` gets it.
+    ///   - resumed: Whether a worker reads a stored send again: its schedule is not checked against `now` then.
+    init(json value: JSONValue, apps: AppDirectory, sendID: SendID, at now: Date, resumed: Bool = false)
+        throws(APIError)
+    {
         self.sendID = sendID
         guard case .object(var members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
         let fields = JSONFields(members)
-        schedule = try SendSchedule.parse(fields, now: now)
+        schedule = try SendSchedule.parse(fields, now: resumed ? nil : now)
         rate = try fields.integer("rate", in: 1...Self.maximumRate)
 
         // Target.
@@ -179,6 +182,18 @@ struct SendPlan: Sendable {
         }
         let pushType = explicitType ?? (payload.aps.isSilent ? .background : .alert)
         var rawObject = raw
+        if pushType == .liveactivity, case .object(var aps)? = rawObject?["aps"], aps["timestamp"] == nil {
+            // A device shows the update with the latest timestamp and drops older ones: a scheduled update stamped
+            // when it was asked for could lose to one sent meanwhile. The stamp is the time of sending, so a worker
+            // that prepares a stored send again stamps it anew; the stored job keeps no timestamp.
+            aps["timestamp"] = .integer(Int(now.timeIntervalSince1970))
+            rawObject?["aps"] = .object(aps)
+            do {
+                payload = try Payload(json: .object(rawObject!))
+            } catch {
+                throw Self.validationFailure(error)
+            }
+        }
         if app.receipts, Self.receiptPushTypes.contains(pushType) {
             guard payload.custom[Self.receiptKey] == nil else {
                 throw APIError.invalidField(

@@ -27,6 +27,7 @@ public final class SendWorker: Service, Sendable {
     private let store: any Store
     private let apps: AppDirectory
     private let fanOut: FanOut
+    private let broadcaster: Broadcaster
     private let leaseDuration: Duration
     private let pollInterval: Duration
     private let catchUpLimit: TimeInterval
@@ -46,13 +47,15 @@ public final class SendWorker: Service, Sendable {
     private let current = Mutex<(id: SendID, cancelled: Bool)?>(nil)
 
     init(
-        store: any Store, apps: AppDirectory, fanOut: FanOut, sending: ServerConfiguration.Sending, instance: String,
+        store: any Store, apps: AppDirectory, fanOut: FanOut, broadcaster: Broadcaster,
+        sending: ServerConfiguration.Sending, instance: String,
         clock: any Clock<Duration>, wallClock: any WallClock, storeReady: Gate, logger: Logger
     ) {
         self.storeReady = storeReady
         self.store = store
         self.apps = apps
         self.fanOut = fanOut
+        self.broadcaster = broadcaster
         self.leaseDuration = sending.leaseDuration
         self.pollInterval = sending.pollInterval
         self.catchUpLimit = FanOut.seconds(sending.catchUpLimit)
@@ -246,9 +249,13 @@ public final class SendWorker: Service, Sendable {
                     record.id, SendUpdate(status: .failed, message: "The stored job is missing or unreadable."))
                 return
             }
+            if let broadcast = BroadcastPlan.stored(value) {
+                try await performBroadcast(record, broadcast, logger: logger)
+                return
+            }
             var plan: SendPlan
             do {
-                plan = try SendPlan(json: value, apps: apps, sendID: record.id)
+                plan = try SendPlan(json: value, apps: apps, sendID: record.id, at: wallClock.now(), resumed: true)
             } catch {
                 logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
                 _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
@@ -285,12 +292,7 @@ public final class SendWorker: Service, Sendable {
             } else if late {
                 logger.warning("Skipped a scheduled send that came due while no server ran")
                 _ = try await store.updateSend(
-                    record.id,
-                    SendUpdate(
-                        status: .failed,
-                        message:
-                            "Missed its time: due at \(RFC3339.string(due)), and no server ran until \(Int(lateness / 60)) minutes later, beyond the catch-up limit (HERALD_SCHEDULE_CATCH_UP). Nothing was sent."
-                    ))
+                    record.id, SendUpdate(status: .failed, message: Self.missed(due, now: due.addingTimeInterval(lateness))))
                 return
             }
             logger.info(
@@ -334,6 +336,25 @@ public final class SendWorker: Service, Sendable {
             logger.error("A background send failed", metadata: [LogKey.error: "\(error)"])
             _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
         }
+    }
+
+    /// A scheduled broadcast: one request, sent unless it came due beyond the catch-up limit while no server ran.
+    private func performBroadcast(
+        _ record: SendRecord, _ stored: (fields: JSONFields, channelID: String), logger: Logger
+    ) async throws {
+        let due = record.sendAt ?? record.createdAt
+        let now = wallClock.now()
+        guard now.timeIntervalSince(due) <= catchUpLimit else {
+            logger.warning("Skipped a scheduled broadcast that came due while no server ran")
+            _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: Self.missed(due, now: now)))
+            return
+        }
+        try await broadcaster.perform(record, stored: stored, at: now, logger: logger)
+    }
+
+    /// Why a scheduled send that no server performed in time was skipped.
+    private static func missed(_ due: Date, now: Date) -> String {
+        "Missed its time: due at \(RFC3339.string(due)), and no server ran until \(Int(now.timeIntervalSince(due) / 60)) minutes later, beyond the catch-up limit (HERALD_SCHEDULE_CATCH_UP). Nothing was sent."
     }
 
     /// After a wave of a `localTime` send: back to the queue until the next one, or completed after the last.

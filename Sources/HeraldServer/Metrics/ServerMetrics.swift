@@ -24,7 +24,7 @@ struct ServerMetrics: Sendable {
         static let sends = ("sends", "Sends started, inline or in the background.")
         static let receipts = ("receipt_events", "Delivery receipts the apps reported, by what became of them.")
         static let activityPushes = (
-            "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event and priority."
+            "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
         )
     }
 
@@ -79,8 +79,16 @@ struct ServerMetrics: Sendable {
         }
     }
 
-    func activityPush(event: String, priority: Int) {
-        Self.counter(registry, Name.activityPushes, [("event", event), ("priority", "\(priority)")]).increment()
+    /// How a Live Activity push reached its devices: one request per device token, or one broadcast on a channel.
+    enum ActivityRoute: String {
+        case devices
+        case channel
+    }
+
+    func activityPush(event: String, priority: Int, via route: ActivityRoute) {
+        Self.counter(
+            registry, Name.activityPushes, [("event", event), ("priority", "\(priority)"), ("via", route.rawValue)]
+        ).increment()
     }
 
     func sendStarted(background: Bool) {

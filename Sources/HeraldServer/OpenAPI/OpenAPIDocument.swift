@@ -476,7 +476,11 @@ components:
           type: [integer, "null"]
           minimum: 0
           maximum: 2147483647
-          description: "apns-expiration, seconds since 1970; must be 0 or absent on a channel that stores nothing."
+          description: "apns-expiration, seconds since 1970; must be 0 or absent on a channel that stores nothing (400 BadExpirationDate, checked before sending)."
+        sendAt:
+          type: [string, "null"]
+          format: date-time
+          description: "Send at this instant (RFC 3339 with offset, at most 366 days ahead) instead of now: answered 202 with the queued send. localTime and rate are refused (400): the server knows no subscriber's time zone, and a broadcast is one request."
     ActivityContent:
       type: object
       properties:
@@ -909,9 +913,12 @@ paths:
     post:
       summary: Broadcast a Live Activity update or end to every device subscribed to a channel.
       description: >
-        Checked as APNs checks a broadcast (at most 5,120 bytes; no start). APNs's refusals are 4xx with its reason:
-        BadExpirationDate for a non-zero expiration on a channel that stores nothing, ChannelNotRegistered (the
-        channel is then marked deleted), … A deleted channel is 409 channelDeleted; no answer from APNs is 502.
+        Checked as APNs checks a broadcast (at most 5,120 bytes; no start; a non-zero expiration on a channel that
+        stores nothing is 400 BadExpirationDate). Every broadcast is recorded as a send (listed by GET /api/sends,
+        counts of its one request); with sendAt it waits in the queue (202) and can be cancelled with
+        DELETE /api/sends/{id}. APNs's refusals are 4xx with its reason and the failed send named in the error:
+        ChannelNotRegistered (the channel is then marked deleted), FeatureNotEnabled, … A deleted channel is 409
+        channelDeleted; no answer from APNs is 502.
       security: [{ apiKey: [send] }]
       requestBody:
         required: true
@@ -925,11 +932,24 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [channel, apnsRequestId, attempts]
+                required: [channel, apnsRequestId, attempts, send]
                 properties:
                   channel: { type: string }
-                  apnsRequestId: { type: string, format: uuid }
+                  apnsRequestId: { type: string, format: uuid, description: "The send's id." }
                   attempts: { type: integer }
+                  send: { $ref: "#/components/schemas/Send" }
+        "202":
+          description: Scheduled (sendAt); the send waits in the queue for its time.
+          headers:
+            Location: { schema: { type: string }, description: "/api/sends/{id}" }
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [channel, send]
+                properties:
+                  channel: { type: string }
+                  send: { $ref: "#/components/schemas/Send" }
         "400": { $ref: "#/components/responses/Error" }
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }

@@ -17,10 +17,15 @@ public struct NewSend: Sendable, Hashable {
     public var targetCount: Int?
     /// When a queued send may start; `nil`: at once.
     public var sendAt: Date?
+    /// Counts of notifications that have no device outcome: a broadcast is one request for every subscriber of a
+    /// channel. Outcomes recorded later add to them.
+    public var counts: OutcomeCounts
+    /// A note about how it went: for a broadcast, what APNs answered.
+    public var message: String?
 
     public init(
         id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
-        targetCount: Int? = nil, sendAt: Date? = nil
+        targetCount: Int? = nil, sendAt: Date? = nil, counts: OutcomeCounts = OutcomeCounts(), message: String? = nil
     ) {
         self.id = id
         self.target = target
@@ -29,6 +34,8 @@ public struct NewSend: Sendable, Hashable {
         self.status = status
         self.targetCount = targetCount
         self.sendAt = sendAt
+        self.counts = counts
+        self.message = message
     }
 }
 

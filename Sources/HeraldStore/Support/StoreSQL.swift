@@ -176,13 +176,16 @@ package enum StoreSQL {
         SQLStatement(
             dialect,
             """
-            INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at) \
-            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
+            INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at, \
+            accepted, rejected, failed, message) VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+            ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
                 .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target),
                 .text(send.summary), .textOrNull(send.job), .text(send.status.rawValue),
                 .integerOrNull(send.targetCount), .integerOrNull(send.sendAt.map(StoreTime.microseconds)),
+                .integer(Int64(send.counts.accepted)), .integer(Int64(send.counts.rejected)),
+                .integer(Int64(send.counts.failed)), .textOrNull(send.message),
             ])
     }
 
@@ -204,12 +207,15 @@ package enum StoreSQL {
             target_count = coalesce($3, target_count), \
             message = CASE WHEN status = 'cancelled' THEN message ELSE coalesce($4, message) END, updated_at = $5, \
             worker = CASE WHEN $6 = 1 THEN NULL ELSE worker END, \
-            lease_until = CASE WHEN $6 = 1 THEN NULL ELSE lease_until END \
+            lease_until = CASE WHEN $6 = 1 THEN NULL ELSE lease_until END, \
+            accepted = coalesce($7, accepted), rejected = coalesce($8, rejected), failed = coalesce($9, failed) \
             WHERE id = $1 RETURNING \(sendColumns)
             """,
             [
                 .text(id.description), .textOrNull(update.status?.rawValue), .integerOrNull(update.targetCount),
                 .textOrNull(update.message), .integer(StoreTime.microseconds(now)), .integer(releases ? 1 : 0),
+                .integerOrNull(update.counts?.accepted), .integerOrNull(update.counts?.rejected),
+                .integerOrNull(update.counts?.failed),
             ])
     }
 
@@ -292,19 +298,20 @@ package enum StoreSQL {
     /// Returns the send; no row (and nothing written) when its id exists. A `NULL` is bound as text, hence the casts
     /// of the integer columns.
     package static func insertFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome], at now: Date) -> SQLStatement {
-        var counts = OutcomeCounts()
+        var counts = send.counts
         counts.add(kinds: outcomes.map(\.result.kind))
         var statement = SQLStatement(.postgres)
         let values: [Value] = [
             .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target), .text(send.summary),
             .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
             .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
+            .textOrNull(send.message),
         ]
         let placeholders = values.map { statement.bind($0) }
         let created = placeholders[1]
         let insertSend = """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
-            rejected, failed) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
+            rejected, failed, message) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """
         guard !outcomes.isEmpty else {

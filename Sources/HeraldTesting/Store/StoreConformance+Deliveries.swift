@@ -129,6 +129,22 @@ extension StoreConformance {
         let empty = try await store.recordFinishedSend(
             NewSend(target: "user 8", summary: "alert", status: .completed, targetCount: 0), outcomes: [])
         #expect(empty.counts == OutcomeCounts() && empty.status == .completed)
+
+        // A broadcast has no device outcomes: its counts and message come with the record, and outcomes add to them.
+        let broadcast = try await store.recordFinishedSend(
+            NewSend(
+                target: "channel x", summary: "broadcast", status: .failed, targetCount: 1,
+                counts: OutcomeCounts(rejected: 1), message: "APNs answered 400 BadExpirationDate"),
+            outcomes: [])
+        #expect(broadcast.counts == OutcomeCounts(rejected: 1) && broadcast.message == "APNs answered 400 BadExpirationDate")
+        #expect(try await store.send(broadcast.id) == broadcast)
+        let mixed = try await store.recordFinishedSend(
+            NewSend(target: "t", summary: "s", status: .completed, counts: OutcomeCounts(accepted: 2)),
+            outcomes: [outcome(6, .failed(message: "x"), at: now)])
+        #expect(mixed.counts == OutcomeCounts(accepted: 2, failed: 1))
+        let queued = try await store.createSend(
+            NewSend(target: "channel y", summary: "broadcast", counts: OutcomeCounts(failed: 1), message: "note"))
+        #expect(queued.counts == OutcomeCounts(failed: 1) && queued.message == "note")
     }
 
     static func sendUpdates(_ context: Context) async throws {
@@ -143,6 +159,11 @@ extension StoreConformance {
         let done = try await store.updateSend(send.id, SendUpdate(status: .failed, message: "APNs key revoked"))
         #expect(done.status == .failed && done.message == "APNs key revoked" && done.targetCount == 3)
         #expect(done.status.isFinal)
+        #expect(done.counts == OutcomeCounts(), "no update sets counts unless it carries them")
+        let counted2 = try await store.updateSend(send.id, SendUpdate(counts: OutcomeCounts(accepted: 1)))
+        #expect(counted2.counts == OutcomeCounts(accepted: 1) && counted2.message == "APNs key revoked")
+        let kept = try await store.updateSend(send.id, SendUpdate(message: "later"))
+        #expect(kept.counts == OutcomeCounts(accepted: 1), "counts left nil stay as stored")
 
         let missing = SendID()
         #expect(try await store.send(missing) == nil)

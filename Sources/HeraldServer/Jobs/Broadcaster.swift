@@ -1,0 +1,113 @@
+import Foundation
+import HeraldAPNS
+import HeraldCore
+import HeraldStore
+import Logging
+
+/// Sends broadcasts and records each as a send: at once for `POST /api/channels/{id}/broadcast`, or when a scheduled
+/// one comes due (``SendWorker``).
+///
+/// A broadcast's counts count its one request: `accepted` 1 when APNs took it (APNs then delivers it to every
+/// subscriber, which the server cannot see), `rejected` 1 with APNs's reason in the send's message, `failed` 1 when no
+/// answer came. A channel APNs no longer knows (`ChannelNotRegistered`) is marked deleted.
+struct Broadcaster: Sendable {
+    let store: any Store
+    /// The APNs client of an app in an environment.
+    let client: @Sendable (_ bundleID: String, _ environment: APNSEnvironment) -> APNSClient?
+    let metrics: ServerMetrics
+
+    /// What APNs made of a broadcast.
+    struct Outcome: Sendable {
+        /// APNs's answer when it accepted the broadcast, else why not.
+        let result: Result<APNSChannelReply<APNSChannelID>, Failure>
+        /// The request counted by what became of it.
+        let counts: OutcomeCounts
+        /// The outcome in words, for the send's record.
+        let message: String
+
+        var accepted: Bool { if case .success = result { true } else { false } }
+    }
+
+    /// Why a broadcast was not accepted.
+    enum Failure: Error {
+        /// APNs refused it, or did not answer.
+        case apns(APNSChannelError)
+        /// This server has no APNs client for the channel's app and environment.
+        case noClient(String)
+    }
+
+    /// Sends a broadcast, once APNs's answer is in (after the sender's retries).
+    func send(_ plan: BroadcastPlan) async -> Outcome {
+        // A recorded channel id was APNs's, so it parses.
+        guard let client = client(plan.topic, plan.environment), let id = APNSChannelID(plan.channelID) else {
+            let message = "This server has no APNs client for \(plan.topic) in \(plan.environment): configure the app."
+            return Outcome(result: .failure(.noClient(message)), counts: OutcomeCounts(failed: 1), message: message)
+        }
+        metrics.activityPush(event: plan.event, priority: plan.prepared.priority?.rawValue ?? 10, via: .channel)
+        do {
+            let reply = try await client.broadcast(plan.prepared, to: id)
+            return Outcome(
+                result: .success(reply), counts: OutcomeCounts(accepted: 1),
+                message:
+                    "APNs accepted the broadcast (apns-request-id \(reply.requestID), \(reply.attempts) attempt\(reply.attempts == 1 ? "" : "s")) and delivers it to the channel's subscribers."
+            )
+        } catch {
+            if error.reason == .channelNotRegistered { _ = try? await store.markChannelDeleted(id: plan.channelID) }
+            let refused = error.code == .rejected
+            return Outcome(
+                result: .failure(.apns(error)),
+                counts: refused ? OutcomeCounts(rejected: 1) : OutcomeCounts(failed: 1), message: error.message)
+        }
+    }
+
+    /// Sends a broadcast while its request waits and records it whole, in one write.
+    func sendNow(_ plan: BroadcastPlan) async throws -> (Outcome, SendRecord) {
+        let outcome = await send(plan)
+        let record = try await store.recordFinishedSend(
+            NewSend(
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary,
+                status: outcome.accepted ? .completed : .failed, targetCount: 1, counts: outcome.counts,
+                message: outcome.message),
+            outcomes: [])
+        return (outcome, record)
+    }
+
+    /// Records a broadcast that waits for its time (`sendAt`): a queued send a worker fires once.
+    func schedule(_ plan: BroadcastPlan) async throws -> SendRecord {
+        try await store.createSend(
+            NewSend(
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString,
+                status: .queued, targetCount: 1, sendAt: plan.sendAt))
+    }
+
+    /// Sends a scheduled broadcast a worker claimed, and records how it ended: `completed`, or `failed` with why
+    /// (the channel was deleted meanwhile, the stored request no longer validates, APNs refused it).
+    func perform(_ record: SendRecord, stored: (fields: JSONFields, channelID: String), at now: Date, logger: Logger)
+        async throws
+    {
+        guard let channel = try await store.channel(id: stored.channelID), channel.isLive else {
+            logger.warning("A scheduled broadcast's channel was deleted before its time")
+            _ = try await store.updateSend(
+                record.id,
+                SendUpdate(
+                    status: .failed,
+                    message: "The channel \(stored.channelID) was deleted before the broadcast's time: nothing was sent."
+                ))
+            return
+        }
+        let plan: BroadcastPlan
+        do {
+            plan = try BroadcastPlan(stored.fields, channel: channel, sendID: record.id, at: now, resumed: true)
+        } catch {
+            logger.error("A scheduled broadcast no longer validates", metadata: [LogKey.error: "\(error.message)"])
+            _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
+            return
+        }
+        let outcome = await send(plan)
+        _ = try await store.updateSend(
+            record.id,
+            SendUpdate(
+                status: outcome.accepted ? .completed : .failed, message: outcome.message, counts: outcome.counts))
+        logger.info("Sent a scheduled broadcast", metadata: [LogKey.count: "\(outcome.counts)"])
+    }
+}
