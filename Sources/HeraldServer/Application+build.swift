@@ -297,20 +297,21 @@ struct APNSDestination {
             return apple(logger: logger)
         case .emulator(let settings):
             return try await startEmulator(settings, configuration: configuration, logger: logger)
-        case .custom(let host, let productionPort, let developmentPort, let trustPEM):
+        case .custom(let custom):
             logger.notice(
-                "APNs: pushes go to https://\(host):\(productionPort) (production) and https://\(host):\(developmentPort) (development), not to Apple"
+                "APNs: pushes go to https://\(custom.host):\(custom.productionPort) (production) and https://\(custom.host):\(custom.developmentPort) (development), broadcasts to ports \(custom.broadcastProductionPort)/\(custom.broadcastDevelopmentPort), channel management to \(custom.channelsProductionPort)/\(custom.channelsDevelopmentPort), not to Apple"
             )
-            // Broadcasts and channel management go to the same host, on `herald emulator`'s default ports for them:
-            // a custom host is such an emulator, and Apple's channel hosts would not trust its CA anyway.
+            // Broadcasts and channel management go to the same host: a custom host is an emulator, and Apple's
+            // channel hosts would not trust its CA anyway.
+            func on(_ production: Int, _ development: Int) -> (APNSEnvironment) -> APNSClientConfiguration.Destination {
+                { .custom(host: custom.host, port: $0.isDevelopment ? development : production, environment: $0) }
+            }
             return APNSDestination(
                 destinations: .init(
-                    destination: {
-                        .custom(host: host, port: $0.isDevelopment ? developmentPort : productionPort, environment: $0)
-                    },
-                    broadcast: { .custom(host: host, port: $0.isDevelopment ? 7446 : 7445, environment: $0) },
-                    channelManagement: { .custom(host: host, port: $0.isDevelopment ? 7495 : 7496, environment: $0) },
-                    trust: trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system),
+                    destination: on(custom.productionPort, custom.developmentPort),
+                    broadcast: on(custom.broadcastProductionPort, custom.broadcastDevelopmentPort),
+                    channelManagement: on(custom.channelsProductionPort, custom.channelsDevelopmentPort),
+                    trust: custom.trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system),
                 emulator: nil, emulatorKey: nil)
         }
     }

@@ -111,15 +111,21 @@ struct ConfigurationTests {
         let ca = try write("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n", to: "ca.pem")
         let custom = try ServerConfiguration(environment: [
             "HERALD_APNS": "custom", "HERALD_APNS_PRODUCTION_PORT": "9443", "HERALD_APNS_DEVELOPMENT_PORT": "9444",
-            "HERALD_APNS_CA_FILE": ca,
+            "HERALD_APNS_CA_FILE": ca, "HERALD_APNS_BROADCAST_DEVELOPMENT_PORT": "9446",
+            "HERALD_APNS_CHANNELS_PRODUCTION_PORT": "9496",
         ])
-        guard case .custom(let host, let production, let development, let trust) = custom.apns.kind else {
+        guard case .custom(let host) = custom.apns.kind else {
             Issue.record("expected custom")
             return
         }
         #expect(
-            host == "127.0.0.1" && production == 9443 && development == 9444
-                && trust?.contains("BEGIN CERTIFICATE") == true)
+            host.host == "127.0.0.1" && host.productionPort == 9443 && host.developmentPort == 9444
+                && host.trustPEM?.contains("BEGIN CERTIFICATE") == true)
+        #expect(host.broadcastProductionPort == 7445 && host.broadcastDevelopmentPort == 9446, "herald emulator's default, or as set")
+        #expect(host.channelsProductionPort == 9496 && host.channelsDevelopmentPort == 7495)
+        #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration(environment: ["HERALD_APNS": "custom", "HERALD_APNS_CHANNELS_DEVELOPMENT_PORT": "0"])
+        }
         let emulator = try ServerConfiguration(environment: [
             "HERALD_APNS": "emulator", "HERALD_EMULATOR_ADMIN_PORT": "off", "HERALD_EMULATOR_COUNTING": "true",
         ])

@@ -4,6 +4,7 @@ import HeraldCore
 import HeraldEmulator
 import HeraldStore
 import HeraldTesting
+import HummingbirdTesting
 import Testing
 
 @testable import HeraldServer
@@ -149,7 +150,7 @@ struct ScheduleTests {
     }
 
     @Test(
-        "two instances on one PostgreSQL database: a scheduled send, and each wave of a localTime send, fires once",
+        "two servers on one PostgreSQL database and one emulator: a scheduled send, each wave of a localTime send, and a scheduled broadcast fire once, counted in the emulator",
         .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
     func twoInstances() async throws {
         let database = try TestDatabase.make(.postgres)
@@ -162,50 +163,94 @@ struct ScheduleTests {
         await database.cleanup()
     }
 
+    /// Both servers send to one emulator in its own listeners (`HERALD_APNS=custom`, every port given), as two
+    /// deployments would share APNs: what each device's inbox holds is what APNs got.
     private func twoInstances(databaseURL: String) async throws {
         let wall = ManualWallClock(Self.start)
-        let senders = [SendCrashTests.StallingSender(answering: .max), SendCrashTests.StallingSender(answering: .max)]
-        var processes: [InstanceRestartTests.WorkerProcess] = []
-        for (index, sender) in senders.enumerated() {
-            processes.append(
-                try await .start(instance: "api-\(index)", databaseURL: databaseURL, clock: wall, sender: sender))
+        let key = TestSigningKeys.make()
+        let emulator = try APNSEmulator(
+            configuration: EmulatorConfiguration(
+                adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)]
+            ).servingChannels())
+        try await emulator.start()
+        defer { Task { await emulator.shutdown() } }
+        func port(_ environment: APNSEnvironment, _ service: EmulatorService) throws -> Int {
+            try #require(emulator.port(for: environment, service: service))
         }
-        let store = processes[0].store
+        let host = APNSMode.CustomHost(
+            host: "127.0.0.1", productionPort: try port(.production, .devicePush),
+            developmentPort: try port(.development, .devicePush),
+            broadcastProductionPort: try port(.production, .broadcast),
+            broadcastDevelopmentPort: try port(.development, .broadcast),
+            channelsProductionPort: try port(.production, .channelManagement),
+            channelsDevelopmentPort: try port(.development, .channelManagement),
+            trustPEM: emulator.certificateAuthorityPEM)
+        var servers: [HeraldApplication] = []
+        for index in 0..<2 {
+            servers.append(
+                try await ServerHarness.build(databaseURL: databaseURL, clock: wall, logger: nil) { configuration in
+                    configuration.apns = .custom(host)
+                    configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                    configuration.instanceID = "api-\(index)"
+                })
+        }
+        let built = servers
+        try await built[0].test(.router) { first in
+            try await built[1].test(.router) { second in
+                try await self.fireOnce(
+                    clients: [ServerClient(client: first), ServerClient(client: second)], servers: built,
+                    emulator: emulator, wall: wall)
+            }
+        }
+    }
+
+    private func fireOnce(
+        clients: [ServerClient], servers: [HeraldApplication], emulator: APNSEmulator, wall: ManualWallClock
+    ) async throws {
+        let key = try await SendTests.key(servers[0])
         let zones = ["Asia/Tokyo", "Europe/Paris", "America/New_York"]
-        for n in 1...30 {
-            _ = try await store.upsert(
-                TokenRegistration(
-                    token: testToken(n), topic: ServerHarness.topic, environment: .development,
-                    timeZone: zones[n % 3]))
+        let devices = (1...30).map { testToken($0) }
+        for (n, token) in devices.enumerated() {
+            try await clients[n % 2].register(token, debug: true, extra: #", "timeZone": "\#(zones[n % 3])""#)
         }
-        let apps = AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)])
-        var ids: [SendID] = []
-        for extra in [#""sendAt": "2026-01-01T06:00:00Z""#, #""localTime": "2026-01-01T09:00""#] {
-            let job = try JSONValue(
-                parsing: Array(#"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "x", \#(extra)}"#.utf8))
-            let plan = try SendPlan(json: job, apps: apps, sendID: SendID(), at: wall.now())
-            ids.append(
-                try await store.createSend(
-                    NewSend(
-                        id: plan.sendID, target: "every device", summary: "s", job: plan.job.jsonString,
-                        sendAt: plan.schedule?.firstInstant)
-                ).id)
+        // One server takes each request; either may fire each send.
+        let scheduled = try await Self.send(clients[0], key, #", "sendAt": "2026-01-01T06:00:00Z""#)
+        let local = try await Self.send(clients[1], key, #", "localTime": "2026-01-01T09:00""#)
+        #expect(scheduled.status == .accepted && local.status == .accepted, "\(scheduled) \(local)")
+        let created = try await clients[1].call(
+            .post, "/api/channels", body: #"{"environment": "production", "storagePolicy": 1}"#, bearer: key)
+        #expect(created.status == .created, "the channel-management port of the custom host: \(created)")
+        let channel = try #require(created.json["channel"]?["id"]?.stringValue)
+        let subscribers = [testToken(0xB1), testToken(0xB2)]
+        for token in subscribers {
+            _ = try emulator.createDevice(token: token, environment: .production, topic: ServerHarness.topic)
+            try emulator.subscribe(token, to: channel)
         }
+        let broadcast = try await clients[0].call(
+            .post, ChannelTests.path(channel, "/broadcast"),
+            body: #"{"contentState": {"score": "0-0"}, "sendAt": "2026-01-01T08:00:00Z"}"#, bearer: key)
+        #expect(broadcast.status == .accepted, "\(broadcast)")
+        let ids = [scheduled.json["id"], local.json["id"], broadcast.json["send"]?["id"]].compactMap {
+            $0?.stringValue.flatMap(SendID.init)
+        }
+        #expect(ids.count == 3)
+
         // Through the day: both workers look at every step, and every wave is due at one of them.
         for at in ["2026-01-01T00:00:00Z", "2026-01-01T06:00:00Z", "2026-01-01T08:00:00Z", "2026-01-01T14:00:00Z"] {
             wall.set(to: try #require(RFC3339.date(at)))
-            let (first, second) = (processes[0].worker, processes[1].worker)
+            let (first, second) = (servers[0].worker, servers[1].worker)
             async let firstIdle: Void = first.waitUntilIdle()
             async let secondIdle: Void = second.waitUntilIdle()
             _ = await (firstIdle, secondIdle)
         }
-        for id in ids { #expect(try await store.send(id)?.status == .completed) }
-        let sent = senders.flatMap(\.sent).map(\.token)
-        #expect(sent.count == 60, "30 devices, two sends")
-        for n in 1...30 {
-            #expect(sent.filter { $0 == testToken(n) }.count == 2, "each device once per send")
+        for id in ids { #expect(try await servers[0].store.send(id)?.status == .completed, "\(id)") }
+        for token in devices {
+            #expect(try emulator.inbox(for: token).count == 2, "each device once per send")
         }
-        for process in processes { await process.kill() }
+        for token in subscribers {
+            let inbox = try emulator.inbox(for: token)
+            #expect(inbox.count == 1 && inbox.first?.channelID == channel, "the broadcast once: \(inbox)")
+        }
     }
 
     @Test("rate holds a 2,000-device send to its ceiling: the emulator's receive times span at least what the rate allows")

@@ -26,6 +26,7 @@ extension ServerConfiguration {
     /// | `HERALD_DATABASE_URL` [`databaseURL`] | `sqlite://…`, `sqlite:///…`, `postgres://…` | `sqlite://herald.sqlite` |
     /// | `HERALD_APNS` [`apns`] | `auto`, `apple`, `emulator`, `custom` | `auto`: Apple when every app has credentials, else the emulator |
     /// | `HERALD_APNS_HOST`, `HERALD_APNS_PRODUCTION_PORT`, `HERALD_APNS_DEVELOPMENT_PORT`, `HERALD_APNS_CA_FILE` [`apnsHost`, …, `apnsCAFile`] | for `custom` | `127.0.0.1`, 7443, 7444, none |
+    /// | `HERALD_APNS_BROADCAST_PRODUCTION_PORT`, `…_DEVELOPMENT_PORT`, `HERALD_APNS_CHANNELS_PRODUCTION_PORT`, `…_DEVELOPMENT_PORT` [`apnsBroadcastProductionPort`, …] | for `custom`: broadcasts and channel management on the same host | 7445, 7446, 7496, 7495 (`herald emulator`'s) |
     /// | `HERALD_EMULATOR_ADMIN_PORT` [`emulatorAdminPort`] | port, or `off` | 7480 |
     /// | `HERALD_EMULATOR_CA_FILE` [`emulatorCAFile`] | path | `herald-emulator-ca.pem` |
     /// | `HERALD_EMULATOR_COUNTING` [`emulatorCounting`] | Boolean | `false` |
@@ -268,7 +269,18 @@ extension ServerConfiguration {
             let trust = try reader.string("HERALD_APNS_CA_FILE", "apnsCAFile").map { path throws(ConfigurationError) in
                 try readText(path)
             }
-            return .custom(host: host, productionPort: production, developmentPort: development, trustPEM: trust)
+            var custom = APNSMode.CustomHost(
+                host: host, productionPort: production, developmentPort: development, trustPEM: trust)
+            func port(_ variable: String, _ key: String, _ value: inout Int) throws(ConfigurationError) {
+                if let read = try reader.integer(variable, key, in: 1...65535) { value = read }
+            }
+            try port("HERALD_APNS_BROADCAST_PRODUCTION_PORT", "apnsBroadcastProductionPort", &custom.broadcastProductionPort)
+            try port(
+                "HERALD_APNS_BROADCAST_DEVELOPMENT_PORT", "apnsBroadcastDevelopmentPort", &custom.broadcastDevelopmentPort)
+            try port("HERALD_APNS_CHANNELS_PRODUCTION_PORT", "apnsChannelsProductionPort", &custom.channelsProductionPort)
+            try port(
+                "HERALD_APNS_CHANNELS_DEVELOPMENT_PORT", "apnsChannelsDevelopmentPort", &custom.channelsDevelopmentPort)
+            return .custom(custom)
         default:
             throw ConfigurationError("HERALD_APNS is \"\(mode)\": write auto, apple, emulator or custom.")
         }

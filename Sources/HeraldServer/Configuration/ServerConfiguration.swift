@@ -291,7 +291,7 @@ public struct APNSMode: Sendable {
         case automatic(EmulatorSettings)
         case apple
         case emulator(EmulatorSettings)
-        case custom(host: String, productionPort: Int, developmentPort: Int, trustPEM: String?)
+        case custom(CustomHost)
     }
 
     let kind: Kind
@@ -308,14 +308,53 @@ public struct APNSMode: Sendable {
     public static func emulator(_ settings: EmulatorSettings = EmulatorSettings()) -> APNSMode {
         APNSMode(kind: .emulator(settings))
     }
-    /// Another APNs-compatible host, such as `herald emulator` in its own process.
+    /// Another APNs-compatible host, such as `herald emulator` in its own process, with broadcasts and channel
+    /// management on `herald emulator`'s default ports.
     /// - Parameter trustPEM: CA certificates to trust besides the system's (the emulator's CA file).
     public static func custom(host: String, productionPort: Int, developmentPort: Int, trustPEM: String? = nil)
         -> APNSMode
     {
         APNSMode(
             kind: .custom(
-                host: host, productionPort: productionPort, developmentPort: developmentPort, trustPEM: trustPEM))
+                CustomHost(
+                    host: host, productionPort: productionPort, developmentPort: developmentPort, trustPEM: trustPEM)))
+    }
+
+    /// Another APNs-compatible host with every port given.
+    public static func custom(_ host: CustomHost) -> APNSMode { APNSMode(kind: .custom(host)) }
+
+    /// Where a custom APNs listens: one host, a port per environment for device pushes, for broadcasts and for
+    /// channel management (Apple uses other hosts for the last two; `herald emulator` other ports).
+    public struct CustomHost: Sendable, Hashable {
+        public var host: String
+        public var productionPort: Int
+        public var developmentPort: Int
+        /// Stands in for `api-broadcast.push.apple.com:443`. Default 7445, `herald emulator`'s.
+        public var broadcastProductionPort: Int
+        /// Stands in for `api-broadcast.sandbox.push.apple.com:443`. Default 7446.
+        public var broadcastDevelopmentPort: Int
+        /// Stands in for `api-manage-broadcast.push.apple.com:2196`. Default 7496.
+        public var channelsProductionPort: Int
+        /// Stands in for `api-manage-broadcast.sandbox.push.apple.com:2195`. Default 7495.
+        public var channelsDevelopmentPort: Int
+        /// CA certificates to trust besides the system's (the emulator's CA file).
+        public var trustPEM: String?
+
+        /// - Parameters: see the properties.
+        public init(
+            host: String, productionPort: Int, developmentPort: Int, broadcastProductionPort: Int = 7445,
+            broadcastDevelopmentPort: Int = 7446, channelsProductionPort: Int = 7496,
+            channelsDevelopmentPort: Int = 7495, trustPEM: String? = nil
+        ) {
+            self.host = host
+            self.productionPort = productionPort
+            self.developmentPort = developmentPort
+            self.broadcastProductionPort = broadcastProductionPort
+            self.broadcastDevelopmentPort = broadcastDevelopmentPort
+            self.channelsProductionPort = channelsProductionPort
+            self.channelsDevelopmentPort = channelsDevelopmentPort
+            self.trustPEM = trustPEM
+        }
     }
 
     /// How the in-process emulator listens.
