@@ -56,14 +56,7 @@ struct InstanceRestartTests {
         "a killed instance restarted with the same id resumes its send at once; another instance does not take it before the lease ends",
         .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
     func restartResumesOwnSend() async throws {
-        let database = try TestDatabase.make(.postgres)
-        do {
-            try await run(databaseURL: database.url)
-        } catch {
-            await database.cleanup()
-            throw error
-        }
-        await database.cleanup()
+        try await TestDatabase.with(.postgres) { try await run(databaseURL: $0) }
     }
 
     private func run(databaseURL: String) async throws {

@@ -150,17 +150,65 @@ struct ScheduleTests {
     }
 
     @Test(
+        "a server stopped before a send's time and started after it catches the send up within the limit, and skips one beyond it",
+        arguments: Backend.available)
+    func restartCatchUp(backend: Backend) async throws {
+        try await TestDatabase.with(backend) { try await restartCatchUp(databaseURL: $0) }
+    }
+
+    private func restartCatchUp(databaseURL: String) async throws {
+        let wall = ManualWallClock(Self.start)
+        let key = TestSigningKeys.make()
+        let emulator = try APNSEmulator(
+            configuration: EmulatorConfiguration(adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)]))
+        try await emulator.start()
+        defer { Task { await emulator.shutdown() } }
+        let host = APNSMode.CustomHost(
+            host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production)),
+            developmentPort: try #require(emulator.port(for: .development)), trustPEM: emulator.certificateAuthorityPEM)
+        func server() async throws -> HeraldApplication {
+            try await ServerHarness.build(databaseURL: databaseURL, clock: wall, logger: nil) { configuration in
+                configuration.apns = .custom(host)
+                configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                configuration.sending.catchUpLimit = .seconds(7200)
+            }
+        }
+        let (late, missed) = (testToken(0x65), testToken(0x66))
+        let before = try await server()
+        let ids = try await before.test(.router) { test in
+            let client = ServerClient(client: test)
+            let key = try await SendTests.key(before)
+            try await client.register(late, debug: true, extra: #", "tags": ["late"]"#)
+            try await client.register(missed, debug: true, extra: #", "tags": ["missed"]"#)
+            var ids: [SendID] = []
+            for (at, tag) in [("2026-01-01T03:00:00Z", "late"), ("2026-01-01T00:30:00Z", "missed")] {
+                let answer = try await Self.send(
+                    client, key, #", "sendAt": "\#(at)""#, target: #"{"tag": "\#(tag)"}"#)
+                ids.append(try #require(answer.json["id"]?.stringValue.flatMap(SendID.init)))
+            }
+            await before.worker.waitUntilIdle()
+            return ids
+        }
+        #expect(emulator.device(late) == nil && emulator.device(missed) == nil, "stopped before either time")
+
+        // Down from 00:00 to 04:00: one send is an hour late, the other three and a half.
+        wall.set(to: try #require(RFC3339.date("2026-01-01T04:00:00Z")))
+        let after = try await server()
+        try await after.test(.router) { _ in
+            await after.worker.waitUntilIdle()
+            #expect(try await after.store.send(ids[0])?.status == .completed)
+            let skipped = try #require(try await after.store.send(ids[1]))
+            #expect(skipped.status == .failed && skipped.message?.contains("Missed its time") == true, "\(skipped)")
+        }
+        #expect(try emulator.inbox(for: late).count == 1, "caught up, once")
+        #expect(emulator.device(missed) == nil, "skipped beyond the limit")
+    }
+
+    @Test(
         "two servers on one PostgreSQL database and one emulator: a scheduled send, each wave of a localTime send, and a scheduled broadcast fire once, counted in the emulator",
         .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
     func twoInstances() async throws {
-        let database = try TestDatabase.make(.postgres)
-        do {
-            try await twoInstances(databaseURL: database.url)
-        } catch {
-            await database.cleanup()
-            throw error
-        }
-        await database.cleanup()
+        try await TestDatabase.with(.postgres) { try await twoInstances(databaseURL: $0) }
     }
 
     /// Both servers send to one emulator in its own listeners (`HERALD_APNS=custom`, every port given), as two

@@ -57,6 +57,20 @@ struct TestDatabase: Sendable {
     }
 }
 
+extension TestDatabase {
+    /// Runs `body` with the URL of an empty database of `backend`, and drops the database afterwards.
+    static func with(_ backend: Backend, _ body: (String) async throws -> Void) async throws {
+        let database = try make(backend)
+        do {
+            try await body(database.url)
+        } catch {
+            await database.cleanup()
+            throw error
+        }
+        await database.cleanup()
+    }
+}
+
 /// Runs a server in-process for a test, over its own database and in-process emulator.
 enum ServerHarness {
     static let topic = AppConfiguration.defaultBundleID
