@@ -8,7 +8,7 @@ import Testing
 @testable import HeraldServer
 
 /// API keys: long enough secrets, salted keyed hashes, no secret characters in clear, schema-1 keys re-hashed.
-@Suite("Server: API key storage", .timeLimit(.minutes(1)))
+@Suite("Server: API key storage", .timeLimit(.minutes(2)))
 struct APIKeyHashingTests {
     @Test(
         "a HERALD_API_KEYS secret under 32 characters stops the start with a message naming the entry, not the secret")

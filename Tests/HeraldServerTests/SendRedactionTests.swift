@@ -7,7 +7,7 @@ import Testing
 @testable import HeraldServer
 
 /// A key with only the `send` scope sees device tokens redacted; an `admin` key sees them whole.
-@Suite("Server: token redaction for send keys", .timeLimit(.minutes(1)))
+@Suite("Server: token redaction for send keys", .timeLimit(.minutes(2)))
 struct SendRedactionTests {
     @Test(
         "the inline send answer and GET /api/sends/{id} show …<last 8 hex digits> to a send-only key, the whole token to an admin key",
