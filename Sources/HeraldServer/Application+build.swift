@@ -144,14 +144,13 @@ public func buildApplication(
                 store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
                 metrics: metrics, clock: dependencies.clock)
             sends.addRoutes(to: router)
-            ActivityController(
-                store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics
-            )
-            .addRoutes(to: router)
-            ChannelController(
+            let activities = ActivityController(
+                store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics)
+            activities.addRoutes(to: router)
+            let channels = ChannelController(
                 store: store, keys: keys, apps: apps, senders: senders, limits: configuration.limits,
-                clock: dependencies.clock
-            ).addRoutes(to: router)
+                clock: dependencies.clock)
+            channels.addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
             ConsoleController(
