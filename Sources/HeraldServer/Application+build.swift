@@ -156,7 +156,8 @@ public func buildApplication(
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, worker: worker,
-                apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures
+                apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
+                activityAPI: activities, channelAPI: channels
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
