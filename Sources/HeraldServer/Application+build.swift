@@ -146,20 +146,20 @@ public func buildApplication(
                 store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
                 metrics: metrics, clock: dependencies.clock)
             sends.addRoutes(to: router)
-            ActivityController(
-                store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics
-            )
-            .addRoutes(to: router)
-            ChannelController(
+            let activities = ActivityController(
+                store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics)
+            activities.addRoutes(to: router)
+            let channels = ChannelController(
                 store: store, keys: keys, apps: apps, senders: senders, broadcaster: broadcaster, worker: worker,
-                limits: configuration.limits, clock: dependencies.clock
-            ).addRoutes(to: router)
+                limits: configuration.limits, clock: dependencies.clock)
+            channels.addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, worker: worker,
-                apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures
+                apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
+                activityAPI: activities, channelAPI: channels
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the

@@ -25,4 +25,13 @@ extension PostgresStore {
             } ?? .unknown
         }
     }
+
+    public func activities(topic: String, active: Bool?, after cursor: ActivityCursor?, limit: Int) async throws
+        -> ActivityPage
+    {
+        try await session("list activities") { session in
+            let statement = StoreSQL.selectActivities(topic: topic, active: active, after: cursor, limit: limit, .postgres)
+            return ActivityPage(try await session.rows(statement).map { try $0.activity() }, limit: limit)
+        }
+    }
 }

@@ -27,4 +27,13 @@ extension SQLiteStore {
                 ?? .unknown
         }
     }
+
+    public func activities(topic: String, active: Bool?, after cursor: ActivityCursor?, limit: Int) async throws
+        -> ActivityPage
+    {
+        try await read("list activities") { db in
+            let statement = StoreSQL.selectActivities(topic: topic, active: active, after: cursor, limit: limit, .sqlite)
+            return ActivityPage(try db.rows(statement).map { try $0.activity() }, limit: limit)
+        }
+    }
 }

@@ -127,6 +127,66 @@ struct ActivityTests {
         }
     }
 
+    @Test("GET /api/activities lists an app's activities newest first by page, all, active or ended, each as GET shows it", arguments: Backend.available)
+    func listing(backend: Backend) async throws {
+        let wall = ManualWallClock(ScheduleTests.start)
+        try await ServerHarness.withServer(backend, clock: wall) { client, app in
+            let key = try await SendTests.key(app)
+            for n in 1...5 {
+                let new = NewActivity(topic: ServerHarness.topic, id: "order \(n)/x", activityType: "DeliveryAttributes")
+                #expect(try await app.store.createActivity(new) != nil)
+                wall.advance(by: .seconds(60))
+            }
+            let ended = try await client.call(.delete, "/api/activities/order%202%2Fx", bearer: key)
+            #expect(ended.status == .ok, "\(ended)")
+
+            let all = try await client.call(.get, "/api/activities", bearer: key)
+            #expect(all.status == .ok && all.json["next"] == nil, "\(all)")
+            let listed = try #require(all.json["activities"]?.arrayValue)
+            #expect(listed.compactMap { $0["id"]?.stringValue } == (1...5).reversed().map { "order \($0)/x" })
+            #expect(all.body.hasPrefix(#"{"activities":[{"activityType":"DeliveryAttributes","createdAt":"#), "keys in name order")
+            let shown = try await client.call(.get, "/api/activities/order%205%2Fx", bearer: key)
+            guard case .object(var members) = shown.json else { Issue.record("\(shown)"); return }
+            members["devices"] = nil
+            #expect(listed.first == .object(members), "as GET /api/activities/{id} shows it, without the count")
+
+            var walked: [String] = []
+            var query = "limit=2"
+            while true {
+                let page = try await client.call(.get, "/api/activities?" + query, bearer: key)
+                #expect(page.status == .ok && (page.json["activities"]?.arrayValue?.count ?? 0) <= 2, "\(page)")
+                walked += page.json["activities"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+                guard let next = page.json["next"]?.stringValue else { break }
+                query = "limit=2&after=" + ConsoleClient.encode(next)
+            }
+            #expect(walked == (1...5).reversed().map { "order \($0)/x" }, "pages of 2 through next: each once, in order")
+
+            let active = try await client.call(.get, "/api/activities?status=active&topic=\(ServerHarness.topic)", bearer: key)
+            #expect(active.json["activities"]?.arrayValue?.count == 4, "\(active)")
+            let endedOnly = try await client.call(.get, "/api/activities?status=ended", bearer: key)
+            let endedRows = try #require(endedOnly.json["activities"]?.arrayValue)
+            #expect(endedRows.map { $0["id"] } == ["order 2/x"] && endedRows.first?["endedAt"] != nil, "\(endedOnly)")
+
+            #expect(try await client.call(.get, "/api/activities").status == .unauthorized)
+            let registerOnly = try await app.store.createAPIKey(name: "app", scopes: [.register]).secret.value
+            #expect(try await client.call(.get, "/api/activities", bearer: registerOnly).status == .forbidden)
+        }
+    }
+
+    @Test("bad list queries are 400 naming the field", arguments: [
+        ("status=running", "status"), ("status=", "status"), ("status=%00", "status"), ("limit=0", "limit"),
+        ("limit=1001", "limit"), ("limit=ten", "limit"), ("after=nope", "after"), ("after=12", "after"),
+        ("topic=com.example.unknown", "com.example.unknown"),
+    ])
+    func badListings(_ query: String, field: String) async throws {
+        try await ServerHarness.withServer { client, app in
+            let key = try await SendTests.key(app)
+            let answer = try await client.call(.get, "/api/activities?" + query, bearer: key)
+            #expect(answer.status == .badRequest, "\(answer)")
+            #expect(answer.json["error"]?.stringValue?.contains(field) == true, "\(answer)")
+        }
+    }
+
     @Test("bad activity requests are 400 naming the field, and start nothing", arguments: [
         (#"{"activityType": "T", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x"}"#, "activityId"),
         (#"{"activityId": "o", "target": {"user": "a"}, "attributes": {}, "contentState": {}, "alert": "x"}"#, "activityType"),

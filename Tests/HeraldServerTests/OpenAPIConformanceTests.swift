@@ -231,7 +231,7 @@ struct OpenAPIConformanceTests {
         }
     }
 
-    @Test("the query parameters of GET /api/devices, POST /api/send and GET /api/sends/{id} agree with the document")
+    @Test("the query parameters of GET /api/devices, POST /api/send, GET /api/sends/{id} and GET /api/activities agree with the document")
     func queryParameters() async throws {
         let spec = try Self.document()
         let components = try #require(spec["components"]?["parameters"])
@@ -257,21 +257,34 @@ struct OpenAPIConformanceTests {
                     }
                 }
             }
-            // POST /api/send's query parameters (dryRun), on a valid body.
-            let sendParameters = try #require(spec["paths"]?["/api/send"]?["post"]?["parameters"]?.arrayValue)
-            for parameter in sendParameters {
-                let name = try #require(parameter["name"]?.stringValue)
-                let schema = try #require(parameter["schema"])
-                for candidate in SchemaCases.queryCandidates(for: schema) {
-                    let specValid = SchemaCases.isValid(SchemaCases.queryValue(candidate, schema), schema)
-                    let answer = try await client.call(
-                        .post, "/api/send?\(name)=\(Self.percentEncoded(candidate))",
-                        body: #"{"target": {"user": "nobody"}, "alert": "x"}"#, bearer: key)
-                    if (answer.status == .ok) != specValid || (!specValid && answer.status != .badRequest) {
-                        mismatches.append(
-                            Mismatch(field: name, value: candidate, specValid: specValid, answer: "\(answer)"))
+            /// Calls `request` with each boundary value of each named parameter of an operation.
+            func check(
+                _ path: String, _ method: String, only names: Set<String>? = nil,
+                _ request: (String) async throws -> ServerClient.Answer
+            ) async throws {
+                let parameters = try #require(spec["paths"]?[path]?[method]?["parameters"]?.arrayValue)
+                for parameter in parameters {
+                    let name = try #require(parameter["name"]?.stringValue)
+                    guard names?.contains(name) ?? true else { continue }
+                    let schema = try #require(parameter["schema"])
+                    for candidate in SchemaCases.queryCandidates(for: schema) {
+                        let specValid = SchemaCases.isValid(SchemaCases.queryValue(candidate, schema), schema)
+                        let answer = try await request("\(name)=\(Self.percentEncoded(candidate))")
+                        if (answer.status == .ok) != specValid || (!specValid && answer.status != .badRequest) {
+                            mismatches.append(
+                                Mismatch(field: name, value: candidate, specValid: specValid, answer: "\(answer)"))
+                        }
                     }
                 }
+            }
+            // POST /api/send's query parameters (dryRun), on a valid body.
+            try await check("/api/send", "post") { query in
+                try await client.call(
+                    .post, "/api/send?\(query)", body: #"{"target": {"user": "nobody"}, "alert": "x"}"#, bearer: key)
+            }
+            // GET /api/activities's status and limit; its topic and cursor name state the document cannot know.
+            try await check("/api/activities", "get", only: ["status", "limit"]) { query in
+                try await client.call(.get, "/api/activities?\(query)", bearer: key)
             }
             // An empty after= is the first page, on sends too.
             let send = try await client.call(

@@ -3,6 +3,68 @@
 /// The console's templates (by name, without `.mustache`) and static files (style sheet, scripts), as shipped.
 enum ConsoleAssets {
     static let templates: [String: String] = [
+        "activities": #"""
+<h1>Live Activities</h1>
+<nav class="tabs" aria-label="Live Activities">{{#tabs}}<a href="{{href}}"{{#current}} aria-current="page"{{/current}}>{{label}}</a>{{/tabs}}</nav>
+{{#ended}}<p class="notice" role="status" id="activity-ended">Activity “{{ended}}” ended: its devices were sent the end, and it takes no more updates.{{#endSend}} <a href="/console/sends/{{endSend}}">See the end's send</a>.{{/endSend}}</p>{{/ended}}
+<form class="card filters" method="get" action="/console/activities" aria-label="Show activities">
+<div><label for="app">App</label><select id="app" name="app">{{#apps}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>{{/apps}}</select></div>
+<div><label for="status">Status</label><select id="status" name="status">{{#statuses}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/statuses}}</select></div>
+<div><button type="submit">Show</button></div>
+</form>
+{{#hasRows}}
+<section class="card" aria-labelledby="activities-title">
+<h2 id="activities-title">Activities of {{app}}, newest first</h2>
+<div class="table-wrap"><table id="activities">
+<thead><tr><th>Activity</th><th class="optional">Type</th><th>Status</th><th class="num">Updates</th><th class="num optional">Update tokens</th><th class="optional">Started</th><th class="optional">Ended</th><th><span class="skip">Action</span></th></tr></thead>
+<tbody>{{#rows}}<tr><td class="mono">{{id}}</td><td class="optional">{{type}}</td><td>{{#active}}<span class="badge ok">active</span>{{/active}}{{^active}}<span class="badge">ended</span>{{/active}}</td><td class="num">{{updates}}</td><td class="num optional">{{tokens}}</td><td class="optional">{{startedAt}}</td><td class="optional">{{endedAt}}</td>
+<td>{{#active}}<form class="inline" method="post" action="/console/activities/end" data-confirm="End the activity “{{id}}”? Its devices get the end now, and it takes no more updates."><input type="hidden" name="_csrf" value="{{csrf}}"><input type="hidden" name="app" value="{{app}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="danger" aria-label="End {{id}}">End</button></form>{{/active}}</td></tr>
+{{/rows}}</tbody></table></div>
+<div class="pager">{{#first}}<a href="{{first}}">← Newest</a>{{/first}}{{^first}}<span></span>{{/first}}{{#next}}<a href="{{next}}">Older activities →</a>{{/next}}</div>
+</section>
+{{/hasRows}}
+{{^hasRows}}
+<div class="empty"><h2>No Live Activities here</h2><p>Start one with <code>POST /api/activities</code> and an API key with the <code>send</code> scope; each device then registers the activity's update token (docs/live-activities.md).</p></div>
+{{/hasRows}}
+"""#,
+        "channels": #"""
+<h1>Live Activities</h1>
+<nav class="tabs" aria-label="Live Activities">{{#tabs}}<a href="{{href}}"{{#current}} aria-current="page"{{/current}}>{{label}}</a>{{/tabs}}</nav>
+{{#created}}<p class="notice" role="status" id="channel-notice">Channel <span class="mono">{{created}}</span> created on APNs: start activities with <code>"inputPushChannel"</code> set to it, and broadcast with <code>POST /api/channels/{id}/broadcast</code>.</p>{{/created}}
+{{#deleted}}<p class="notice" role="status" id="channel-notice">Channel <span class="mono">{{deleted}}</span> deleted: its subscribers get no more broadcasts, and APNs never gives its id again.{{#unknownToAPNs}} APNs no longer knew it; it is marked deleted here too.{{/unknownToAPNs}}</p>{{/deleted}}
+{{#error}}<p class="error" role="alert" id="channel-error">{{error}}</p>{{/error}}
+<form class="card filters" method="get" action="/console/channels" aria-label="Show channels">
+<div><label for="app">App</label><select id="app" name="app">{{#apps}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>{{/apps}}</select></div>
+<div><label for="environment">Environment</label><select id="environment" name="environment">{{#environments}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{label}}</option>{{/environments}}</select></div>
+<div><button type="submit">Show</button></div>
+</form>
+<section class="card" aria-labelledby="channels-title"><h2 id="channels-title">Live channels of {{app}}</h2>
+{{#hasRows}}
+<div class="table-wrap"><table id="channels">
+<thead><tr><th>Channel</th><th>Environment</th><th>Storage policy</th><th class="optional">Created</th><th><span class="skip">Action</span></th></tr></thead>
+<tbody>{{#rows}}<tr><td class="mono">{{id}}</td><td>{{environment}}</td><td>{{storagePolicy}}</td><td class="optional">{{createdAt}}</td>
+<td><form class="inline" method="post" action="/console/channels/delete" data-confirm="Delete the channel {{id}}? APNs deletes it now: its subscribers get no more broadcasts, and its id is never given again."><input type="hidden" name="_csrf" value="{{csrf}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="danger" aria-label="Delete {{id}}">Delete</button></form></td></tr>
+{{/rows}}</tbody></table></div>
+<div class="pager">{{#first}}<a href="{{first}}">← First page</a>{{/first}}{{^first}}<span></span>{{/first}}{{#next}}<a href="{{next}}">Next page →</a>{{/next}}</div>
+{{/hasRows}}
+{{^hasRows}}<p class="muted">No live channel. Create one below, or with <code>POST /api/channels</code>.</p>{{/hasRows}}
+</section>
+<section class="card" aria-labelledby="create-title"><h2 id="create-title">Create a channel</h2>
+<form method="post" action="/console/channels" id="create-channel">
+<input type="hidden" name="_csrf" value="{{csrf}}">
+<div class="row">
+<div><label for="create-app">App</label><select id="create-app" name="app">{{#apps}}<option value="{{name}}"{{#selected}} selected{{/selected}}>{{name}}</option>{{/apps}}</select></div>
+<div><label for="create-environment">Environment</label><select id="create-environment" name="environment"><option value="production"{{#productionFirst}} selected{{/productionFirst}}>Production</option><option value="development"{{^productionFirst}} selected{{/productionFirst}}>Development</option></select></div>
+</div>
+<fieldset><legend>Storage policy</legend>
+<label class="check"><input type="radio" name="storagePolicy" value="0" checked> 0 — stores nothing: for frequent updates</label>
+<label class="check"><input type="radio" name="storagePolicy" value="1"> 1 — keeps the newest message up to 8 hours for offline devices</label>
+</fieldset>
+<button type="submit">Create channel</button>
+</form>
+<p class="hint">APNs creates the channel with the app's key for that environment (iOS 18+; the App ID needs the Broadcast Capability). The policy is fixed for the channel's life.</p>
+</section>
+"""#,
         "compose": #"""
 <h1>Compose</h1>
 <p class="lede">Every change is checked by the send API itself (<code>POST /api/send?dryRun=true</code>): what you see is what Herald would send.</p>
@@ -521,6 +583,11 @@ progress { width: 100%; height: 1.1rem; accent-color: var(--accent); }
   th.optional, td.optional { display: none; }
 }
 h2.section { margin: 1.75rem 0 .75rem; }
+.tabs { display: flex; flex-wrap: wrap; gap: .25rem; margin: -.25rem 0 1.25rem; border-bottom: 1px solid var(--line); }
+.tabs a { padding: .4rem .8rem; text-decoration: none; color: var(--muted); border-bottom: 3px solid transparent; }
+.tabs a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); font-weight: 600; }
+.filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; }
+.filters label { margin: 0 0 .2rem; }
 """#,
         "compose.js": #"""
 // Compose: builds the send body from the form, asks the send API for a dry run as you type, shows its verdict (next

@@ -251,11 +251,8 @@ extension ConsoleController {
         let search = (try request.queryParameter("q") ?? "").trimmingCharacters(in: .whitespaces)
         let user = (try request.queryParameter("user") ?? "").trimmingCharacters(in: .whitespaces)
         let tag = (try request.queryParameter("tag") ?? "").trimmingCharacters(in: .whitespaces)
-        let app = try request.queryParameter("app").flatMap { appIDs.contains($0) ? $0 : nil } ?? appIDs.first ?? ""
-        var data: [String: Any] = [
-            "q": search, "user": user, "tag": tag,
-            "apps": appIDs.map { ["name": $0, "selected": $0 == app] as [String: Any] },
-        ]
+        let app = try chosenApp(request.queryParameter("app"))
+        var data: [String: Any] = ["q": search, "user": user, "tag": tag, "apps": appChoices(app)]
         if let removed = try request.queryParameter("removed") {
             data["notice"] = "Device …\(removed) removed: it gets no pushes until its app registers it again."
         }
@@ -288,13 +285,8 @@ extension ConsoleController {
             let page = try await store.devices(matching: query, after: cursor, limit: 50)
             found = page.devices
             if let next = page.next {
-                var components = URLComponents()
-                components.path = "/console/devices"
-                components.queryItems = [
-                    URLQueryItem(name: "user", value: user), URLQueryItem(name: "tag", value: tag),
-                    URLQueryItem(name: "app", value: app), URLQueryItem(name: "after", value: next.description),
-                ]
-                data["next"] = components.string
+                data["next"] = Self.link(
+                    "/console/devices", [("user", user), ("tag", tag), ("app", app), ("after", next.description)])
             }
         }
         data["description"] = description

@@ -28,6 +28,10 @@ struct ConsoleController: Sendable {
     let clock: any WallClock
     /// The overview's device counts, recounted in the background once counting is slow.
     let deviceFigures: DeviceFigures
+    /// Ends activities as `DELETE /api/activities/{id}` does, and counts their update tokens.
+    let activityAPI: ActivityController
+    /// Creates and deletes channels as `/api/channels` does.
+    let channelAPI: ChannelController
     /// Ended sends' outcome groups, counted once.
     let endedSendGroups = EndedSendGroups()
 
@@ -45,6 +49,11 @@ struct ConsoleController: Sendable {
         router.get("/console/devices", use: devices)
         router.get("/console/devices/{token}", use: device)
         router.post("/console/devices/{token}/remove", use: removeDevice)
+        router.get("/console/activities", use: activities)
+        router.post("/console/activities/end", use: endActivity)
+        router.get("/console/channels", use: channels)
+        router.post("/console/channels", use: createChannel)
+        router.post("/console/channels/delete", use: deleteChannel)
         router.get("/console/keys", use: keys)
         router.post("/console/keys", use: createKey)
         router.post("/console/keys/{id}/revoke", use: revokeKey)
@@ -162,6 +171,27 @@ struct ConsoleController: Sendable {
             curl -X POST \(scheme)://\(host)/api/token -H 'Content-Type: application/json' \\
               -d '{"token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9", "debug": true, "userId": "alice"}'
             """
+    }
+
+    /// A console path with a query, each value percent-encoded (base64's `+`, `/` and `=` too); empty values are
+    /// left out.
+    static func link(_ path: String, _ items: [(name: String, value: String)]) -> String {
+        var unreserved = CharacterSet.alphanumerics
+        unreserved.insert(charactersIn: "-._~")
+        let query = items.filter { !$0.value.isEmpty }.map { item in
+            "\(item.name)=\(item.value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "")"
+        }
+        return query.isEmpty ? path : path + "?" + query.joined(separator: "&")
+    }
+
+    /// The app a page shows: the one asked for when this server serves it, else the first.
+    func chosenApp(_ asked: String?) -> String {
+        asked.flatMap { appIDs.contains($0) ? $0 : nil } ?? appIDs.first ?? ""
+    }
+
+    /// The app picker's options, with the shown app selected.
+    func appChoices(_ app: String) -> [[String: Any]] {
+        appIDs.map { ["name": $0, "selected": $0 == app] }
     }
 
     /// The empty state of the device lists.

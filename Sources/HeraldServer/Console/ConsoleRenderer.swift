@@ -27,6 +27,7 @@ struct ConsoleRenderer: Sendable {
         case compose = "Compose"
         case sends = "Sends"
         case devices = "Devices"
+        case activities = "Live Activities"
         case keys = "API keys"
         case emulator = "Emulator"
 
@@ -36,6 +37,7 @@ struct ConsoleRenderer: Sendable {
             case .compose: "/console/compose"
             case .sends: "/console/sends"
             case .devices: "/console/devices"
+            case .activities: "/console/activities"
             case .keys: "/console/keys"
             case .emulator: "/console/emulator"
             }

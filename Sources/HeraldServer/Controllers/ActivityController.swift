@@ -7,7 +7,8 @@ import Logging
 
 /// Live Activities by the app's own activity id (API key with the `send` scope): `POST /api/activities` starts one on
 /// a target's devices through their push-to-start tokens, `PATCH /api/activities/{id}` updates it on every device
-/// that registered its update token, `DELETE /api/activities/{id}` ends it, `GET /api/activities/{id}` shows it.
+/// that registered its update token, `DELETE /api/activities/{id}` ends it, `GET /api/activities/{id}` shows it, and
+/// `GET /api/activities` lists an app's activities newest first.
 ///
 /// Each push is a send of push type `liveactivity` through the send path (validated, recorded, inline or queued, with
 /// its outcomes and receipts): the answer is the send, plus the activity. Updates default to priority 5, which
@@ -23,6 +24,7 @@ struct ActivityController: Sendable {
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
         group.post("/api/activities", use: start)
+        group.get("/api/activities", use: list)
         group.get("/api/activities/{id}", use: show)
         group.patch("/api/activities/{id}", use: update)
         group.delete("/api/activities/{id}", use: end)
@@ -90,30 +92,73 @@ struct ActivityController: Sendable {
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await Self.body(request, limit: sends.limits.sendBodyBytes, allowed: Self.updateFields)
         let alert = fields["alert"] != nil
-        return try await push(fields, event: "update", priority: alert ? 10 : 5, context: context)
+        let pushed = try await push(
+            try Self.pathActivityID(context), fields: fields, event: "update",
+            priority: alert ? 10 : 5, context: context)
+        return answer(pushed)
     }
 
     @Sendable func end(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await Self.body(
             request, limit: sends.limits.sendBodyBytes, allowed: Self.endFields, emptyAllowed: true)
-        return try await push(fields, event: "end", priority: 10, context: context)
+        let id = try Self.pathActivityID(context)
+        return answer(try await endActivity(id, fields: fields, context: context))
     }
 
-    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try Self.activityID(context)
+    /// Ends a running activity on its update tokens, with the end's optional fields (``endFields``; `topic` picks
+    /// the app): what `DELETE /api/activities/{id}` does, and the console's *End*.
+    func endActivity(_ id: String, fields: JSONFields, context: ServerRequestContext) async throws -> Pushed {
+        try await push(id, fields: fields, event: "end", priority: 10, context: context)
+    }
+
+    /// An app's activities, newest first, one page at a time (`?topic=&status=active|ended&after=<cursor>&limit=`,
+    /// default 100). Each is shown as by `GET /api/activities/{id}` but without `devices`: a count per listed
+    /// activity would make a page cost as many counts as rows.
+    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
-        guard let activity = try await store.activity(topic: topic, id: id) else { throw Self.unknown(id, topic) }
-        var members = Self.json(activity)
-        members["devices"] = .integer(
-            try await store.count(matching: DeviceQuery.activity(id).inTopic(topic).kinds([.liveActivity])))
+        let active = try Self.status(request.queryParameter("status"))
+        let cursor: ActivityCursor? = try SendController.cursor(request)
+        let limit = try SendController.limit(request.queryParameter("limit"))
+        let page = try await store.activities(topic: topic, active: active, after: cursor, limit: limit)
+        var members: [String: JSONValue] = ["activities": .array(page.activities.map { .object(Self.json($0)) })]
+        if let next = page.next { members["next"] = .string(next.description) }
         return .json(.object(members))
     }
 
+    /// The `status` filter of a list: `active` (running only), `ended`, or absent (`nil`: both).
+    static func status(_ text: String?) throws(APIError) -> Bool? {
+        switch text {
+        case nil: nil
+        case "active": true
+        case "ended": false
+        default: throw APIError.invalidField("status", "it must be active or ended, or absent for both")
+        }
+    }
+
+    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let id = try Self.pathActivityID(context)
+        let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
+        guard let activity = try await store.activity(topic: topic, id: id) else { throw Self.unknown(id, topic) }
+        var members = Self.json(activity)
+        members["devices"] = .integer(try await updateTokens(of: activity))
+        return .json(.object(members))
+    }
+
+    /// How many update tokens an activity's devices registered: one indexed count (`devices_activity`).
+    func updateTokens(of activity: ActivityRecord) async throws -> Int {
+        try await store.count(matching: DeviceQuery.activity(activity.id).inTopic(activity.topic).kinds([.liveActivity]))
+    }
+
+    /// An update or the end as sent: the send's answer, and the activity as stored after it.
+    struct Pushed {
+        var send: SendController.Answer
+        var activity: ActivityRecord
+    }
+
     /// An update or the end: refused for an unknown or ended activity, else sent to its update tokens.
-    private func push(_ fields: JSONFields, event: String, priority: Int, context: ServerRequestContext)
-        async throws -> Response
+    private func push(_ id: String, fields: JSONFields, event: String, priority: Int, context: ServerRequestContext)
+        async throws -> Pushed
     {
-        let id = try Self.activityID(context)
         var aps = try Self.content(fields, event: event, requiringState: event == "update")
         if event == "end", let dismissal = try fields.integer("dismissalDate", in: 0...Int(Int32.max)) {
             aps["dismissal-date"] = .integer(dismissal)
@@ -133,7 +178,11 @@ struct ActivityController: Sendable {
             throw Self.unknown(id, plan.bundleID)
         }
         metrics.activityPush(event: event, priority: Self.priority(of: plan), via: .devices)
-        return try await answer(sends.perform(plan, context: context), activity)
+        return Pushed(send: try await sends.perform(plan, context: context), activity: activity)
+    }
+
+    private func answer(_ pushed: Pushed) -> Response {
+        answer(pushed.send, pushed.activity)
     }
 
     private func answer(_ answer: SendController.Answer, _ activity: ActivityRecord) -> Response {
@@ -202,8 +251,17 @@ struct ActivityController: Sendable {
         return fields
     }
 
-    private static func activityID(_ context: ServerRequestContext) throws(APIError) -> String {
-        guard let id = context.parameters.get("id"), !id.isEmpty,
+    /// The path's `{id}`, percent-decoded (an id may hold a space or a `/`), and checked.
+    private static func pathActivityID(_ context: ServerRequestContext) throws(APIError) -> String {
+        guard let encoded = context.parameters.get("id"), let id = encoded.removingPercentEncoding else {
+            throw APIError.invalidField("id", "give the activity id percent-encoded in the path (% as %25)")
+        }
+        return try activityID(id)
+    }
+
+    /// An activity id as the app gave it, checked: from the path, or the console's form.
+    static func activityID(_ text: String?) throws(APIError) -> String {
+        guard let id = text, !id.isEmpty,
             id.utf8.count <= TokenRegistration.maximumActivityIDBytes, !TextRules.hasControlCharacter(id)
         else {
             throw APIError.invalidField("id", "an activity id has 1 to 256 bytes and no control characters")

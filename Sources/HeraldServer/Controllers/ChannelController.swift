@@ -40,6 +40,21 @@ struct ChannelController: Sendable {
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await ActivityController.body(request, limit: 4 * 1024, allowed: Self.createFields)
+        let created = try await createChannel(fields, context: context)
+        return .json(
+            .object(["channel": .object(Self.json(created.channel)), "apnsRequestId": .string(created.apnsRequestID)]),
+            status: .created)
+    }
+
+    /// A channel created on APNs and recorded.
+    struct Created {
+        var channel: ChannelRecord
+        var apnsRequestID: String
+    }
+
+    /// Creates a channel on APNs with the app's client for an environment and records it, from the fields of
+    /// ``createFields``: what `POST /api/channels` does, and the console's *Create channel*.
+    func createChannel(_ fields: JSONFields, context: ServerRequestContext) async throws -> Created {
         let app = try apps.app(named: try fields.string("topic"))
         guard let name = try fields.string("environment") else {
             throw APIError(
@@ -72,8 +87,7 @@ struct ChannelController: Sendable {
                 LogKey.channelID: "\(record.id)", LogKey.topic: "\(record.topic)",
                 LogKey.environment: "\(environment)",
             ])
-        return .json(
-            .object(["channel": .object(Self.json(record)), "apnsRequestId": .string(reply.requestID)]), status: .created)
+        return Created(channel: record, apnsRequestID: reply.requestID)
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -97,30 +111,50 @@ struct ChannelController: Sendable {
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        .json(.object(Self.json(try await recorded(context))))
+        .json(.object(Self.json(try await recorded(try Self.pathID(context)))))
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let channel = try await live(context)
+        let deleted = try await deleteChannel(try Self.pathID(context), context: context)
+        var body: [String: JSONValue] = ["channel": .object(Self.json(deleted.channel))]
+        if let requestID = deleted.apnsRequestID { body["apnsRequestId"] = .string(requestID) }
+        if deleted.unknownToAPNs {
+            body["apnsReason"] = .string(APNSReason.channelNotRegistered.rawValue)
+            body["message"] = .string("APNs no longer knew this channel; it is marked deleted here too.")
+        }
+        return .json(.object(body))
+    }
+
+    /// A channel deleted on APNs and marked deleted here.
+    struct Deleted {
+        /// The record, with its deletion time.
+        var channel: ChannelRecord
+        var apnsRequestID: String?
+        /// APNs answered `ChannelNotRegistered`: it no longer knew the channel, which is marked deleted all the same.
+        var unknownToAPNs: Bool
+    }
+
+    /// Deletes a live channel on APNs and marks it deleted: what `DELETE /api/channels/{id}` does, and the console's
+    /// *Delete*.
+    func deleteChannel(_ id: String, context: ServerRequestContext) async throws -> Deleted {
+        let channel = try await live(id)
         let client = try apnsClient(channel.topic, channel.environment)
-        let id = try Self.channelID(channel.id, field: "id")
-        var body: [String: JSONValue] = [:]
+        let apnsID = try Self.channelID(channel.id, field: "id")
+        var requestID: String?
+        var unknownToAPNs = false
         do {
-            let reply = try await client.deleteChannel(id, bundleID: channel.topic)
-            body["apnsRequestId"] = .string(reply.requestID)
+            requestID = try await client.deleteChannel(apnsID, bundleID: channel.topic).requestID
         } catch let error where error.reason == .channelNotRegistered {
             // APNs no longer knows it (deleted elsewhere, or the broadcast capability was switched off): it is gone
             // either way, so the record follows.
-            body["apnsReason"] = .string(APNSReason.channelNotRegistered.rawValue)
-            body["message"] = .string("APNs no longer knew this channel; it is marked deleted here too.")
-            if let requestID = error.requestID { body["apnsRequestId"] = .string(requestID) }
+            unknownToAPNs = true
+            requestID = error.requestID
         } catch {
             throw Self.failure(error)
         }
         guard let deleted = try await store.markChannelDeleted(id: channel.id) else { throw Self.unknown(channel.id) }
-        body["channel"] = .object(Self.json(deleted))
         context.logger.info("Channel deleted", metadata: [LogKey.channelID: "\(channel.id)"])
-        return .json(.object(body))
+        return Deleted(channel: deleted, apnsRequestID: requestID, unknownToAPNs: unknownToAPNs)
     }
 
     /// Sends a broadcast now, answered with APNs's outcome (`200`; APNs's refusal as its 4xx), or schedules it for
@@ -129,7 +163,7 @@ struct ChannelController: Sendable {
         let body = try await request.bodyBytes(limit: limits.sendBodyBytes)
         let fields = try JSONFields(body: body)
         try TextRules.checkNoNUL(in: .object(fields.members))
-        let channel = try await live(context)
+        let channel = try await live(try Self.pathID(context))
         let plan = try BroadcastPlan(fields, channel: channel, sendID: SendID(), at: clock.now())
         var logger = context.logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
@@ -163,19 +197,24 @@ struct ChannelController: Sendable {
 
     // MARK: Lookups
 
-    /// The recorded channel of the path's `{id}`, live or deleted.
-    private func recorded(_ context: ServerRequestContext) async throws -> ChannelRecord {
+    /// The path's `{id}`, percent-decoded.
+    private static func pathID(_ context: ServerRequestContext) throws(APIError) -> String {
         guard let encoded = context.parameters.get("id"), let text = encoded.removingPercentEncoding else {
             throw APIError.invalidField("id", "give a channel id, percent-encoded in the path")
         }
+        return text
+    }
+
+    /// A recorded channel, live or deleted.
+    private func recorded(_ text: String) async throws -> ChannelRecord {
         let id = try Self.channelID(text, field: "id")
         guard let channel = try await store.channel(id: id.rawValue) else { throw Self.unknown(id.rawValue) }
         return channel
     }
 
-    /// The recorded channel of the path's `{id}`, refused once deleted.
-    private func live(_ context: ServerRequestContext) async throws -> ChannelRecord {
-        let channel = try await recorded(context)
+    /// A recorded channel, refused once deleted.
+    private func live(_ id: String) async throws -> ChannelRecord {
+        let channel = try await recorded(id)
         guard channel.isLive else {
             throw APIError(
                 .conflict, reason: "channelDeleted",
@@ -196,7 +235,7 @@ struct ChannelController: Sendable {
 
     // MARK: Values
 
-    private static func environment(_ text: String, field: String) throws(APIError) -> APNSEnvironment {
+    static func environment(_ text: String, field: String) throws(APIError) -> APNSEnvironment {
         switch text {
         case "development": return .development
         case "production": return .production
@@ -204,7 +243,7 @@ struct ChannelController: Sendable {
         }
     }
 
-    private static func channelID(_ text: String, field: String) throws(APIError) -> APNSChannelID {
+    static func channelID(_ text: String, field: String) throws(APIError) -> APNSChannelID {
         guard let id = APNSChannelID(text) else {
             throw APIError.invalidField(field, "a channel id is APNs's base64 id: 1 to 1,024 visible ASCII characters")
         }

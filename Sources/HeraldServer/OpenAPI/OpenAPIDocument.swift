@@ -421,7 +421,7 @@ components:
         activityType: { type: string }
         status: { type: string, enum: [active, ended] }
         updates: { type: integer, description: "Updates sent (an end is not one)." }
-        devices: { type: integer, description: "GET only: update tokens registered for it." }
+        devices: { type: integer, description: "GET /api/activities/{id} only: update tokens registered for it." }
         createdAt: { type: string, format: date-time }
         updatedAt: { type: string, format: date-time }
         endedAt: { type: string, format: date-time }
@@ -745,9 +745,35 @@ paths:
         "403": { $ref: "#/components/responses/Error" }
         "409": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
+    get:
+      summary: One page of an app's activities, newest first.
+      description: >
+        Each activity as GET /api/activities/{id} shows it, without devices (a count per listed activity would make
+        a page cost as many counts as rows). next is there when another page follows: pass it as after. A bad
+        parameter is 400 invalidField naming it.
+      security: [{ apiKey: [send] }]
+      parameters:
+        - { name: topic, in: query, required: false, description: "The app; optional when the server serves one.", schema: { type: string } }
+        - { name: status, in: query, required: false, description: "Only running (active) or ended activities; both when absent.", schema: { type: string, enum: [active, ended] } }
+        - { name: after, in: query, required: false, description: "The next of the previous page.", schema: { type: string } }
+        - { name: limit, in: query, required: false, schema: { type: integer, minimum: 1, maximum: 1000, default: 100 } }
+      responses:
+        "200":
+          description: The activities, newest first (by start time, then id).
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [activities]
+                properties:
+                  activities: { type: array, items: { $ref: "#/components/schemas/Activity" } }
+                  next: { type: string }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
   /api/activities/{id}:
     parameters:
-      - { name: id, in: path, required: true, schema: { type: string, minLength: 1, maxLength: 256 } }
+      - { name: id, in: path, required: true, description: "The app's activity id, percent-encoded (a space as %20, / as %2F).", schema: { type: string, minLength: 1, maxLength: 256 } }
     get:
       summary: An activity, and how many update tokens it has.
       security: [{ apiKey: [send] }]

@@ -14,6 +14,13 @@ public protocol ActivityStore: Sendable {
     /// Counts an update of a running activity, or ends it, in one statement: two requests racing to end an activity
     /// cannot both go through.
     func recordActivityPush(topic: String, id: String, ending: Bool) async throws -> ActivityPush
+
+    /// A page of an app's activities, newest first (by start time, then id), after the cursor.
+    /// - Parameters:
+    ///   - active: Only running activities (`true`), only ended ones (`false`), or both (`nil`).
+    ///   - after: Where the previous page ended (its ``ActivityPage/next``), or `nil` for the first page.
+    ///   - limit: At most this many activities.
+    func activities(topic: String, active: Bool?, after: ActivityCursor?, limit: Int) async throws -> ActivityPage
 }
 
 /// What became of an update or end of an activity (``ActivityStore/recordActivityPush(topic:id:ending:)``).
@@ -68,5 +75,40 @@ public struct ActivityRecord: Sendable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.endedAt = endedAt
+    }
+}
+
+/// Where a page of ``ActivityStore/activities(topic:active:after:limit:)`` ended: its last activity's start time and
+/// id. Its `description` is an opaque string an HTTP API hands out and parses back with ``init(_:)``.
+public struct ActivityCursor: Sendable, Hashable, LosslessStringConvertible {
+    package let createdAt: Int64
+    package let id: String
+
+    package init(createdAt: Int64, id: String) {
+        self.createdAt = createdAt
+        self.id = id
+    }
+
+    /// Parses `<microseconds>_<activity id>` (the id may itself hold `_`); `nil` for anything else.
+    public init?(_ description: String) {
+        let parts = description.split(separator: "_", maxSplits: 1)
+        guard parts.count == 2, let time = Int64(parts[0]), parts[1].utf8.count <= TokenRegistration.maximumActivityIDBytes
+        else { return nil }
+        createdAt = time
+        id = String(parts[1])
+    }
+
+    public var description: String { "\(createdAt)_\(id)" }
+}
+
+/// One page of activities, newest first.
+public struct ActivityPage: Sendable, Hashable {
+    public var activities: [ActivityRecord]
+    /// Where the next page starts, or `nil` on the last page.
+    public var next: ActivityCursor?
+
+    public init(activities: [ActivityRecord], next: ActivityCursor?) {
+        self.activities = activities
+        self.next = next
     }
 }

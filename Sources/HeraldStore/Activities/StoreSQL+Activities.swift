@@ -43,6 +43,40 @@ extension StoreSQL {
                 """,
             [.text(topic), .text(id), .integer(StoreTime.microseconds(now))])
     }
+
+    /// A page of an app's activities, newest first, with one row more than `limit` to tell whether another page
+    /// follows. Reads through `activities_newest`, or `activities_by_status` with a status (migration 12); the
+    /// row-value comparison lets both backends seek to the cursor instead of skipping the rows before it.
+    package static func selectActivities(
+        topic: String, active: Bool?, after cursor: ActivityCursor?, limit: Int, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        var conditions = ["topic = $1"]
+        var binds: [SQLStatement.Value] = [.text(topic)]
+        if let active { conditions.append(active ? "status = 'active'" : "status = 'ended'") }
+        if let cursor {
+            binds += [.integer(cursor.createdAt), .text(cursor.id)]
+            conditions.append("(created_at, id) < ($\(binds.count - 1), $\(binds.count))")
+        }
+        binds.append(.integer(Int64(limit + 1)))
+        return SQLStatement(
+            dialect,
+            """
+            SELECT \(activityColumns) FROM activities WHERE \(conditions.joined(separator: " AND ")) \
+            ORDER BY created_at DESC, id DESC LIMIT $\(binds.count)
+            """, binds)
+    }
+}
+
+extension ActivityPage {
+    /// The page from rows of ``StoreSQL/selectActivities(topic:active:after:limit:_:)`` (at most one more than the
+    /// limit).
+    package init(_ activities: [ActivityRecord], limit: Int) {
+        let kept = Array(activities.prefix(limit))
+        self.init(
+            activities: kept,
+            next: activities.count > limit
+                ? kept.last.map { ActivityCursor(createdAt: StoreTime.microseconds($0.createdAt), id: $0.id) } : nil)
+    }
 }
 
 extension StoredRow {

@@ -285,6 +285,15 @@ package enum StoreSchema {
                 // StoreSQL.tokenSuffixExpression without the table alias: the planner matches the expression.
                 "CREATE INDEX devices_token_suffix ON devices (substr(token, length(token) - 7))"
             ]),
+        Migration(
+            version: 12, name: "activities listed newest first per app, and per app and status",
+            statements: [
+                // GET /api/activities and the console's Live Activities page read a page newest first from the
+                // cursor on: one index for every activity of an app, one for its running or its ended ones (a status
+                // that is rare in an app's history would otherwise cost a scan of the other).
+                "CREATE INDEX activities_newest ON activities (topic, created_at, id)",
+                "CREATE INDEX activities_by_status ON activities (topic, status, created_at, id)",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

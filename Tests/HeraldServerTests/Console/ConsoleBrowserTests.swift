@@ -21,7 +21,7 @@ struct ConsoleBrowserTests {
         .appendingPathComponent("../../..").standardized
 
     @Test(
-        "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, schedule a send and cancel it, find a device, create and revoke a key, sign out",
+        "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, schedule a send and cancel it, find a device, create and revoke a key, end a Live Activity, create and delete a channel, sign out",
         .enabled(
             if: isCI || browserAvailable,
             "chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs this test)"),
@@ -61,7 +61,7 @@ struct ConsoleBrowserTests {
             "browser flows failed:\n\(result.standardOutput)\n\(result.standardError.suffix(4000))")
         for name in [
             "overview", "compose", "compose-error", "compose-schedule", "send", "send-progress", "send-scheduled", "sends",
-            "device", "keys", "sign-in",
+            "device", "keys", "activities", "activity-ended", "channels", "sign-in",
         ] {
             #expect(
                 FileManager.default.fileExists(atPath: screenshots.appendingPathComponent(name + ".png").path),

@@ -11,7 +11,8 @@ import Testing
 @Suite("Console pages", .timeLimit(.minutes(2)))
 struct ConsolePageTests {
     static let pages = [
-        "/console", "/console/compose", "/console/sends", "/console/devices", "/console/keys", "/console/emulator",
+        "/console", "/console/compose", "/console/sends", "/console/devices", "/console/activities",
+        "/console/channels", "/console/keys", "/console/emulator",
     ]
 
     @Test("every console answer carries the security headers, with no inline script allowed")
@@ -76,10 +77,13 @@ struct ConsolePageTests {
         }
     }
 
+    /// Stored XSS attempts: a script element, and an element that runs script through an attribute.
+    static let attack = "<script>alert(1)</script>"
+    static let image = "<img src=x onerror=alert(2)>"
+
     @Test("a stored XSS attempt in every user-controlled field renders inert", arguments: Backend.available)
     func escaping(_ backend: Backend) async throws {
-        let attack = "<script>alert(1)</script>"
-        let image = "<img src=x onerror=alert(2)>"
+        let (attack, image) = (Self.attack, Self.image)
         try await ServerHarness.withServer(backend) { client, app in
             let secret = try await ConsoleSessionTests.adminKey(app)
             let sendKey = try await app.store.createAPIKey(name: image, scopes: [.send, .admin]).secret.value

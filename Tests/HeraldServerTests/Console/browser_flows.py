@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 import zoneinfo
 
@@ -22,6 +23,10 @@ CHROMIUM = os.environ.get("HERALD_CHROMIUM", "/usr/bin/chromium")
 BULK = int(os.environ.get("HERALD_BROWSER_BULK", "5000"))
 TOKEN_A = "a1" * 32
 TOKEN_B = "b2" * 32
+# A Live Activity's push-to-start token and, once started, its update token; the id needs percent-encoding in paths.
+TOKEN_START = "c3" * 32
+TOKEN_UPDATE = "d4" * 32
+ACTIVITY = "order 42/a"
 # The browser's time zone, so the test knows which instant a datetime-local value means.
 ZONE = "Europe/Paris"
 
@@ -63,7 +68,32 @@ def main():
         # Pages that answer 401 on purpose make chromium log "Failed to load resource": only policy violations count.
         page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
         page.on("pageerror", lambda e: problems.append(str(e)))
-        page.on("dialog", lambda dialog: dialog.accept())
+        # Every confirm question is kept; the flows answer OK unless they set dialog_answer["accept"] to False.
+        dialogs = []
+        dialog_answer = {"accept": True}
+
+        def answer_dialog(dialog):
+            dialogs.append(dialog.message)
+            if dialog_answer["accept"]:
+                dialog.accept()
+            else:
+                dialog.dismiss()
+        page.on("dialog", answer_dialog)
+
+        def api_status(path):
+            return page.request.get(BASE + path).json().get("status")
+
+        def click_confirmed(button, question, path, status_before):
+            """Clicks a button whose form asks first: answered Cancel (the record at path keeps status_before), then
+            OK."""
+            for accept in (False, True):
+                asked = len(dialogs)
+                dialog_answer["accept"] = accept
+                button.click()
+                if len(dialogs) != asked + 1 or question not in dialogs[-1]:
+                    raise SystemExit(f"{question!r} was not asked first: {dialogs}")
+                if not accept and api_status(path) != status_before:
+                    raise SystemExit(f"answering Cancel to {question!r} changed {path}")
 
         step("sign in with the one-time link")
         page.goto(BASE + LINK)
@@ -231,6 +261,55 @@ def main():
         if secret in page.content():
             raise SystemExit("the secret is shown again")
         shot(page, "keys")
+
+        step("Live Activities: start one, see it with its update token, end it through the confirm dialog")
+        register(TOKEN_START, debug=True, userId="lena", tokenKind="liveactivity-start", activityType="DeliveryAttributes")
+        csrf = page.locator("meta[name=herald-csrf]").get_attribute("content")
+        started = page.request.post(BASE + "/api/activities", headers={"X-Herald-CSRF": csrf}, data={
+            "activityId": ACTIVITY, "activityType": "DeliveryAttributes", "target": {"user": "lena"},
+            "attributes": {"orderNumber": 42}, "contentState": {"stop": 1},
+            "alert": {"title": "On its way", "body": "Order 42 left"}})
+        if started.status != 200 or started.json()["counts"]["accepted"] != 1:
+            raise SystemExit(f"starting the activity answered {started.status}: {started.text()}")
+        register(TOKEN_UPDATE, debug=True, userId="lena", tokenKind="liveactivity", activityId=ACTIVITY)
+        page.click("header nav a:has-text('Live Activities')")
+        expect(page.locator("h1")).to_have_text("Live Activities")
+        row = page.locator("#activities tbody tr", has_text=ACTIVITY)
+        expect(row).to_contain_text("active")
+        expect(row.locator("td").nth(4)).to_have_text("1")
+        shot(page, "activities")
+        activity_path = "/api/activities/" + urllib.parse.quote(ACTIVITY, safe="")
+        click_confirmed(row.get_by_role("button", name="End " + ACTIVITY), "End the activity", activity_path, "active")
+        expect(page.locator("#activity-ended")).to_contain_text(f"Activity “{ACTIVITY}” ended")
+        expect(page.locator("#activities tbody tr", has_text=ACTIVITY)).to_contain_text("ended")
+        expect(page.locator("#activities tbody tr", has_text=ACTIVITY).get_by_role("button")).to_have_count(0)
+        shot(page, "activity-ended")
+        if api_status(activity_path) != "ended":
+            raise SystemExit("the activity is not ended")
+        page.goto(BASE + "/console/emulator?q=" + TOKEN_UPDATE[-8:])
+        expect(page.locator("main")).to_contain_text(re.compile(r'"event":\s*"end"'))
+
+        step("broadcast channels: create one, see it listed, delete it through the confirm dialog")
+        page.goto(BASE + "/console/activities")
+        page.click("nav.tabs a:has-text('Broadcast channels')")
+        expect(page.locator("#channels-title")).to_contain_text("Live channels")
+        expect(page.locator("#channels tbody tr")).to_have_count(0)
+        page.select_option("#create-environment", "development")
+        page.check("input[name=storagePolicy][value='1']")
+        page.click("button:has-text('Create channel')")
+        expect(page.locator("#channel-notice")).to_contain_text("created on APNs")
+        row = page.locator("#channels tbody tr")
+        expect(row).to_have_count(1)
+        expect(row).to_contain_text("development")
+        expect(row).to_contain_text("keeps the newest message")
+        channel = row.locator("td").first.inner_text()
+        shot(page, "channels")
+        channel_path = "/api/channels/" + urllib.parse.quote(channel, safe="")
+        click_confirmed(row.get_by_role("button", name="Delete " + channel), "Delete the channel", channel_path, "live")
+        expect(page.locator("#channel-notice")).to_contain_text("deleted")
+        expect(page.locator("#channels tbody tr")).to_have_count(0)
+        if api_status(channel_path) != "deleted":
+            raise SystemExit("the channel is not deleted")
 
         step("sign out; the old session is refused")
         old_cookies = context.cookies()

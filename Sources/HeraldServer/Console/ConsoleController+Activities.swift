@@ -1,0 +1,182 @@
+import Foundation
+import HTTPTypes
+import HeraldAPNS
+import HeraldCore
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// The Live Activities section: an app's activities with *End*, and its broadcast channels with *Create channel* and
+/// *Delete*. Ending, creating and deleting go through ``ActivityController`` and ``ChannelController``, so the console
+/// checks, sends and records exactly what `DELETE /api/activities/{id}`, `POST /api/channels` and
+/// `DELETE /api/channels/{id}` do.
+extension ConsoleController {
+    /// Activities a page shows.
+    static let activityPageSize = 25
+    /// Channels a page shows.
+    static let channelPageSize = 50
+
+    // MARK: Activities
+
+    @Sendable func activities(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        let app = try chosenApp(request.queryParameter("app"))
+        let status = try request.queryParameter("status") ?? ""
+        let active = try ActivityController.status(status.isEmpty ? nil : status)
+        var cursor: ActivityCursor?
+        if let after = try request.queryParameter("after"), !after.isEmpty {
+            guard let parsed = ActivityCursor(after) else {
+                throw APIError.invalidField("after", "use the link of the previous page")
+            }
+            cursor = parsed
+        }
+        let page = try await store.activities(topic: app, active: active, after: cursor, limit: Self.activityPageSize)
+        var rows: [[String: Any]] = []
+        for activity in page.activities {
+            // Ended activities' tokens get nothing more: only running ones are counted, each through the index.
+            let tokens = activity.isActive ? String(try await activityAPI.updateTokens(of: activity)) : "—"
+            rows.append([
+                "id": activity.id, "type": activity.activityType, "active": activity.isActive,
+                "updates": activity.updates, "tokens": tokens, "startedAt": Self.display(activity.createdAt),
+                "endedAt": activity.endedAt.map(Self.display) ?? "—",
+            ])
+        }
+        var data: [String: Any] = [
+            "app": app, "apps": appChoices(app), "rows": rows, "hasRows": !rows.isEmpty,
+            "statuses": [("", "All"), ("active", "Active"), ("ended", "Ended")].map { value, label in
+                ["value": value, "label": label, "selected": value == status] as [String: Any]
+            },
+            "tabs": tabs(.activities, app: app),
+        ]
+        if let next = page.next {
+            data["next"] = Self.link(
+                "/console/activities", [("app", app), ("status", status), ("after", next.description)])
+        }
+        if cursor != nil { data["first"] = Self.link("/console/activities", [("app", app), ("status", status)]) }
+        if let ended = try request.queryParameter("ended"), (try? ActivityController.activityID(ended)) != nil {
+            data["ended"] = ended
+            data["endSend"] = try request.queryParameter("send").flatMap(SendID.init)?.description
+        }
+        return renderer.page(
+            "activities", title: "Live Activities", section: .activities, data: data, context: context)
+    }
+
+    /// Ends a running activity from the list (a form with the session's CSRF token, `app` and `id`), then shows the
+    /// list.
+    @Sendable func endActivity(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        let form = try await ConsoleForm.read(request, session: session)
+        let id = try ActivityController.activityID(form["id"])
+        let fields = JSONFields(form["app"].map { ["topic": .string($0)] } ?? [:])
+        let pushed = try await activityAPI.endActivity(id, fields: fields, context: context)
+        context.logger.notice("Console ended a Live Activity", metadata: ["herald.activity": "\(id)"])
+        var query = [("app", pushed.activity.topic), ("ended", id)]
+        if let send = pushed.send.body["id"]?.stringValue { query.append(("send", send)) }
+        return Self.redirect(Self.link("/console/activities", query))
+    }
+
+    // MARK: Channels
+
+    @Sendable func channels(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        let app = try chosenApp(request.queryParameter("app"))
+        var notice: [String: Any] = [:]
+        if let created = try request.queryParameter("created"), APNSChannelID(created) != nil {
+            notice["created"] = created
+        }
+        if let deleted = try request.queryParameter("deleted"), APNSChannelID(deleted) != nil {
+            notice["deleted"] = deleted
+            notice["unknownToAPNs"] = try request.queryParameter("gone") != nil
+        }
+        return try await channelsPage(
+            app: app, environment: request.queryParameter("environment") ?? "",
+            after: request.queryParameter("after") ?? "", extra: notice, context: context)
+    }
+
+    /// The channels page of an app: its live channels (optionally of one environment) from a cursor, and the form.
+    private func channelsPage(
+        app: String, environment: String, after: String, extra: [String: Any], context: ServerRequestContext,
+        status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let filter = environment.isEmpty ? nil : try ChannelController.environment(environment, field: "environment")
+        let cursor = after.isEmpty ? nil : try ChannelController.channelID(after, field: "after").rawValue
+        // One more than a page tells whether another follows.
+        let found = try await store.liveChannels(
+            topic: app, environment: filter, after: cursor, limit: Self.channelPageSize + 1)
+        let shown = found.prefix(Self.channelPageSize)
+        let rows: [[String: Any]] = shown.map { channel in
+            [
+                "id": channel.id, "environment": channel.environment.name,
+                "storagePolicy": channel.storagePolicy == 1 ? "1 · keeps the newest message" : "0 · stores nothing",
+                "createdAt": Self.display(channel.createdAt),
+            ]
+        }
+        var data = extra
+        data["app"] = app
+        data["apps"] = appChoices(app)
+        data["rows"] = rows
+        data["hasRows"] = !rows.isEmpty
+        data["environments"] = [("", "Both"), ("development", "Development"), ("production", "Production")].map {
+            value, label in ["value": value, "label": label, "selected": value == environment] as [String: Any]
+        }
+        data["productionFirst"] = environment != "development"
+        data["tabs"] = tabs(.channels, app: app)
+        if found.count > shown.count, let last = shown.last {
+            data["next"] = Self.link(
+                "/console/channels", [("app", app), ("environment", environment), ("after", last.id)])
+        }
+        if cursor != nil { data["first"] = Self.link("/console/channels", [("app", app), ("environment", environment)]) }
+        return renderer.page(
+            "channels", title: "Broadcast channels", section: .activities, data: data, context: context,
+            status: status)
+    }
+
+    /// Creates a channel on APNs from the form (`app`, `environment`, `storagePolicy`); a refusal (a bad field, or
+    /// APNs's) is shown above the form with its status, and nothing is created.
+    @Sendable func createChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        let form = try await ConsoleForm.read(request, session: session)
+        // The API's body, so the API's checks refuse what they refuse there: a policy that is not a number stays a
+        // string, which `storagePolicy` does not take.
+        var fields: [String: JSONValue] = [:]
+        if let app = form["app"] { fields["topic"] = .string(app) }
+        if let environment = form["environment"] { fields["environment"] = .string(environment) }
+        if let policy = form["storagePolicy"] { fields["storagePolicy"] = Int(policy).map(JSONValue.integer) ?? .string(policy) }
+        do {
+            let created = try await channelAPI.createChannel(JSONFields(fields), context: context)
+            context.logger.notice(
+                "Console created a broadcast channel", metadata: [LogKey.channelID: "\(created.channel.id)"])
+            return Self.redirect(
+                Self.link("/console/channels", [("app", created.channel.topic), ("created", created.channel.id)]))
+        } catch let error as APIError {
+            return try await channelsPage(
+                app: chosenApp(form["app"]), environment: "", after: "", extra: ["error": error.message],
+                context: context, status: error.status)
+        }
+    }
+
+    /// Deletes a live channel (a form with the session's CSRF token and `id`) on APNs and here, then shows the list.
+    @Sendable func deleteChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        let form = try await ConsoleForm.read(request, session: session)
+        let deleted = try await channelAPI.deleteChannel(form["id"] ?? "", context: context)
+        context.logger.notice(
+            "Console deleted a broadcast channel", metadata: [LogKey.channelID: "\(deleted.channel.id)"])
+        var query = [("app", deleted.channel.topic), ("deleted", deleted.channel.id)]
+        if deleted.unknownToAPNs { query.append(("gone", "1")) }
+        return Self.redirect(Self.link("/console/channels", query))
+    }
+
+    // MARK: Helpers
+
+    /// The section's two pages.
+    enum Tab { case activities, channels }
+
+    /// The links between the section's pages, for the app shown.
+    private func tabs(_ current: Tab, app: String) -> [[String: Any]] {
+        [
+            ["label": "Activities", "href": Self.link("/console/activities", [("app", app)]), "current": current == .activities],
+            ["label": "Broadcast channels", "href": Self.link("/console/channels", [("app", app)]), "current": current == .channels],
+        ]
+    }
+}
