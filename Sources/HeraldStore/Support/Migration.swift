@@ -1,6 +1,7 @@
 /// One versioned step of a backend's schema: applied once, in order, recorded in `herald_migrations`.
 package struct Migration: Sendable {
-    /// Its version, counting from 1 without gaps.
+    /// Its version, counting from 1. A number may be skipped: ``pending(_:applied:)`` applies whatever a database
+    /// lacks, in order.
     package let version: Int
     /// What it does, recorded with it.
     package let name: String
