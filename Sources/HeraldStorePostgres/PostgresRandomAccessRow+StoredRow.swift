@@ -23,14 +23,65 @@ extension PostgresConnection {
             case .null: binds.appendNull()
             }
         }
-        let sequence = try await query(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
+        return try await rows(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
+    }
+
+    /// Runs a statement of array parameters and returns its rows.
+    func rows(_ statement: SQLArrayStatement, logger: Logger) async throws -> [PostgresRandomAccessRow] {
+        var binds = PostgresBindings(capacity: statement.columns.count)
+        for column in statement.columns {
+            switch column {
+            case .text(let texts): binds.append(NullableArray(texts))
+            case .integer(let integers): binds.append(NullableArray(integers))
+            }
+        }
+        return try await rows(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
+    }
+
+    private func rows(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRandomAccessRow] {
         var rows: [PostgresRandomAccessRow] = []
-        for try await row in sequence { rows.append(PostgresRandomAccessRow(row)) }
+        for try await row in try await self.query(query, logger: logger) { rows.append(PostgresRandomAccessRow(row)) }
         return rows
     }
 
     /// Runs a shared statement that returns no rows.
     func execute(_ statement: SQLStatement, logger: Logger) async throws {
         _ = try await rows(statement, logger: logger)
+    }
+}
+
+/// A one-dimensional array whose elements may be `NULL`, in PostgreSQL's binary array format: postgres-nio encodes
+/// arrays of non-optional elements only.
+private struct NullableArray<Element: PostgresArrayEncodable & PostgresNonThrowingEncodable>:
+    PostgresNonThrowingEncodable
+{
+    let elements: [Element?]
+
+    init(_ elements: [Element?]) { self.elements = elements }
+
+    static var psqlType: PostgresDataType { Element.psqlArrayType }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(
+        into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>
+    ) {
+        // Dimensions (none for an empty array), whether any element is NULL, the elements' type.
+        buffer.writeInteger(elements.isEmpty ? 0 : 1, as: Int32.self)
+        buffer.writeInteger(elements.contains { $0 == nil } ? 1 : 0, as: Int32.self)
+        buffer.writeInteger(Element.psqlType.rawValue)
+        guard !elements.isEmpty else { return }
+        // The one dimension's length and lower bound, then each element: its length (-1 for NULL) and its bytes.
+        buffer.writeInteger(Int32(elements.count))
+        buffer.writeInteger(1, as: Int32.self)
+        for element in elements {
+            guard let element else {
+                buffer.writeInteger(-1, as: Int32.self)
+                continue
+            }
+            let lengthIndex = buffer.writerIndex
+            buffer.writeInteger(0, as: Int32.self)
+            element.encode(into: &buffer, context: context)
+            buffer.setInteger(Int32(buffer.writerIndex - lengthIndex - 4), at: lengthIndex)
+        }
     }
 }

@@ -4,13 +4,40 @@ public import HeraldStore
 import PostgresNIO
 
 extension PostgresStore {
-    /// One round trip: the `herald_register` function does the locking read, the upsert, the tag rows and the
-    /// move-aside in one implicit transaction, durable when it returns.
+    /// Group commit (``RegistrationGroupCommit``): registrations that arrive while a batch is being stored go in the
+    /// next, one call of `herald_register_batch` for the batch — the locking read, the upsert, the tag rows and the
+    /// move-aside of each, in one transaction. Durable when it returns; a lone registration is sent at once.
     public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
         let registration = try registration.validated()
-        let now = clock.now()
+        try ensureOpen()
+        return try await registrations.register(registration, at: clock.now())
+    }
+
+    /// Stores a batch of the group commit with one call, in one transaction; their results, in the batch's order.
+    func storeRegistrations(_ batch: [RegistrationGroupCommit.Pending]) async throws -> [UpsertResult] {
+        let statement = StoreSQL.registerBatch(batch.map { ($0.registration, $0.registeredAt) })
+        return try await session("store \(batch.count) registrations") { session in
+            let rows = try await session.rows(statement)
+            guard rows.count == batch.count,
+                try rows.enumerated().allSatisfy({ index, row in try row.integer(4) == index + 1 })
+            else {
+                throw StoreError(
+                    .backend,
+                    "PostgreSQL's herald_register_batch answered \(rows.count) rows for \(batch.count) registrations, or out of order: check that the database was migrated by this Herald (GET /ready shows the schema version)."
+                )
+            }
+            return try zip(batch, rows).map { pending, row in
+                try UpsertResult(pending.registration, at: pending.registeredAt, registered: row)
+            }
+        }
+    }
+
+    /// Stores one registration of the group commit on its own (`herald_register`): when its batch's call failed.
+    func storeRegistration(_ pending: RegistrationGroupCommit.Pending) async throws -> UpsertResult {
+        let statement = StoreSQL.register(pending.registration, at: pending.registeredAt)
         return try await session("store a registration") { session in
-            try UpsertResult(registration, at: now, registered: try await session.rows(StoreSQL.register(registration, at: now))[0])
+            try UpsertResult(
+                pending.registration, at: pending.registeredAt, registered: try await session.rows(statement)[0])
         }
     }
 

@@ -10,8 +10,9 @@ import Synchronization
 /// `PostgresClient`).
 ///
 /// Writes are transactions that lock the rows they read (`SELECT … FOR UPDATE`), so instances can register,
-/// invalidate and record concurrently; workers claim sends with `FOR UPDATE SKIP LOCKED`. Migrations run in one
-/// transaction under an advisory lock, so instances that start together apply them once.
+/// invalidate and record concurrently; workers claim sends with `FOR UPDATE SKIP LOCKED`. Concurrent registrations
+/// are stored together, one transaction per batch (``RegistrationGroupCommit``). Migrations run in one transaction
+/// under an advisory lock, so instances that start together apply them once.
 ///
 /// ```swift
 /// let store = try PostgresStore(url: "postgres://herald:secret@127.0.0.1:5432/herald")
@@ -28,6 +29,8 @@ public final class PostgresStore: Store, VersionedMigrations {
     let client: PostgresClient
     let clock: any WallClock
     let logger: Logger
+    /// Gathers concurrent registrations into one call; runs while ``run()`` runs.
+    let registrations = RegistrationGroupCommit()
     private let closed = Mutex(false)
 
     /// The first key of `pg_advisory_xact_lock(int, int)` for migrations: the bytes of "hrld". The second is the
@@ -63,11 +66,23 @@ public final class PostgresStore: Store, VersionedMigrations {
 
     // MARK: Lifecycle
 
-    /// Runs the connection pool until graceful shutdown or cancellation. Queries wait for it.
+    /// Runs the connection pool, and the group commit of registrations, until graceful shutdown or cancellation.
+    /// Queries and registrations wait for it.
     public func run() async throws {
-        await client.run()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                await self.registrations.run(
+                    storeBatch: { try await self.storeRegistrations($0) },
+                    storeOne: { try await self.storeRegistration($0) })
+            }
+            await client.run()
+            group.cancelAll()
+        }
         await close()
     }
+
+    /// What the group commit of registrations did so far.
+    package var registrationStatistics: RegistrationGroupCommit.Statistics { registrations.statistics }
 
     public func migrate() async throws {
         try await migrate(through: StoreSchema.latestVersion)
@@ -134,6 +149,10 @@ public final class PostgresStore: Store, VersionedMigrations {
         let logger: Logger
 
         func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
+            try await connection.rows(statement, logger: logger)
+        }
+
+        func rows(_ statement: SQLArrayStatement) async throws -> [PostgresRandomAccessRow] {
             try await connection.rows(statement, logger: logger)
         }
 
@@ -217,7 +236,7 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
     }
 
-    private func ensureOpen() throws {
+    func ensureOpen() throws {
         if closed.withLock({ $0 }) {
             throw StoreError(.closed, "The PostgreSQL store was closed: create a new one.")
         }

@@ -13,10 +13,15 @@ let testDatabaseURL = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_
 struct PostgresStoreTests {
     /// A fresh schema in the test database; dropped after the case.
     static func fixture() throws -> StoreFixture {
+        try caseDatabase().fixture
+    }
+
+    /// A fresh schema in the test database, the URL of stores on it, and the fixture that drops it after the case.
+    static func caseDatabase() throws -> (fixture: StoreFixture, url: String, schema: String) {
         let url = try #require(testDatabaseURL)
         let schema = "herald_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
         let caseURL = url + (url.contains("?") ? "&" : "?") + "schema=\(schema)&pool=3"
-        return StoreFixture(
+        let fixture = StoreFixture(
             open: { clock in try PostgresStore(url: caseURL, clock: clock) },
             cleanup: {
                 guard let configuration = try? PostgresStore.Configuration(url: url) else { return }
@@ -27,6 +32,7 @@ struct PostgresStoreTests {
                     group.cancelAll()
                 }
             })
+        return (fixture, caseURL, String(schema))
     }
 
     @Test(

@@ -59,3 +59,42 @@ extension SQLStatement.Value {
     /// An integer from an `Int`, or `NULL` for `nil`.
     package static func integerOrNull(_ value: Int?) -> Self { value.map { .integer(Int64($0)) } ?? .null }
 }
+
+/// A PostgreSQL statement whose parameters are arrays, so that one call carries many rows: parameter `$j` is the
+/// array of every row's `j`-th value. SQLite has no arrays: only PostgreSQL runs these.
+package struct SQLArrayStatement: Sendable {
+    /// One parameter: a value of each row.
+    package enum Column: Sendable, Hashable {
+        /// `TEXT[]`; `nil` is `NULL`.
+        case text([String?])
+        /// `BIGINT[]`; `nil` is `NULL`.
+        case integer([Int64?])
+    }
+
+    /// SQL with `$1`, `$2`, … placeholders, one per column.
+    package let sql: String
+    /// The parameters, in placeholder order.
+    package let columns: [Column]
+
+    /// A statement from rows of binds, all of one width, transposed into columns: a column of integers (and `NULL`s)
+    /// is `BIGINT[]`, any other `TEXT[]`.
+    package init(sql: String, rows: [[SQLStatement.Value]]) {
+        self.sql = sql
+        let width = rows.first?.count ?? 0
+        precondition(rows.allSatisfy { $0.count == width }, "every row binds the same parameters")
+        columns = (0..<width).map { index in
+            let values = rows.map { $0[index] }
+            if values.contains(where: { if case .integer = $0 { true } else { false } }) {
+                return .integer(
+                    values.map { value in
+                        switch value {
+                        case .integer(let integer): integer
+                        case .null: nil
+                        case .text: preconditionFailure("parameter \(index + 1) mixes text and integers")
+                        }
+                    })
+            }
+            return .text(values.map { if case .text(let text) = $0 { text } else { nil } })
+        }
+    }
+}

@@ -48,20 +48,45 @@ package enum StoreSQL {
     /// ``upsertDevice(_:at:_:)``, the tag rows and ``moveAside(_:_:)`` in one call. Returns one row: `created_at`,
     /// whether the token existed, its `invalidated_at` before, and the tokens moved aside (comma-separated, or `NULL`).
     package static func register(_ registration: TokenRegistration, at now: Date) -> SQLStatement {
-        SQLStatement(
-            .postgres, registerSQL,
-            registrationValues(registration, at: now)
-                + [.integer(registration.replacesOthersOfItsInstallation ? 1 : 0)])
+        SQLStatement(.postgres, registerSQL, registerValues(registration, at: now))
     }
 
     /// The text of ``register(_:at:)``: the registration columns, the time and the move-aside flag.
-    private static let registerSQL =
-        "SELECT r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved FROM herald_register("
-        + (1...StoreSchema.registrationColumns(upTo: StoreSchema.latestVersion).count + 2).map { "$\($0)" }
-        .joined(separator: ", ") + ")"
+    private static let registerSQL = "SELECT \(registerResultColumns) FROM herald_register(\(registerPlaceholders))"
+
+    /// PostgreSQL's group commit of registrations (the `herald_register_batch` function of migration 13): the
+    /// registrations applied in order, each as ``register(_:at:)`` applies it, in one call and one transaction.
+    /// Parameter `j` is the array of every registration's `j`-th bind of ``register(_:at:)``. Returns one row per
+    /// registration, in order: the columns of ``register(_:at:)``, then its index counting from 1.
+    package static func registerBatch(_ registrations: [(registration: TokenRegistration, at: Date)])
+        -> SQLArrayStatement
+    {
+        SQLArrayStatement(
+            sql: registerBatchSQL,
+            rows: registrations.map { registerValues($0.registration, at: $0.at) })
+    }
+
+    /// The text of ``registerBatch(_:)``.
+    private static let registerBatchSQL =
+        "SELECT \(registerResultColumns), r_index FROM herald_register_batch(\(registerPlaceholders))"
+
+    /// What ``register(_:at:)`` and ``registerBatch(_:)`` return of a registration; `r_existed` as 0 or 1, which
+    /// ``StoredRow`` reads as an integer.
+    private static let registerResultColumns =
+        "r_created_at, CASE WHEN r_existed THEN 1 ELSE 0 END, r_invalidated_at, r_moved"
+
+    /// `$1, $2, …` for the binds of ``registerValues(_:at:)``.
+    private static let registerPlaceholders =
+        (1...StoreSchema.registrationColumns(upTo: StoreSchema.latestVersion).count + 2).map { "$\($0)" }
+        .joined(separator: ", ")
+
+    /// The binds of ``register(_:at:)``: the registration columns, the time and the move-aside flag.
+    private static func registerValues(_ registration: TokenRegistration, at now: Date) -> [Value] {
+        registrationValues(registration, at: now) + [.integer(registration.replacesOthersOfItsInstallation ? 1 : 0)]
+    }
 
     /// A registration's columns in `devices` order, then the registration time: the binds of ``upsertDevice(_:at:_:)``
-    /// and ``register(_:at:)``.
+    /// and the first of ``registerValues(_:at:)``.
     private static func registrationValues(_ registration: TokenRegistration, at now: Date) -> [Value] {
         [
             .text(registration.token.hex), .text(registration.topic), .text(registration.environment.name),

@@ -294,6 +294,15 @@ package enum StoreSchema {
                 "CREATE INDEX activities_newest ON activities (topic, created_at, id)",
                 "CREATE INDEX activities_by_status ON activities (topic, status, created_at, id)",
             ]),
+        Migration(
+            version: 13,
+            name: "PostgreSQL stores concurrent registrations in one call and one commit (herald_register_batch)",
+            statements: [],
+            postgresStatements: [
+                // Group commit (PostgresStore's RegistrationGroupCommit): one call, one transaction and one WAL flush
+                // per batch of registrations instead of one each. See StoreSQL.registerBatch.
+                registerBatchFunction(columns: registrationColumns(upTo: 13))
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.
@@ -345,6 +354,32 @@ package enum StoreSchema {
                     SELECT string_agg(token, ',') INTO r_moved FROM gone;
                 END IF;
                 RETURN NEXT;
+            END
+            $body$
+            """
+    }
+
+    /// PostgreSQL's `herald_register_batch` over these registration columns (migration 13): each parameter of
+    /// `herald_register` as an array, one element per registration; calls `herald_register` for each in array order
+    /// (so a later registration of a token sees, and overrides, an earlier one) and returns its row with its 1-based
+    /// index. Being one call, the batch is one transaction: it commits whole or not at all.
+    ///
+    /// It calls `herald_register` rather than repeating its body, so the two cannot drift apart; a migration that
+    /// replaces `herald_register` with more columns replaces this function too, with the same columns.
+    private static func registerBatchFunction(columns: [String]) -> String {
+        let parameters = columns.map { "p_\($0)" } + ["p_now", "p_one_per_installation"]
+        let types = columns.map { _ in "TEXT[]" } + ["BIGINT[]", "BIGINT[]"]
+        return """
+            CREATE FUNCTION herald_register_batch(\(zip(parameters, types).map { "\($0) \($1)" }.joined(separator: ", "))) \
+            RETURNS TABLE (r_created_at BIGINT, r_existed BOOLEAN, r_invalidated_at BIGINT, r_moved TEXT, r_index BIGINT) \
+            LANGUAGE plpgsql AS $body$
+            BEGIN
+                FOR i IN 1 .. coalesce(array_length(p_token, 1), 0) LOOP
+                    SELECT * INTO r_created_at, r_existed, r_invalidated_at, r_moved
+                        FROM herald_register(\(parameters.map { "\($0)[i]" }.joined(separator: ", ")));
+                    r_index := i;
+                    RETURN NEXT;
+                END LOOP;
             END
             $body$
             """
