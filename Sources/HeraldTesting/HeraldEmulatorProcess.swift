@@ -1,8 +1,8 @@
-public import Foundation
+import Foundation
 
 /// The built `herald emulator` running as its own process, for tests of the command line and of outside clients.
-public final class HeraldEmulatorProcess {
-    public let process: Process
+public final class HeraldEmulatorProcess: Sendable {
+    public let process: ChildProcess
     /// Everything it printed up to the moment it was ready (its headline and any `--device` lines).
     public let output: String
     /// The "APNs emulator: …" line.
@@ -18,29 +18,22 @@ public final class HeraldEmulatorProcess {
 
     /// Starts `herald emulator` with `arguments` and waits until it printed its headline and one line per `--device`.
     /// - Throws: when the binary is missing (build the `herald` product first) or the emulator exits early.
-    public init(arguments: [String]) throws {
+    public init(arguments: [String]) async throws {
         let binary = ProcessRunner.productsDirectory.appendingPathComponent("herald")
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw HeraldEmulatorProcessError(message: "No herald binary at \(binary.path): build the herald product first (swift build).")
         }
-        process = Process()
-        process.executableURL = binary
-        process.arguments = ["emulator"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(binary.path, ["emulator"] + arguments, standardError: .discard)
         let devices = arguments.filter { $0 == "--device" }.count
-        var text = ""
-        while !(text.contains("APNs emulator:") && text.components(separatedBy: "\ndevice ").count > devices && text.hasSuffix("\n")) {
-            let chunk = pipe.fileHandleForReading.availableDataRetryingInterrupts()
-            guard !chunk.isEmpty else {
-                throw HeraldEmulatorProcessError(message: "herald emulator exited early: \(text)")
-            }
-            text += String(decoding: chunk, as: UTF8.self)
+        let ready = await process.standardOutput.wait { text in
+            text.contains("APNs emulator:") && text.components(separatedBy: "\ndevice ").count > devices && text.hasSuffix("\n")
         }
-        output = text
-        headline = text.split(separator: "\n").first { $0.hasPrefix("APNs emulator:") }.map(String.init) ?? ""
+        guard let ready else {
+            process.signal(SIGKILL)
+            throw HeraldEmulatorProcessError(message: "herald emulator exited early: \(process.standardOutput.text)")
+        }
+        output = ready
+        headline = ready.split(separator: "\n").first { $0.hasPrefix("APNs emulator:") }.map(String.init) ?? ""
     }
 
     /// The port the headline names for `production`, `development`, `admin`, `broadcast development`, `channels
@@ -53,13 +46,12 @@ public final class HeraldEmulatorProcess {
 
     /// Sends SIGTERM and waits; returns the exit status.
     @discardableResult
-    public func stop() -> Int32 {
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return process.terminationStatus
+    public func stop() async -> Int32 {
+        process.signal()
+        return await process.exit().status
     }
 
-    deinit { if process.isRunning { process.terminate() } }
+    deinit { process.signal(SIGKILL) }
 }
 
 public struct HeraldEmulatorProcessError: Error, CustomStringConvertible {

@@ -8,23 +8,15 @@ public enum ProcessRunner {
         public let standardError: String
     }
 
-    /// Runs a program found on `PATH` to completion. Meant for programs with small outputs (under 64 KB on
-    /// standard error), which is what tests run.
-    public static func run(_ program: String, _ arguments: [String]) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [program] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let outputData = output.fileHandleForReading.readToEndRetryingInterrupts()
-        let errorData = errors.fileHandleForReading.readToEndRetryingInterrupts()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
-                      standardError: String(decoding: errorData, as: UTF8.self))
+    /// Runs a program (a path, or a name found on `PATH`) to completion and returns its status and output, suspending
+    /// rather than blocking while it runs (see ``ChildProcess``).
+    public static func run(_ program: String, _ arguments: [String]) async throws -> Result {
+        let child = try ChildProcess(program, arguments)
+        async let output = child.standardOutput.all()
+        async let errors = child.standardError.all()
+        let (standardOutput, standardError) = await (output, errors)
+        let termination = await child.exit()
+        return Result(status: termination.status, standardOutput: standardOutput, standardError: standardError)
     }
 
     /// The folder holding the built products (`herald`), found from the running test bundle.

@@ -22,7 +22,7 @@ struct NginxInteropTests {
         let directory: URL
         let port: Int
         let caPEM: String
-        let process: Process
+        let process: ChildProcess
 
         /// Starts nginx on two ports the kernel just handed out; when another process took one of them in between
         /// (tests run in parallel), on two new ones.
@@ -75,33 +75,13 @@ struct NginxInteropTests {
                 """
             let configurationFile = directory.appendingPathComponent("nginx.conf")
             try configuration.write(to: configurationFile, atomically: true, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = ["-p", d, "-c", configurationFile.path]
-            process.standardOutput = FileHandle.nullDevice
+            let process = try ChildProcess(nginx, ["-p", d, "-c", configurationFile.path], standardOutput: .discard)
+            let sink = Sink(directory: directory, port: port, caPEM: authority.certificatePEM, process: process)
             // Ready when it says so: nginx logs its OS status (ending with getrlimit) after its sockets listen and
             // before it serves, so the line is a real signal, not a guess at how long starting takes.
-            let errors = Pipe()
-            process.standardError = errors
-            let (log, continuation) = AsyncStream.makeStream(of: String.self)
-            errors.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if data.isEmpty {
-                    handle.readabilityHandler = nil
-                    continuation.finish()
-                } else {
-                    continuation.yield(String(decoding: data, as: UTF8.self))
-                }
-            }
-            try process.run()
-            let sink = Sink(directory: directory, port: port, caPEM: authority.certificatePEM, process: process)
-            var text = ""
-            for await chunk in log {
-                text += chunk
-                if text.contains("getrlimit(RLIMIT_NOFILE)") { return sink }
-            }
-            sink.stop()
-            throw NginxFailed(description: "nginx did not start: \(text)")
+            if await process.standardError.wait(until: { $0.contains("getrlimit(RLIMIT_NOFILE)") }) != nil { return sink }
+            await sink.stop()
+            throw NginxFailed(description: "nginx did not start: \(process.standardError.text)")
         }
 
         struct NginxFailed: Error, CustomStringConvertible { let description: String }
@@ -114,10 +94,15 @@ struct NginxInteropTests {
             }
         }
 
-        func stop() {
-            // SIGKILL: the test process may have spawned nginx with SIGTERM blocked (the mask is inherited).
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        /// Kills nginx and removes its folder, for a synchronous `defer`: the kill is reaped in the background.
+        func stopWithoutWaiting() {
+            process.signal(SIGKILL)
+            try? FileManager.default.removeItem(at: directory)
+        }
+
+        func stop() async {
+            process.signal(SIGKILL)
+            _ = await process.exit()
             try? FileManager.default.removeItem(at: directory)
         }
 
@@ -133,7 +118,7 @@ struct NginxInteropTests {
     @Test("every notification reaches nginx whole, once, through small windows and a limit of 8 streams; rejections keep their reason")
     func notificationsArriveWhole() async throws {
         let sink = try await Sink.start()
-        defer { sink.stop() }
+        defer { sink.stopWithoutWaiting() }
         let clock = ManualWallClock(Date())
         let tokens = ProviderTokenCache(key: TestSigningKeys.make(keyID: "ABC123DEFG", teamID: "DEF123GHIJ"), clock: clock)
         let configuration = APNSClientConfiguration(

@@ -72,49 +72,49 @@ struct ChannelsProcessTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-channels-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let token = String(repeating: "6a", count: 32)
-        let emulator = try HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
+        let emulator = try await HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict",
             "--device", "development:com.example.app.push-type.liveactivity:\(token)",
         ])
-        defer { emulator.stop() }
+        defer { emulator.process.signal(SIGKILL) }
         let channelsPort = String(try #require(emulator.port("channels development")))
         let broadcastPort = String(try #require(emulator.port("broadcast development")))
         let admin = String(try #require(emulator.port("admin")))
         let common = ["--key", directory.appendingPathComponent("AuthKey_EMULATOR01.p8").path, "--team-id", "EMULATORTM",
                       "--topic", "com.example.app", "--host", "127.0.0.1", "--ca-file", directory.appendingPathComponent("ca.pem").path]
-        func channels(_ arguments: [String]) throws -> ProcessRunner.Result {
-            try ProcessRunner.run(herald.path, ["channels"] + arguments + common + ["--port", channelsPort])
+        func channels(_ arguments: [String]) async throws -> ProcessRunner.Result {
+            try await ProcessRunner.run(herald.path, ["channels"] + arguments + common + ["--port", channelsPort])
         }
-        func broadcast(_ arguments: [String]) throws -> ProcessRunner.Result {
-            try ProcessRunner.run(herald.path, ["send"] + arguments + common + ["--port", broadcastPort])
+        func broadcast(_ arguments: [String]) async throws -> ProcessRunner.Result {
+            try await ProcessRunner.run(herald.path, ["send"] + arguments + common + ["--port", broadcastPort])
         }
 
-        let created = try channels(["create", "--storage-policy", "0"])
+        let created = try await channels(["create", "--storage-policy", "0"])
         #expect(created.status == 0, "\(created.standardError)")
         let id = created.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(Data(base64Encoded: id) != nil && created.standardError.contains("apns-request-id"))
 
-        let subscribed = try ProcessRunner.run("curl", ["-s", "-X", "POST", "-d", #"{"channel":"\#(id)"}"#, "http://127.0.0.1:\(admin)/devices/\(token)/subscribe"])
+        let subscribed = try await ProcessRunner.run("curl", ["-s", "-X", "POST", "-d", #"{"channel":"\#(id)"}"#, "http://127.0.0.1:\(admin)/devices/\(token)/subscribe"])
         #expect(subscribed.standardOutput.contains(id))
-        let sent = try broadcast(["--channel", id, "--event", "update", "--content-state", #"{"score":"1-0"}"#])
+        let sent = try await broadcast(["--channel", id, "--event", "update", "--content-state", #"{"score":"1-0"}"#])
         #expect(sent.status == 0, "\(sent.standardError)")
         #expect(sent.standardOutput.contains("✓ broadcast on \(id) accepted, apns-request-id"))
-        let inbox = try JSONValue(parsing: ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(admin)/devices/\(token)/inbox"]).standardOutput)
+        let inbox = try await JSONValue(parsing: ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(admin)/devices/\(token)/inbox"]).standardOutput)
         #expect(inbox.arrayValue?.first?["payload"]?["aps"]?["content-state"] == ["score": "1-0"])
         #expect(inbox.arrayValue?.first?["channelId"]?.stringValue == id)
 
-        let expiring = try broadcast(["--channel", id, "--event", "update", "--content-state", "{}", "--expiration", "1h"])
+        let expiring = try await broadcast(["--channel", id, "--event", "update", "--content-state", "{}", "--expiration", "1h"])
         #expect(expiring.status == 1 && expiring.standardError.contains("BadExpirationDate") && expiring.standardError.contains("policy 0"))
 
-        let listed = try channels(["list"])
+        let listed = try await channels(["list"])
         #expect(listed.status == 0 && listed.standardOutput == id + "\n")
-        let read = try channels(["read", id])
+        let read = try await channels(["read", id])
         #expect(read.status == 0 && read.standardOutput.contains("message-storage-policy 0"))
-        let deleted = try channels(["delete", id])
+        let deleted = try await channels(["delete", id])
         #expect(deleted.status == 0 && deleted.standardOutput.contains("deleted"))
-        let refused = try broadcast(["--channel", id, "--event", "end", "--content-state", "{}"])
+        let refused = try await broadcast(["--channel", id, "--event", "end", "--content-state", "{}"])
         #expect(refused.status == 1 && refused.standardError.contains("400 ChannelNotRegistered"))
-        let missing = try channels(["read", id])
+        let missing = try await channels(["read", id])
         #expect(missing.status == 1 && missing.standardError.contains("ChannelNotRegistered"))
     }
 }

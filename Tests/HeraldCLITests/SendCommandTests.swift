@@ -83,7 +83,7 @@ struct SendProcessTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-send-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let token = String(repeating: "4e", count: 32)
-        let emulator = try HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
+        let emulator = try await HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict", "--device", "development:com.example.app:\(token)",
         ])
         let development = String(try #require(emulator.port("development")))
@@ -93,21 +93,21 @@ struct SendProcessTests {
                       "--topic", "com.example.app", "--token", token, "--host", "127.0.0.1",
                       "--ca-file", directory.appendingPathComponent("ca.pem").path]
 
-        let accepted = try ProcessRunner.run(herald.path, common + ["--port", development, "--title", "Hello", "--body", "From herald send"])
+        let accepted = try await ProcessRunner.run(herald.path, common + ["--port", development, "--title", "Hello", "--body", "From herald send"])
         #expect(accepted.status == 0, "\(accepted.standardError)")
         #expect(accepted.standardOutput.contains("accepted, apns-id"))
 
-        let wrongEnvironment = try ProcessRunner.run(herald.path, common + ["--production", "--port", production, "--body", "x"])
+        let wrongEnvironment = try await ProcessRunner.run(herald.path, common + ["--production", "--port", production, "--body", "x"])
         #expect(wrongEnvironment.status == 1)
         #expect(wrongEnvironment.standardError.contains("BadDeviceToken") && wrongEnvironment.standardError.contains("Try --sandbox"))
 
-        let invalid = try ProcessRunner.run(herald.path, common + ["--port", development, "--content-available", "--priority", "10"])
+        let invalid = try await ProcessRunner.run(herald.path, common + ["--port", development, "--content-available", "--priority", "10"])
         #expect(invalid.status != 0 && invalid.standardError.contains("BadPriority"))
 
-        let inbox = try ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(admin)/devices/\(token)/inbox"])
+        let inbox = try await ProcessRunner.run("curl", ["-s", "http://127.0.0.1:\(admin)/devices/\(token)/inbox"])
         let entries = try JSONValue(parsing: inbox.standardOutput)
         #expect(entries.arrayValue?.count == 1)
         #expect(entries.arrayValue?.first?["payload"] == ["aps": ["alert": ["title": "Hello", "body": "From herald send"]]])
-        emulator.stop()
+        await emulator.stop()
     }
 }

@@ -224,26 +224,26 @@ struct ProviderTokenTests {
     // MARK: Interoperability
 
     @Test("a JWT Herald signs verifies with Python's cryptography")
-    func heraldToPython() throws {
+    func heraldToPython() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let publicFile = directory.appendingPathComponent("public.pem")
         try key.publicKeyPEM.write(to: publicFile, atomically: true, encoding: .utf8)
         let token = key.signToken(issuedAt: Date())
-        let output = try runPython(["verify", publicFile.path, token.jwt])
+        let output = try await runPython(["verify", publicFile.path, token.jwt])
         let verified = try JSONValue(parsing: output)
         #expect(verified["header"]?["kid"] == "ABC123DEFG")
         #expect(verified["claims"]?["iss"] == "DEF123GHIJ")
     }
 
     @Test("a JWT Python signs verifies in Herald, with r‖s and with DER signatures", arguments: [false, true])
-    func pythonToHerald(der: Bool) throws {
+    func pythonToHerald(der: Bool) async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("AuthKey_ABC123DEFG.p8")
         try #require(privateKey(of: key)).pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
         let now = Date(timeIntervalSince1970: 1_767_225_600)
-        let jwt = try runPython(["sign", keyFile.path, "ABC123DEFG", "DEF123GHIJ", "1767225600"] + (der ? ["der"] : []))
+        let jwt = try await runPython(["sign", keyFile.path, "ABC123DEFG", "DEF123GHIJ", "1767225600"] + (der ? ["der"] : []))
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let verified = try verifier().verify(authorization: "bearer " + jwt, now: now)
         #expect(verified.issuedAt == now)
@@ -255,8 +255,8 @@ struct ProviderTokenTests {
         return directory
     }
 
-    func runPython(_ arguments: [String]) throws -> String {
-        let result = try ProcessRunner.run("python3", [ProcessRunner.jwtScript(relativeTo: #filePath).path] + arguments)
+    func runPython(_ arguments: [String]) async throws -> String {
+        let result = try await ProcessRunner.run("python3", [ProcessRunner.jwtScript(relativeTo: #filePath).path] + arguments)
         try #require(result.status == 0, "python3 failed: \(result.standardError) (is the cryptography package installed?)")
         return result.standardOutput
     }

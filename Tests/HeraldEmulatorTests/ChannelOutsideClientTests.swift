@@ -11,7 +11,7 @@ extension OutsideClientTests {
         let configuration = EmulatorConfiguration(adminPort: 0, tls: .generated(caFile: URL(fileURLWithPath: ca)), trustedKeys: [.init(key)])
             .servingChannels()
         try await APNSEmulator.withRunning(configuration) { emulator in
-            let jwt = try pythonJWT()
+            let jwt = try await pythonJWT()
             let manage = "https://localhost:\(emulator.port(for: .development, service: .channelManagement)!)/1/apps/com.example.app"
             let broadcast = "https://localhost:\(emulator.port(for: .development, service: .broadcast)!)/4/broadcasts/apps/com.example.app"
             let admin = "http://127.0.0.1:\(emulator.adminPort!)"
@@ -20,30 +20,30 @@ extension OutsideClientTests {
 
             // Create: 201, no body, the id in apns-channel-id, the request id echoed.
             let requestID = UUID().uuidString.lowercased()
-            let created = try curl(common + ["-H", "apns-request-id: \(requestID)", "-d", createBody, manage + "/channels"])
+            let created = try await curl(common + ["-H", "apns-request-id: \(requestID)", "-d", createBody, manage + "/channels"])
             #expect(created.status == 201 && created.body.isEmpty)
             #expect(created.headers["apns-request-id"] == requestID && created.headers["apns-id"] == nil)
             let id = try #require(created.headers["apns-channel-id"])
             #expect(Data(base64Encoded: id) != nil)
 
             // Read and list.
-            let read = try curl(common + ["-H", "apns-channel-id: \(id)", manage + "/channels"])
+            let read = try await curl(common + ["-H", "apns-channel-id: \(id)", manage + "/channels"])
             #expect(read.status == 200)
             #expect(try JSONValue(parsing: Array(read.body.utf8)) == ["message-storage-policy": 1, "push-type": "LiveActivity"])
             #expect(read.headers["apns-request-id"].flatMap(APNSID.init(headerValue:)) != nil, "a generated request id")
-            let list = try curl(common + [manage + "/all-channels"])
+            let list = try await curl(common + [manage + "/all-channels"])
             #expect(list.status == 200 && list.body == #"{"channels":["\#(id)"]}"#)
 
             // A Live Activity subscribes through the admin API; a broadcast lands in its inbox.
             let device = try emulator.createDevice(environment: .development, topic: "com.example.app.push-type.liveactivity")
-            let subscribed = try curl(["-X", "POST", "-d", #"{"channel":"\#(id)"}"#, "\(admin)/devices/\(device.token.hex)/subscribe"])
+            let subscribed = try await curl(["-X", "POST", "-d", #"{"channel":"\#(id)"}"#, "\(admin)/devices/\(device.token.hex)/subscribe"])
             #expect(subscribed.status == 200 && subscribed.body.contains(id))
             let update = #"{"aps":{"event":"update","timestamp":1767225600,"content-state":{"score":"2-1"}}}"#
-            let sent = try curl(common + [
+            let sent = try await curl(common + [
                 "-H", "apns-push-type: LiveActivity", "-H", "apns-channel-id: \(id)", "-H", "apns-priority: 10", "-d", update, broadcast,
             ])
             #expect(sent.status == 200 && sent.body.isEmpty && sent.headers["apns-request-id"] != nil)
-            let inbox = try curl(["\(admin)/devices/\(device.token.hex)/inbox"])
+            let inbox = try await curl(["\(admin)/devices/\(device.token.hex)/inbox"])
             let entries = try JSONValue(parsing: Array(inbox.body.utf8)).arrayValue ?? []
             #expect(entries.count == 1 && entries.first?["channelId"]?.stringValue == id)
             #expect(entries.first?["apnsId"]?.stringValue == sent.headers["apns-request-id"])
@@ -74,32 +74,32 @@ extension OutsideClientTests {
                 (["-X", "GET", "-H", "apns-push-type: liveactivity", "-H", "apns-channel-id: \(id)", broadcast], 405, "MethodNotAllowed"),
             ]
             for (arguments, status, reason) in invalid {
-                let response = try curl(common + arguments)
+                let response = try await curl(common + arguments)
                 #expect(response.status == status, "\(reason): \(arguments)")
                 #expect(response.body == #"{"reason":"\#(reason)"}"#, "\(arguments)")
                 #expect(response.headers["apns-request-id"] != nil)
             }
             // The channel-management listener serves only its paths; the device-push port does not take broadcasts.
             let devicePort = "https://localhost:\(emulator.port(for: .development)!)/4/broadcasts/apps/com.example.app"
-            let misrouted = try curl(common + ["-H", "apns-push-type: liveactivity", "-H", "apns-channel-id: \(id)", "-d", update, devicePort])
+            let misrouted = try await curl(common + ["-H", "apns-push-type: liveactivity", "-H", "apns-channel-id: \(id)", "-d", update, devicePort])
             #expect(misrouted.status == 404 && misrouted.body == #"{"reason":"BadPath"}"#)
-            let anonymous = try curl(["--http2", "--cacert", ca, manage + "/all-channels"])
+            let anonymous = try await curl(["--http2", "--cacert", ca, manage + "/all-channels"])
             #expect(anonymous.status == 403 && anonymous.body == #"{"reason":"MissingProviderToken"}"#)
 
             // Delete: 204, then the channel is gone and a broadcast to it is refused.
-            let deleted = try curl(common + ["-X", "DELETE", "-H", "apns-channel-id: \(id)", manage + "/channels"])
+            let deleted = try await curl(common + ["-X", "DELETE", "-H", "apns-channel-id: \(id)", manage + "/channels"])
             #expect(deleted.status == 204 && deleted.body.isEmpty)
-            let after = try curl(common + ["-H", "apns-push-type: liveactivity", "-H", "apns-channel-id: \(id)", "-d", update, broadcast])
+            let after = try await curl(common + ["-H", "apns-push-type: liveactivity", "-H", "apns-channel-id: \(id)", "-d", update, broadcast])
             #expect(after.status == 400 && after.body == #"{"reason":"ChannelNotRegistered"}"#)
 
             // The admin API reports channels, counters and the budget.
-            let channels = try curl(["\(admin)/channels"])
+            let channels = try await curl(["\(admin)/channels"])
             #expect(channels.body.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
-            let counters = try JSONValue(parsing: Array(try curl(["\(admin)/counters"]).body.utf8))
+            let counters = try JSONValue(parsing: Array(try await curl(["\(admin)/counters"]).body.utf8))
             #expect(counters["broadcasts"] == 1 && counters["broadcastDeliveries"] == 1 && counters["channelRequests"] == 4)
-            let budget = try curl(["-X", "PUT", "-d", #"{"updatesPerHour": 12}"#, "\(admin)/budget"])
+            let budget = try await curl(["-X", "PUT", "-d", #"{"updatesPerHour": 12}"#, "\(admin)/budget"])
             #expect(budget.status == 200 && emulator.liveActivityBudget == 12)
-            let badBudget = try curl(["-X", "PUT", "-d", #"{"updatesPerHour": "many"}"#, "\(admin)/budget"])
+            let badBudget = try await curl(["-X", "PUT", "-d", #"{"updatesPerHour": "many"}"#, "\(admin)/budget"])
             #expect(badBudget.status == 400 && badBudget.body.contains("updatesPerHour") && emulator.liveActivityBudget == 12)
         }
     }

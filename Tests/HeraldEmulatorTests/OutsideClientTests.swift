@@ -23,8 +23,8 @@ struct OutsideClientTests {
         key = try ProviderSigningKey(pem: pem, keyID: "CURLKEY001", teamID: "CURLTEAM01")
     }
 
-    func pythonJWT() throws -> String {
-        let result = try ProcessRunner.run("python3", [
+    func pythonJWT() async throws -> String {
+        let result = try await ProcessRunner.run("python3", [
             ProcessRunner.jwtScript(relativeTo: #filePath).path, "sign", keyFile.path, "CURLKEY001", "CURLTEAM01",
             String(Int(Date().timeIntervalSince1970)),
         ])
@@ -33,9 +33,9 @@ struct OutsideClientTests {
     }
 
     /// Runs curl and returns the status line's code, the headers and the body.
-    func curl(_ arguments: [String]) throws -> (status: Int, headers: [String: String], body: String, exit: Int32) {
+    func curl(_ arguments: [String]) async throws -> (status: Int, headers: [String: String], body: String, exit: Int32) {
         let headerFile = directory.appendingPathComponent("headers-\(UUID()).txt")
-        let result = try ProcessRunner.run("curl", ["-s", "-D", headerFile.path] + arguments)
+        let result = try await ProcessRunner.run("curl", ["-s", "-D", headerFile.path] + arguments)
         let text = (try? String(contentsOf: headerFile, encoding: .utf8)) ?? ""
         var status = 0
         var headers = [String: String]()
@@ -52,11 +52,11 @@ struct OutsideClientTests {
         let configuration = EmulatorConfiguration(
             adminPort: nil, tls: .generated(caFile: directory.appendingPathComponent("ca.pem")), trustedKeys: [.init(key)])
         try await APNSEmulator.withRunning(configuration) { emulator in
-            let jwt = try pythonJWT()
+            let jwt = try await pythonJWT()
             let token = String(repeating: "5e", count: 32)
             let url = "https://localhost:\(emulator.port(for: .development)!)/3/device/"
             let common = ["--http2", "--cacert", directory.appendingPathComponent("ca.pem").path, "-H", "authorization: bearer \(jwt)"]
-            let ok = try curl(common + ["-H", "apns-topic: com.example.app", "-H", "apns-push-type: alert", "-d", #"{"aps":{"alert":"Hello from curl"}}"#, url + token])
+            let ok = try await curl(common + ["-H", "apns-topic: com.example.app", "-H", "apns-push-type: alert", "-d", #"{"aps":{"alert":"Hello from curl"}}"#, url + token])
             #expect(ok.status == 200)
             let apnsID = try #require(ok.headers["apns-id"])
             let inbox = try emulator.inbox(for: DeviceToken(hex: token))
@@ -70,11 +70,11 @@ struct OutsideClientTests {
                 (["-H", "apns-topic: com.example.app", "-X", "GET", url + token], 405, "MethodNotAllowed"),
             ]
             for (arguments, status, reason) in invalid {
-                let response = try curl(common + arguments)
+                let response = try await curl(common + arguments)
                 #expect(response.status == status, "\(reason)")
                 #expect(response.body == #"{"reason":"\#(reason)"}"#)
             }
-            let noToken = try curl(["--http2", "--cacert", directory.appendingPathComponent("ca.pem").path, "-H", "apns-topic: com.example.app", "-d", "{}", url + token])
+            let noToken = try await curl(["--http2", "--cacert", directory.appendingPathComponent("ca.pem").path, "-H", "apns-topic: com.example.app", "-d", "{}", url + token])
             #expect(noToken.status == 403 && noToken.body.contains("MissingProviderToken"))
         }
     }
@@ -86,10 +86,10 @@ struct OutsideClientTests {
             adminPort: nil, tls: .generated(caFile: directory.appendingPathComponent("ca.pem")), trustedKeys: [.init(key)],
             inbox: .countingOnly)
         try await APNSEmulator.withRunning(configuration) { emulator in
-            let jwt = try pythonJWT()
+            let jwt = try await pythonJWT()
             let body = directory.appendingPathComponent("payload.json")
             try #"{"aps":{"alert":{"title":"h2load","body":"from nghttp2"}}}"#.write(to: body, atomically: true, encoding: .utf8)
-            let result = try ProcessRunner.run("h2load", [
+            let result = try await ProcessRunner.run("h2load", [
                 "-n", "3000", "-c", "3", "-m", "50", "-t", "1", "-d", body.path,
                 "-H", "authorization: bearer \(jwt)", "-H", "apns-topic: com.example.app", "-H", "apns-push-type: alert",
                 "https://127.0.0.1:\(emulator.port(for: .development)!)/3/device/" + String(repeating: "7c", count: 32),
@@ -104,7 +104,7 @@ struct OutsideClientTests {
     func curlHTTP1() async throws {
         let configuration = EmulatorConfiguration(adminPort: nil, tls: .generated(caFile: directory.appendingPathComponent("ca.pem")), trustedKeys: [.init(key)])
         try await APNSEmulator.withRunning(configuration) { emulator in
-            let response = try curl(["--http1.1", "--cacert", directory.appendingPathComponent("ca.pem").path, "-d", "{}",
+            let response = try await curl(["--http1.1", "--cacert", directory.appendingPathComponent("ca.pem").path, "-d", "{}",
                                      "https://localhost:\(emulator.port(for: .development)!)/3/device/" + String(repeating: "5e", count: 32)])
             #expect(response.exit != 0)
             #expect(response.status == 0, "no HTTP/1.1 response at all")
@@ -186,7 +186,7 @@ struct OutsideClientTests {
     @Test("herald emulator runs as its own process, prints where it listens, and stops on SIGTERM")
     func commandLine() async throws {
         let token = String(repeating: "9c", count: 32)
-        let emulator = try HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
+        let emulator = try await HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict", "--device", "development:com.example.app:\(token)",
         ])
         let line = emulator.headline
@@ -200,6 +200,6 @@ struct OutsideClientTests {
         let response = try await client.send(path: "/3/device/" + token, headers: [("authorization", key.signToken(issuedAt: Date()).authorizationHeader), ("apns-topic", "com.example.app")], body: Array(#"{"aps":{"alert":"hi"}}"#.utf8))
         #expect(response.status == 200)
         await client.close()
-        #expect(emulator.stop() == 0, "SIGTERM is a graceful shutdown")
+        #expect(await emulator.stop() == 0, "SIGTERM is a graceful shutdown")
     }
 }

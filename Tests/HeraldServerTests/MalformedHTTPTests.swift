@@ -46,7 +46,7 @@ struct MalformedHTTPTests {
     @Test("curl with headers over the limit gets 431 and the JSON error")
     func curlHugeHeaders() async throws {
         try await LiveServer.run { server, _ in
-            let result = try ProcessRunner.run(
+            let result = try await ProcessRunner.run(
                 "curl",
                 [
                     "-s", "-w", "\n%{http_code}", "-H", "X-Big: \(String(repeating: "a", count: 20_000))",

@@ -13,11 +13,11 @@ import Testing
 @Suite("Server: OpenAPI constraints match the server", .timeLimit(.minutes(3)))
 struct OpenAPIConformanceTests {
     /// docs/openapi.yaml as JSON (PyYAML reads it, as openapi-spec-validator does).
-    static func document() throws -> JSONValue {
+    static func document() async throws -> JSONValue {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
             "../../docs/openapi.yaml"
         ).standardized
-        let result = try ProcessRunner.run(
+        let result = try await ProcessRunner.run(
             "python3",
             ["-c", "import sys, json, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))", file.path])
         try #require(result.status == 0, "\(result.standardError)")
@@ -77,7 +77,7 @@ struct OpenAPIConformanceTests {
 
     @Test("every field of Registration: the server accepts exactly the boundary values the document allows")
     func registration() async throws {
-        let spec = try Self.document()
+        let spec = try await Self.document()
         let schema = try #require(spec["components"]?["schemas"]?["Registration"])
         let properties = try #require(schema["properties"]?.objectValue)
         let validToken = String(repeating: "ab", count: 32)
@@ -110,7 +110,7 @@ struct OpenAPIConformanceTests {
 
     @Test("every field of Event: the server accepts exactly the boundary values the document allows")
     func event() async throws {
-        let spec = try Self.document()
+        let spec = try await Self.document()
         let schema = try #require(spec["components"]?["schemas"]?["Event"])
         let properties = try #require(schema["properties"]?.objectValue)
         let base: [String: JSONValue] = [
@@ -140,7 +140,7 @@ struct OpenAPIConformanceTests {
 
     @Test("the send target's fields: the server accepts exactly the boundary values the document allows")
     func sendTarget() async throws {
-        let spec = try Self.document()
+        let spec = try await Self.document()
         let target = try #require(
             spec["components"]?["schemas"]?["SendRequest"]?["properties"]?["target"]?["properties"]?.objectValue)
         try await ServerHarness.withServer { client, app in
@@ -179,7 +179,7 @@ struct OpenAPIConformanceTests {
 
     @Test("every other field of the send request: the server accepts exactly the boundary values the document allows")
     func sendRequest() async throws {
-        let spec = try Self.document()
+        let spec = try await Self.document()
         let schema = try #require(spec["components"]?["schemas"]?["SendRequest"])
         let properties = try #require(schema["properties"]?.objectValue)
         let validToken = String(repeating: "cd", count: 32)
@@ -233,7 +233,7 @@ struct OpenAPIConformanceTests {
 
     @Test("the query parameters of GET /api/devices, POST /api/send, GET /api/sends/{id} and GET /api/activities agree with the document")
     func queryParameters() async throws {
-        let spec = try Self.document()
+        let spec = try await Self.document()
         let components = try #require(spec["components"]?["parameters"])
         let devices = try #require(spec["paths"]?["/api/devices"]?["get"]?["parameters"]?.arrayValue)
         try await ServerHarness.withServer { client, app in

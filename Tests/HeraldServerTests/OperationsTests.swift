@@ -142,11 +142,11 @@ struct OperationsTests {
     }
 
     @Test("docs/openapi.yaml is a valid OpenAPI 3.1 document (openapi-spec-validator)")
-    func openAPIValid() throws {
+    func openAPIValid() async throws {
         let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
             "../../docs/openapi.yaml"
         ).standardized
-        let result = try ProcessRunner.run(
+        let result = try await ProcessRunner.run(
             "python3",
             [
                 "-c",

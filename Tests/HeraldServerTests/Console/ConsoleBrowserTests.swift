@@ -12,9 +12,9 @@ struct ConsoleBrowserTests {
     static let chromium = ProcessInfo.processInfo.environment["HERALD_CHROMIUM"] ?? "/usr/bin/chromium"
     static let isCI = ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty && $0 != "false" } ?? false
 
-    static var browserAvailable: Bool {
-        FileManager.default.isExecutableFile(atPath: chromium)
-            && (try? ProcessRunner.run("python3", ["-c", "import playwright.sync_api"]).status) == 0
+    static func browserAvailable() async -> Bool {
+        guard FileManager.default.isExecutableFile(atPath: chromium) else { return false }
+        return (try? await ProcessRunner.run("python3", ["-c", "import playwright.sync_api"]).status) == 0
     }
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -22,31 +22,29 @@ struct ConsoleBrowserTests {
 
     @Test(
         "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, schedule a send and cancel it, find a device, create and revoke a key, end a Live Activity, create and delete a channel, sign out",
-        .enabled(
-            if: isCI || browserAvailable,
-            "chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs this test)"),
+        .enabled("chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs this test)") {
+            if isCI { return true }
+            return await browserAvailable()
+        },
         .timeLimit(.minutes(10)))
-    func flows() throws {
+    func flows() async throws {
         try #require(
-            Self.browserAvailable,
+            await Self.browserAvailable(),
             "CI is set but \(Self.chromium) or Python's playwright is missing: .ci/run installs them (apt-get install chromium; pip install playwright)"
         )
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-browser-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try ServeProcess.start(
+        let server = try await ServeProcess.start(
             in: directory,
             environment: [
                 "HERALD_RATE_LIMIT": "0", "HERALD_EMULATOR_ADMIN_PORT": "off", "HERALD_LOG_LEVEL": "notice",
                 "HERALD_EMULATOR_CA_FILE": directory.appendingPathComponent("ca.pem").path,
             ])
-        defer { if server.process.isRunning { _ = server.terminate() } }
-        var log = server.startLog
-        while !log.contains("/console/sign-in/") {
-            let chunk = server.output.fileHandleForReading.availableData
-            try #require(!chunk.isEmpty, "herald serve ended without printing its sign-in link: \(log)")
-            log += String(decoding: chunk, as: UTF8.self)
-        }
+        defer { server.process.signal(SIGKILL) }
+        let log = try #require(
+            await server.process.standardOutput.wait { $0.contains("/console/sign-in/") },
+            "herald serve ended without printing its sign-in link: \(server.process.standardOutput.text)")
         let link = try #require(
             log.split(separator: " ").first { $0.contains("/console/sign-in/") }.map {
                 "/console/sign-in/" + $0.components(separatedBy: "/console/sign-in/")[1]
@@ -54,7 +52,7 @@ struct ConsoleBrowserTests {
         let screenshots = Self.packageRoot.appendingPathComponent(".build/console-screenshots")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
             "browser_flows.py")
-        let result = try ProcessRunner.run(
+        let result = try await ProcessRunner.run(
             "python3", [script.path, "http://127.0.0.1:\(server.port)", link, screenshots.path])
         #expect(
             result.status == 0,

@@ -187,16 +187,11 @@ struct ConsoleSessionTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-console-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let serve = try ServeProcess.start(
+        let serve = try await ServeProcess.start(
             in: directory, environment: ["HERALD_EMULATOR_ADMIN_PORT": "off", "HERALD_EMULATOR_CA_FILE": directory.path + "/ca.pem"])
-        var rest = ""
-        while !(serve.startLog + rest).contains("/console/sign-in/") {
-            let chunk = serve.output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            rest += String(decoding: chunk, as: UTF8.self)
-        }
-        _ = serve.terminate()
-        let lines = (serve.startLog + rest).split(separator: "\n")
+        let printed = await serve.process.standardOutput.wait { $0.contains("/console/sign-in/") } ?? ""
+        _ = await serve.terminate()
+        let lines = printed.split(separator: "\n")
         let index = try #require(lines.firstIndex { $0.contains("/console/sign-in/") })
         #expect(index < 6, "\(lines.prefix(8))")
         #expect(lines[index].contains("http://127.0.0.1:\(serve.port)/console/sign-in/"))

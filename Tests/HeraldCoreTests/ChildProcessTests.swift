@@ -1,0 +1,78 @@
+import Foundation
+import HeraldTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The test support that starts outside programs: it must neither block Swift's cooperative pool nor hand the test
+/// process's descriptors to its children.
+@Suite("Test support: child processes", .timeLimit(.minutes(1)))
+struct ChildProcessTests {
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-child-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    }
+
+    @Test("more children than the cooperative pool has threads all run at once: waiting for one suspends, never blocks")
+    func waitingSuspends() async throws {
+        // Each child says it started, then waits for a flag that this test writes only once every child has
+        // started. A runner that blocked a pool thread per child would leave no thread to write the flag after the
+        // first few, and the test would never end.
+        let count = ProcessInfo.processInfo.activeProcessorCount * 2 + 2
+        let flag = directory.appendingPathComponent("go").path
+        try await withThrowingTaskGroup(of: ProcessRunner.Result.self) { group in
+            for index in 0..<count {
+                let started = directory.appendingPathComponent("started-\(index)").path
+                group.addTask {
+                    try await ProcessRunner.run(
+                        "sh", ["-c", "touch '\(started)'; while [ ! -e '\(flag)' ]; do sleep 0.02; done; echo child \(index)"])
+                }
+            }
+            while try FileManager.default.contentsOfDirectory(atPath: directory.path).count < count {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            _ = FileManager.default.createFile(atPath: flag, contents: nil)
+            var outputs: [String] = []
+            for try await result in group {
+                #expect(result.status == 0)
+                outputs.append(result.standardOutput)
+            }
+            #expect(Set(outputs) == Set((0..<count).map { "child \($0)\n" }))
+        }
+    }
+
+    @Test("a child gets standard input, output and error only, even while the test holds thousands of descriptors")
+    func descriptorsStayOut() async throws {
+        // Descriptors opened without close-on-exec, as a library might, and enough of them that /proc/self/fd is long.
+        let held = (0..<3000).map { _ in open("/dev/null", O_RDONLY) }
+        defer { for descriptor in held where descriptor >= 0 { close(descriptor) } }
+        #expect(held.allSatisfy { $0 >= 0 })
+        let result = try await ProcessRunner.run("sh", ["-c", "ls /proc/$$/fd"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let inherited = Set(result.standardOutput.split(separator: "\n").compactMap { Int($0) })
+        #expect(inherited == [0, 1, 2], "\(inherited.sorted())")
+    }
+
+    @Test("output is captured whole, the status and the signal that ended a child are reported")
+    func statusAndOutput() async throws {
+        let big = try await ProcessRunner.run("sh", ["-c", "head -c 300000 /dev/zero | tr '\\\\0' a; echo err >&2; exit 3"])
+        #expect(big.status == 3 && big.standardOutput.count == 300_000 && big.standardError == "err\n")
+        let child = try ChildProcess("sleep", ["30"])
+        #expect(child.isRunning)
+        child.signal(SIGTERM)
+        #expect(await child.exit() == .signalled(SIGTERM))
+        #expect(throws: ChildProcessError.self) { try ChildProcess("/nonexistent/program", []) }
+    }
+
+    @Test("a cancelled wait kills the child, so a test's time limit still ends it")
+    func cancellationKills() async throws {
+        let child = try ChildProcess("sleep", ["30"])
+        let waiting = Task { await child.exit() }
+        try await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        #expect(await waiting.value == .signalled(SIGKILL))
+    }
+}
