@@ -109,7 +109,7 @@ extension PostgresStore {
                 try? await session.execute(SQLStatement(.postgres, "SELECT pg_advisory_unlock($1)", [.integer(key)]))
             }
             do {
-                let result = try await body(lock)
+                let result = try await session.whileCallerWaits { try await body(lock) }
                 await release()
                 return result
             } catch {

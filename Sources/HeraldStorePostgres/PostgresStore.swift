@@ -32,6 +32,8 @@ public final class PostgresStore: Store, VersionedMigrations {
     /// Gathers concurrent registrations into one call; runs while ``run()`` runs.
     let registrations = RegistrationGroupCommit()
     private let closed = Mutex(false)
+    /// The operations holding or waiting for a connection: the pool stops only once there are none.
+    private let operations = InFlightOperations()
 
     /// The first key of `pg_advisory_xact_lock(int, int)` for migrations: the bytes of "hrld". The second is the
     /// schema's `hashtext`, so instances migrating one schema wait for each other, and other schemas do not wait.
@@ -68,17 +70,35 @@ public final class PostgresStore: Store, VersionedMigrations {
 
     /// Runs the connection pool, and the group commit of registrations, until graceful shutdown or cancellation.
     /// Queries and registrations wait for it.
+    ///
+    /// Stopping refuses new operations, lets those in flight end (they are cancelled with the caller's task, or finish
+    /// their statement), and only then stops the pool. postgres-nio's pool, stopped under an operation, closes its
+    /// connection without ever answering the statement in flight on it, and that operation would wait forever: a
+    /// cancelled test, or a second SIGTERM, could then never end. The pool therefore runs in a task of its own that only
+    /// this method stops (a detached one: it must not see the caller's cancellation or graceful shutdown first).
     public func run() async throws {
+        let client = self.client
+        let pool = Task.detached { await client.run() }
         await withDiscardingTaskGroup { group in
             group.addTask {
                 await self.registrations.run(
                     storeBatch: { try await self.storeRegistrations($0) },
                     storeOne: { try await self.storeRegistration($0) })
             }
-            await client.run()
+            // Until graceful shutdown or cancellation.
+            let (stop, stopper) = AsyncStream<Never>.makeStream()
+            await cancelWhenGracefulShutdown { for await _ in stop {} }
+            stopper.finish()
+            closed.withLock { $0 = true }
             group.cancelAll()
         }
-        await close()
+        // In a task of its own: this one may be cancelled, and the wait must not end with it.
+        let operations = self.operations
+        if await !Task(operation: { await operations.drained(within: .seconds(10)) }).value {
+            logger.warning("PostgreSQL operations still running 10 s after the store stopped: closing the pool under them")
+        }
+        pool.cancel()
+        await pool.value
     }
 
     /// What the group commit of registrations did so far.
@@ -147,6 +167,14 @@ public final class PostgresStore: Store, VersionedMigrations {
     struct Session {
         let connection: PostgresConnection
         let logger: Logger
+        /// The lease this session runs under: ``whileCallerWaits(_:)`` runs code the caller may cancel.
+        let lease: LeaseState
+
+        /// Runs `body` (the caller's code, such as the work done under an instance lock) so that the caller's
+        /// cancellation reaches it, unlike the session's statements.
+        func whileCallerWaits<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+            try await lease.cancellableByCaller(body)
+        }
 
         func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
             try await connection.rows(statement, logger: logger)
@@ -173,10 +201,14 @@ public final class PostgresStore: Store, VersionedMigrations {
     func transaction<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Session) async throws -> T)
         async throws -> T
     {
-        try await leased(action) { client, logger, acquired in
-            try await client.withTransaction(logger: logger) { connection in
-                acquired()
-                return try await body(Session(connection: connection, logger: logger))
+        try await leased(action) { client, logger, lease in
+            // Leased first and BEGIN sent only once the lease counts as acquired: no statement runs on a task that is
+            // being given up on (see leased).
+            try await client.withConnection { connection in
+                try lease.acquire()
+                return try await connection.withTransaction(logger: logger) { connection in
+                    try await body(Session(connection: connection, logger: logger, lease: lease))
+                }
             }
         }
     }
@@ -185,10 +217,10 @@ public final class PostgresStore: Store, VersionedMigrations {
     func session<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Session) async throws -> T)
         async throws -> T
     {
-        try await leased(action) { client, logger, acquired in
+        try await leased(action) { client, logger, lease in
             try await client.withConnection { connection in
-                acquired()
-                return try await body(Session(connection: connection, logger: logger))
+                try lease.acquire()
+                return try await body(Session(connection: connection, logger: logger, lease: lease))
             }
         }
     }
@@ -196,41 +228,53 @@ public final class PostgresStore: Store, VersionedMigrations {
     /// Runs an operation that leases a connection, failing it when no connection comes within the acquire timeout.
     ///
     /// postgres-nio queues a lease until a connection exists, retrying a server that is down for a minute before
-    /// it gives up; a readiness probe and a registration must not wait that long. Once the connection is leased, the
-    /// operation runs to its end.
+    /// it gives up; a readiness probe and a registration must not wait that long.
+    ///
+    /// postgres-nio cannot be trusted with cancellation: a statement whose task is cancelled while it runs is never
+    /// answered, and a lease request cancelled while the pool opens its first connection is sometimes never answered
+    /// either. A cancelled caller (a test's time limit, a second SIGTERM) would wait forever. So the operation runs in a
+    /// task of its own that is never cancelled:
+    /// - while it waits for a connection, a timeout or the caller's cancellation gives it up: the caller gets its error
+    ///   at once, and the operation, once the pool answers, returns its connection without running a statement;
+    /// - once it has its connection, its statements run to their end (milliseconds) and the caller waits for them; only
+    ///   code the caller passed in (``Session/whileCallerWaits(_:)``) sees the caller's cancellation.
     private func leased<T: Sendable>(
         _ action: String,
-        _ operation:
-            @escaping @Sendable (PostgresClient, Logger, _ acquired: @escaping @Sendable () -> Void)
-            async throws -> T
+        _ operation: @escaping @Sendable (PostgresClient, Logger, LeaseState) async throws -> T
     ) async throws -> T {
         try ensureOpen()
+        operations.begin()
+        defer { operations.end() }
+        // Checked again once counted: run() may have stopped in between, and it stops the pool only when none is.
+        try ensureOpen()
         let (client, logger, timeout) = (self.client, self.logger, configuration.acquireTimeout)
-        let acquired = LeaseFlag()
-        do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask {
-                    try await operation(client, logger) { acquired.set() }
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                while let next = try await group.next() {
-                    if let value = next {
-                        group.cancelAll()
-                        return value
-                    }
-                    if !acquired.isSet {
-                        group.cancelAll()
-                        throw StoreError(
-                            .unavailable,
-                            "PostgreSQL could not \(action): no connection within \(timeout). Check the database URL, that the server runs and accepts connections, or raise the pool size."
-                        )
-                    }
-                }
-                throw CancellationError()
+        let lease = LeaseState()
+        let answer = LeaseAnswer<T>()
+        Task {
+            do {
+                answer.deliver(.success(try await operation(client, logger, lease)))
+            } catch {
+                answer.deliver(.failure(error))
             }
+        }
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            if lease.abandon(.timedOut) { answer.deliver(.failure(LeaseState.GivenUp.timedOut)) }
+        }
+        defer { timer.cancel() }
+        let result = await withTaskCancellationHandler {
+            await answer.wait()
+        } onCancel: {
+            if lease.abandon(.cancelled) { answer.deliver(.failure(CancellationError())) }
+            lease.callerCancelled()
+        }
+        do {
+            return try result.get()
+        } catch LeaseState.GivenUp.timedOut {
+            throw StoreError(
+                .unavailable,
+                "PostgreSQL could not \(action): no connection within \(timeout). Check the database URL, that the server runs and accepts connections, or raise the pool size."
+            )
         } catch {
             throw Self.map(error, action)
         }
@@ -262,11 +306,156 @@ public final class PostgresStore: Store, VersionedMigrations {
     }
 }
 
-/// Whether an operation got its connection; set from the pool's task, read by the timeout's.
-private final class LeaseFlag: Sendable {
-    private let value = Mutex(false)
+/// Counts the operations in flight, so that the pool stops only once none uses it.
+private final class InFlightOperations: Sendable {
+    private struct State {
+        var count = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+    }
 
-    func set() { value.withLock { $0 = true } }
+    private let state = Mutex(State())
 
-    var isSet: Bool { value.withLock { $0 } }
+    func begin() { state.withLock { $0.count += 1 } }
+
+    func end() {
+        let waiters = state.withLock { state in
+            state.count -= 1
+            guard state.count == 0 else { return [CheckedContinuation<Void, Never>]() }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Waits until no operation is in flight, at most `limit`; `false` when some still were.
+    func drained(within limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.waitUntilIdle() }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// Returns once no operation is in flight, or at once (returning `false`) when the waiting task is cancelled.
+    private func waitUntilIdle() async -> Bool {
+        let id = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let idle = state.withLock { state in
+                    if state.count == 0 || Task.isCancelled { return true }
+                    state.waiters[id] = continuation
+                    return false
+                }
+                if idle { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+        return state.withLock { $0.count == 0 }
+    }
+}
+
+/// Whether an operation got its connection or was given up on first (timed out, or its caller cancelled); the first of
+/// the two wins. Also passes the caller's cancellation on to the caller's own code run under the lease.
+final class LeaseState: Sendable {
+    enum GivenUp: Error { case timedOut, cancelled }
+
+    private enum Phase {
+        case waiting
+        case acquired
+        case abandoned
+    }
+
+    private struct State {
+        var phase = Phase.waiting
+        var callerCancelled = false
+        var callerCode: [Int: @Sendable () -> Void] = [:]
+        var nextCallerCode = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Called by the operation once it has its connection.
+    /// - Throws: `CancellationError` when the wait was given up on: the operation must run no statement.
+    func acquire() throws {
+        try state.withLock { state in
+            switch state.phase {
+            case .waiting: state.phase = .acquired
+            case .acquired: break
+            case .abandoned: throw CancellationError()
+            }
+        }
+    }
+
+    /// Gives up the wait for a connection; `false` when the operation has its connection already (it runs to its end).
+    func abandon(_ reason: GivenUp) -> Bool {
+        state.withLock { state in
+            guard state.phase == .waiting else { return false }
+            state.phase = .abandoned
+            return true
+        }
+    }
+
+    /// The caller was cancelled: cancels the caller's code running under the lease, now and from now on.
+    func callerCancelled() {
+        let cancels = state.withLock { state in
+            state.callerCancelled = true
+            return Array(state.callerCode.values)
+        }
+        for cancel in cancels { cancel() }
+    }
+
+    /// Runs `body` in a task the caller's cancellation reaches.
+    func cancellableByCaller<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = Task { try await body() }
+        let (id, cancelled) = state.withLock { state in
+            defer { state.nextCallerCode += 1 }
+            state.callerCode[state.nextCallerCode] = { task.cancel() }
+            return (state.nextCallerCode, state.callerCancelled)
+        }
+        if cancelled { task.cancel() }
+        defer { _ = state.withLock { $0.callerCode.removeValue(forKey: id) } }
+        return try await task.value
+    }
+}
+
+/// The one answer of a leased operation: its result, or the timeout or cancellation that gave it up, whichever comes
+/// first, for a caller that waits without waiting on the operation's task itself.
+private final class LeaseAnswer<T: Sendable>: Sendable {
+    private struct State {
+        var result: Result<T, any Error>?
+        var waiter: CheckedContinuation<Result<T, any Error>, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    func deliver(_ result: Result<T, any Error>) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
+            guard state.result == nil else { return nil }
+            state.result = result
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: result)
+    }
+
+    func wait() async -> Result<T, any Error> {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> Result<T, any Error>? in
+                if let result = state.result { return result }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
 }

@@ -1,0 +1,62 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldStorePostgres
+import HeraldTesting
+import Testing
+
+/// A PostgreSQL store's operations end when their caller is cancelled, wherever that happens: postgres-nio never
+/// answers a statement cancelled while it runs, nor, at times, a lease cancelled while the pool opens its first
+/// connection, and a test cancelled at its time limit used to wait on one of them forever (the whole test run with it).
+@Suite("PostgreSQL store: cancellation", .timeLimit(.minutes(3)))
+struct PostgresCancellationTests {
+    @Test(
+        "a caller cancelled at any moment of migrating, claiming, or holding two instance locks gets its answer, and the store stops",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
+    func cancelledAnywhere() async throws {
+        for round in 0..<30 {
+            let delay = Duration.milliseconds(Int.random(in: 0...300))
+            let fixture = try PostgresStoreTests.fixture()
+            let work = Task {
+                let clock = ManualWallClock()
+                try await StoreConformance.withRunning(try fixture.open(clock)) { store in
+                    let lease = clock.now().addingTimeInterval(3_600)
+                    for worker in ["alpha/1/dead", "beta/2/live"] {
+                        _ = try await store.createSend(NewSend(target: worker, summary: "s"))
+                        _ = try await store.claimNextQueuedSend(worker: worker, leaseUntil: lease)
+                    }
+                    try await store.withInstanceLock("alpha") { alpha in
+                        try await store.withInstanceLock("beta") { _ in
+                            _ = try await store.requeueAbandonedSends(of: alpha, keeping: "alpha/4/live")
+                            try await Task.sleep(for: .milliseconds(50))
+                        }
+                    }
+                }
+            }
+            try await Task.sleep(for: delay)
+            work.cancel()
+            // Waits for the work or 30 s, whichever comes first, without waiting on a task that might never end.
+            let (ended, signal) = AsyncStream.makeStream(of: Bool.self)
+            let watcher = Task {
+                _ = await work.result
+                signal.yield(true)
+            }
+            let timer = Task {
+                try await Task.sleep(for: .seconds(30))
+                signal.yield(false)
+            }
+            var finished = false
+            for await value in ended {
+                finished = value
+                break
+            }
+            timer.cancel()
+            await fixture.cleanup()
+            guard finished else {
+                watcher.cancel()
+                Issue.record("round \(round): cancelled after \(delay), the operations had not ended 30 s later")
+                return
+            }
+        }
+    }
+}
