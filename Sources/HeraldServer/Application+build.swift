@@ -136,7 +136,8 @@ public func buildApplication(
         let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
         let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
         let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
-        let deviceFigures = DeviceFigures(store: store, clock: dependencies.clock, logger: logger)
+        let deviceFigures = DeviceFigures(
+            store: store, clock: dependencies.clock, sleepClock: dependencies.sleepClock, logger: logger)
         let addRoutes = { (router: Router<ServerRequestContext>) in
             RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
                 to: router)

@@ -31,15 +31,21 @@ final class DeviceFigures: Service, Sendable {
 
     private let store: any Store
     private let clock: any WallClock
+    /// What the recount waits on between counts (the server's sleep clock, so tests can drive it).
+    private let sleepClock: any Clock<Duration>
     private let logger: Logger
     private let state = Mutex<(snapshot: Snapshot?, lastViewed: Date?, slow: Bool)>((nil, nil, false))
     private let wanted = WakeSignal()
     private let counted = WakeSignal()
 
-    init(store: any Store, clock: any WallClock, logger: Logger, quickCount: Duration = .milliseconds(50)) {
+    init(
+        store: any Store, clock: any WallClock, sleepClock: any Clock<Duration> = ContinuousClock(), logger: Logger,
+        quickCount: Duration = .milliseconds(50)
+    ) {
         self.quickCount = quickCount
         self.store = store
         self.clock = clock
+        self.sleepClock = sleepClock
         self.logger = logger
     }
 
@@ -71,7 +77,7 @@ final class DeviceFigures: Service, Sendable {
                     self.logger.warning(
                         "Cannot count the console's device figures", metadata: [LogKey.error: "\(error)"])
                 }
-                try? await Task.sleep(for: Self.refreshInterval)
+                try? await self.sleepClock.sleep(for: Self.refreshInterval)
                 // Keep counting while the overview is open in some browser.
                 self.wanted.signal()
             }
