@@ -249,23 +249,24 @@ public final class PostgresStore: Store, VersionedMigrations {
         try ensureOpen()
         let (client, logger, timeout) = (self.client, self.logger, configuration.acquireTimeout)
         let lease = LeaseState()
-        let answer = LeaseAnswer<T>()
+        // The first of the operation's result, the timeout and the cancellation.
+        let answer = OneShot<Result<T, any Error>>()
         Task {
             do {
-                answer.deliver(.success(try await operation(client, logger, lease)))
+                answer.fulfil(.success(try await operation(client, logger, lease)))
             } catch {
-                answer.deliver(.failure(error))
+                answer.fulfil(.failure(error))
             }
         }
         let timer = Task {
             try await Task.sleep(for: timeout)
-            if lease.abandon(.timedOut) { answer.deliver(.failure(LeaseState.GivenUp.timedOut)) }
+            if lease.abandon(.timedOut) { answer.fulfil(.failure(LeaseState.GivenUp.timedOut)) }
         }
         defer { timer.cancel() }
         let result = await withTaskCancellationHandler {
             await answer.wait()
         } onCancel: {
-            if lease.abandon(.cancelled) { answer.deliver(.failure(CancellationError())) }
+            if lease.abandon(.cancelled) { answer.fulfil(.failure(CancellationError())) }
             lease.callerCancelled()
         }
         do {
@@ -425,37 +426,5 @@ final class LeaseState: Sendable {
         if cancelled { task.cancel() }
         defer { _ = state.withLock { $0.callerCode.removeValue(forKey: id) } }
         return try await task.value
-    }
-}
-
-/// The one answer of a leased operation: its result, or the timeout or cancellation that gave it up, whichever comes
-/// first, for a caller that waits without waiting on the operation's task itself.
-private final class LeaseAnswer<T: Sendable>: Sendable {
-    private struct State {
-        var result: Result<T, any Error>?
-        var waiter: CheckedContinuation<Result<T, any Error>, Never>?
-    }
-
-    private let state = Mutex(State())
-
-    func deliver(_ result: Result<T, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
-            guard state.result == nil else { return nil }
-            state.result = result
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: result)
-    }
-
-    func wait() async -> Result<T, any Error> {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> Result<T, any Error>? in
-                if let result = state.result { return result }
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
     }
 }

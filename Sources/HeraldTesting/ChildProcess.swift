@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -54,7 +55,7 @@ public final class ChildProcess: Sendable {
     public let standardOutput: CapturedOutput
     /// Everything the child wrote to its standard error so far (empty when it was discarded).
     public let standardError: CapturedOutput
-    private let termination = Awaited<Termination>()
+    private let termination = OneShot<Termination>()
 
     /// Starts `executable` (a path, or a program name looked up on `PATH`) with `arguments`.
     /// - Parameters:
@@ -114,12 +115,6 @@ public final class ChildProcess: Sendable {
         } onCancel: { [termination] in
             if termination.value == nil { kill(pid, SIGKILL) }
         }
-    }
-
-    /// Waits for the child to end, blocking the calling thread: only for synchronous cleanup (`deinit`, `defer`), never
-    /// on a thread that a server of the test process may need.
-    public func exitBlocking() -> Termination {
-        termination.waitBlocking()
     }
 
     // MARK: Spawning
@@ -251,51 +246,6 @@ extension ChildProcess {
         /// Waits until the child closes this output (usually when it exits) and returns all of it.
         public func all() async -> String {
             await wait { _ in false } ?? text
-        }
-    }
-}
-
-/// A value that arrives once, for any number of `async` or blocking waiters.
-final class Awaited<Value: Sendable>: Sendable {
-    private struct State {
-        var value: Value?
-        var waiters: [CheckedContinuation<Value, Never>] = []
-    }
-
-    private let state = Mutex(State())
-    private let arrived = NSCondition()
-
-    var value: Value? { state.withLock { $0.value } }
-
-    func fulfil(_ value: Value) {
-        let waiters = state.withLock { state in
-            state.value = value
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: value) }
-        arrived.lock()
-        arrived.broadcast()
-        arrived.unlock()
-    }
-
-    func wait() async -> Value {
-        await withCheckedContinuation { continuation in
-            let ready: Value? = state.withLock { state in
-                if let value = state.value { return value }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-
-    func waitBlocking() -> Value {
-        arrived.lock()
-        defer { arrived.unlock() }
-        while true {
-            if let value { return value }
-            arrived.wait()
         }
     }
 }
