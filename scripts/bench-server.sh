@@ -17,7 +17,7 @@
 #       A backend's push per event: wrk posts `POST /api/send` to one registered token (scripts/bench/send.lua), each
 #       answered inline with the APNs outcome, against `herald emulator --counting-only`. As the ceiling, `herald send`
 #       pushes to the same emulator with CONNECTIONS in flight on 1 connection. Prints both rates, the p50/p99 of the
-#       server, and their ratio.
+#       server, their ratio, and the CPU time the server and the emulator used per send during wrk.
 #
 # HERALD_BENCH_BINARY=/path/to/herald runs that build instead of building this tree (to measure a baseline in the same
 # session). PostgreSQL: set HERALD_BENCH_DATABASE_URL to a database the script may fill (it creates a schema per run), or let
@@ -90,6 +90,11 @@ database_url() {
             ;;
         *) echo "backend is sqlite or postgres" >&2; exit 2 ;;
     esac
+}
+
+# CPU time a process has used so far, in microseconds (user + system, from /proc/PID/stat).
+cpu_micros() {  # PID
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d\n", ($12 + $13) * 1000000 / hz }' "/proc/$1/stat"
 }
 
 # Runs wrk and prints "requests/s p99 non-2xx p50".
@@ -268,8 +273,12 @@ transactional)
         perf_pid=$!
     fi
     log "wrk posting one-token sends to herald serve on $backend ($seconds s, $connections connections)"
+    server_cpu=$(cpu_micros "$server_pid")
+    emulator_cpu=$(cpu_micros "${pids[0]}")
     read -r rps p99 errors p50 < <(TOKEN=$token SECRET=$secret \
         run_wrk "http://127.0.0.1:$port" scripts/bench/send.lua "$seconds" "$connections")
+    server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
+    emulator_cpu=$(( $(cpu_micros "${pids[0]}") - emulator_cpu ))
     if [ -n "${perf_pid:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     accepted=$(curl -s "http://127.0.0.1:$emulator_admin/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["accepted"])')
     kill "$server_pid" 2>/dev/null || true
@@ -277,15 +286,17 @@ transactional)
     count=$(python3 -c "print(max(10000, int(float('$rps') * 10)))")
     log "Ceiling: herald send alone, $count notifications, $connections in flight on 1 connection"
     summary=$(bare_sender "$count" "$connections" 1 "$token")
-    python3 - "$summary" "$rps" "$p50" "$p99" "$errors" "$backend" "$accepted" <<'PY'
+    python3 - "$summary" "$rps" "$p50" "$p99" "$errors" "$backend" "$accepted" "$server_cpu" "$emulator_cpu" <<'PY'
 import json, sys
-summary, rps, p50, p99, errors, backend, accepted = json.loads(sys.argv[1]), float(sys.argv[2]), *sys.argv[3:]
+summary, rps, p50, p99, errors, backend, accepted, server_cpu, emulator_cpu = json.loads(sys.argv[1]), float(sys.argv[2]), *sys.argv[3:]
 print("| Transactional send (one token, inline) | Requests/s | p50 | p99 | Errors |")
 print("| --- | ---: | ---: | ---: | ---: |")
 print(f"| `POST /api/send`, {backend} | {rps:,.0f} | {p50} | {p99} | {errors} |")
 print(f"| `herald send` alone (ceiling) | {summary['rate']:,.0f} | | | {summary['failed']} |")
 print()
 print(f"Accepted by the emulator during wrk: {accepted}; server / ceiling = {rps / summary['rate']:.2f}")
+if int(accepted) > 0:
+    print(f"CPU per send during wrk: server {int(server_cpu) / int(accepted):.0f} µs, emulator {int(emulator_cpu) / int(accepted):.0f} µs")
 PY
     ;;
 *)

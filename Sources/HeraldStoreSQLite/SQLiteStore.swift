@@ -41,8 +41,11 @@ public final class SQLiteStore: Store, VersionedMigrations {
         }
         do {
             if let path = configuration.location.path {
-                // DatabasePool switches the file to WAL mode.
-                writer = try DatabasePool(path: path, configuration: options)
+                // DatabasePool switches the file to WAL mode, and sets its writer to synchronous NORMAL when it does,
+                // after `prepareDatabase`: the level configured is set again here.
+                let pool = try DatabasePool(path: path, configuration: options)
+                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+                writer = pool
             } else {
                 writer = try DatabaseQueue(configuration: options)
             }
@@ -90,6 +93,11 @@ public final class SQLiteStore: Store, VersionedMigrations {
                 "Migrating the SQLite database failed and nothing was changed: \(error.message)",
                 underlying: error.underlying)
         }
+    }
+
+    /// The writer connection's `PRAGMA synchronous`: 1 for NORMAL, 2 for FULL.
+    package func writerSynchronousLevel() async throws -> Int {
+        try await write("read the synchronous level") { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1 }
     }
 
     package func executeRaw(_ statements: [String]) async throws {

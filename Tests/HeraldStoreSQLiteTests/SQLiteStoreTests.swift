@@ -37,13 +37,16 @@ struct SQLiteStoreTests {
         try await StoreConformance.run(StoreConformance.cases[index], on: fixture)
     }
 
-    @Test("the database file is in WAL mode, with synchronous NORMAL when configured")
-    func walFile() async throws {
-        let (fixture, folder) = try Self.fixture(synchronous: .normal)
+    @Test("the database file is in WAL mode, and its writer commits with the synchronous level configured", arguments: [SQLiteStore.Configuration.Synchronous.full, .normal])
+    func walFile(_ synchronous: SQLiteStore.Configuration.Synchronous) async throws {
+        let (fixture, folder) = try Self.fixture(synchronous: synchronous)
         defer { Task { await fixture.cleanup() } }
         let store = try fixture.open(ManualWallClock())
         try await StoreConformance.withRunning(store) { store in
             _ = try await store.upsert(StoreConformance.registration(1))
+            // GRDB's pool sets NORMAL on its writer when it switches the file to WAL, after the connection's own setup.
+            let level = try await (store as! SQLiteStore).writerSynchronousLevel()
+            #expect(level == (synchronous == .full ? 2 : 1), "PRAGMA synchronous on the writer")
         }
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         #expect(files.contains("herald.sqlite-wal") || files.contains("herald.sqlite"), "\(files)")
