@@ -245,6 +245,26 @@ struct SendTests {
         }
     }
 
+    @Test("send ids are time-ordered UUIDs: a later send's id carries the server clock's time and sorts after")
+    func timeOrderedIDs() async throws {
+        let clock = ManualWallClock()
+        try await ServerHarness.withServer(clock: clock) { client, app in
+            let key = try await Self.key(app)
+            let token = testToken(0xc2)
+            try await client.register(token, debug: true)
+            let body = #"{"target": {"token": "\#(token.hex)"}, "alert": "hi"}"#
+            let first = try await client.call(.post, "/api/send", body: body, bearer: key)
+            clock.advance(by: .milliseconds(5))
+            let second = try await client.call(.post, "/api/send", body: body, bearer: key)
+            let ids = [first, second].compactMap { $0.json["id"]?.stringValue }
+            let uuids = ids.compactMap(UUID.init(uuidString:))
+            #expect(uuids.count == 2, "\(first) \(second)")
+            #expect(ids.sorted() == ids && ids[0] != ids[1], "\(ids)")
+            let milliseconds = UInt64((clock.now().timeIntervalSince1970 * 1000).rounded())
+            #expect(uuids.map(\.timeOrderedMilliseconds) == [milliseconds - 5, milliseconds])
+        }
+    }
+
     @Test("each token kind gets its push type: a voip send reaches only VoIP tokens, on the .voip topic")
     func pushTypePerKind() async throws {
         try await ServerHarness.withServer { client, app in

@@ -77,7 +77,7 @@ struct ActivityController: Sendable {
         send["target"] = target
         send["activityType"] = .string(type)
         if let environment = fields["environment"] { send["environment"] = environment }
-        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(), at: clock.now())
+        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
         guard let activity = try await store.createActivity(NewActivity(topic: plan.bundleID, id: id, activityType: type))
         else {
             throw APIError(
@@ -165,7 +165,7 @@ struct ActivityController: Sendable {
         }
         var send = Self.send(aps: aps, fields: fields, priority: priority)
         send["target"] = .object(["activity": .string(id)])
-        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(), at: clock.now())
+        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
         let activity: ActivityRecord
         switch try await store.recordActivityPush(topic: plan.bundleID, id: id, ending: event == "end") {
         case .recorded(let recorded):

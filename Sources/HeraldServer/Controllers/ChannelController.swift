@@ -164,7 +164,7 @@ struct ChannelController: Sendable {
         let fields = try JSONFields(body: body)
         try TextRules.checkNoNUL(in: .object(fields.members))
         let channel = try await live(try Self.pathID(context))
-        let plan = try BroadcastPlan(fields, channel: channel, sendID: SendID(), at: clock.now())
+        let plan = try BroadcastPlan(fields, channel: channel, sendID: SendID(at: clock.now()), at: clock.now())
         var logger = context.logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
         logger[metadataKey: LogKey.channelID] = "\(channel.id)"

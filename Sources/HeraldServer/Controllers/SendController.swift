@@ -41,7 +41,7 @@ struct SendController: Sendable {
             throw APIError.invalidJSON(error.description)
         }
         try TextRules.checkNoNUL(in: value)
-        let plan = try SendPlan(json: value, apps: apps, sendID: SendID(), at: clock.now())
+        let plan = try SendPlan(json: value, apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
         if dryRun {
             try await checkSingleToken(of: plan)
             return dryRunAnswer(plan, count: try await store.count(matching: plan.query))

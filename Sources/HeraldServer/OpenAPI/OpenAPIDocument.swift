@@ -503,7 +503,7 @@ components:
       type: object
       required: [id, status, target, summary, counts, receipts, createdAt, updatedAt]
       properties:
-        id: { type: string, format: uuid }
+        id: { type: string, format: uuid, description: "A time-ordered (version 7) UUID: sends made later have ids that sort later." }
         status: { type: string, enum: [queued, running, completed, failed, cancelled] }
         target: { type: string }
         summary: { type: string }

@@ -1,11 +1,18 @@
 public import Foundation
+import HeraldCore
 
 /// The id of one send: a UUID, shown in lowercase.
+///
+/// New ids are time-ordered (version 7): the sends made one after another sort in that order, so storing them
+/// appends to the sends' and outcomes' indexes instead of writing a random page of each per send.
 public struct SendID: Sendable, Hashable, LosslessStringConvertible {
     public let uuid: UUID
 
-    /// A new random id, or a given one.
-    public init(_ uuid: UUID = UUID()) { self.uuid = uuid }
+    /// A new id, time-ordered by `date`.
+    public init(at date: Date = Date()) { self.uuid = .timeOrdered(at: date) }
+
+    /// A given id.
+    public init(_ uuid: UUID) { self.uuid = uuid }
 
     /// Parses the lowercase or uppercase UUID form.
     public init?(_ description: String) {
