@@ -8,7 +8,7 @@
 #   scripts/bench-server.sh fanout [sqlite|postgres] [DEVICES]                  defaults: sqlite 1000000
 #       Seeds DEVICES tokens of one app (half development, half production), then one send to the whole app through
 #       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
-#       createdAt to updatedAt) and the server's peak RSS (VmHWM); then, as the ceiling, `herald send` alone pushes
+#       createdAt to updatedAt), the server's peak RSS (VmHWM) and the CPU time the server and the emulator used; then, as the ceiling, `herald send` alone pushes
 #       DEVICES notifications to the same emulator (1,000 in flight, 4 connections) and the ratio of the two rates.
 #       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency);
 #       HERALD_BENCH_PERF=/tmp/perf.data records a perf profile of the server during the send (and during wrk in
@@ -19,6 +19,7 @@
 #       pushes to the same emulator with CONNECTIONS in flight on 1 connection. Prints both rates, the p50/p99 of the
 #       server, their ratio, and the CPU time the server and the emulator used per send during wrk.
 #
+# HERALD_BENCH_SERVER_LOG=/path/to/file keeps the server's log (standard output and error) there.
 # HERALD_BENCH_BINARY=/path/to/herald runs that build instead of building this tree (to measure a baseline in the same
 # session). PostgreSQL: set HERALD_BENCH_DATABASE_URL to a database the script may fill (it creates a schema per run), or let
 # it start a throwaway cluster on 127.0.0.1 as .ci/run does (needs Debian's postgresql). Needs wrk and curl.
@@ -34,6 +35,7 @@ cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     if [ -n "${pg_ctl_cmd:-}" ]; then "${pg_ctl_cmd[@]}" stop >/dev/null 2>&1 || true; fi
+    if [ -n "${HERALD_BENCH_SERVER_LOG:-}" ] && [ -f "$work/serve.log" ]; then cp "$work/serve.log" "$HERALD_BENCH_SERVER_LOG"; fi
     rm -rf "$work" "${pg_dir:-}"
 }
 trap cleanup EXIT
@@ -218,6 +220,8 @@ PY
         perf_pid=$!
     fi
     log "One send to every device of the app"
+    server_cpu=$(cpu_micros "$server_pid")
+    emulator_cpu=$(cpu_micros "${pids[0]}")
     answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
         -d '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
     id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
@@ -227,18 +231,24 @@ PY
         [ "$status" = completed ] || [ "$status" = failed ] && break
         sleep 1
     done
+    server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
+    emulator_cpu=$(( $(cpu_micros "${pids[0]}") - emulator_cpu ))
     if [ -n "${perf_pid:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
     peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
-    python3 - "$record" "$peak" "$devices" "$backend" <<'PY'
+    python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" <<'PY'
 import json, sys
 from datetime import datetime
 record, peak, devices, backend = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+server_cpu, emulator_cpu = int(sys.argv[5]), int(sys.argv[6])
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
 counts = record["counts"]
 print("| Fan-out | Devices | Wall time | Notifications/s | Peak RSS (server) | Accepted | Rejected | Failed |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 print(f"| {backend} | {devices:,} | {seconds:.1f} s | {devices / seconds:,.0f} | {peak} MB | {counts['accepted']:,} | {counts['rejected']:,} | {counts['failed']:,} |")
+print()
+print(f"CPU per notification: server {server_cpu / devices:.1f} µs ({server_cpu / 1e6 / seconds:.2f} cores), "
+      f"emulator {emulator_cpu / devices:.1f} µs ({emulator_cpu / 1e6 / seconds:.2f} cores)")
 PY
     curl -s "http://127.0.0.1:$emulator_admin/counters" >&2
     echo >&2

@@ -33,7 +33,7 @@ extension PostgresStore {
             }
             let last = try await session.rows(StoreSQL.lastOutcomeSequence(of: id, .postgres)).first?.integer(0) ?? 0
             var batch = OutcomeCounts()
-            for statement in StoreSQL.insertOutcomes(outcomes, of: id, firstSequence: last + 1, .postgres) {
+            for statement in StoreSQL.insertOutcomes(outcomes, of: id, firstSequence: last + 1) {
                 batch.add(kinds: try await session.rows(statement).map { try $0.text(0) })
             }
             let update = StoreSQL.addCounts(batch, to: id, checkpoint: checkpoint, at: now, .postgres)

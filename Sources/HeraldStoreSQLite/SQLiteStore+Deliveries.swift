@@ -32,10 +32,7 @@ extension SQLiteStore {
         return try await write("record delivery outcomes") { db in
             guard try db.rows(StoreSQL.lockSend(id, .sqlite)).first != nil else { throw SendRecord.notFound(id) }
             let last = try db.rows(StoreSQL.lastOutcomeSequence(of: id, .sqlite)).first?.integer(0) ?? 0
-            var batch = OutcomeCounts()
-            for statement in StoreSQL.insertOutcomes(outcomes, of: id, firstSequence: last + 1, .sqlite) {
-                batch.add(kinds: try db.rows(statement).map { try $0.text(0) })
-            }
+            let batch = try db.insertOutcomes(outcomes, of: id, firstSequence: last + 1)
             let update = StoreSQL.addCounts(batch, to: id, checkpoint: checkpoint, at: now, .sqlite)
             guard let row = try db.rows(update).first else { throw SendRecord.notFound(id) }
             return try OutcomeCounts(stored: row)
@@ -48,10 +45,7 @@ extension SQLiteStore {
             guard try db.rows(StoreSQL.insertSend(send, at: now, .sqlite)).first != nil else {
                 throw NewSend.alreadyExists(send.id)
             }
-            var counts = OutcomeCounts()
-            for statement in StoreSQL.insertOutcomes(outcomes, of: send.id, firstSequence: 1, .sqlite) {
-                counts.add(kinds: try db.rows(statement).map { try $0.text(0) })
-            }
+            let counts = try db.insertOutcomes(outcomes, of: send.id, firstSequence: 1)
             _ = try db.rows(StoreSQL.addCounts(counts, to: send.id, checkpoint: nil, at: now, .sqlite))
             guard let row = try db.rows(StoreSQL.selectSend(send.id, .sqlite)).first else {
                 throw SendRecord.notFound(send.id)

@@ -37,7 +37,7 @@ struct SQLiteStoreTests {
         try await StoreConformance.run(StoreConformance.cases[index], on: fixture)
     }
 
-    @Test("the database file is in WAL mode, and its writer commits with the synchronous level configured", arguments: [SQLiteStore.Configuration.Synchronous.full, .normal])
+    @Test("the database file is in WAL mode; its writer commits with the synchronous level configured and journals savepoints in memory", arguments: [SQLiteStore.Configuration.Synchronous.full, .normal])
     func walFile(_ synchronous: SQLiteStore.Configuration.Synchronous) async throws {
         let (fixture, folder) = try Self.fixture(synchronous: synchronous)
         defer { Task { await fixture.cleanup() } }
@@ -45,8 +45,9 @@ struct SQLiteStoreTests {
         try await StoreConformance.withRunning(store) { store in
             _ = try await store.upsert(StoreConformance.registration(1))
             // GRDB's pool sets NORMAL on its writer when it switches the file to WAL, after the connection's own setup.
-            let level = try await (store as! SQLiteStore).writerSynchronousLevel()
-            #expect(level == (synchronous == .full ? 2 : 1), "PRAGMA synchronous on the writer")
+            let sqlite = try #require(store as? SQLiteStore)
+            #expect(try await sqlite.writerPragma("synchronous") == (synchronous == .full ? 2 : 1))
+            #expect(try await sqlite.writerPragma("temp_store") == 2, "savepoint journals in memory")
         }
         let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
         #expect(files.contains("herald.sqlite-wal") || files.contains("herald.sqlite"), "\(files)")

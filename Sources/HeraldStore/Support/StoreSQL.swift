@@ -262,12 +262,17 @@ package enum StoreSQL {
             ])
     }
 
-    /// The most outcomes one insert statement carries (11 values each, plus the send id).
-    ///
-    /// PostgreSQL takes 100, for few round trips. SQLite takes 5: every full chunk is then the same statement of 56
-    /// placeholders, which the SQLite backend keeps prepared (it caches statements of up to 64); a fresh statement of
-    /// a thousand placeholders costs more to bind than to run, because SQLite looks parameter names up linearly.
-    package static func outcomeChunk(_ dialect: SQLStatement.Dialect) -> Int { dialect == .sqlite ? 5 : 100 }
+    /// The most outcomes one PostgreSQL insert statement carries (11 values each, plus the send id): 100, for few
+    /// round trips. SQLite inserts one row per statement instead (``insertOneOutcomeSQL``).
+    package static let outcomeChunk = 100
+
+    /// SQLite: inserts one outcome; the send id is `?1`, then ``outcomeValues(_:sequence:)``. A device the send already
+    /// has an outcome for keeps it (no change). The same SQL for every row, so it is prepared once per connection and
+    /// only rebound: in process, a statement per row costs less than multi-row statements, which SQLite journals per
+    /// statement and whose binding looks placeholders up linearly.
+    package static let insertOneOutcomeSQL =
+        "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+        + "ON CONFLICT (send_id, token) DO NOTHING"
 
     /// A send's id, locked on PostgreSQL so that its batches are numbered one after the other (SQLite's single writer
     /// holds it already); no row when there is no such send.
@@ -281,13 +286,14 @@ package enum StoreSQL {
             dialect, "SELECT coalesce(max(seq), 0) FROM send_outcomes WHERE send_id = $1", [.text(id.description)])
     }
 
-    /// Inserts a batch of outcomes, numbered from `firstSequence`, in statements of at most ``outcomeChunk(_:)``
-    /// rows. A device the send already has an outcome for keeps it: the statements return the kind (`outcome`) of
-    /// each row they inserted, so the caller counts only those.
+    /// PostgreSQL: inserts a batch of outcomes, numbered from `firstSequence`, in statements of at most
+    /// ``outcomeChunk`` rows. A device the send already has an outcome for keeps it: the statements return the kind
+    /// (`outcome`) of each row they inserted, so the caller counts only those.
     package static func insertOutcomes(
-        _ outcomes: [DeliveryOutcome], of id: SendID, firstSequence: Int64, _ dialect: SQLStatement.Dialect
+        _ outcomes: [DeliveryOutcome], of id: SendID, firstSequence: Int64
     ) -> [SQLStatement] {
-        let chunk = outcomeChunk(dialect)
+        let dialect = SQLStatement.Dialect.postgres
+        let chunk = outcomeChunk
         return stride(from: 0, to: outcomes.count, by: chunk).map { start in
             var statement = SQLStatement(dialect)
             let sendPlaceholder = statement.bind(id.description)
@@ -307,16 +313,20 @@ package enum StoreSQL {
         _ outcomes: ArraySlice<DeliveryOutcome>, firstSequence: Int64, binding statement: inout SQLStatement
     ) -> [String] {
         outcomes.enumerated().map { offset, outcome in
-            let columns = outcome.resultColumns
-            let values: [Value] = [
-                .integer(firstSequence + Int64(offset)), .text(outcome.token.hex),
-                .text(outcome.environment.name), .text(outcome.result.kind), .textOrNull(columns.apnsID),
-                .integerOrNull(columns.status), .textOrNull(columns.reason), .integerOrNull(columns.timestamp),
-                .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
-                .textOrNull(outcome.action?.rawValue),
-            ]
-            return values.map { statement.bind($0) }.joined(separator: ", ")
+            outcomeValues(outcome, sequence: firstSequence + Int64(offset)).map { statement.bind($0) }
+                .joined(separator: ", ")
         }
+    }
+
+    /// The values of one outcome row, in ``outcomeColumns`` order.
+    package static func outcomeValues(_ outcome: DeliveryOutcome, sequence: Int64) -> [SQLStatement.Value] {
+        let columns = outcome.resultColumns
+        return [
+            .integer(sequence), .text(outcome.token.hex), .text(outcome.environment.name), .text(outcome.result.kind),
+            .textOrNull(columns.apnsID), .integerOrNull(columns.status), .textOrNull(columns.reason),
+            .integerOrNull(columns.timestamp), .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
+            .textOrNull(outcome.action?.rawValue),
+        ]
     }
 
     /// PostgreSQL: a finished send with its counts and outcomes (one device each), in one statement — one round trip.
