@@ -16,25 +16,20 @@ extension PostgresConnection {
     /// Runs a shared statement and returns its rows.
     func rows(_ statement: SQLStatement, logger: Logger) async throws -> [PostgresRandomAccessRow] {
         var binds = PostgresBindings(capacity: statement.binds.count)
-        for value in statement.binds {
-            switch value {
-            case .text(let text): binds.append(text)
-            case .integer(let integer): binds.append(integer)
-            case .null: binds.appendNull()
-            }
-        }
+        for value in statement.binds { binds.append(value) }
         return try await rows(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
     }
 
     /// Runs a statement of array parameters and returns its rows.
     func rows(_ statement: SQLArrayStatement, logger: Logger) async throws -> [PostgresRandomAccessRow] {
-        var binds = PostgresBindings(capacity: statement.columns.count)
+        var binds = PostgresBindings(capacity: statement.columns.count + statement.scalars.count)
         for column in statement.columns {
             switch column {
             case .text(let texts): binds.append(NullableArray(texts))
             case .integer(let integers): binds.append(NullableArray(integers))
             }
         }
+        for value in statement.scalars { binds.append(value) }
         return try await rows(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
     }
 
@@ -47,6 +42,16 @@ extension PostgresConnection {
     /// Runs a shared statement that returns no rows.
     func execute(_ statement: SQLStatement, logger: Logger) async throws {
         _ = try await rows(statement, logger: logger)
+    }
+}
+
+extension PostgresBindings {
+    fileprivate mutating func append(_ value: SQLStatement.Value) {
+        switch value {
+        case .text(let text): append(text)
+        case .integer(let integer): append(integer)
+        case .null: appendNull()
+        }
     }
 }
 

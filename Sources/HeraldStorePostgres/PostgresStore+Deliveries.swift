@@ -31,13 +31,10 @@ extension PostgresStore {
             guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil else {
                 throw SendRecord.notFound(id)
             }
-            let last = try await session.rows(StoreSQL.lastOutcomeSequence(of: id, .postgres)).first?.integer(0) ?? 0
-            var batch = OutcomeCounts()
-            for statement in StoreSQL.insertOutcomes(outcomes, of: id, firstSequence: last + 1) {
-                batch.add(kinds: try await session.rows(statement).map { try $0.text(0) })
-            }
-            let update = StoreSQL.addCounts(batch, to: id, checkpoint: checkpoint, at: now, .postgres)
-            guard let row = try await session.rows(update).first else { throw SendRecord.notFound(id) }
+            // Locked first, in its own statement: the next one's snapshot then sees the last outcome of any batch
+            // committed while this one waited for the lock.
+            let record = StoreSQL.recordOutcomes(outcomes, of: id, checkpoint: checkpoint, at: now)
+            guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
             return try OutcomeCounts(stored: row)
         }
     }

@@ -71,16 +71,19 @@ package struct SQLArrayStatement: Sendable {
         case integer([Int64?])
     }
 
-    /// SQL with `$1`, `$2`, … placeholders, one per column.
+    /// SQL with `$1`, `$2`, … placeholders: one per column, then one per scalar.
     package let sql: String
-    /// The parameters, in placeholder order.
+    /// The array parameters, in placeholder order.
     package let columns: [Column]
+    /// Single values bound after the columns.
+    package let scalars: [SQLStatement.Value]
 
     /// A statement from rows of binds, all of one width, transposed into columns: a column of integers (and `NULL`s)
-    /// is `BIGINT[]`, any other `TEXT[]`.
-    package init(sql: String, rows: [[SQLStatement.Value]]) {
+    /// is `BIGINT[]`, any other `TEXT[]`. `scalars` follow the columns' placeholders.
+    package init(sql: String, rows: [[SQLStatement.Value]], width: Int? = nil, scalars: [SQLStatement.Value] = []) {
         self.sql = sql
-        let width = rows.first?.count ?? 0
+        self.scalars = scalars
+        let width = width ?? rows.first?.count ?? 0
         precondition(rows.allSatisfy { $0.count == width }, "every row binds the same parameters")
         columns = (0..<width).map { index in
             let values = rows.map { $0[index] }

@@ -262,9 +262,42 @@ package enum StoreSQL {
             ])
     }
 
-    /// The most outcomes one PostgreSQL insert statement carries (11 values each, plus the send id): 100, for few
-    /// round trips. SQLite inserts one row per statement instead (``insertOneOutcomeSQL``).
-    package static let outcomeChunk = 100
+    /// PostgreSQL: records a batch of outcomes in one statement, after ``lockSend(_:_:)`` in the same transaction:
+    /// inserts them numbered after the send's last outcome (one array parameter per column), adds the kinds of those
+    /// inserted to the send's counts, moves its checkpoint, and returns its counts (no row when there is no such send).
+    /// A device the send already has an outcome for keeps it and is not counted again.
+    package static func recordOutcomes(
+        _ outcomes: [DeliveryOutcome], of id: SendID, checkpoint: DeviceCursor?, at now: Date
+    ) -> SQLArrayStatement {
+        SQLArrayStatement(
+            sql: recordOutcomesSQL,
+            rows: outcomes.enumerated().map { outcomeValues($1, sequence: Int64($0 + 1)) },
+            width: outcomeColumnTypes.count,
+            scalars: [.text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now))])
+    }
+
+    /// The PostgreSQL type of each of ``outcomeColumns``.
+    private static let outcomeColumnTypes = [
+        "bigint", "text", "text", "text", "text", "bigint", "text", "bigint", "text", "bigint", "text",
+    ]
+
+    /// The text of ``recordOutcomes(_:of:checkpoint:at:)``: `$1…$11` the columns, `$12` the send, `$13` the checkpoint,
+    /// `$14` the time.
+    private static let recordOutcomesSQL: String = {
+        let arrays = outcomeColumnTypes.enumerated().map { "$\($0 + 1)::\($1)[]" }.joined(separator: ", ")
+        let columns = outcomeColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let selected = columns.map { $0 == "seq" ? "last.seq + v.seq" : "v.\($0)" }.joined(separator: ", ")
+        return """
+            WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_id = $12), \
+            inserted AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) \
+            SELECT $12, \(selected) FROM last, unnest(\(arrays)) AS v(\(outcomeColumns)) \
+            ON CONFLICT (send_id, token) DO NOTHING RETURNING outcome) \
+            UPDATE sends SET accepted = accepted + (SELECT count(*) FROM inserted WHERE outcome = 'accepted'), \
+            rejected = rejected + (SELECT count(*) FROM inserted WHERE outcome = 'rejected'), \
+            failed = failed + (SELECT count(*) FROM inserted WHERE outcome NOT IN ('accepted', 'rejected')), \
+            checkpoint = coalesce($13, checkpoint), updated_at = $14 WHERE id = $12 RETURNING accepted, rejected, failed
+            """
+    }()
 
     /// SQLite: inserts one outcome; the send id is `?1`, then ``outcomeValues(_:sequence:)``. A device the send already
     /// has an outcome for keeps it (no change). The same SQL for every row, so it is prepared once per connection and
@@ -284,28 +317,6 @@ package enum StoreSQL {
     package static func lastOutcomeSequence(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(
             dialect, "SELECT coalesce(max(seq), 0) FROM send_outcomes WHERE send_id = $1", [.text(id.description)])
-    }
-
-    /// PostgreSQL: inserts a batch of outcomes, numbered from `firstSequence`, in statements of at most
-    /// ``outcomeChunk`` rows. A device the send already has an outcome for keeps it: the statements return the kind
-    /// (`outcome`) of each row they inserted, so the caller counts only those.
-    package static func insertOutcomes(
-        _ outcomes: [DeliveryOutcome], of id: SendID, firstSequence: Int64
-    ) -> [SQLStatement] {
-        let dialect = SQLStatement.Dialect.postgres
-        let chunk = outcomeChunk
-        return stride(from: 0, to: outcomes.count, by: chunk).map { start in
-            var statement = SQLStatement(dialect)
-            let sendPlaceholder = statement.bind(id.description)
-            let rows = outcomeValues(
-                outcomes[start..<min(start + chunk, outcomes.count)], firstSequence: firstSequence + Int64(start),
-                binding: &statement)
-            statement.sql =
-                "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES "
-                + rows.map { "(\(sendPlaceholder), \($0))" }.joined(separator: ", ")
-                + " ON CONFLICT (send_id, token) DO NOTHING RETURNING outcome"
-            return statement
-        }
     }
 
     /// The bound values of outcome rows, in ``outcomeColumns`` order, numbered from `firstSequence`.

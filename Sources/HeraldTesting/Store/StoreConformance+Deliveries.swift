@@ -63,6 +63,13 @@ extension StoreConformance {
         }
         #expect(counts == OutcomeCounts(accepted: 100, rejected: 100, failed: 50))
         #expect(try await store.send(created.id)?.counts == counts)
+        #expect(try await store.send(created.id)?.checkpoint?.description.hasSuffix(outcomes[249].token.hex) == true)
+        // A page whose every device was done before moves only the checkpoint: no outcomes, the same counts.
+        let skipped = DeviceCursor("production:" + token(999).hex)
+        #expect(try await store.recordOutcomes([], for: created.id, checkpoint: skipped) == counts)
+        #expect(try await store.send(created.id)?.checkpoint == skipped)
+        #expect(try await store.recordOutcomes([], for: created.id, checkpoint: nil) == counts, "no checkpoint: kept")
+        #expect(try await store.send(created.id)?.checkpoint == skipped)
 
         var read: [DeliveryOutcome] = []
         var cursor: OutcomeCursor?
