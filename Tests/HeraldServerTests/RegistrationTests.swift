@@ -122,6 +122,11 @@ struct RegistrationTests {
         BadRequest("empty body", "", "invalidJSON"),
         BadRequest("no token", #"{"debug": true}"#, "missingToken"),
         BadRequest("unknown time zone", #"{"token": "\#(token)", "debug": true, "timeZone": "Mars/Base"}"#, "invalidField"),
+        // Foundation's UUID(uuidString:) read this one as 12345607-…: the installation id is parsed strictly.
+        BadRequest(
+            "an installation id with a leading space",
+            #"{"token": "\#(token)", "debug": true, "installationId": " 1234567-89ab-cdef-0123-456789abcdef"}"#,
+            "invalidField"),
         BadRequest(
             "an activity id on a device token", #"{"token": "\#(token)", "debug": true, "activityId": "a"}"#,
             "invalidField"),

@@ -11,12 +11,12 @@ public struct APNSID: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses the canonical 8-4-4-4-12 form in either case (APNs accepts uppercase too).
     public init?(headerValue: some StringProtocol) {
-        guard headerValue.utf8.count == 36, let uuid = UUID(uuidString: String(headerValue)) else { return nil }
+        guard let uuid = UUID(text: headerValue) else { return nil }
         self.uuid = uuid
     }
 
     /// The canonical lowercase form Apple documents.
-    public var headerValue: String { uuid.uuidString.lowercased() }
+    public var headerValue: String { uuid.lowercasedText }
 
     public var description: String { headerValue }
 }
@@ -31,22 +31,6 @@ extension APNSID {
     /// The 8-4-4-4-12 form of the UUID whose bytes are `high` then `low` (big-endian), with the version (4) and
     /// variant (RFC 9562 §4.1) bits set.
     public static func headerValue(high: UInt64, low: UInt64) -> String {
-        let high = high & ~0xF000 | 0x4000
-        let low = low & ~(0xC << 60) | (0x8 << 60)
-        return String(unsafeUninitializedCapacity: 36) { buffer in
-            var position = 0
-            for (value, shifts) in [(high, stride(from: 60, through: 0, by: -4)), (low, stride(from: 60, through: 0, by: -4))] {
-                for shift in shifts {
-                    if position == 8 || position == 13 || position == 18 || position == 23 {
-                        buffer[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    let nibble = UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 0xF
-                    buffer[position] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
-                    position += 1
-                }
-            }
-            return position
-        }
+        UUID.text(high: high & ~0xF000 | 0x4000, low: low & ~(0xC << 60) | (0x8 << 60))
     }
 }

@@ -17,19 +17,13 @@ extension UUID {
         let milliseconds = UInt64(max(0, min((date.timeIntervalSince1970 * 1000).rounded(), Double(UInt64(1) << 48 - 1))))
         let high = milliseconds << 16 | 0x7000 | generator.next() & 0x0FFF
         let low = generator.next() & ~(0x3 << 62) | (0x2 << 62)
-        func byte(_ value: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: value >> UInt64(56 - 8 * index)) }
-        return UUID(
-            uuid: (
-                byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5),
-                byte(high, 6), byte(high, 7), byte(low, 0), byte(low, 1), byte(low, 2), byte(low, 3), byte(low, 4),
-                byte(low, 5), byte(low, 6), byte(low, 7)
-            ))
+        return UUID(high: high, low: low)
     }
 
     /// The Unix time in milliseconds a version-7 UUID carries, or `nil` for another version.
     public var timeOrderedMilliseconds: UInt64? {
-        let bytes = uuid
-        guard bytes.6 >> 4 == 7 else { return nil }
-        return [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5].reduce(0) { $0 << 8 | UInt64($1) }
+        let high = halves.high
+        guard high >> 12 & 0xF == 7 else { return nil }
+        return high >> 16
     }
 }

@@ -335,7 +335,7 @@ extension ConsoleController {
         let registration = device.registration
         data["languages"] = registration.preferredLanguages.joined(separator: ", ")
         data["appVersion"] = registration.appVersion ?? "—"
-        data["installation"] = registration.installationID?.uuidString.lowercased() ?? "—"
+        data["installation"] = registration.installationID?.lowercasedText ?? "—"
         data["createdAt"] = Self.display(device.createdAt)
         data["deliveries"] = deliveries.map { delivery -> [String: Any] in
             [
@@ -389,7 +389,7 @@ extension ConsoleController {
     ) async throws -> Response {
         let keys = try await store.apiKeys().reversed().map { key -> [String: Any] in
             [
-                "id": key.id.uuidString.lowercased(), "name": key.name, "prefix": key.prefix.isEmpty ? "—" : key.prefix,
+                "id": key.id.lowercasedText, "name": key.name, "prefix": key.prefix.isEmpty ? "—" : key.prefix,
                 "scopes": key.scopes.sorted().map(\.rawValue).joined(separator: ", "),
                 "createdAt": Self.display(key.createdAt), "active": key.isActive,
                 "revokedAt": Self.display(key.revokedAt), "csrf": context.consoleSession?.csrfToken ?? "",

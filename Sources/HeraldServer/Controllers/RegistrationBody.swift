@@ -70,7 +70,7 @@ struct RegistrationBody {
             return platform
         }
         installationID = try fields.string("installationId").map { text throws(APIError) in
-            guard let uuid = UUID(uuidString: text) else {
+            guard let uuid = UUID(text: text) else {
                 throw APIError.invalidField(
                     "installationId", "it must be a UUID such as 2f1c6a4e-8d0b-4c55-9a37-1f3e5b7d9c01")
             }

@@ -23,7 +23,7 @@ extension DeviceRegistration {
         if let appVersion = registration.appVersion { members["appVersion"] = .string(appVersion) }
         if let platform = registration.platform { members["platform"] = .string(platform.name) }
         if let installationID = registration.installationID {
-            members["installationId"] = .string(installationID.uuidString.lowercased())
+            members["installationId"] = .string(installationID.lowercasedText)
         }
         if !registration.tags.isEmpty { members["tags"] = .array(registration.tags.map { .string($0) }) }
         if let timeZone = registration.timeZone { members["timeZone"] = .string(timeZone) }

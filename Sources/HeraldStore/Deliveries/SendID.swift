@@ -16,9 +16,9 @@ public struct SendID: Sendable, Hashable, LosslessStringConvertible {
 
     /// Parses the lowercase or uppercase UUID form.
     public init?(_ description: String) {
-        guard let uuid = UUID(uuidString: description) else { return nil }
+        guard let uuid = UUID(text: description) else { return nil }
         self.uuid = uuid
     }
 
-    public var description: String { uuid.uuidString.lowercased() }
+    public var description: String { uuid.lowercasedText }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 
 extension APIKey {
     /// Rebuilds a key from its stored columns; both backends read rows through this.
@@ -6,7 +7,7 @@ extension APIKey {
     package init(
         storedID id: String, name: String, scopes: String, prefix: String, createdAt: Int64, revokedAt: Int64?
     ) throws {
-        guard let uuid = UUID(uuidString: id) else {
+        guard let uuid = UUID(text: id) else {
             throw StoreError(.corruptRecord, "A stored API key has an unreadable id: revoke it and create a new one.")
         }
         self.init(
@@ -15,5 +16,5 @@ extension APIKey {
     }
 
     /// The id as stored: lowercase.
-    package var storedID: String { id.uuidString.lowercased() }
+    package var storedID: String { id.lowercasedText }
 }

@@ -91,7 +91,7 @@ package enum StoreSQL {
         [
             .text(registration.token.hex), .text(registration.topic), .text(registration.environment.name),
             .text(registration.tokenKind.name), .textOrNull(registration.userID),
-            .textOrNull(registration.installationID?.uuidString.lowercased()),
+            .textOrNull(registration.installationID?.lowercasedText),
             .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
             .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
             .textOrNull(registration.timeZone), .textOrNull(registration.activityType),
@@ -144,7 +144,7 @@ package enum StoreSQL {
             AND coalesce(activity_type, '') = $5 AND coalesce(activity_id, '') = $6 RETURNING token
             """,
             [
-                .text(installation.uuidString.lowercased()), .text(registration.topic),
+                .text(installation.lowercasedText), .text(registration.topic),
                 .text(registration.tokenKind.name), .text(registration.token.hex),
                 .text(registration.activityType ?? ""), .text(registration.activityID ?? ""),
             ])
@@ -509,7 +509,7 @@ package enum StoreSQL {
     package static func revokeAPIKey(_ id: UUID, at now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(
             dialect, "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id",
-            [.text(id.uuidString.lowercased()), .integer(StoreTime.microseconds(now))])
+            [.text(id.lowercasedText), .integer(StoreTime.microseconds(now))])
     }
 
     /// The columns ``StoredRow/storedAPIKey()`` reads: the key's, then its credential's.
@@ -536,7 +536,7 @@ package enum StoreSQL {
         SQLStatement(
             dialect, "UPDATE api_keys SET hash_scheme = $2, lookup_id = $3, salt = $4, secret_hash = $5 WHERE id = $1",
             [
-                .text(id.uuidString.lowercased()), .text(credential.scheme.rawValue),
+                .text(id.lowercasedText), .text(credential.scheme.rawValue),
                 SQLStatement.Value.textOrNull(credential.lookupID), .text(credential.salt), .text(credential.hash),
             ])
     }

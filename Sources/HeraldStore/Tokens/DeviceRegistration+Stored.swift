@@ -22,7 +22,7 @@ extension DeviceRegistration {
         guard let kind = TokenKind(name: tokenKind) else { throw corrupt("token_kind") }
         var installation: UUID?
         if let installationID {
-            guard let parsed = UUID(uuidString: installationID) else { throw corrupt("installation_id") }
+            guard let parsed = UUID(text: installationID) else { throw corrupt("installation_id") }
             installation = parsed
         }
         var parsedPlatform: Platform?
