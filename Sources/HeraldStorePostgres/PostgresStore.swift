@@ -309,30 +309,19 @@ public final class PostgresStore: Store, VersionedMigrations {
 
 /// Counts the operations in flight, so that the pool stops only once none uses it.
 private final class InFlightOperations: Sendable {
-    private struct State {
-        var count = 0
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var nextWaiter = 0
-    }
+    private let count = WatchedState(0, readyWhen: { $0 == 0 })
 
-    private let state = Mutex(State())
+    func begin() { count.update { $0 += 1 } }
 
-    func begin() { state.withLock { $0.count += 1 } }
-
-    func end() {
-        let waiters = state.withLock { state in
-            state.count -= 1
-            guard state.count == 0 else { return [CheckedContinuation<Void, Never>]() }
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.resume() }
-    }
+    func end() { count.update { $0 -= 1 } }
 
     /// Waits until no operation is in flight, at most `limit`; `false` when some still were.
     func drained(within limit: Duration) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
-            group.addTask { await self.waitUntilIdle() }
+            group.addTask {
+                await self.count.wait()
+                return self.count.value == 0
+            }
             group.addTask {
                 try? await Task.sleep(for: limit)
                 return false
@@ -341,27 +330,6 @@ private final class InFlightOperations: Sendable {
             group.cancelAll()
             return first
         }
-    }
-
-    /// Returns once no operation is in flight, or at once (returning `false`) when the waiting task is cancelled.
-    private func waitUntilIdle() async -> Bool {
-        let id = state.withLock { state in
-            defer { state.nextWaiter += 1 }
-            return state.nextWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let idle = state.withLock { state in
-                    if state.count == 0 || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
-                }
-                if idle { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
-        }
-        return state.withLock { $0.count == 0 }
     }
 }
 
