@@ -185,6 +185,8 @@ let package = Package(
                 "HeraldStore",
                 "HeraldCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // SQLite's C API, for the hot statements: see SQLiteStatementRunner.swift.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: upcomingFeatures

@@ -55,6 +55,26 @@ struct SQLiteStoreTests {
         #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "WAL files carry format version 2")
     }
 
+    @Test("rows read through SQLite's C API keep text exactly, and a column edited by hand to another type is a corrupt record, not a crash")
+    func rowReader() async throws {
+        let (fixture, _) = try Self.fixture()
+        let store = try fixture.open(ManualWallClock())
+        try await StoreConformance.withRunning(store) { store in
+            var registration = StoreConformance.registration(1, user: "ユーザー 🚀", languages: ["de-CH", "ja"])
+            registration.appVersion = "2.0 β"
+            _ = try await store.upsert(registration)
+            let device = try #require(try await store.device(registration.token))
+            #expect(device.userID == "ユーザー 🚀" && device.appVersion == "2.0 β")
+            #expect(device.preferredLanguages == ["de-CH", "ja"])
+
+            let sqlite = try #require(store as? SQLiteStore)
+            try await sqlite.executeRaw(["UPDATE devices SET app_version = x'00ff' WHERE token = '\(registration.token.hex)'"])
+            let error = await #expect(throws: StoreError.self) { try await store.device(registration.token) }
+            #expect(error?.code == .corruptRecord)
+        }
+        await fixture.cleanup()
+    }
+
     @Test("concurrent registrations are committed in shared transactions, each with its own result")
     func groupCommit() async throws {
         let (fixture, _) = try Self.fixture()
