@@ -4,7 +4,7 @@
 #   scripts/bench-server.sh register [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
 #       wrk posts the book's registration body with a distinct token per request (scripts/bench/register.lua) for
 #       SECONDS, after the same wrk run against a bare Hummingbird "hello" route (`herald hello`, the framework's
-#       ceiling). Prints requests/s and p99 of both.
+#       ceiling). Prints requests/s and p99 of both, and the server's CPU time per registration.
 #   scripts/bench-server.sh fanout [sqlite|postgres] [DEVICES]                  defaults: sqlite 1000000
 #       Seeds DEVICES tokens of one app (half development, half production), then one send to the whole app through
 #       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
@@ -12,7 +12,7 @@
 #       DEVICES notifications to the same emulator (1,000 in flight, 4 connections) and the ratio of the two rates.
 #       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency);
 #       HERALD_BENCH_PERF=/tmp/perf.data records a perf profile of the server during the send (and during wrk in
-#       the transactional mode).
+#       the transactional and register modes).
 #   scripts/bench-server.sh transactional [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
 #       A backend's push per event: wrk posts `POST /api/send` to one registered token (scripts/bench/send.lua), each
 #       answered inline with the APNs outcome, against `herald emulator --counting-only`. As the ceiling, `herald send`
@@ -95,6 +95,17 @@ database_url() {
 }
 
 # CPU time a process has used so far, in microseconds (user + system, from /proc/PID/stat).
+# HERALD_BENCH_PERF=/path/to/perf.data: a perf profile of the server while the benchmark measures it.
+start_perf() {  # PID
+    [ -n "${HERALD_BENCH_PERF:-}" ] || return 0
+    perf record -F 499 -g -p "$1" -o "$HERALD_BENCH_PERF" >/dev/null 2>&1 &
+    perf_pid=$!
+}
+
+stop_perf() {
+    if [ -n "${perf_pid:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; perf_pid=; fi
+}
+
 cpu_micros() {  # PID
     awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d\n", ($12 + $13) * 1000000 / hz }' "/proc/$1/stat"
 }
@@ -168,9 +179,14 @@ register)
     port=$(free_port)
     (cd "$work" && server_env "$url" "$port" "$herald" serve >"$work/serve.log" 2>&1) &
     pids+=($!)
+    server_pid=${pids[-1]}
     wait_for "http://127.0.0.1:$port/ready"
     log "wrk posting registrations to herald serve on $backend ($seconds s, $connections connections)"
+    start_perf "$server_pid"
+    server_cpu=$(cpu_micros "$server_pid")
     read -r rps p99 errors p50 < <(run_wrk "http://127.0.0.1:$port" scripts/bench/register.lua "$seconds" "$connections")
+    server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
+    stop_perf
     created=$(curl -s "http://127.0.0.1:$port/metrics" | awk -F' ' '/^herald_registrations_total\{result="created"\}/ { print $2 }')
     echo "| Route | Requests/s | p50 | p99 | Errors |"
     echo "| --- | ---: | ---: | ---: | ---: |"
@@ -179,6 +195,7 @@ register)
     python3 -c "print(f'registrations / hello = {float(\"$rps\") / float(\"$hello_rps\"):.2f}')"
     echo
     echo "Registrations stored (created): $created"
+    python3 -c "print(f'CPU per registration during wrk: server {int(\"$server_cpu\") / max(1, int(float(\"$created\"))):.0f} µs')"
     ;;
 fanout)
     devices=${3:-1000000}
@@ -214,11 +231,7 @@ PY
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
     start_server "$url"
 
-    if [ -n "${HERALD_BENCH_PERF:-}" ]; then
-        # perf record of the server during the send (HERALD_BENCH_PERF=/path/to/perf.data).
-        perf record -F 499 -g -p "$server_pid" -o "$HERALD_BENCH_PERF" >/dev/null 2>&1 &
-        perf_pid=$!
-    fi
+    start_perf "$server_pid"
     log "One send to every device of the app"
     server_cpu=$(cpu_micros "$server_pid")
     emulator_cpu=$(cpu_micros "${pids[0]}")
@@ -233,7 +246,7 @@ PY
     done
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
     emulator_cpu=$(( $(cpu_micros "${pids[0]}") - emulator_cpu ))
-    if [ -n "${perf_pid:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
+    stop_perf
     peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
     python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" <<'PY'
 import json, sys
@@ -278,10 +291,7 @@ transactional)
     "$herald" tokens add "$token" --topic com.example.app --environment production --database-url "$url" >/dev/null
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
     start_server "$url"
-    if [ -n "${HERALD_BENCH_PERF:-}" ]; then
-        perf record -F 499 -g -p "$server_pid" -o "$HERALD_BENCH_PERF" >/dev/null 2>&1 &
-        perf_pid=$!
-    fi
+    start_perf "$server_pid"
     log "wrk posting one-token sends to herald serve on $backend ($seconds s, $connections connections)"
     server_cpu=$(cpu_micros "$server_pid")
     emulator_cpu=$(cpu_micros "${pids[0]}")
@@ -289,7 +299,7 @@ transactional)
         run_wrk "http://127.0.0.1:$port" scripts/bench/send.lua "$seconds" "$connections")
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
     emulator_cpu=$(( $(cpu_micros "${pids[0]}") - emulator_cpu ))
-    if [ -n "${perf_pid:-}" ]; then kill -INT "$perf_pid"; wait "$perf_pid" || true; fi
+    stop_perf
     accepted=$(curl -s "http://127.0.0.1:$emulator_admin/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["accepted"])')
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true

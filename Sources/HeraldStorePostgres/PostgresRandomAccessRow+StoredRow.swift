@@ -15,6 +15,9 @@ extension PostgresRandomAccessRow: StoredRow {
 extension PostgresConnection {
     /// Runs a shared statement and returns its rows.
     func rows(_ statement: SQLStatement, logger: Logger) async throws -> [PostgresRandomAccessRow] {
+        if let shape = PreparedShapes.bySQL[statement.sql] {
+            return try await shape.rows(statement.binds, on: self, logger: logger)
+        }
         var binds = PostgresBindings(capacity: statement.binds.count)
         for value in statement.binds { binds.append(value) }
         return try await rows(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
@@ -46,7 +49,7 @@ extension PostgresConnection {
 }
 
 extension PostgresBindings {
-    fileprivate mutating func append(_ value: SQLStatement.Value) {
+    mutating func append(_ value: SQLStatement.Value) {
         switch value {
         case .text(let text): append(text)
         case .integer(let integer): append(integer)

@@ -56,6 +56,13 @@ extension PostgresStore {
     public func devices(matching query: DeviceQuery, after cursor: DeviceCursor?, limit: Int) async throws
         -> DevicePage
     {
+        if let token = query.singleToken {
+            // An inline send's target: a read by key, a statement prepared once per connection.
+            let device = try await session("read a registration") { session in
+                try await session.rows(StoreSQL.selectDevice(token, .postgres)).first?.device()
+            }
+            return query.singleTokenPage(device, after: cursor)
+        }
         let page = query.pageStatement(after: cursor, limit: limit, dialect: .postgres)
         guard let statement = page.statement else { return DevicePage(devices: [], next: nil) }
         let rows = try await session("read registrations") { session in

@@ -75,6 +75,14 @@ struct SQLiteStoreTests {
         await fixture.cleanup()
     }
 
+    @Test("SQL written with $1, $2 … gets SQLite's ?1, ?2 …; PostgreSQL's is kept; text around them is unchanged")
+    func placeholders() {
+        let sql = "SELECT 'é—🚀' || $1, $2 FROM devices WHERE token = $10"
+        #expect(SQLStatement(.sqlite, sql).sql == "SELECT 'é—🚀' || ?1, ?2 FROM devices WHERE token = ?10")
+        #expect(SQLStatement(.postgres, sql).sql == sql)
+        #expect(SQLStatement(.sqlite, "").sql.isEmpty)
+    }
+
     @Test("concurrent registrations are committed in shared transactions, each with its own result")
     func groupCommit() async throws {
         let (fixture, _) = try Self.fixture()

@@ -29,11 +29,23 @@ package struct SQLStatement: Sendable {
     /// A statement from SQL written with `$1`, `$2`, … placeholders (and no other `$`).
     package init(_ dialect: Dialect, _ sql: String, _ binds: [Value] = []) {
         self.dialect = dialect
-        // A byte map, not `replacingOccurrences`: that goes through NSString and cost more than the statement's run.
-        self.sql =
-            dialect == .sqlite
-            ? String(decoding: sql.utf8.map { $0 == UInt8(ascii: "$") ? UInt8(ascii: "?") : $0 }, as: UTF8.self) : sql
+        self.sql = dialect == .sqlite ? Self.sqlitePlaceholders(sql) : sql
         self.binds = binds
+    }
+
+    /// `sql` with every `$` replaced by `?`. A copy into a new string's storage, not `replacingOccurrences` (through
+    /// NSString, it cost more than running the statement) nor a map of the UTF-8 view (an array and a validation per
+    /// call: 5 % of the SQLite writer's time during registrations).
+    private static func sqlitePlaceholders(_ sql: String) -> String {
+        var sql = sql
+        return sql.withUTF8 { source in
+            String(unsafeUninitializedCapacity: source.count) { target in
+                for index in source.indices {
+                    target[index] = source[index] == UInt8(ascii: "$") ? UInt8(ascii: "?") : source[index]
+                }
+                return source.count
+            }
+        }
     }
 
     /// Adds a value and returns its placeholder.

@@ -17,6 +17,9 @@ extension StoreConformance {
                 "2,500 tokens page by 1,000 with no duplicate and no gap, even with inserts between pages", pagination),
             Case("queries select by user, tag, topic, environment and kind, and counts agree", queries),
             Case("explicit token lists skip unknown tokens and page in chunks", explicitTokens),
+            Case(
+                "a one-token query filters as a query of several tokens does, by every filter and after a cursor",
+                singleTokenFilters),
             Case("a 410 older than the last registration keeps the token", invalidationKeepsReregistered),
             Case(
                 "a 410 newer than the last registration invalidates until the app registers again", invalidationRemoves),
@@ -289,6 +292,58 @@ extension StoreConformance {
         let many = (1...2_100).map { token($0) }
         #expect(try await store.count(matching: .tokens(many)) == 5, "long lists are counted in chunks")
         #expect(try await all(store, .tokens(many)).count == 5)
+    }
+
+    /// A backend may read a one-token query's device by its key and filter it in memory (PostgreSQL does, with a
+    /// prepared statement): its answers must be those of the SQL that filters a list of several tokens.
+    static func singleTokenFilters(_ context: Context) async throws {
+        let store = context.store
+        let installation = UUID()
+        let devices = [
+            registration(1),
+            TokenRegistration(
+                token: token(2), topic: topic, environment: .development, timeZone: "Asia/Tokyo"),
+            TokenRegistration(
+                token: token(3), topic: topic, environment: .production, tokenKind: .liveActivityStart,
+                installationID: installation, timeZone: "Europe/Paris", activityType: "Delivery"),
+            registration(4, topic: "com.example.other", kind: .voip),
+            registration(5),
+        ]
+        for device in devices { _ = try await store.upsert(device) }
+        _ = try await store.invalidate(token: token(5), reason: .unregistered, at: nil)
+        let filters: [(String, (DeviceQuery) -> DeviceQuery)] = [
+            ("none", { $0 }),
+            ("topic", { $0.inTopic(topic) }),
+            ("other topic", { $0.inTopic("com.example.other") }),
+            ("environment", { $0.environment(.development) }),
+            ("kinds", { $0.kinds([.device, .voip]) }),
+            ("no kinds", { $0.kinds([]) }),
+            ("activity type", { $0.activityType("Delivery") }),
+            ("time zones", { $0.timeZones(.init(zones: ["Asia/Tokyo", "Europe/Paris"], includesUnset: false)) }),
+            ("unset time zone", { $0.timeZones(.init(zones: [], includesUnset: true)) }),
+            ("no time zone", { $0.timeZones(.init(zones: [], includesUnset: false)) }),
+            ("invalidated", { $0.includingInvalidated() }),
+            ("everything", {
+                $0.inTopic(topic).environment(.production).kinds([.liveActivityStart]).activityType("Delivery")
+                    .timeZones(.init(zones: ["Europe/Paris"], includesUnset: true)).includingInvalidated()
+            }),
+        ]
+        for (name, filter) in filters {
+            for n in 1...6 {
+                // The same token twice is one token; token 6 was never registered.
+                let expected = try await all(store, filter(.tokens([token(n), token(99)]))).map(\.token)
+                for query in [filter(.tokens([token(n)])), filter(.tokens([token(n), token(n)]))] {
+                    let page = try await store.devices(matching: query, after: nil, limit: 1)
+                    #expect(page.devices.map(\.token) == expected, "token \(n), filter \(name)")
+                    #expect(page.next == nil)
+                    #expect(try await store.count(matching: query) == expected.count, "token \(n), filter \(name)")
+                }
+            }
+        }
+        let cursor = DeviceCursor(environment: .production, token: token(1))
+        #expect(try await store.devices(matching: .tokens([token(1)]), after: cursor, limit: 1).devices.isEmpty)
+        let before = DeviceCursor(environment: .production, token: token(0))
+        #expect(try await store.devices(matching: .tokens([token(1)]), after: before, limit: 1).devices.count == 1)
     }
 
     static func invalidationKeepsReregistered(_ context: Context) async throws {

@@ -1,0 +1,35 @@
+package import HeraldCore
+
+extension DeviceQuery {
+    /// The token of a query of exactly one explicit token: the shape of an inline send to one device. A backend may
+    /// read that device by its key, a statement it prepares once, and apply the filters with ``passesFilters(_:)``.
+    package var singleToken: DeviceToken? {
+        guard case .tokens(let tokens) = selector, let first = tokens.first, tokens.allSatisfy({ $0 == first }) else {
+            return nil
+        }
+        return first
+    }
+
+    /// Whether a registration passes the query's filters (not its selector): the conditions of
+    /// ``pageStatement(after:limit:dialect:)``, evaluated in memory.
+    package func passesFilters(_ device: DeviceRegistration) -> Bool {
+        if let topic, device.topic != topic { return false }
+        if let environment, device.environment != environment { return false }
+        if let tokenKinds, !tokenKinds.contains(device.tokenKind) { return false }
+        if let activityType, device.activityType != activityType { return false }
+        if let timeZones {
+            let passes = device.timeZone.map(timeZones.zones.contains) ?? timeZones.includesUnset
+            if !passes { return false }
+        }
+        return includesInvalidated || device.isActive
+    }
+
+    /// The page ``pageStatement(after:limit:dialect:)`` would give for a ``singleToken`` query, from the device read
+    /// by its key (`nil` when there is none).
+    package func singleTokenPage(_ device: DeviceRegistration?, after cursor: DeviceCursor?) -> DevicePage {
+        guard let device, cursor.map({ device.token > $0.token }) ?? true, passesFilters(device) else {
+            return DevicePage(devices: [], next: nil)
+        }
+        return DevicePage(devices: [device], next: nil)
+    }
+}
