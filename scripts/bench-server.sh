@@ -4,13 +4,17 @@
 #   scripts/bench-server.sh register [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
 #       wrk posts the book's registration body with a distinct token per request (scripts/bench/register.lua) for
 #       SECONDS, after the same wrk run against a bare Hummingbird "hello" route (`herald hello`, the framework's
-#       ceiling). Prints requests/s and p99 of both, and the server's CPU time per registration.
+#       ceiling). Prints requests/s and p99 of both, and the server's CPU time per registration. On PostgreSQL, pgbench's
+#       simple-update runs first on the same database, with as many clients as wrk has connections: the database's
+#       own limit for short durable write transactions.
 #   scripts/bench-server.sh fanout [sqlite|postgres] [DEVICES]                  defaults: sqlite 1000000
 #       Seeds DEVICES tokens of one app (half development, half production), then one send to the whole app through
 #       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
 #       createdAt to updatedAt), the server's peak RSS (VmHWM) and the CPU time the server and the emulator used; then, as the ceiling, `herald send` alone pushes
 #       DEVICES notifications to the same emulator (1,000 in flight, 4 connections) and the ratio of the two rates.
 #       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency);
+#       APNS_SINK=nginx pushes to the shared yardstick's nginx HTTP/2 sink instead (../shared/bench, or BENCH_DIR),
+#       and adds h2load against the same sink as a second ceiling;
 #       HERALD_BENCH_PERF=/tmp/perf.data records a perf profile of the server during the send (and during wrk in
 #       the transactional and register modes).
 #   scripts/bench-server.sh transactional [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
@@ -35,6 +39,7 @@ cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     if [ -n "${pg_ctl_cmd:-}" ]; then "${pg_ctl_cmd[@]}" stop >/dev/null 2>&1 || true; fi
+    if [ -n "${sink_pid:-}" ]; then "$bench_dir/sink.sh" stop >/dev/null 2>&1 || true; fi
     if [ -n "${HERALD_BENCH_SERVER_LOG:-}" ] && [ -f "$work/serve.log" ]; then cp "$work/serve.log" "$HERALD_BENCH_SERVER_LOG"; fi
     rm -rf "$work" "${pg_dir:-}"
 }
@@ -144,11 +149,47 @@ start_emulator() {
     wait_for "http://127.0.0.1:$emulator_admin/health"
 }
 
+# The emulator writes its key as AuthKey_EMULATOR01.p8; the nginx sink takes any key.
+key_id=EMULATOR01
+team_id=EMULATORTM
+
+# APNS_SINK=nginx: the shared yardstick's nginx HTTP/2 sink (../shared/bench, or BENCH_DIR) instead of the emulator.
+# It answers 200 to every POST after reading the body, verifies nothing, and runs one worker; its CPU is read from
+# its processes. Sets the ports start_server pushes to, like start_emulator.
+start_nginx_sink() {
+    bench_dir="${BENCH_DIR:-$root/../shared/bench}"
+    if [ ! -x "$bench_dir/sink.sh" ]; then
+        echo "APNS_SINK=nginx needs the shared yardstick: set BENCH_DIR to the folder of its sink.sh" >&2
+        exit 2
+    fi
+    export BENCH_WORK="$work/sink" SINK_PORT SINK_CPUS="" CLIENT_CPUS=""
+    SINK_PORT=$(free_port)
+    log "Starting the nginx HTTP/2 sink on 127.0.0.1:$SINK_PORT"
+    "$bench_dir/gen-certs.sh" >/dev/null
+    "$bench_dir/sink.sh" start >/dev/null
+    sink_pid=$(cat "$BENCH_WORK/nginx.pid")
+    key_id=ABC123DEFG
+    team_id=DEF123GHIJ
+    cp "$BENCH_WORK/key.p8" "$work/AuthKey_$key_id.p8"
+    cp "$BENCH_WORK/ca.pem" "$work/ca.pem"
+    emulator_production=$SINK_PORT
+    emulator_development=$SINK_PORT
+}
+
+# CPU time of what answers the pushes (the emulator, or nginx's master and worker), in microseconds.
+sink_cpu_micros() {
+    if [ -n "${sink_pid:-}" ]; then
+        python3 -c "print(int(float('$("$bench_dir/sink.sh" cpu)') * 1e6))"
+    else
+        cpu_micros "${pids[0]}"
+    fi
+}
+
 start_server() {  # DATABASE_URL: herald serve pushing to the emulator; sets port and server_pid
     port=$(free_port)
     (cd "$work" && server_env "$1" "$port" HERALD_APNS=custom HERALD_APNS_PRODUCTION_PORT="$emulator_production" \
         HERALD_APNS_DEVELOPMENT_PORT="$emulator_development" HERALD_APNS_CA_FILE="$work/ca.pem" \
-        HERALD_KEY_FILE="$work/AuthKey_EMULATOR01.p8" HERALD_TEAM_ID=EMULATORTM HERALD_API_KEYS="bench:send:$secret" \
+        HERALD_KEY_FILE="$work/AuthKey_$key_id.p8" HERALD_TEAM_ID="$team_id" HERALD_API_KEYS="bench:send:$secret" \
         "$herald" serve >"$work/serve.log" 2>&1) &
     pids+=($!)
     server_pid=${pids[-1]}
@@ -157,7 +198,7 @@ start_server() {  # DATABASE_URL: herald serve pushing to the emulator; sets por
 
 # `herald send` alone against the emulator's production port: prints its JSON summary line.
 bare_sender() {  # COUNT CONCURRENCY CONNECTIONS TOKEN
-    "$herald" send --key "$work/AuthKey_EMULATOR01.p8" --key-id EMULATOR01 --team-id EMULATORTM \
+    "$herald" send --key "$work/AuthKey_$key_id.p8" --key-id "$key_id" --team-id "$team_id" \
         --topic com.example.app --production --host 127.0.0.1 --port "$emulator_production" --ca-file "$work/ca.pem" \
         --token "$4" --repeat "$1" --concurrency "$2" --connections "$3" \
         --title "Hello" --body "to everyone" --summary-json | tail -n 1 || true
@@ -176,6 +217,19 @@ register)
     kill "${pids[0]}"
 
     url=$(database_url)
+    pgbench_tps=""
+    if [ "$backend" = postgres ]; then
+        # The same PostgreSQL's limit for short durable write transactions: pgbench's simple-update (an update, a
+        # select and an insert per transaction, prepared), as many clients as wrk has connections, in a schema of its own.
+        pgbench_schema="pgbench_$(date +%s)"
+        psql "$HERALD_BENCH_DATABASE_URL" -q -c "CREATE SCHEMA $pgbench_schema" >/dev/null
+        log "pgbench simple-update on the same PostgreSQL ($seconds s, $connections clients)"
+        PGOPTIONS="-c search_path=$pgbench_schema" pgbench -q -i -s 10 "$HERALD_BENCH_DATABASE_URL" >/dev/null 2>&1
+        pgbench_tps=$(PGOPTIONS="-c search_path=$pgbench_schema" pgbench -n -M prepared -b simple-update \
+            -c "$connections" -j 2 -T "$seconds" "$HERALD_BENCH_DATABASE_URL" 2>/dev/null |
+            sed -nE 's/^tps = ([0-9.]+).*/\1/p')
+        psql "$HERALD_BENCH_DATABASE_URL" -q -c "DROP SCHEMA $pgbench_schema CASCADE" >/dev/null
+    fi
     port=$(free_port)
     (cd "$work" && server_env "$url" "$port" "$herald" serve >"$work/serve.log" 2>&1) &
     pids+=($!)
@@ -193,6 +247,9 @@ register)
     echo "| Hummingbird \`GET /hello\` (ceiling) | $hello_rps | $hello_p50 | $hello_p99 | 0 |"
     echo "| \`POST /api/token\`, $backend | $rps | $p50 | $p99 | $errors |"
     python3 -c "print(f'registrations / hello = {float(\"$rps\") / float(\"$hello_rps\"):.2f}')"
+    if [ -n "$pgbench_tps" ]; then
+        python3 -c "print(f'pgbench simple-update on the same PostgreSQL: {float(\"$pgbench_tps\"):,.0f} transactions/s; registrations / pgbench = {float(\"$rps\") / float(\"$pgbench_tps\"):.2f}')"
+    fi
     echo
     echo "Registrations stored (created): $created"
     python3 -c "print(f'CPU per registration during wrk: server {int(\"$server_cpu\") / max(1, int(float(\"$created\"))):.0f} µs')"
@@ -200,7 +257,7 @@ register)
 fanout)
     devices=${3:-1000000}
     url=$(database_url)
-    start_emulator
+    if [ "${APNS_SINK:-emulator}" = nginx ]; then start_nginx_sink; else start_emulator; fi
 
     log "Seeding $devices devices"
     "$herald" tokens add "$(printf 'ff%.0s' $(seq 1 32))" --debug --database-url "$url" >/dev/null  # migrates
@@ -234,7 +291,7 @@ PY
     start_perf "$server_pid"
     log "One send to every device of the app"
     server_cpu=$(cpu_micros "$server_pid")
-    emulator_cpu=$(cpu_micros "${pids[0]}")
+    emulator_cpu=$(sink_cpu_micros)
     answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
         -d '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
     id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
@@ -245,41 +302,47 @@ PY
         sleep 1
     done
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
-    emulator_cpu=$(( $(cpu_micros "${pids[0]}") - emulator_cpu ))
+    emulator_cpu=$(( $(sink_cpu_micros) - emulator_cpu ))
     stop_perf
     peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
-    python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" <<'PY'
+    python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "${APNS_SINK:-emulator}" <<'PY'
 import json, sys
 from datetime import datetime
 record, peak, devices, backend = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-server_cpu, emulator_cpu = int(sys.argv[5]), int(sys.argv[6])
+server_cpu, emulator_cpu, sink = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
 counts = record["counts"]
 print("| Fan-out | Devices | Wall time | Notifications/s | Peak RSS (server) | Accepted | Rejected | Failed |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-print(f"| {backend} | {devices:,} | {seconds:.1f} s | {devices / seconds:,.0f} | {peak} MB | {counts['accepted']:,} | {counts['rejected']:,} | {counts['failed']:,} |")
+print(f"| {backend}, {sink} | {devices:,} | {seconds:.1f} s | {devices / seconds:,.0f} | {peak} MB | {counts['accepted']:,} | {counts['rejected']:,} | {counts['failed']:,} |")
 print()
 print(f"CPU per notification: server {server_cpu / devices:.1f} µs ({server_cpu / 1e6 / seconds:.2f} cores), "
-      f"emulator {emulator_cpu / devices:.1f} µs ({emulator_cpu / 1e6 / seconds:.2f} cores)")
+      f"{sink} {emulator_cpu / devices:.1f} µs ({emulator_cpu / 1e6 / seconds:.2f} cores)")
 PY
-    curl -s "http://127.0.0.1:$emulator_admin/counters" >&2
-    echo >&2
+    if [ -z "${sink_pid:-}" ]; then curl -s "http://127.0.0.1:$emulator_admin/counters" >&2; echo >&2; fi
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
 
-    log "Ceiling: herald send alone, $devices notifications to the same emulator (1,000 in flight, 4 connections)"
+    log "Ceiling: herald send alone, $devices notifications to the same ${APNS_SINK:-emulator} (1,000 in flight, 4 connections)"
     # A token the fan-out did not use: the emulator remembers each token's environment.
     summary=$(bare_sender "$devices" 1000 4 "$(printf 'ee%.0s' $(seq 1 32))")
-    python3 - "$summary" "$record" "$devices" <<'PY'
+    h2load_rate=0
+    if [ -n "${sink_pid:-}" ]; then
+        log "The sink's limit: h2load, 4 connections, 100 streams each"
+        h2load_rate=$("$bench_dir/h2load.sh" 4 200000 100 | sed -nE 's/^finished in .* ([0-9.]+) req\/s.*/\1/p')
+    fi
+    python3 - "$summary" "$record" "$devices" "$h2load_rate" <<'PY'
 import json, sys
 from datetime import datetime
-summary, record, devices = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3])
+summary, record, devices, h2load = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
 print()
 print(f"Ceiling, herald send alone: {summary['rate']:,.0f} notifications/s ({summary['ok']:,} ok, {summary['failed']} failed); "
       f"fan-out / ceiling = {devices / seconds / summary['rate']:.2f}")
+if h2load:
+    print(f"The sink's limit, h2load: {h2load:,.0f} requests/s; fan-out / h2load = {devices / seconds / h2load:.2f}")
 PY
     ;;
 transactional)
