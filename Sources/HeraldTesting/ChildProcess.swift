@@ -7,6 +7,18 @@ import Glibc
 import Darwin
 #endif
 
+/// The children that have not ended, by process id (each leads its own process group).
+private let runningChildren = Mutex<Set<pid_t>>([])
+
+/// Kills the process group of every child still running when the test process exits. A test that ends without
+/// stopping its child (its time limit tripped while it waited on something else) would otherwise leave a server or an
+/// emulator running after the run, reparented to init, as a loaded run once did.
+private let killsRunningChildrenAtExit: Void = {
+    atexit {
+        for pid in runningChildren.withLock({ $0 }) { kill(-pid, SIGKILL) }
+    }
+}()
+
 /// An outside program (curl, python3, nginx, the built `herald`) started by a test, without Foundation's `Process`.
 ///
 /// Foundation's `Process` on Linux is not safe in a test process that runs many servers in parallel:
@@ -83,6 +95,8 @@ public final class ChildProcess: Sendable {
         if let outputPipe { close(outputPipe.write) }
         if let errorPipe { close(errorPipe.write) }
         processIdentifier = pid
+        _ = killsRunningChildrenAtExit
+        runningChildren.withLock { _ = $0.insert(pid) }
         self.standardOutput = CapturedOutput(reading: outputPipe?.read, of: pid)
         self.standardError = CapturedOutput(reading: errorPipe?.read, of: pid)
         let termination = self.termination
@@ -94,6 +108,7 @@ public final class ChildProcess: Sendable {
                     return
                 }
             }
+            runningChildren.withLock { _ = $0.remove(pid) }
             let signal = status & 0x7F
             termination.fulfil(signal == 0 ? .exited((status >> 8) & 0xFF) : .signalled(signal))
         }

@@ -75,4 +75,38 @@ struct ChildProcessTests {
         waiting.cancel()
         #expect(await waiting.value == .signalled(SIGKILL))
     }
+
+    @Test("a child still running when the test process exits is killed, with its process group")
+    func childrenDieWithTheTestProcess() async throws {
+        // This test binary runs again with only the probe below, which starts a child, writes its process id and
+        // returns without stopping it. Once that run has exited, the child must be gone.
+        let file = directory.appendingPathComponent("pid").path
+        let run = try ChildProcess(
+            "/proc/self/exe".resolvingSymlinks, ["--testing-library", "swift-testing", "--filter", "leftBehindProbe"],
+            environment: ProcessInfo.processInfo.environment.merging(["HERALD_LEFT_BEHIND_PID_FILE": file]) { $1 })
+        let output = await run.standardOutput.all()
+        #expect(await run.exit() == .exited(0), "\(output)\(run.standardError.text)")
+        let pid = try #require(pid_t(String(contentsOfFile: file, encoding: .utf8)))
+        var gone = false
+        for _ in 0..<100 where !gone {
+            gone = kill(pid, 0) == -1 && errno == ESRCH
+            if !gone { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(gone, "the child \(pid) outlived the test process")
+        if !gone { kill(pid, SIGKILL) }
+    }
+
+    @Test(
+        "probe: leaves a child running (only in the run the test above starts)",
+        .enabled(if: ProcessInfo.processInfo.environment["HERALD_LEFT_BEHIND_PID_FILE"] != nil))
+    func leftBehindProbe() throws {
+        let child = try ChildProcess("sleep", ["300"], standardOutput: .discard, standardError: .discard)
+        let file = try #require(ProcessInfo.processInfo.environment["HERALD_LEFT_BEHIND_PID_FILE"])
+        try String(child.processIdentifier).write(toFile: file, atomically: true, encoding: .utf8)
+    }
+}
+
+extension String {
+    /// The path a symbolic link (such as `/proc/self/exe`) points to.
+    fileprivate var resolvingSymlinks: String { (try? FileManager.default.destinationOfSymbolicLink(atPath: self)) ?? self }
 }
