@@ -269,7 +269,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldStoreSQLiteTests",
-            dependencies: ["HeraldStoreSQLite", "HeraldStore", "HeraldCore", "HeraldTesting"],
+            dependencies: [
+                "HeraldStoreSQLite", "HeraldStore", "HeraldCore", "HeraldTesting",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -174,6 +174,10 @@ public final class SQLiteStore: Store, VersionedMigrations {
 
     static func map(_ error: any Error, _ action: String) -> any Error {
         if error is StoreError || error is CancellationError { return error }
+        // GRDB interrupts the statement of an access whose task is cancelled; the store runs its statements through
+        // SQLite's C API (Row+StoredRow.swift), so the interruption arrives as SQLite's error, not GRDB's
+        // CancellationError.
+        if (error as? DatabaseError)?.resultCode == .SQLITE_INTERRUPT { return CancellationError() }
         let busy = (error as? DatabaseError)?.resultCode == .SQLITE_BUSY
         return StoreError(
             busy ? .unavailable : .backend,

@@ -1,9 +1,11 @@
 import Foundation
+import GRDB
 import HeraldCore
 import HeraldStore
-import HeraldStoreSQLite
 import HeraldTesting
 import Testing
+
+@testable import HeraldStoreSQLite
 
 @Suite("SQLite store")
 struct SQLiteStoreTests {
@@ -127,5 +129,17 @@ struct SQLiteStoreTests {
             try SQLiteStore(configuration: .init(location: .file("/nonexistent-folder/x/herald.sqlite")))
         }
         #expect(error?.code == .unavailable)
+    }
+}
+
+@Suite("SQLite store: errors")
+struct SQLiteStoreErrorTests {
+    @Test("a statement interrupted because its task was cancelled is a cancellation, not a backend failure")
+    func interruptedIsCancelled() {
+        #expect(SQLiteStore.map(DatabaseError(resultCode: .SQLITE_INTERRUPT), "read registrations") is CancellationError)
+        let busy = SQLiteStore.map(DatabaseError(resultCode: .SQLITE_BUSY), "store a registration") as? StoreError
+        #expect(busy?.code == .unavailable)
+        let full = SQLiteStore.map(DatabaseError(resultCode: .SQLITE_FULL), "store a registration") as? StoreError
+        #expect(full?.code == .backend)
     }
 }
