@@ -265,18 +265,18 @@ struct FanOut: Sendable {
     /// namespace, the same on every attempt, after every restart and on every instance. Anyone can compute it
     /// (`uuid.uuid5(uuid.UUID(send_id), token_hex)` in Python) to match APNs's or a device's logs to a send.
     static func apnsID(send: SendID, token: DeviceToken) -> APNSID {
+        // Once per device of a fan-out: hashed from the token's stored text and into a tuple, with no array made.
         var hash = Insecure.SHA1()
         withUnsafeBytes(of: send.uuid.uuid) { hash.update(bufferPointer: $0) }
-        hash.update(data: Array(token.hex.utf8))
-        var bytes = Array(hash.finalize().prefix(16))
-        bytes[6] = bytes[6] & 0x0F | 0x50
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        let uuid = UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
-        return APNSID(uuid)
+        var hex = token.hex
+        hex.withUTF8 { hash.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        hash.finalize().withUnsafeBytes { digest in
+            withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: digest.prefix(16))) }
+        }
+        uuid.6 = uuid.6 & 0x0F | 0x50
+        uuid.8 = uuid.8 & 0x3F | 0x80
+        return APNSID(UUID(uuid: uuid))
     }
 
     static func seconds(_ duration: Duration) -> TimeInterval {
