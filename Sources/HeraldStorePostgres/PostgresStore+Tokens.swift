@@ -58,10 +58,7 @@ extension PostgresStore {
     {
         if let token = query.singleToken {
             // An inline send's target: a read by key, a statement prepared once per connection.
-            let device = try await session("read a registration") { session in
-                try await session.rows(StoreSQL.selectDevice(token, .postgres)).first?.device()
-            }
-            return query.singleTokenPage(device, after: cursor)
+            return query.singleTokenPage(try await device(token), after: cursor)
         }
         let page = query.pageStatement(after: cursor, limit: limit, dialect: .postgres)
         guard let statement = page.statement else { return DevicePage(devices: [], next: nil) }
