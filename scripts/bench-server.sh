@@ -115,6 +115,11 @@ cpu_micros() {  # PID
     awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d\n", ($12 + $13) * 1000000 / hz }' "/proc/$1/stat"
 }
 
+# Context switches of a process's threads so far (voluntary and involuntary, threads still alive).
+context_switches() {  # PID
+    cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { total += $2 } END { print total + 0 }'
+}
+
 # Runs wrk and prints "requests/s p99 non-2xx p50".
 run_wrk() {  # URL SCRIPT(or -) SECONDS CONNECTIONS
     local out="$work/wrk-$RANDOM.txt" args=(-t2 -c"$4" -d"$3"s --latency)
@@ -369,9 +374,11 @@ transactional)
     log "wrk posting one-token sends to herald serve on $backend ($seconds s, $connections connections)"
     server_cpu=$(cpu_micros "$server_pid")
     emulator_cpu=$(cpu_micros "${pids[0]}")
+    switches=$(context_switches "$server_pid")
     read -r rps p99 errors p50 < <(TOKEN=$token SECRET=$secret \
         run_wrk "http://127.0.0.1:$port" scripts/bench/send.lua "$seconds" "$connections")
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
+    switches=$(( $(context_switches "$server_pid") - switches ))
     emulator_cpu=$(( $(cpu_micros "${pids[0]}") - emulator_cpu ))
     stop_perf
     accepted=$(curl -s "http://127.0.0.1:$emulator_admin/counters" | python3 -c 'import json, sys; print(json.load(sys.stdin)["accepted"])')
@@ -380,17 +387,18 @@ transactional)
     count=$(python3 -c "print(max(10000, int(float('$rps') * 10)))")
     log "Ceiling: herald send alone, $count notifications, $connections in flight on 1 connection"
     summary=$(bare_sender "$count" "$connections" 1 "$token")
-    python3 - "$summary" "$rps" "$p50" "$p99" "$errors" "$backend" "$accepted" "$server_cpu" "$emulator_cpu" <<'PY'
+    python3 - "$summary" "$rps" "$p50" "$p99" "$errors" "$backend" "$accepted" "$server_cpu" "$emulator_cpu" "$switches" "$seconds" <<'PY'
 import json, sys
-summary, rps, p50, p99, errors, backend, accepted, server_cpu, emulator_cpu = json.loads(sys.argv[1]), float(sys.argv[2]), *sys.argv[3:]
+summary, rps, p50, p99, errors, backend, accepted, server_cpu, emulator_cpu, switches, seconds = json.loads(sys.argv[1]), float(sys.argv[2]), *sys.argv[3:]
 print("| Transactional send (one token, inline) | Requests/s | p50 | p99 | Errors |")
 print("| --- | ---: | ---: | ---: | ---: |")
 print(f"| `POST /api/send`, {backend} | {rps:,.0f} | {p50} | {p99} | {errors} |")
 print(f"| `herald send` alone (ceiling) | {summary['rate']:,.0f} | | | {summary['failed']} |")
 print()
 print(f"Accepted by the emulator during wrk: {accepted}; server / ceiling = {rps / summary['rate']:.2f}")
-if int(accepted) > 0:
-    print(f"CPU per send during wrk: server {int(server_cpu) / int(accepted):.0f} µs, emulator {int(emulator_cpu) / int(accepted):.0f} µs")
+sends = int(accepted) or rps * int(seconds)  # (nothing reaches the emulator when the sender is stubbed out)
+print(f"CPU per send during wrk: server {int(server_cpu) / sends:.0f} µs, emulator {int(emulator_cpu) / sends:.0f} µs; "
+      f"server context switches per send: {int(switches) / sends:.1f}")
 PY
     ;;
 *)

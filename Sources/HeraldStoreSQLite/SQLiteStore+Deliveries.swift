@@ -65,9 +65,7 @@ extension SQLiteStore {
     }
 
     public func send(_ id: SendID) async throws -> SendRecord? {
-        try await read("read a send") { db in
-            try db.rows(StoreSQL.selectSend(id, .sqlite)).first?.send()
-        }
+        try await quickRows("read a send", StoreSQL.selectSend(id, .sqlite)).first?.send()
     }
 
     public func outcomes(of id: SendID, after cursor: OutcomeCursor?, limit: Int) async throws -> OutcomePage {

@@ -28,9 +28,7 @@ extension SQLiteStore {
     }
 
     public func device(_ token: DeviceToken) async throws -> DeviceRegistration? {
-        try await read("read a registration") { db in
-            try db.rows(StoreSQL.selectDevice(token, .sqlite)).first?.device()
-        }
+        try await quickRows("read a registration", StoreSQL.selectDevice(token, .sqlite)).first?.device()
     }
 
     public func devices(matching query: DeviceQuery, after cursor: DeviceCursor?, limit: Int) async throws
@@ -38,8 +36,12 @@ extension SQLiteStore {
     {
         let page = query.pageStatement(after: cursor, limit: limit, dialect: .sqlite)
         guard let statement = page.statement else { return DevicePage(devices: [], next: nil) }
-        let rows = try await read("read registrations") { db in
-            try db.rows(statement).map { try $0.device() }
+        let rows: [DeviceRegistration]
+        if query.singleToken != nil {
+            // The target of an inline send to one device: a read by key.
+            rows = try await quickRows("read registrations", statement).map { try $0.device() }
+        } else {
+            rows = try await read("read registrations") { db in try db.rows(statement).map { try $0.device() } }
         }
         return query.page(of: rows, for: page)
     }

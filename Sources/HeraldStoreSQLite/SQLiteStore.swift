@@ -23,6 +23,8 @@ public final class SQLiteStore: Store, VersionedMigrations {
     let writer: any DatabaseWriter
     let clock: any WallClock
     let writes: GroupCommit
+    /// `nil` for an in-memory database: its one connection is the writer's.
+    let quickReaders: QuickReaders?
     private let closed = Mutex(false)
 
     /// Opens (or creates) the database. Call ``migrate()`` before using it.
@@ -50,8 +52,10 @@ public final class SQLiteStore: Store, VersionedMigrations {
                 let pool = try DatabasePool(path: path, configuration: options)
                 try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
                 writer = pool
+                quickReaders = QuickReaders(path: path, configuration: options, limit: options.maximumReaderCount)
             } else {
                 writer = try DatabaseQueue(configuration: options)
+                quickReaders = nil
             }
         } catch {
             throw StoreError(
@@ -128,6 +132,7 @@ public final class SQLiteStore: Store, VersionedMigrations {
         // GRDB closes the writer before the readers, and SQLite deletes the -wal and -shm files only when the last
         // connection to close can checkpoint: a read-only one cannot. Dropping the idle readers first leaves the
         // writer last (GRDB issue 739).
+        quickReaders?.close()
         (writer as? DatabasePool)?.invalidateReadOnlyConnections()
         try? writer.close()
     }
@@ -164,6 +169,18 @@ public final class SQLiteStore: Store, VersionedMigrations {
         } catch {
             throw Self.map(error, action)
         }
+    }
+
+    /// The rows of one short statement (a read by key), read on the calling thread by a ``QuickReaders`` connection
+    /// when one is free, else through the pool like ``read(_:_:)``.
+    func quickRows(_ action: String, _ statement: SQLStatement) async throws -> [SQLiteRow] {
+        try ensureOpen()
+        do {
+            if let rows = try quickReaders?.rows(statement) { return rows }
+        } catch {
+            throw Self.map(error, action)
+        }
+        return try await read(action) { db in try db.rows(statement) }
     }
 
     func ensureOpen() throws {

@@ -77,6 +77,36 @@ struct SQLiteStoreTests {
         await fixture.cleanup()
     }
 
+    @Test("reads by key on the calling thread see every committed write, stay within their connection limit under load, and leave no WAL file behind after close")
+    func quickReads() async throws {
+        let (fixture, folder) = try Self.fixture()
+        let store = try fixture.open(ManualWallClock())
+        let sqlite = try #require(store as? SQLiteStore)
+        let readers = try #require(sqlite.quickReaders)
+        try await StoreConformance.withRunning(store) { store in
+            // A connection kept between reads must not keep reading an old snapshot.
+            for round in 1...20 {
+                _ = try await store.upsert(StoreConformance.registration(1, user: "user-\(round)"))
+                #expect(try await store.device(StoreConformance.token(1))?.userID == "user-\(round)")
+            }
+            for index in 2...40 { _ = try await store.upsert(StoreConformance.registration(index)) }
+            // More reads at once than connections: those that find none free go through the pool.
+            let found = try await withThrowingTaskGroup(of: Bool.self) { group in
+                for round in 0..<400 {
+                    group.addTask { try await store.device(StoreConformance.token(1 + round % 40)) != nil }
+                }
+                return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+            }
+            #expect(found == 400)
+            #expect(readers.openCount <= readers.limit && readers.openCount > 0)
+        }
+        #expect(readers.openCount == 0, "closing the store closes its idle quick readers")
+        await #expect(throws: StoreError.self) { try await store.device(StoreConformance.token(1)) }
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        #expect(!files.contains("herald.sqlite-wal"), "the writer closed last and removed the WAL file: \(files)")
+        await fixture.cleanup()
+    }
+
     @Test("SQL written with $1, $2 … gets SQLite's ?1, ?2 …; PostgreSQL's is kept; text around them is unchanged")
     func placeholders() {
         let sql = "SELECT 'é—🚀' || $1, $2 FROM devices WHERE token = $10"

@@ -37,7 +37,7 @@ struct ServeCommand: AsyncParsableCommand {
         let json = try Self.isJSONFormat(environment["HERALD_LOG_FORMAT"])
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler =
-                json ? JSONLogHandler(label: label) : StreamLogHandler.standardOutput(label: label)
+                json ? JSONLogHandler(label: label) : TextLogHandler(label: label)
             handler.logLevel = level
             return handler
         }

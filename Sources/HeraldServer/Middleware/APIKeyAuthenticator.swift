@@ -30,10 +30,7 @@ struct APIKeyAuthenticator: RouterMiddleware {
                 "This endpoint needs an API key with the \(scope) scope: send Authorization: Bearer <key> (create one with herald keys create).",
                 headers: [.wwwAuthenticate: "Bearer"])
         }
-        let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer",
-            let key = try await keys.key(forSecret: String(parts[1]).trimmingCharacters(in: .whitespaces))
-        else {
+        guard let secret = Self.bearerSecret(header), let key = try await keys.key(forSecret: secret) else {
             throw APIError(
                 .unauthorized, reason: "invalidAPIKey",
                 "The API key is unknown or revoked: send Authorization: Bearer <key> with an active key (herald keys list).",
@@ -44,6 +41,18 @@ struct APIKeyAuthenticator: RouterMiddleware {
         context.apiKey = key
         context.logger[metadataKey: LogKey.apiKey] = "\(key.name) \(key.prefix)…"
         return try await next(request, context)
+    }
+
+    /// The secret of `Bearer <secret>` (the scheme in any case), without the spaces and tabs around it; `nil` for
+    /// another scheme or an empty secret.
+    static func bearerSecret(_ header: String) -> String? {
+        let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        var rest = Substring(header).drop(while: blank)
+        let scheme = rest.prefix(while: { !blank($0) })
+        guard scheme.count == 6, scheme.lowercased() == "bearer" else { return nil }
+        rest = rest.dropFirst(6).drop(while: blank)
+        while let last = rest.last, blank(last) { rest.removeLast() }
+        return rest.isEmpty ? nil : String(rest)
     }
 
     static func insufficientScope(_ key: APIKey, _ scope: APIKeyScope) -> APIError {
