@@ -40,12 +40,41 @@ extension PostgresStore {
     }
 
     /// One statement, so one round trip: the send with its counts, and its outcomes.
+    /// Group commit (``GroupCommit``): inline sends that finish while a batch is being stored go in the next, one
+    /// statement for the batch (`StoreSQL.insertFinishedSends`); a lone one is sent at once, prepared.
     public func recordFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome]) async throws -> SendRecord {
-        let now = clock.now()
+        try ensureOpen()
+        return try await finishedSends.submit(FinishedSend(send: send, outcomes: outcomes, at: clock.now())).get()
+    }
+
+    /// Stores a batch of the group commit with one statement, in one transaction; the records in the batch's order.
+    func storeFinishedSends(_ batch: [FinishedSend]) async throws -> [Result<SendRecord, StoreError>] {
+        if batch.count == 1 { return [try await storeFinishedSend(batch[0])] }
+        // A second send of one id in a batch is refused as the store would refuse it once the first is stored.
+        var seen = Set<SendID>()
+        let firsts = batch.filter { seen.insert($0.send.id).inserted }
+        let statement = StoreSQL.insertFinishedSends(firsts.map { ($0.send, $0.outcomes, $0.at) })
+        let stored = try await session("record \(firsts.count) finished sends") { session in
+            try await session.rows(statement).map { try $0.send() }
+        }
+        let records = Dictionary(stored.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        seen = []
+        return batch.map { finished in
+            guard seen.insert(finished.send.id).inserted, let record = records[finished.send.id] else {
+                return .failure(NewSend.alreadyExists(finished.send.id))
+            }
+            return .success(record)
+        }
+    }
+
+    /// Stores one finished send on its own, a statement prepared once per connection.
+    func storeFinishedSend(_ finished: FinishedSend) async throws -> Result<SendRecord, StoreError> {
+        let statement = StoreSQL.insertFinishedSend(finished.send, outcomes: finished.outcomes, at: finished.at)
         return try await session("record a finished send") { session in
-            guard let row = try await session.rows(StoreSQL.insertFinishedSend(send, outcomes: outcomes, at: now)).first
-            else { throw NewSend.alreadyExists(send.id) }
-            return try row.send()
+            guard let row = try await session.rows(statement).first else {
+                return .failure(NewSend.alreadyExists(finished.send.id))
+            }
+            return .success(try row.send())
         }
     }
 
@@ -160,5 +189,17 @@ extension PostgresStore {
             try await session.rows(StoreSQL.nextSendAt(after: date, .postgres)).first?.optionalInteger(0)
                 .map(StoreTime.date)
         }
+    }
+}
+
+/// An inline send's record waiting for its batch: the send, its outcomes, and when it finished.
+struct FinishedSend: Sendable {
+    let send: NewSend
+    let outcomes: [DeliveryOutcome]
+    let at: Date
+
+    /// A batch in send id order: the order its rows are inserted, and locked, in.
+    static func lockOrder(_ batch: [FinishedSend]) -> [Int] {
+        batch.indices.sorted { batch[$0].send.id.description < batch[$1].send.id.description }
     }
 }

@@ -4,17 +4,17 @@ public import HeraldStore
 import PostgresNIO
 
 extension PostgresStore {
-    /// Group commit (``RegistrationGroupCommit``): registrations that arrive while a batch is being stored go in the
+    /// Group commit (``GroupCommit``): registrations that arrive while a batch is being stored go in the
     /// next, one call of `herald_register_batch` for the batch — the locking read, the upsert, the tag rows and the
     /// move-aside of each, in one transaction. Durable when it returns; a lone registration is sent at once.
     public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
         let registration = try registration.validated()
         try ensureOpen()
-        return try await registrations.register(registration, at: clock.now())
+        return try await registrations.submit(PendingRegistration(registration: registration, registeredAt: clock.now()))
     }
 
     /// Stores a batch of the group commit with one call, in one transaction; their results, in the batch's order.
-    func storeRegistrations(_ batch: [RegistrationGroupCommit.Pending]) async throws -> [UpsertResult] {
+    func storeRegistrations(_ batch: [PendingRegistration]) async throws -> [UpsertResult] {
         let statement = StoreSQL.registerBatch(batch.map { ($0.registration, $0.registeredAt) })
         return try await session("store \(batch.count) registrations") { session in
             let rows = try await session.rows(statement)
@@ -33,7 +33,7 @@ extension PostgresStore {
     }
 
     /// Stores one registration of the group commit on its own (`herald_register`): when its batch's call failed.
-    func storeRegistration(_ pending: RegistrationGroupCommit.Pending) async throws -> UpsertResult {
+    func storeRegistration(_ pending: PendingRegistration) async throws -> UpsertResult {
         let statement = StoreSQL.register(pending.registration, at: pending.registeredAt)
         return try await session("store a registration") { session in
             try UpsertResult(

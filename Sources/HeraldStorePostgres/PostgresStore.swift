@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// Writes are transactions that lock the rows they read (`SELECT … FOR UPDATE`), so instances can register,
 /// invalidate and record concurrently; workers claim sends with `FOR UPDATE SKIP LOCKED`. Concurrent registrations
-/// are stored together, one transaction per batch (``RegistrationGroupCommit``). Migrations run in one transaction
+/// and inline sends are stored together, one transaction per batch (``GroupCommit``). Migrations run in one transaction
 /// under an advisory lock, so instances that start together apply them once.
 ///
 /// ```swift
@@ -30,10 +30,17 @@ public final class PostgresStore: Store, VersionedMigrations {
     let clock: any WallClock
     let logger: Logger
     /// Gathers concurrent registrations into one call; runs while ``run()`` runs.
-    let registrations = RegistrationGroupCommit()
+    let registrations = GroupCommit<PendingRegistration, UpsertResult>(
+        what: "the registration", retry: "Register again.", order: PendingRegistration.lockOrder)
+    /// Gathers concurrent inline sends' records into one call; runs while ``run()`` runs.
+    let finishedSends = GroupCommit<FinishedSend, Result<SendRecord, StoreError>>(
+        what: "the send's record", retry: "Check GET /api/sends for it before sending again.",
+        order: FinishedSend.lockOrder)
     private let closed = Mutex(false)
     /// The operations holding or waiting for a connection: the pool stops only once there are none.
     private let operations = InFlightOperations()
+    /// The acquire timeouts of the operations waiting for a connection; watched while ``run()`` runs.
+    private let deadlines = AcquireDeadlines()
 
     /// The first key of `pg_advisory_xact_lock(int, int)` for migrations: the bytes of "hrld". The second is the
     /// schema's `hashtext`, so instances migrating one schema wait for each other, and other schemas do not wait.
@@ -68,8 +75,8 @@ public final class PostgresStore: Store, VersionedMigrations {
 
     // MARK: Lifecycle
 
-    /// Runs the connection pool, and the group commit of registrations, until graceful shutdown or cancellation.
-    /// Queries and registrations wait for it.
+    /// Runs the connection pool, the group commits of registrations and inline sends, and the watch of acquire
+    /// timeouts, until graceful shutdown or cancellation. Queries and registrations wait for it.
     ///
     /// Stopping refuses new operations, lets those in flight end (they are cancelled with the caller's task, or finish
     /// their statement), and only then stops the pool. postgres-nio's pool, stopped under an operation, closes its
@@ -79,11 +86,19 @@ public final class PostgresStore: Store, VersionedMigrations {
     public func run() async throws {
         let client = self.client
         let pool = Task.detached { await client.run() }
+        // Until the operations in flight have drained, after the group below.
+        let deadlines = self.deadlines
+        let watch = Task { await deadlines.run() }
         await withDiscardingTaskGroup { group in
             group.addTask {
                 await self.registrations.run(
                     storeBatch: { try await self.storeRegistrations($0) },
                     storeOne: { try await self.storeRegistration($0) })
+            }
+            group.addTask {
+                await self.finishedSends.run(
+                    storeBatch: { try await self.storeFinishedSends($0) },
+                    storeOne: { try await self.storeFinishedSend($0) })
             }
             // Until graceful shutdown or cancellation.
             let (stop, stopper) = AsyncStream<Never>.makeStream()
@@ -97,12 +112,20 @@ public final class PostgresStore: Store, VersionedMigrations {
         if await !Task(operation: { await operations.drained(within: .seconds(10)) }).value {
             logger.warning("PostgreSQL operations still running 10 s after the store stopped: closing the pool under them")
         }
+        watch.cancel()
         pool.cancel()
         await pool.value
     }
 
     /// What the group commit of registrations did so far.
-    package var registrationStatistics: RegistrationGroupCommit.Statistics { registrations.statistics }
+    package var registrationStatistics: GroupCommitStatistics {
+        registrations.statistics
+    }
+
+    /// What the group commit of inline sends did so far.
+    package var finishedSendStatistics: GroupCommitStatistics {
+        finishedSends.statistics
+    }
 
     public func migrate() async throws {
         try await migrate(through: StoreSchema.latestVersion)
@@ -258,11 +281,10 @@ public final class PostgresStore: Store, VersionedMigrations {
                 answer.fulfil(.failure(error))
             }
         }
-        let timer = Task {
-            try await Task.sleep(for: timeout)
+        let deadline = deadlines.add(.now + timeout) {
             if lease.abandon(.timedOut) { answer.fulfil(.failure(LeaseState.GivenUp.timedOut)) }
         }
-        defer { timer.cancel() }
+        defer { deadlines.remove(deadline) }
         let result = await withTaskCancellationHandler {
             await answer.wait()
         } onCancel: {

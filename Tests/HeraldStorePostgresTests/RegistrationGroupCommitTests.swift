@@ -21,7 +21,7 @@ struct RegistrationGroupCommitTests {
         "200 concurrent registrations go in two calls, and each is answered as if alone: created or updated, tokens moved aside"
     )
     func concurrentRegistrations() async throws {
-        try await withCase { store, own, _ in
+        try await Self.withCase { store, own, _ in
             let installations = (0..<50).map { _ in UUID() }
             for (offset, installation) in installations.enumerated() {
                 _ = try await store.upsert(registration(201 + offset, installation: installation))
@@ -59,7 +59,7 @@ struct RegistrationGroupCommitTests {
 
     @Test("one token registered 64 times at once ends with one of the bodies, whole: record and tag rows agree")
     func sameTokenConcurrently() async throws {
-        try await withCase { store, own, _ in
+        try await Self.withCase { store, own, _ in
             let bodies = (0..<64).map { k in
                 TokenRegistration(
                     token: token(7), topic: topic, environment: k.isMultiple(of: 2) ? .production : .development,
@@ -80,7 +80,7 @@ struct RegistrationGroupCommitTests {
 
     @Test("registrations of one token in one batch apply in arrival order: the last wins, the first creates")
     func sameTokenInOrder() async throws {
-        try await withCase { store, own, _ in
+        try await Self.withCase { store, own, _ in
             let bodies = (0..<6).map { k in
                 // Two tokens, interleaved: each keeps its own order when the batch is put in token order.
                 registration(k.isMultiple(of: 2) ? 9 : 3, user: "u\(k)", tags: ["t\(k)"])
@@ -101,7 +101,7 @@ struct RegistrationGroupCommitTests {
     @Test(
         "a registration the database refuses fails only its own caller: the batch is stored again one by one, in order")
     func refusedRegistration() async throws {
-        try await withCase { store, own, _ in
+        try await Self.withCase { store, own, _ in
             try await store.executeRaw([
                 """
                 CREATE FUNCTION refuse_registration() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -139,7 +139,7 @@ struct RegistrationGroupCommitTests {
 
     @Test("a registration is visible to another connection once its upsert returns: its batch is committed")
     func durableWhenAnswered() async throws {
-        try await withCase { store, own, _ in
+        try await Self.withCase { store, own, _ in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for n in 1...40 {
                     group.addTask {
@@ -180,7 +180,7 @@ struct RegistrationGroupCommitTests {
     {
         try await own.lockDevices()
         let blocker = Task { try await store.upsert(registration(100)) }
-        try await waitUntil { store.registrationStatistics.batches == 1 }
+        try await Self.waitUntil { store.registrationStatistics.batches == 1 }
         let answers = Answers()
         for n in 1...5 {
             Task {
@@ -192,12 +192,12 @@ struct RegistrationGroupCommitTests {
                 }
             }
         }
-        try await waitUntil { store.registrationStatistics.registrations == 6 }
+        try await Self.waitUntil { store.registrationStatistics.submitted == 6 }
         running.cancel()
         // The call in flight ends, whether the pool's closing fails it or the lock's release lets it through.
         try await own.commit()
         _ = await blocker.result
-        try await waitUntil { answers.errors.count == 5 }
+        try await Self.waitUntil { answers.errors.count == 5 }
         for error in answers.errors {
             #expect((error as? StoreError)?.code == .closed, "\(error)")
         }
@@ -206,7 +206,7 @@ struct RegistrationGroupCommitTests {
     // MARK: Helpers
 
     /// Runs `body` with a running, migrated store on a fresh schema and a connection of its own to that schema.
-    private func withCase(
+    static func withCase(
         _ body: @Sendable (PostgresStore, OwnConnection, ManualWallClock) async throws -> Void
     ) async throws {
         let (fixture, url, schema) = try PostgresStoreTests.caseDatabase()
@@ -243,38 +243,47 @@ struct RegistrationGroupCommitTests {
         _ registrations: [TokenRegistration], on store: PostgresStore, gatheredBy own: OwnConnection,
         inOrder: Bool = false
     ) async throws -> [Result<UpsertResult, any Error>] {
-        try await own.lockDevices()
-        let start = store.registrationStatistics
         // A first registration (of another app) takes the call that waits for the lock: every later one waits for
         // the next call.
-        let blocker = Task { try await store.upsert(registration(1_000_000, topic: "com.example.blocker")) }
-        try await waitUntil { store.registrationStatistics.batches > start.batches }
-        var outcomes: [Int: Result<UpsertResult, any Error>] = [:]
-        try await withThrowingTaskGroup(of: (Int, Result<UpsertResult, any Error>).self) { group in
-            for (offset, registration) in registrations.enumerated() {
+        try await Self.inOneBatch(
+            registrations.count, lockedBy: own, table: "devices", statistics: { store.registrationStatistics },
+            blocker: { _ = try await store.upsert(registration(1_000_000, topic: "com.example.blocker")) },
+            inOrder: inOrder, submit: { try await store.upsert(registrations[$0]) })
+    }
+
+    /// Submits `count` writes to a group commit concurrently while `own` holds the table they write, so that they
+    /// gather into one batch, and returns each one's outcome, failures included, in their order.
+    /// - Parameters:
+    ///   - statistics: The group commit's statistics.
+    ///   - blocker: A first write, which takes the call that waits for the lock: every later one waits for the next.
+    ///   - inOrder: Queue them one after the other, so the batch holds them in this order.
+    static func inOneBatch<Output: Sendable>(
+        _ count: Int, lockedBy own: OwnConnection, table: String,
+        statistics: @escaping @Sendable () -> GroupCommitStatistics, blocker: @escaping @Sendable () async throws -> Void,
+        inOrder: Bool, submit: @escaping @Sendable (Int) async throws -> Output
+    ) async throws -> [Result<Output, any Error>] {
+        try await own.lock(table)
+        let start = statistics()
+        let first = Task { try await blocker() }
+        try await waitUntil { statistics().batches > start.batches }
+        var outcomes: [Int: Result<Output, any Error>] = [:]
+        try await withThrowingTaskGroup(of: (Int, Result<Output, any Error>).self) { group in
+            for offset in 0..<count {
                 group.addTask {
-                    do { return (offset, .success(try await store.upsert(registration))) } catch {
-                        return (offset, .failure(error))
-                    }
+                    do { return (offset, .success(try await submit(offset))) } catch { return (offset, .failure(error)) }
                 }
-                if inOrder {
-                    try await waitUntil {
-                        store.registrationStatistics.registrations == start.registrations + offset + 2
-                    }
-                }
+                if inOrder { try await waitUntil { statistics().submitted == start.submitted + offset + 2 } }
             }
-            try await waitUntil {
-                store.registrationStatistics.registrations == start.registrations + registrations.count + 1
-            }
+            try await waitUntil { statistics().submitted == start.submitted + count + 1 }
             try await own.commit()
             for try await (offset, outcome) in group { outcomes[offset] = outcome }
         }
-        _ = try await blocker.value
-        return registrations.indices.map { outcomes[$0]! }
+        _ = try await first.value
+        return (0..<count).map { outcomes[$0]! }
     }
 
     /// Waits until `condition` holds, checking every 5 ms for 30 s at most.
-    private func waitUntil(_ condition: () -> Bool) async throws {
+    static func waitUntil(_ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(30)
         while !condition() {
             try #require(ContinuousClock.now < deadline, "waited 30 s for the group commit")
@@ -316,9 +325,14 @@ struct OwnConnection: Sendable {
 
     /// Begins a transaction that holds the devices table: registrations wait until ``commit()``.
     func lockDevices() async throws {
+        try await lock("devices")
+    }
+
+    /// Begins a transaction that holds a table: writes to it wait until ``commit()``.
+    func lock(_ table: String) async throws {
         try await connection.query("BEGIN", logger: Self.logger)
         try await connection.query(
-            PostgresQuery(unsafeSQL: "LOCK TABLE \(schema).devices IN EXCLUSIVE MODE"), logger: Self.logger)
+            PostgresQuery(unsafeSQL: "LOCK TABLE \(schema).\(table) IN EXCLUSIVE MODE"), logger: Self.logger)
     }
 
     func commit() async throws {

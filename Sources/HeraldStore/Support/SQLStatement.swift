@@ -93,11 +93,22 @@ package struct SQLArrayStatement: Sendable {
     /// A statement from rows of binds, all of one width, transposed into columns: a column of integers (and `NULL`s)
     /// is `BIGINT[]`, any other `TEXT[]`. `scalars` follow the columns' placeholders.
     package init(sql: String, rows: [[SQLStatement.Value]], width: Int? = nil, scalars: [SQLStatement.Value] = []) {
+        self.init(sql: sql, tables: [(rows, width ?? rows.first?.count ?? 0)], scalars: scalars)
+    }
+
+    /// A statement from several sets of rows (each of one width, say sends and their outcomes), each transposed into
+    /// columns as ``init(sql:rows:width:scalars:)`` does: the first set's columns are the first parameters.
+    package init(
+        sql: String, tables: [(rows: [[SQLStatement.Value]], width: Int)], scalars: [SQLStatement.Value] = []
+    ) {
         self.sql = sql
         self.scalars = scalars
-        let width = width ?? rows.first?.count ?? 0
+        columns = tables.flatMap { Self.columns(of: $0.rows, width: $0.width) }
+    }
+
+    private static func columns(of rows: [[SQLStatement.Value]], width: Int) -> [Column] {
         precondition(rows.allSatisfy { $0.count == width }, "every row binds the same parameters")
-        columns = (0..<width).map { index in
+        return (0..<width).map { index in
             let values = rows.map { $0[index] }
             if values.contains(where: { if case .integer = $0 { true } else { false } }) {
                 return .integer(

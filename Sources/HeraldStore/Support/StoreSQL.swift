@@ -374,6 +374,61 @@ package enum StoreSQL {
         return statement
     }
 
+    /// PostgreSQL: finished sends with their counts and outcomes, in one statement — the group commit of inline sends.
+    /// Each send is created at its own time. Returns the sends inserted; a send whose id exists is not returned, and nothing of it is written. The ids must
+    /// be distinct. Sends are inserted in id order.
+    package static func insertFinishedSends(_ sends: [(send: NewSend, outcomes: [DeliveryOutcome], at: Date)])
+        -> SQLArrayStatement
+    {
+        let sendRows: [[Value]] = sends.map { send, outcomes, at in
+            var counts = send.counts
+            counts.add(kinds: outcomes.map(\.result.kind))
+            return [
+                .text(send.id.description), .integer(StoreTime.microseconds(at)), .text(send.target), .text(send.summary),
+                .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
+                .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
+                .textOrNull(send.message),
+            ]
+        }
+        let outcomeRows: [[Value]] = sends.flatMap { send, outcomes, _ in
+            let id = Value.text(send.id.description)
+            return outcomes.enumerated().map { [id] + outcomeValues($1, sequence: Int64($0 + 1)) }
+        }
+        return SQLArrayStatement(
+            sql: insertFinishedSendsSQL,
+            tables: [(sendRows, finishedSendColumnTypes.count), (outcomeRows, outcomeColumnTypes.count + 1)])
+    }
+
+    /// The columns of a finished send's row in ``insertFinishedSends(_:)``, with their PostgreSQL types.
+    private static let finishedSendColumns = [
+        ("id", "text"), ("created_at", "bigint"), ("target", "text"), ("summary", "text"), ("job", "text"),
+        ("status", "text"), ("target_count", "bigint"), ("accepted", "bigint"), ("rejected", "bigint"),
+        ("failed", "bigint"), ("message", "text"),
+    ]
+    private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
+
+    /// The text of ``insertFinishedSends(_:)``: `$1…$11` the sends' columns, `$12` the outcomes' send ids, then
+    /// their ``outcomeColumns``.
+    private static let insertFinishedSendsSQL: String = {
+        let sendNames = finishedSendColumns.map(\.0).joined(separator: ", ")
+        let sendArrays = finishedSendColumns.enumerated().map { "$\($0 + 1)::\($1.1)[]" }.joined(separator: ", ")
+        let first = finishedSendColumns.count + 1
+        let outcomeArrays = (["text"] + outcomeColumnTypes).enumerated().map { "$\(first + $0)::\($1)[]" }
+            .joined(separator: ", ")
+        let inserted = sendNames.replacingOccurrences(of: "created_at, ", with: "created_at, created_at, ")
+        let insertedColumns = sendNames.replacingOccurrences(of: "created_at, ", with: "created_at, updated_at, ")
+        let outcomeNames = outcomeColumns.split(separator: ",").map { "o.\($0.trimmingCharacters(in: .whitespaces))" }
+            .joined(separator: ", ")
+        return """
+            WITH v AS (SELECT * FROM unnest(\(sendArrays)) AS v(\(sendNames))), \
+            created AS (INSERT INTO sends (\(insertedColumns)) SELECT \(inserted) FROM v ORDER BY id \
+            ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)), \
+            recorded AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) SELECT created.id, \(outcomeNames) \
+            FROM unnest(\(outcomeArrays)) AS o(send_id, \(outcomeColumns)) JOIN created ON created.id = o.send_id) \
+            SELECT * FROM created
+            """
+    }()
+
     /// Which of some tokens already have an outcome in a send.
     package static func tokensWithOutcomes(
         of id: SendID, among tokens: [DeviceToken], _ dialect: SQLStatement.Dialect

@@ -299,7 +299,7 @@ package enum StoreSchema {
             name: "PostgreSQL stores concurrent registrations in one call and one commit (herald_register_batch)",
             statements: [],
             postgresStatements: [
-                // Group commit (PostgresStore's RegistrationGroupCommit): one call, one transaction and one WAL flush
+                // Group commit (PostgresStore's GroupCommit of registrations): one call, one transaction and one WAL flush
                 // per batch of registrations instead of one each. See StoreSQL.registerBatch.
                 registerBatchFunction(columns: registrationColumns(upTo: 13))
             ]),

@@ -1,6 +1,6 @@
-import Foundation
+public import Foundation
 import HeraldCore
-import HeraldStore
+public import HeraldStore
 import Testing
 
 extension StoreConformance {
@@ -24,7 +24,7 @@ extension StoreConformance {
         ]
     }
 
-    static func outcome(
+    public static func outcome(
         _ n: Int, _ result: DeliveryOutcome.Result, at date: Date, action: DeliveryOutcome.Action? = nil
     ) -> DeliveryOutcome {
         DeliveryOutcome(

@@ -1,0 +1,101 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldStorePostgres
+
+/// Inline sends recorded by group commit: the records of sends that finish while a batch is stored go together in one
+/// statement, each caller answered its own record, as if alone.
+///
+/// Cases hold `LOCK TABLE sends` from a connection of their own: the batch in flight waits for it, the next records
+/// gather, and the lock's release sends them as one batch.
+@Suite(
+    "PostgreSQL inline sends by group commit", .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"),
+    .timeLimit(.minutes(2)))
+struct FinishedSendGroupCommitTests {
+    @Test("120 sends recorded at once go in two calls; each caller gets its own record, counts and outcomes")
+    func concurrentSends() async throws {
+        try await RegistrationGroupCommitTests.withCase { store, own, clock in
+            let now = clock.now()
+            let sends = (0..<120).map { n in
+                (
+                    send: NewSend(
+                        target: "user \(n)", summary: "alert \(n)", status: .completed, targetCount: n % 4,
+                        counts: n % 10 == 0 ? OutcomeCounts(rejected: 1) : OutcomeCounts()),
+                    outcomes: (0..<(n % 4)).map { k in
+                        StoreConformance.outcome(
+                            1000 * n + k,
+                            k == 1
+                                ? .rejected(status: 410, reason: .unregistered, timestamp: now)
+                                : .accepted(apnsID: APNSID()), at: now, action: k == 1 ? .removed : nil)
+                    }
+                )
+            }
+            let before = store.finishedSendStatistics
+            let results = try await recordInOneBatch(sends, on: store, gatheredBy: own)
+
+            let statistics = store.finishedSendStatistics
+            #expect(statistics.batches - before.batches <= 2, "the first call waits for the lock, the rest gather")
+            #expect(statistics.largestBatch >= 119)
+            #expect(statistics.batchesStoredOneByOne == 0)
+            for (result, sent) in zip(results, sends) {
+                let record = try result.get()
+                var counts = sent.send.counts
+                counts.add(kinds: sent.outcomes.map(\.result.kind))
+                #expect(record.id == sent.send.id && record.target == sent.send.target && record.counts == counts)
+                #expect(record.createdAt == now && record.status == .completed && record.targetCount == sent.send.targetCount)
+                #expect(try await store.send(sent.send.id) == record)
+                #expect(try await store.outcomes(of: sent.send.id, after: nil, limit: 10).outcomes == sent.outcomes)
+            }
+        }
+    }
+
+    @Test("a send id twice in one batch, or already stored, is refused for that caller alone; nothing of it is written")
+    func duplicateIDs() async throws {
+        try await RegistrationGroupCommitTests.withCase { store, own, clock in
+            let now = clock.now()
+            let stored = try await store.recordFinishedSend(
+                NewSend(target: "first", summary: "s", status: .completed), outcomes: [])
+            let twice = NewSend(target: "twice", summary: "s", status: .completed)
+            let accepted = StoreConformance.outcome(1, .accepted(apnsID: APNSID()), at: now)
+            let failed = StoreConformance.outcome(2, .failed(message: "no connection"), at: now)
+            let sends = [
+                (send: twice, outcomes: [accepted]),
+                (send: NewSend(id: stored.id, target: "again", summary: "s", status: .completed), outcomes: [failed]),
+                (send: NewSend(target: "other", summary: "s", status: .completed), outcomes: [failed]),
+                (send: NewSend(id: twice.id, target: "twice again", summary: "s", status: .completed), outcomes: [failed]),
+            ]
+            let results = try await recordInOneBatch(sends, on: store, gatheredBy: own, inOrder: true)
+
+            #expect(store.finishedSendStatistics.largestBatch == 4, "one batch held all four")
+            #expect(try results[0].get().target == "twice")
+            #expect(try results[2].get().counts == OutcomeCounts(failed: 1))
+            for refused in [1, 3] {
+                #expect(throws: StoreError.self, "send \(refused)") { try results[refused].get() }
+            }
+            #expect(try await store.send(twice.id)?.target == "twice")
+            #expect(try await store.outcomes(of: twice.id, after: nil, limit: 10).outcomes == [accepted])
+            #expect(try await store.send(stored.id) == stored)
+            #expect(try await store.outcomes(of: stored.id, after: nil, limit: 10).outcomes.isEmpty)
+        }
+    }
+
+    /// Records sends concurrently while `own` holds the sends table, so that they gather into one batch, and returns
+    /// each one's outcome, in their order.
+    /// - Parameter inOrder: Queue them one after the other, so the batch holds them in this order.
+    private func recordInOneBatch(
+        _ sends: [(send: NewSend, outcomes: [DeliveryOutcome])], on store: PostgresStore, gatheredBy own: OwnConnection,
+        inOrder: Bool = false
+    ) async throws -> [Result<SendRecord, any Error>] {
+        try await RegistrationGroupCommitTests.inOneBatch(
+            sends.count, lockedBy: own, table: "sends", statistics: { store.finishedSendStatistics },
+            blocker: {
+                _ = try await store.recordFinishedSend(
+                    NewSend(target: "blocker", summary: "s", status: .completed), outcomes: [])
+            },
+            inOrder: inOrder,
+            submit: { try await store.recordFinishedSend(sends[$0].send, outcomes: sends[$0].outcomes) })
+    }
+}
