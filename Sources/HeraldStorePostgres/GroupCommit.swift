@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Nothing waits for a timer: a lone write is sent at once, and a batch is whatever arrived while the previous one was
 /// stored, at most ``maximumBatch``. One batch is stored at a time, so an instance's batches never wait for each
-/// other's row locks. Each batch is put in the order the store locks its rows in (``init(what:retry:order:)``), so two
+/// other's row locks. Each batch is put in the order the store locks its rows in (``init(stopped:stoppedInFlight:order:)``), so two
 /// instances' batches lock rows they share in the same order and do not deadlock on them.
 ///
 /// Every caller gets its own answer. When the batch's call fails with an error of the server — a write the database
@@ -18,7 +18,8 @@ import Synchronization
 /// the batch gets that error.
 ///
 /// The store owns it: ``run(storeBatch:storeOne:)`` runs inside ``PostgresStore/run()`` and stops with it. Used for
-/// registrations (`herald_register_batch`) and for inline sends (`StoreSQL.insertFinishedSends`).
+/// registrations (`herald_register_batch`) and for inline sends (`StoreSQL.insertFinishedSends`); and, with nothing to
+/// commit, for reads of devices by token, which arrive one per inline send (`StoreSQL.selectDevices`).
 package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     private struct Pending: Sendable {
         let item: Item
@@ -35,14 +36,13 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     private let stoppedInFlight: StoreError
 
     /// - Parameters:
-    ///   - what: The write, for the errors of a store that stopped: "the registration", "the send".
-    ///   - retry: What the caller can do then: "Register again."
+    ///   - stopped: What a caller is told when the store stopped before its batch was sent: that nothing was done.
+    ///   - stoppedInFlight: What a caller is told when the store stopped while its batch was in flight.
     ///   - order: The positions of a batch's items in the order to store them (the order their rows are locked in).
-    init(what: String, retry: String, order: @escaping @Sendable ([Item]) -> [Int]) {
+    init(stopped: String, stoppedInFlight: String, order: @escaping @Sendable ([Item]) -> [Int]) {
         self.order = order
-        stopped = StoreError(.closed, "The PostgreSQL store stopped before storing \(what): nothing was stored. \(retry)")
-        stoppedInFlight = StoreError(
-            .closed, "The PostgreSQL store stopped while storing \(what): it may or may not be stored. \(retry)")
+        self.stopped = StoreError(.closed, stopped)
+        self.stoppedInFlight = StoreError(.closed, stoppedInFlight)
     }
 
     /// What the group commit did so far.

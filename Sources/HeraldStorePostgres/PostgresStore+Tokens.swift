@@ -47,7 +47,27 @@ extension PostgresStore {
         }
     }
 
+    /// Reads that arrive while one is in flight go together in the next query (``GroupCommit``, `deviceReads`): an
+    /// inline send reads its device by token, and under load a round trip each was a fair share of the server's and
+    /// the database's time. A lone read goes at once, prepared.
     public func device(_ token: DeviceToken) async throws -> DeviceRegistration? {
+        try ensureOpen()
+        return try await deviceReads.submit(token)
+    }
+
+    /// The devices of a batch of reads, in its order (`nil` for a token not registered), with one query.
+    func readDevices(_ tokens: [DeviceToken]) async throws -> [DeviceRegistration?] {
+        if tokens.count == 1 { return [try await readDevice(tokens[0])] }
+        let statement = StoreSQL.selectDevices(tokens)
+        let devices = try await session("read \(tokens.count) registrations") { session in
+            try await session.rows(statement).map { try $0.device() }
+        }
+        let byToken = Dictionary(devices.map { ($0.token, $0) }, uniquingKeysWith: { first, _ in first })
+        return tokens.map { byToken[$0] }
+    }
+
+    /// One device by its token, a statement prepared once per connection.
+    func readDevice(_ token: DeviceToken) async throws -> DeviceRegistration? {
         try await session("read a registration") { session in
             try await session.rows(StoreSQL.selectDevice(token, .postgres)).first?.device()
         }

@@ -31,11 +31,21 @@ public final class PostgresStore: Store, VersionedMigrations {
     let logger: Logger
     /// Gathers concurrent registrations into one call; runs while ``run()`` runs.
     let registrations = GroupCommit<PendingRegistration, UpsertResult>(
-        what: "the registration", retry: "Register again.", order: PendingRegistration.lockOrder)
+        stopped: "The PostgreSQL store stopped before storing the registration: nothing was stored. Register again.",
+        stoppedInFlight:
+            "The PostgreSQL store stopped while storing the registration: it may or may not be stored. Register again.",
+        order: PendingRegistration.lockOrder)
     /// Gathers concurrent inline sends' records into one call; runs while ``run()`` runs.
     let finishedSends = GroupCommit<FinishedSend, Result<SendRecord, StoreError>>(
-        what: "the send's record", retry: "Check GET /api/sends for it before sending again.",
+        stopped: "The PostgreSQL store stopped before recording the send: it was sent, and not recorded.",
+        stoppedInFlight:
+            "The PostgreSQL store stopped while recording the send: it was sent, and may or may not be recorded.",
         order: FinishedSend.lockOrder)
+    /// Gathers concurrent reads of devices by token (one per inline send) into one query; runs while ``run()`` runs.
+    let deviceReads = GroupCommit<DeviceToken, DeviceRegistration?>(
+        stopped: "The PostgreSQL store stopped before reading the device: try again once it runs.",
+        stoppedInFlight: "The PostgreSQL store stopped while reading the device: try again once it runs.",
+        order: { Array($0.indices) })
     private let closed = Mutex(false)
     /// The operations holding or waiting for a connection: the pool stops only once there are none.
     private let operations = InFlightOperations()
@@ -75,8 +85,8 @@ public final class PostgresStore: Store, VersionedMigrations {
 
     // MARK: Lifecycle
 
-    /// Runs the connection pool, the group commits of registrations and inline sends, and the watch of acquire
-    /// timeouts, until graceful shutdown or cancellation. Queries and registrations wait for it.
+    /// Runs the connection pool, the group commits of registrations and inline sends, the batched reads of devices by
+    /// token, and the watch of acquire timeouts, until graceful shutdown or cancellation. Queries and registrations wait for it.
     ///
     /// Stopping refuses new operations, lets those in flight end (they are cancelled with the caller's task, or finish
     /// their statement), and only then stops the pool. postgres-nio's pool, stopped under an operation, closes its
@@ -94,6 +104,10 @@ public final class PostgresStore: Store, VersionedMigrations {
                 await self.registrations.run(
                     storeBatch: { try await self.storeRegistrations($0) },
                     storeOne: { try await self.storeRegistration($0) })
+            }
+            group.addTask {
+                await self.deviceReads.run(
+                    storeBatch: { try await self.readDevices($0) }, storeOne: { try await self.readDevice($0) })
             }
             group.addTask {
                 await self.finishedSends.run(
@@ -121,6 +135,9 @@ public final class PostgresStore: Store, VersionedMigrations {
     package var registrationStatistics: GroupCommitStatistics {
         registrations.statistics
     }
+
+    /// What the batched reads of devices by token did so far.
+    package var deviceReadStatistics: GroupCommitStatistics { deviceReads.statistics }
 
     /// What the group commit of inline sends did so far.
     package var finishedSendStatistics: GroupCommitStatistics {

@@ -82,6 +82,35 @@ struct FinishedSendGroupCommitTests {
         }
     }
 
+    @Test("150 reads of devices by token at once go in two queries; each gets its own device, or nil when unregistered")
+    func batchedDeviceReads() async throws {
+        try await RegistrationGroupCommitTests.withCase { store, own, _ in
+            for n in 1...50 { _ = try await store.upsert(StoreConformance.registration(n, user: "user \(n)")) }
+            _ = try await store.invalidate(token: StoreConformance.token(50), reason: .unregistered, at: nil)
+            let tokens = (0..<150).map { StoreConformance.token(1 + $0 % 75) }
+            let before = store.deviceReadStatistics
+            let results = try await RegistrationGroupCommitTests.inOneBatch(
+                tokens.count, lockedBy: own, table: "devices", mode: "ACCESS EXCLUSIVE",
+                statistics: { store.deviceReadStatistics },
+                blocker: { _ = try await store.device(StoreConformance.token(1)) }, inOrder: false,
+                submit: { try await store.device(tokens[$0]) })
+
+            let statistics = store.deviceReadStatistics
+            #expect(statistics.batches - before.batches <= 2, "the first query waits for the lock, the rest gather")
+            #expect(statistics.largestBatch >= 149)
+            for (token, result) in zip(tokens, results) {
+                let device = try result.get()
+                let n = Int(token.hex, radix: 16)!
+                if n <= 50 {
+                    #expect(device?.token == token && device?.userID == "user \(n)")
+                    #expect(device?.isActive == (n != 50), "an invalidated device is read as it is stored")
+                } else {
+                    #expect(device == nil, "token \(n) is not registered")
+                }
+            }
+        }
+    }
+
     /// Records sends concurrently while `own` holds the sends table, so that they gather into one batch, and returns
     /// each one's outcome, in their order.
     /// - Parameter inOrder: Queue them one after the other, so the batch holds them in this order.

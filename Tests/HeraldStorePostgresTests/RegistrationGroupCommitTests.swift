@@ -258,11 +258,11 @@ struct RegistrationGroupCommitTests {
     ///   - blocker: A first write, which takes the call that waits for the lock: every later one waits for the next.
     ///   - inOrder: Queue them one after the other, so the batch holds them in this order.
     static func inOneBatch<Output: Sendable>(
-        _ count: Int, lockedBy own: OwnConnection, table: String,
+        _ count: Int, lockedBy own: OwnConnection, table: String, mode: String = "EXCLUSIVE",
         statistics: @escaping @Sendable () -> GroupCommitStatistics, blocker: @escaping @Sendable () async throws -> Void,
         inOrder: Bool, submit: @escaping @Sendable (Int) async throws -> Output
     ) async throws -> [Result<Output, any Error>] {
-        try await own.lock(table)
+        try await own.lock(table, mode: mode)
         let start = statistics()
         let first = Task { try await blocker() }
         try await waitUntil { statistics().batches > start.batches }
@@ -328,11 +328,12 @@ struct OwnConnection: Sendable {
         try await lock("devices")
     }
 
-    /// Begins a transaction that holds a table: writes to it wait until ``commit()``.
-    func lock(_ table: String) async throws {
+    /// Begins a transaction that holds a table: writes to it (and reads too, in `ACCESS EXCLUSIVE` mode) wait until
+    /// ``commit()``.
+    func lock(_ table: String, mode: String = "EXCLUSIVE") async throws {
         try await connection.query("BEGIN", logger: Self.logger)
         try await connection.query(
-            PostgresQuery(unsafeSQL: "LOCK TABLE \(schema).\(table) IN EXCLUSIVE MODE"), logger: Self.logger)
+            PostgresQuery(unsafeSQL: "LOCK TABLE \(schema).\(table) IN \(mode) MODE"), logger: Self.logger)
     }
 
     func commit() async throws {

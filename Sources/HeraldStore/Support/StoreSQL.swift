@@ -16,6 +16,13 @@ package enum StoreSQL {
         SQLStatement(dialect, "SELECT \(DeviceQuery.columns) FROM devices d WHERE d.token = $1", [.text(token.hex)])
     }
 
+    /// PostgreSQL: the devices of several tokens in one query (the batched reads of inline sends), in no set order.
+    package static func selectDevices(_ tokens: [DeviceToken]) -> SQLArrayStatement {
+        SQLArrayStatement(sql: selectDevicesSQL, rows: tokens.map { [.text($0.hex)] }, width: 1)
+    }
+
+    private static let selectDevicesSQL = "SELECT \(DeviceQuery.columns) FROM devices d WHERE d.token = ANY($1::text[])"
+
     /// What an upsert or an invalidation needs to know about a stored row: tags, invalidation, registration time.
     /// Locks the row on PostgreSQL.
     package static func selectDeviceState(_ token: DeviceToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
