@@ -9,12 +9,13 @@ import Synchronization
 ///
 /// Nothing waits for a timer: a lone write is sent at once, and a batch is whatever arrived while the previous one was
 /// stored, at most ``maximumBatch``. One batch is stored at a time, so an instance's batches never wait for each
-/// other's row locks. Each batch is put in the order the store locks its rows in (``init(stopped:stoppedInFlight:order:)``), so two
-/// instances' batches lock rows they share in the same order and do not deadlock on them.
+/// other's row locks. Each batch is put in the order the store locks its rows in
+/// (``init(stopped:stoppedInFlight:order:)``), so two instances' batches lock rows they share in the same order and do
+/// not deadlock on them.
 ///
 /// Every caller gets its own answer. When the batch's call fails with an error of the server — a write the database
-/// refuses, or a deadlock with another instance — nothing of the batch was stored, and its writes are stored one by one,
-/// in the same order, each caller getting its own result or error. When the server cannot be reached, every caller of
+/// refuses, or a deadlock with another instance — nothing of the batch was stored, and its writes are stored one by
+/// one, in the same order, each caller getting its own result or error. When the server cannot be reached, every caller of
 /// the batch gets that error.
 ///
 /// The store owns it: ``run(storeBatch:storeOne:)`` runs inside ``PostgresStore/run()`` and stops with it. Used for

@@ -39,7 +39,6 @@ extension PostgresStore {
         }
     }
 
-    /// One statement, so one round trip: the send with its counts, and its outcomes.
     /// Group commit (``GroupCommit``): inline sends that finish while a batch is being stored go in the next, one
     /// statement for the batch (`StoreSQL.insertFinishedSends`); a lone one is sent at once, prepared.
     public func recordFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome]) async throws -> SendRecord {
@@ -51,16 +50,16 @@ extension PostgresStore {
     func storeFinishedSends(_ batch: [FinishedSend]) async throws -> [Result<SendRecord, StoreError>] {
         if batch.count == 1 { return [try await storeFinishedSend(batch[0])] }
         // A second send of one id in a batch is refused as the store would refuse it once the first is stored.
-        var seen = Set<SendID>()
-        let firsts = batch.filter { seen.insert($0.send.id).inserted }
+        var queued = Set<SendID>()
+        let firsts = batch.filter { queued.insert($0.send.id).inserted }
         let statement = StoreSQL.insertFinishedSends(firsts.map { ($0.send, $0.outcomes, $0.at) })
         let stored = try await session("record \(firsts.count) finished sends") { session in
             try await session.rows(statement).map { try $0.send() }
         }
-        let records = Dictionary(stored.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        seen = []
+        var records = Dictionary(stored.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         return batch.map { finished in
-            guard seen.insert(finished.send.id).inserted, let record = records[finished.send.id] else {
+            // The first of an id takes its record; a second finds none left.
+            guard let record = records.removeValue(forKey: finished.send.id) else {
                 return .failure(NewSend.alreadyExists(finished.send.id))
             }
             return .success(record)
@@ -179,7 +178,8 @@ extension PostgresStore {
         let now = clock.now()
         return try await session("reschedule a send") { session in
             try await !session.rows(
-                StoreSQL.rescheduleSend(id, worker: worker, sendAt: sendAt, sentThrough: sentThrough, at: now, .postgres)
+                StoreSQL.rescheduleSend(
+                    id, worker: worker, sendAt: sendAt, sentThrough: sentThrough, at: now, .postgres)
             ).isEmpty
         }
     }
@@ -200,6 +200,7 @@ struct FinishedSend: Sendable {
 
     /// A batch in send id order: the order its rows are inserted, and locked, in.
     static func lockOrder(_ batch: [FinishedSend]) -> [Int] {
-        batch.indices.sorted { batch[$0].send.id.description < batch[$1].send.id.description }
+        let ids = batch.map(\.send.id.description)
+        return batch.indices.sorted { ids[$0] < ids[$1] }
     }
 }

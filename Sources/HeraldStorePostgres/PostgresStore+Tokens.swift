@@ -10,7 +10,8 @@ extension PostgresStore {
     public func upsert(_ registration: TokenRegistration) async throws -> UpsertResult {
         let registration = try registration.validated()
         try ensureOpen()
-        return try await registrations.submit(PendingRegistration(registration: registration, registeredAt: clock.now()))
+        return try await registrations.submit(
+            PendingRegistration(registration: registration, registeredAt: clock.now()))
     }
 
     /// Stores a batch of the group commit with one call, in one transaction; their results, in the batch's order.

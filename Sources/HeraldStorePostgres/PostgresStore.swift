@@ -11,8 +11,8 @@ import Synchronization
 ///
 /// Writes are transactions that lock the rows they read (`SELECT … FOR UPDATE`), so instances can register,
 /// invalidate and record concurrently; workers claim sends with `FOR UPDATE SKIP LOCKED`. Concurrent registrations
-/// and inline sends are stored together, one transaction per batch (``GroupCommit``). Migrations run in one transaction
-/// under an advisory lock, so instances that start together apply them once.
+/// and inline sends are stored together, one transaction per batch (``GroupCommit``). Migrations run in one
+/// transaction under an advisory lock, so instances that start together apply them once.
 ///
 /// ```swift
 /// let store = try PostgresStore(url: "postgres://herald:secret@127.0.0.1:5432/herald")
@@ -86,7 +86,8 @@ public final class PostgresStore: Store, VersionedMigrations {
     // MARK: Lifecycle
 
     /// Runs the connection pool, the group commits of registrations and inline sends, the batched reads of devices by
-    /// token, and the watch of acquire timeouts, until graceful shutdown or cancellation. Queries and registrations wait for it.
+    /// token, and the watch of acquire timeouts, until graceful shutdown or cancellation. Queries and registrations
+    /// wait for it.
     ///
     /// Stopping refuses new operations, lets those in flight end (they are cancelled with the caller's task, or finish
     /// their statement), and only then stops the pool. postgres-nio's pool, stopped under an operation, closes its
@@ -124,7 +125,8 @@ public final class PostgresStore: Store, VersionedMigrations {
         // In a task of its own: this one may be cancelled, and the wait must not end with it.
         let operations = self.operations
         if await !Task(operation: { await operations.drained(within: .seconds(10)) }).value {
-            logger.warning("PostgreSQL operations still running 10 s after the store stopped: closing the pool under them")
+            logger.warning(
+                "PostgreSQL operations still running 10 s after the store stopped: closing the pool under them")
         }
         watch.cancel()
         pool.cancel()

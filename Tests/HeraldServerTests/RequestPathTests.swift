@@ -40,7 +40,8 @@ struct RequestPathTests {
         let written = lines.withLock { $0 }
         #expect(written.count == 1)
         let stamp = TextLogHandler.timestamp(noon)
-        #expect(written.first == "\(stamp) info herald: alpha=first count=3 send.id=new zeta=last [HeraldServerTests] Sent")
+        #expect(
+            written.first == "\(stamp) info herald: alpha=first count=3 send.id=new zeta=last [HeraldServerTests] Sent")
         #expect(stamp.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}/) != nil)
     }
 

@@ -45,7 +45,9 @@ struct FinishedSendGroupCommitTests {
                 var counts = sent.send.counts
                 counts.add(kinds: sent.outcomes.map(\.result.kind))
                 #expect(record.id == sent.send.id && record.target == sent.send.target && record.counts == counts)
-                #expect(record.createdAt == now && record.status == .completed && record.targetCount == sent.send.targetCount)
+                #expect(
+                    record.createdAt == now && record.status == .completed
+                        && record.targetCount == sent.send.targetCount)
                 #expect(try await store.send(sent.send.id) == record)
                 #expect(try await store.outcomes(of: sent.send.id, after: nil, limit: 10).outcomes == sent.outcomes)
             }
@@ -65,7 +67,10 @@ struct FinishedSendGroupCommitTests {
                 (send: twice, outcomes: [accepted]),
                 (send: NewSend(id: stored.id, target: "again", summary: "s", status: .completed), outcomes: [failed]),
                 (send: NewSend(target: "other", summary: "s", status: .completed), outcomes: [failed]),
-                (send: NewSend(id: twice.id, target: "twice again", summary: "s", status: .completed), outcomes: [failed]),
+                (
+                    send: NewSend(id: twice.id, target: "twice again", summary: "s", status: .completed),
+                    outcomes: [failed]
+                ),
             ]
             let results = try await recordInOneBatch(sends, on: store, gatheredBy: own, inOrder: true)
 

@@ -259,7 +259,8 @@ struct RegistrationGroupCommitTests {
     ///   - inOrder: Queue them one after the other, so the batch holds them in this order.
     static func inOneBatch<Output: Sendable>(
         _ count: Int, lockedBy own: OwnConnection, table: String, mode: String = "EXCLUSIVE",
-        statistics: @escaping @Sendable () -> GroupCommitStatistics, blocker: @escaping @Sendable () async throws -> Void,
+        statistics: @escaping @Sendable () -> GroupCommitStatistics,
+        blocker: @escaping @Sendable () async throws -> Void,
         inOrder: Bool, submit: @escaping @Sendable (Int) async throws -> Output
     ) async throws -> [Result<Output, any Error>] {
         try await own.lock(table, mode: mode)
@@ -270,7 +271,9 @@ struct RegistrationGroupCommitTests {
         try await withThrowingTaskGroup(of: (Int, Result<Output, any Error>).self) { group in
             for offset in 0..<count {
                 group.addTask {
-                    do { return (offset, .success(try await submit(offset))) } catch { return (offset, .failure(error)) }
+                    do { return (offset, .success(try await submit(offset))) } catch {
+                        return (offset, .failure(error))
+                    }
                 }
                 if inOrder { try await waitUntil { statistics().submitted == start.submitted + offset + 2 } }
             }

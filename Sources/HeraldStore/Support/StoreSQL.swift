@@ -280,7 +280,9 @@ package enum StoreSQL {
             sql: recordOutcomesSQL,
             rows: outcomes.enumerated().map { outcomeValues($1, sequence: Int64($0 + 1)) },
             width: outcomeColumnTypes.count,
-            scalars: [.text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now))])
+            scalars: [
+                .text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now)),
+            ])
     }
 
     /// The PostgreSQL type of each of ``outcomeColumns``.
@@ -292,8 +294,7 @@ package enum StoreSQL {
     /// `$14` the time.
     private static let recordOutcomesSQL: String = {
         let arrays = outcomeColumnTypes.enumerated().map { "$\($0 + 1)::\($1)[]" }.joined(separator: ", ")
-        let columns = outcomeColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        let selected = columns.map { $0 == "seq" ? "last.seq + v.seq" : "v.\($0)" }.joined(separator: ", ")
+        let selected = outcomeColumnNames.map { $0 == "seq" ? "last.seq + v.seq" : "v.\($0)" }.joined(separator: ", ")
         return """
             WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_id = $12), \
             inserted AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) \
@@ -342,7 +343,8 @@ package enum StoreSQL {
         return [
             .integer(sequence), .text(outcome.token.hex), .text(outcome.environment.name), .text(outcome.result.kind),
             .textOrNull(columns.apnsID), .integerOrNull(columns.status), .textOrNull(columns.reason),
-            .integerOrNull(columns.timestamp), .textOrNull(columns.message), .integer(StoreTime.microseconds(outcome.at)),
+            .integerOrNull(columns.timestamp), .textOrNull(columns.message),
+            .integer(StoreTime.microseconds(outcome.at)),
             .textOrNull(outcome.action?.rawValue),
         ]
     }
@@ -382,8 +384,8 @@ package enum StoreSQL {
     }
 
     /// PostgreSQL: finished sends with their counts and outcomes, in one statement — the group commit of inline sends.
-    /// Each send is created at its own time. Returns the sends inserted; a send whose id exists is not returned, and nothing of it is written. The ids must
-    /// be distinct. Sends are inserted in id order.
+    /// Each send is created at its own time. Returns the sends inserted; a send whose id exists is not returned, and
+    /// nothing of it is written. The ids must be distinct. Sends are inserted in id order.
     package static func insertFinishedSends(_ sends: [(send: NewSend, outcomes: [DeliveryOutcome], at: Date)])
         -> SQLArrayStatement
     {
@@ -391,7 +393,8 @@ package enum StoreSQL {
             var counts = send.counts
             counts.add(kinds: outcomes.map(\.result.kind))
             return [
-                .text(send.id.description), .integer(StoreTime.microseconds(at)), .text(send.target), .text(send.summary),
+                .text(send.id.description), .integer(StoreTime.microseconds(at)), .text(send.target),
+                .text(send.summary),
                 .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
                 .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
                 .textOrNull(send.message),
@@ -422,10 +425,11 @@ package enum StoreSQL {
         let first = finishedSendColumns.count + 1
         let outcomeArrays = (["text"] + outcomeColumnTypes).enumerated().map { "$\(first + $0)::\($1)[]" }
             .joined(separator: ", ")
-        let inserted = sendNames.replacingOccurrences(of: "created_at, ", with: "created_at, created_at, ")
-        let insertedColumns = sendNames.replacingOccurrences(of: "created_at, ", with: "created_at, updated_at, ")
-        let outcomeNames = outcomeColumns.split(separator: ",").map { "o.\($0.trimmingCharacters(in: .whitespaces))" }
-            .joined(separator: ", ")
+        // A new send's updated_at is its created_at.
+        let names = finishedSendColumns.map(\.0)
+        let insertedColumns = names.flatMap { $0 == "created_at" ? [$0, "updated_at"] : [$0] }.joined(separator: ", ")
+        let inserted = names.flatMap { $0 == "created_at" ? [$0, $0] : [$0] }.joined(separator: ", ")
+        let outcomeNames = outcomeColumnNames.map { "o.\($0)" }.joined(separator: ", ")
         return """
             WITH v AS (SELECT * FROM unnest(\(sendArrays)) AS v(\(sendNames))), \
             created AS (INSERT INTO sends (\(insertedColumns)) SELECT \(inserted) FROM v ORDER BY id \
@@ -471,6 +475,11 @@ package enum StoreSQL {
     /// The columns of `send_outcomes` after `send_id`, in the order ``StoredRow/outcome()`` reads them.
     package static let outcomeColumns =
         "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at, action"
+
+    /// ``outcomeColumns`` one by one.
+    private static let outcomeColumnNames = outcomeColumns.split(separator: ",").map {
+        $0.trimmingCharacters(in: .whitespaces)
+    }
 
     /// One page of a send's outcomes (one row more than the limit).
     package static func outcomes(
