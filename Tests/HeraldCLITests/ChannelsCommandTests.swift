@@ -8,12 +8,15 @@ import Testing
 
 @Suite("herald channels and herald send --channel: flags")
 struct ChannelsFlagTests {
+    let temporary: TemporaryDirectory
+    var directory: URL { temporary.url }
+
+    init() throws { temporary = try TemporaryDirectory(prefix: "herald-channels-flags") }
+
     let credentials = ["--key", "AuthKey_ABC123DEFG.p8", "--team-id", "DEF123GHIJ"]
 
     @Test("each subcommand parses with the credential and host options of herald send")
     func parsing() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-channels-flags-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let keyFile = directory.appendingPathComponent("AuthKey_ABC123DEFG.p8")
         try TestSigningKeys.makePEM().0.write(to: keyFile, atomically: true, encoding: .utf8)
         let credentials = ["--key", keyFile.path, "--team-id", "DEF123GHIJ"]
@@ -66,11 +69,14 @@ struct ChannelsFlagTests {
 
 @Suite("herald channels and herald send --channel against herald emulator, as separate processes", .timeLimit(.minutes(2)))
 struct ChannelsProcessTests {
+    let temporary: TemporaryDirectory
+    var directory: URL { temporary.url }
+
+    init() throws { temporary = try TemporaryDirectory(prefix: "herald-channels") }
+
     @Test("create → subscribe → broadcast → inbox → list, read → delete → broadcast refused; policy 0 explains BadExpirationDate")
     func endToEnd() async throws {
         let herald = ProcessRunner.productsDirectory.appendingPathComponent("herald")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-channels-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let token = String(repeating: "6a", count: 32)
         let emulator = try await HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict",

@@ -77,11 +77,14 @@ struct SendFlagTests {
 
 @Suite("herald send against herald emulator, as separate processes", .timeLimit(.minutes(2)))
 struct SendProcessTests {
+    let temporary: TemporaryDirectory
+    var directory: URL { temporary.url }
+
+    init() throws { temporary = try TemporaryDirectory(prefix: "herald-send") }
+
     @Test("a push is accepted and lands in the inbox; the wrong environment is explained; exit codes tell")
     func endToEnd() async throws {
         let herald = ProcessRunner.productsDirectory.appendingPathComponent("herald")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-send-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let token = String(repeating: "4e", count: 32)
         let emulator = try await HeraldEmulatorProcess(arguments: HeraldEmulatorProcess.freePorts + [
             "--ca-file", directory.appendingPathComponent("ca.pem").path, "--strict", "--device", "development:com.example.app:\(token)",

@@ -9,11 +9,11 @@ import Glibc
 /// process's descriptors to its children.
 @Suite("Test support: child processes", .timeLimit(.minutes(1)))
 struct ChildProcessTests {
-    let directory: URL
+    let temporary: TemporaryDirectory
+    var directory: URL { temporary.url }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-child-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory(prefix: "herald-child")
     }
 
     @Test("more children than the cooperative pool has threads all run at once: waiting for one suspends, never blocks")

@@ -10,15 +10,15 @@ import FoundationNetworking
 /// The emulator seen by clients that share no code with Herald: curl, a Python-made JWT, plain HTTP for admin.
 @Suite("Emulator: outside clients", .timeLimit(.minutes(2)))
 struct OutsideClientTests {
-    let directory: URL
+    let temporary: TemporaryDirectory
+    var directory: URL { temporary.url }
     let keyFile: URL
     let key: ProviderSigningKey
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-emulator-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory(prefix: "herald-emulator")
         let (pem, _) = TestSigningKeys.makePEM()
-        keyFile = directory.appendingPathComponent("AuthKey_CURLKEY001.p8")
+        keyFile = temporary.appending("AuthKey_CURLKEY001.p8")
         try pem.write(to: keyFile, atomically: true, encoding: .utf8)
         key = try ProviderSigningKey(pem: pem, keyID: "CURLKEY001", teamID: "CURLTEAM01")
     }

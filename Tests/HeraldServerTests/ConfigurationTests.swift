@@ -9,11 +9,11 @@ import Testing
 /// `ServerConfiguration(environment:)`: the documented variables, the file, and errors that say what to do.
 @Suite("Server: configuration")
 struct ConfigurationTests {
-    let directory: URL
+    let temporary: TemporaryDirectory
+    var directory: URL { temporary.url }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-config-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory(prefix: "herald-config")
     }
 
     func write(_ text: String, to name: String) throws -> String {

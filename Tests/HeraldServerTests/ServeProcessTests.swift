@@ -7,11 +7,11 @@ import Testing
 /// in-process emulator's inbox.
 @Suite("Server: herald serve process", .timeLimit(.minutes(2)))
 struct ServeProcessTests {
-    let directory: URL
+    let temporary: TemporaryDirectory
+    var directory: URL { temporary.url }
 
     init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-serve-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        temporary = try TemporaryDirectory(prefix: "herald-serve")
     }
 
     /// Runs curl; returns the status code and the body.
