@@ -6,7 +6,8 @@
 #       SECONDS, after the same wrk run against a bare Hummingbird "hello" route (`herald hello`, the framework's
 #       ceiling). Prints requests/s and p99 of both, and the server's CPU time per registration. On PostgreSQL, pgbench's
 #       simple-update runs first on the same database, with as many clients as wrk has connections: the database's
-#       own limit for short durable write transactions.
+#       own limit for short durable write transactions. On SQLite, scripts/bench/sqlite-registrations.py runs the
+#       statements of 100,000 registrations first, in a file of the same schema: SQLite's own limit for them.
 #   scripts/bench-server.sh fanout [sqlite|postgres] [DEVICES]                  defaults: sqlite 1000000
 #       Seeds DEVICES tokens of one app (half development, half production), then one send to the whole app through
 #       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
@@ -235,6 +236,15 @@ register)
             sed -nE 's/^tps = ([0-9.]+).*/\1/p')
         PGOPTIONS="-c client_min_messages=warning" psql "$HERALD_BENCH_DATABASE_URL" -q -c "DROP SCHEMA $pgbench_schema CASCADE" >/dev/null
     fi
+    sqlite_alone=""
+    if [ "$backend" = sqlite ]; then
+        # SQLite's own limit for the same writes: the statements of a registration, as many per transaction as wrk has
+        # connections (the most the group commit can gather), durable, one writer, in a file whose schema herald made;
+        # 100,000 of them, about what a run of 10 to 20 s stores, so the tables are about as large.
+        "$herald" keys list --database-url "sqlite://$work/sqlite-alone.sqlite" >/dev/null
+        log "SQLite alone: the statements of 100,000 registrations, $connections per transaction"
+        sqlite_alone=$(python3 scripts/bench/sqlite-registrations.py "$work/sqlite-alone.sqlite" --count 100000 --batch "$connections")
+    fi
     port=$(free_port)
     (cd "$work" && server_env "$url" "$port" "$herald" serve >"$work/serve.log" 2>&1) &
     pids+=($!)
@@ -252,6 +262,10 @@ register)
     echo "| Hummingbird \`GET /hello\` (ceiling) | $hello_rps | $hello_p50 | $hello_p99 | 0 |"
     echo "| \`POST /api/token\`, $backend | $rps | $p50 | $p99 | $errors |"
     python3 -c "print(f'registrations / hello = {float(\"$rps\") / float(\"$hello_rps\"):.2f}')"
+    if [ -n "$sqlite_alone" ]; then
+        read -r alone_rate alone_cpu alone_system <<<"$sqlite_alone"
+        python3 -c "print(f'SQLite alone, the same statements: {float(\"$alone_rate\"):,.0f} registrations/s, {float(\"$alone_cpu\"):.0f} µs of CPU each ({float(\"$alone_system\"):.0f} µs system); registrations / SQLite alone = {float(\"$rps\") / float(\"$alone_rate\"):.2f}')"
+    fi
     if [ -n "$pgbench_tps" ]; then
         python3 -c "print(f'pgbench simple-update on the same PostgreSQL: {float(\"$pgbench_tps\"):,.0f} transactions/s; registrations / pgbench = {float(\"$rps\") / float(\"$pgbench_tps\"):.2f}')"
     fi

@@ -134,6 +134,37 @@ struct SQLiteStoreTests {
         await fixture.cleanup()
     }
 
+    /// `scripts/bench-server.sh register sqlite` measures SQLite alone with this script as its ceiling: it must write
+    /// what a registration writes, in the schema as migrated now, or the ceiling measures something else.
+    @Test("the SQLite-alone benchmark writes registrations the store reads back as registrations")
+    func sqliteAloneBenchmark() async throws {
+        let (fixture, folder) = try Self.fixture()
+        defer { Task { await fixture.cleanup() } }
+        try await StoreConformance.withRunning(try fixture.open(ManualWallClock())) { _ in }
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../scripts/bench/sqlite-registrations.py"
+        ).standardized.path
+        let database = folder.appendingPathComponent("herald.sqlite").path
+        let result = try await ProcessRunner.run("python3", [script, database, "--count", "300", "--batch", "16"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let figures = result.standardOutput.split(separator: " ").compactMap { Double($0.filter { !$0.isWhitespace }) }
+        #expect(figures.count == 3 && figures.allSatisfy { $0 > 0 }, "rate, CPU and system time: \(result.standardOutput)")
+
+        try await StoreConformance.withRunning(try fixture.open(ManualWallClock())) { store in
+            let app = DeviceQuery.topic("com.example.app")
+            #expect(try await store.count(matching: app) == 300)
+            let page = try await store.devices(matching: app, after: nil, limit: 300)
+            #expect(page.devices.count == 300)
+            #expect(page.devices.allSatisfy { $0.environment == .development && $0.tokenKind == .device })
+            let first = try #require(page.devices.first)
+            #expect(try await store.device(first.token) == first)
+            // A registration of the same token through the store is an update of the row the script wrote.
+            let again = try await store.upsert(
+                TokenRegistration(token: first.token, topic: first.topic, environment: .development))
+            #expect(again.change == .updated)
+        }
+    }
+
     @Test(
         "database URLs name a file or memory",
         arguments: [
