@@ -47,20 +47,31 @@ final class RawHTTP2Connection: Sendable {
     }
 
     /// Every frame the server sends until `stop` accepts one (returned last), or the connection closes.
+    /// - Throws: ``TimedOut`` when neither happens within `timeout`; the connection is closed then, so a server that
+    ///   goes silent fails the test at its deadline rather than at the suite's time limit.
     func frames(until stop: @Sendable (HTTP2Frame) -> Bool, timeout: Duration = .seconds(10)) async throws -> [HTTP2Frame] {
-        var reader = HTTP2FrameReader(maxFrameSize: HTTP2Protocol.maxMaxFrameSize)
-        var frames: [HTTP2Frame] = []
         let deadline = ContinuousClock.now + timeout
-        var iterator = incoming.makeAsyncIterator()
-        while ContinuousClock.now < deadline {
-            while let frame = try reader.nextFrame() {
-                frames.append(frame)
-                if stop(frame) { return frames }
+        return try await withThrowingTaskGroup { group in
+            group.addTask {
+                try await Task.sleep(until: deadline)
+                await self.close()
             }
-            guard let bytes = await iterator.next() else { return frames }
-            reader.append(bytes)
+            defer { group.cancelAll() }
+            var reader = HTTP2FrameReader(maxFrameSize: HTTP2Protocol.maxMaxFrameSize)
+            var frames: [HTTP2Frame] = []
+            var iterator = incoming.makeAsyncIterator()
+            while true {
+                while let frame = try reader.nextFrame() {
+                    frames.append(frame)
+                    if stop(frame) { return frames }
+                }
+                guard let bytes = await iterator.next() else {
+                    if ContinuousClock.now >= deadline { throw TimedOut() }
+                    return frames
+                }
+                reader.append(bytes)
+            }
         }
-        throw TimedOut()
     }
 
     func close() async {
