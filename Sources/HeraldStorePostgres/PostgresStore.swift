@@ -134,17 +134,13 @@ public final class PostgresStore: Store, VersionedMigrations {
     }
 
     /// What the group commit of registrations did so far.
-    package var registrationStatistics: GroupCommitStatistics {
-        registrations.statistics
-    }
+    package var registrationStatistics: GroupCommitStatistics { registrations.statistics }
 
     /// What the batched reads of devices by token did so far.
     package var deviceReadStatistics: GroupCommitStatistics { deviceReads.statistics }
 
     /// What the group commit of inline sends did so far.
-    package var finishedSendStatistics: GroupCommitStatistics {
-        finishedSends.statistics
-    }
+    package var finishedSendStatistics: GroupCommitStatistics { finishedSends.statistics }
 
     public func migrate() async throws {
         try await migrate(through: StoreSchema.latestVersion)

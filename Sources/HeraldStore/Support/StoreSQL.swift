@@ -353,16 +353,8 @@ package enum StoreSQL {
     /// Returns the send; no row (and nothing written) when its id exists. A `NULL` is bound as text, hence the casts
     /// of the integer columns.
     package static func insertFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome], at now: Date) -> SQLStatement {
-        var counts = send.counts
-        counts.add(kinds: outcomes.map(\.result.kind))
         var statement = SQLStatement(.postgres)
-        let values: [Value] = [
-            .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target), .text(send.summary),
-            .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
-            .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
-            .textOrNull(send.message),
-        ]
-        let placeholders = values.map { statement.bind($0) }
+        let placeholders = finishedSendValues(send, outcomes: outcomes, at: now).map { statement.bind($0) }
         let created = placeholders[1]
         let insertSend = """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
@@ -389,17 +381,7 @@ package enum StoreSQL {
     package static func insertFinishedSends(_ sends: [(send: NewSend, outcomes: [DeliveryOutcome], at: Date)])
         -> SQLArrayStatement
     {
-        let sendRows: [[Value]] = sends.map { send, outcomes, at in
-            var counts = send.counts
-            counts.add(kinds: outcomes.map(\.result.kind))
-            return [
-                .text(send.id.description), .integer(StoreTime.microseconds(at)), .text(send.target),
-                .text(send.summary),
-                .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
-                .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
-                .textOrNull(send.message),
-            ]
-        }
+        let sendRows = sends.map { finishedSendValues($0.send, outcomes: $0.outcomes, at: $0.at) }
         let outcomeRows: [[Value]] = sends.flatMap { send, outcomes, _ in
             let id = Value.text(send.id.description)
             return outcomes.enumerated().map { [id] + outcomeValues($1, sequence: Int64($0 + 1)) }
@@ -407,6 +389,19 @@ package enum StoreSQL {
         return SQLArrayStatement(
             sql: insertFinishedSendsSQL,
             tables: [(sendRows, finishedSendColumnTypes.count), (outcomeRows, outcomeColumnTypes.count + 1)])
+    }
+
+    /// A finished send's row, with its counts from its outcomes, in the order of ``finishedSendColumns``: what
+    /// ``insertFinishedSend(_:outcomes:at:)`` and ``insertFinishedSends(_:)`` insert.
+    private static func finishedSendValues(_ send: NewSend, outcomes: [DeliveryOutcome], at now: Date) -> [Value] {
+        var counts = send.counts
+        counts.add(kinds: outcomes.map(\.result.kind))
+        return [
+            .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target), .text(send.summary),
+            .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
+            .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
+            .textOrNull(send.message),
+        ]
     }
 
     /// The columns of a finished send's row in ``insertFinishedSends(_:)``, with their PostgreSQL types.

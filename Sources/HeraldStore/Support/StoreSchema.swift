@@ -299,8 +299,8 @@ package enum StoreSchema {
             name: "PostgreSQL stores concurrent registrations in one call and one commit (herald_register_batch)",
             statements: [],
             postgresStatements: [
-                // Group commit (PostgresStore's GroupCommit of registrations): one call, one transaction and one WAL flush
-                // per batch of registrations instead of one each. See StoreSQL.registerBatch.
+                // Group commit (PostgresStore's GroupCommit of registrations): one call, one transaction and one WAL
+                // flush per batch of registrations instead of one each. See StoreSQL.registerBatch.
                 registerBatchFunction(columns: registrationColumns(upTo: 13))
             ]),
     ]
