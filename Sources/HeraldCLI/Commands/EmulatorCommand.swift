@@ -70,6 +70,8 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "Fraction answered 503 Shutdown.") var faultShutdown: Double = 0
     @Option(help: "Send GOAWAY after this many streams on a connection.") var goawayAfter: Int?
     @Option(help: "Fraction of requests followed by a GOAWAY.") var goawayRate: Double = 0
+    @Option(help: "Close a connection without GOAWAY after this many streams: the last is processed but never answered.")
+    var closeAfter: Int?
     @Option(help: "Fraction of requests whose connection is reset.") var resetRate: Double = 0
     @Option(help: "Fraction of requests never answered.") var noResponseRate: Double = 0
     @Option(help: "Fraction of requests refused with RST_STREAM REFUSED_STREAM, unprocessed (1 refuses every stream).")
@@ -124,7 +126,8 @@ struct EmulatorCommand: AsyncParsableCommand {
         let faults = FaultConfiguration(
             tooManyRequests: fault429, internalServerError: fault500, serviceUnavailable: fault503, shutdown: faultShutdown,
             goAwayAfterStreams: goawayAfter, goAwayProbability: goawayRate, resetProbability: resetRate,
-            noResponseProbability: noResponseRate, refusedStreamProbability: refuseRate, latency: try Self.parseLatency(latency))
+            noResponseProbability: noResponseRate, refusedStreamProbability: refuseRate, latency: try Self.parseLatency(latency),
+            closeAfterStreams: closeAfter)
         let configuration = EmulatorConfiguration(
             host: host, productionPort: productionPort, developmentPort: developmentPort, adminPort: noAdmin ? nil : adminPort,
             tls: tls, trustedKeys: trusted, clientCertificateAuthorityPEM: try clientCA.map { try String(contentsOfFile: $0, encoding: .utf8) },

@@ -174,10 +174,11 @@ struct AdminAPI: Sendable {
         return fields
     }
 
-    /// The fault fields `PUT /faults` knows; `goAwayAfterStreams` is absent from GET when off, so it is listed here.
+    /// The fault fields `PUT /faults` knows; `goAwayAfterStreams` and `closeAfterStreams` are absent from GET when
+    /// off, so they are listed here.
     private static let faultFields = ["tooManyRequests", "internalServerError", "serviceUnavailable", "shutdown",
-                                      "goAwayAfterStreams", "goAwayProbability", "resetProbability", "noResponseProbability",
-                                      "refusedStreamProbability", "latency"]
+                                      "goAwayAfterStreams", "closeAfterStreams", "goAwayProbability", "resetProbability",
+                                      "noResponseProbability", "refusedStreamProbability", "latency"]
 
     /// `current` with the fields of the JSON object in `body` replaced: a partial object changes only what it names.
     static func faults(_ current: FaultConfiguration, changedBy body: [UInt8]) throws -> FaultConfiguration {

@@ -176,6 +176,10 @@ public struct FaultConfiguration: Sendable, Hashable, Codable {
     public var shutdown: Double
     /// After this many streams on a connection, answer that stream and send GOAWAY; later streams go unanswered.
     public var goAwayAfterStreams: Int?
+    /// After this many streams on a connection, close it without GOAWAY: that stream is processed (delivered when
+    /// valid) but never answered, and the streams not yet read get no answer either. The client cannot tell what
+    /// arrived, as when a connection to APNs dies mid-flight.
+    public var closeAfterStreams: Int?
     /// Fraction of requests after which the connection gets a GOAWAY.
     public var goAwayProbability: Double
     /// Fraction of requests whose connection is reset (closed without GOAWAY) instead of answered.
@@ -192,13 +196,14 @@ public struct FaultConfiguration: Sendable, Hashable, Codable {
         tooManyRequests: Double = 0, internalServerError: Double = 0, serviceUnavailable: Double = 0,
         shutdown: Double = 0, goAwayAfterStreams: Int? = nil, goAwayProbability: Double = 0,
         resetProbability: Double = 0, noResponseProbability: Double = 0, refusedStreamProbability: Double = 0,
-        latency: Latency = .none
+        latency: Latency = .none, closeAfterStreams: Int? = nil
     ) {
         self.tooManyRequests = tooManyRequests
         self.internalServerError = internalServerError
         self.serviceUnavailable = serviceUnavailable
         self.shutdown = shutdown
         self.goAwayAfterStreams = goAwayAfterStreams
+        self.closeAfterStreams = closeAfterStreams
         self.goAwayProbability = goAwayProbability
         self.resetProbability = resetProbability
         self.noResponseProbability = noResponseProbability
@@ -228,6 +233,7 @@ public struct FaultConfiguration: Sendable, Hashable, Codable {
         let statusTotal = tooManyRequests + internalServerError + serviceUnavailable + shutdown
         if statusTotal > 1 { throw EmulatorError("The status faults add up to \(statusTotal), more than 1.") }
         if let after = goAwayAfterStreams, after < 1 { throw EmulatorError("goAwayAfterStreams must be at least 1.") }
+        if let after = closeAfterStreams, after < 1 { throw EmulatorError("closeAfterStreams must be at least 1.") }
         switch latency {
         case .none: break
         case .fixed(let ms) where ms < 0: throw EmulatorError("Latency cannot be negative.")

@@ -39,7 +39,7 @@ final class FaultInjector: Sendable {
             return c.tooManyRequests == 0 && c.internalServerError == 0 && c.serviceUnavailable == 0 && c.shutdown == 0
                 && c.goAwayProbability == 0 && c.resetProbability == 0 && c.noResponseProbability == 0
                 && c.refusedStreamProbability == 0
-                && c.latency == .none && c.goAwayAfterStreams == nil
+                && c.latency == .none && c.goAwayAfterStreams == nil && c.closeAfterStreams == nil
         }
     }
 

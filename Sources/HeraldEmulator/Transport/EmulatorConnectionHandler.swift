@@ -268,6 +268,14 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
             state.advertise([(.maxConcurrentStreams, settings.maxConcurrentStreams)], into: &out)
         }
         streamsServed += 1
+        let faults = settings.faults.configuration
+        if let closeAfter = faults.closeAfterStreams, streamsServed >= closeAfter {
+            // Processed (delivered when valid) and never answered: the connection dies without a GOAWAY. The answers
+            // already given go out first; the streams not yet read get none.
+            settings.processor.registry.countFault("closeAfterStreams")
+            closeAfterFlush()
+            return
+        }
 
         switch response.fault {
         case .reset:
@@ -282,7 +290,7 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
         default:
             break
         }
-        let goAway = response.fault == .goAway || settings.faults.configuration.goAwayAfterStreams.map { streamsServed >= $0 } ?? false
+        let goAway = response.fault == .goAway || faults.goAwayAfterStreams.map { streamsServed >= $0 } ?? false
         if response.delayMilliseconds > 0, let context {
             delay(DelayedAnswer(streamID: streamID, response: response, goAway: goAway), by: response.delayMilliseconds, context: context)
         } else {
