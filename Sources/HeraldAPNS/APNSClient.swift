@@ -19,7 +19,11 @@ public final class APNSClient: Service, Sendable {
     let broadcastPool: ConnectionPool
     let channelManagementPool: ConnectionPool
     private let clock: any Clock<Duration>
-    private let random: Mutex<SeededRandomNumberGenerator>
+    /// The time on `clock` since the client was made: when retry windows start and end.
+    let clockTime: @Sendable () -> Duration
+    /// Where the client reads the date, to keep retries before a notification's `apns-expiration`.
+    let wallClock: any WallClock
+    let random: Mutex<SeededRandomNumberGenerator>
     let metrics = APNSMetrics()
     private let authority: String
     let ids = APNSIDGenerator()
@@ -29,12 +33,15 @@ public final class APNSClient: Service, Sendable {
 
     /// Prepares a client; no connection is opened until the first send.
     /// - Parameters:
-    ///   - clock: what backoff sleeps on; tests pass a manual clock so they never wait.
+    ///   - clock: what backoff sleeps on and the retry window is measured on; tests pass a manual clock so they never
+    ///     wait.
+    ///   - wallClock: where the date is read, to retry nothing past its `apns-expiration`; the system's by default.
     ///   - randomSeed: seeds the backoff jitter (random by default).
     ///   - logger: where channel operations log (created, deleted, refused); nothing by default.
     /// - Throws: ``APNSClientError`` (`configuration`) when the credentials or trust roots cannot be loaded.
     public init(
-        configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(), randomSeed: UInt64? = nil,
+        configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(),
+        wallClock: any WallClock = SystemWallClock(), randomSeed: UInt64? = nil,
         logger: Logger = Logger(label: "herald.apns", factory: { _ in SwiftLogNoOpLogHandler() })
     ) throws(APNSClientError) {
         self.logger = logger
@@ -46,6 +53,8 @@ public final class APNSClient: Service, Sendable {
         }
         self.configuration = configuration
         self.clock = clock
+        self.clockTime = Self.stopwatch(clock)
+        self.wallClock = wallClock
         self.random = Mutex(SeededRandomNumberGenerator(seed: randomSeed ?? UInt64.random(in: .min ... .max)))
         self.authority = Self.authority(of: configuration.destination)
         let sslContext = try Self.makeSSLContext(configuration)
@@ -54,6 +63,12 @@ public final class APNSClient: Service, Sendable {
             configuration: configuration.oneConnection(to: configuration.broadcastDestination), sslContext: sslContext, metrics: metrics)
         channelManagementPool = ConnectionPool(
             configuration: configuration.oneConnection(to: configuration.channelManagementDestination), sslContext: sslContext, metrics: metrics)
+    }
+
+    /// The time on `clock` since now, read without knowing the clock's `Instant`.
+    private static func stopwatch<C: Clock<Duration>>(_ clock: C) -> @Sendable () -> Duration {
+        let origin = clock.now
+        return { origin.duration(to: clock.now) }
     }
 
     /// The `:authority` of requests to a destination: the host, and the port unless it is 443.
@@ -117,11 +132,13 @@ public final class APNSClient: Service, Sendable {
 
     /// Runs a client for the duration of `body`, then shuts it down.
     public static func withClient<Result: Sendable>(
-        configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(), randomSeed: UInt64? = nil,
+        configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(),
+        wallClock: any WallClock = SystemWallClock(), randomSeed: UInt64? = nil,
         logger: Logger = Logger(label: "herald.apns", factory: { _ in SwiftLogNoOpLogHandler() }),
         _ body: (APNSClient) async throws -> Result
     ) async throws -> Result {
-        let client = try APNSClient(configuration: configuration, clock: clock, randomSeed: randomSeed, logger: logger)
+        let client = try APNSClient(
+            configuration: configuration, clock: clock, wallClock: wallClock, randomSeed: randomSeed, logger: logger)
         return try await withThrowingTaskGroup(of: Void.self) { group in
             for pool in client.pools { group.addTask { await pool.run() } }
             do {
@@ -286,13 +303,13 @@ public final class APNSClient: Service, Sendable {
     }
 
     /// What one attempt's result means for the notification.
-    private enum Verdict {
+    enum Verdict {
         case final(APNSDelivery)
-        /// Send again, after the backoff if `afterBackoff`; `otherwise` is how it ends if the retry cannot happen.
-        case retry(afterBackoff: Bool, otherwise: APNSDelivery)
+        /// Send again after `delay` (zero: at once); `otherwise` is how it ends if the retry cannot happen.
+        case retry(after: Duration, otherwise: APNSDelivery)
     }
 
-    /// Attempts until the notification is accepted, rejected for good, or out of attempts.
+    /// Attempts until the notification is accepted, rejected for good, or its retry policy stops.
     private func deliver(_ send: Send) async -> APNSDelivery {
         var send = send
         while true {
@@ -300,8 +317,8 @@ public final class APNSClient: Service, Sendable {
             switch judge(result, &send) {
             case .final(let delivery):
                 return delivery
-            case .retry(let afterBackoff, let otherwise):
-                if afterBackoff, !(await backoff(after: send.progress.backoffStep)) { return giveUp(otherwise) }
+            case .retry(let delay, let otherwise):
+                if !(await pause(delay)) { return giveUp(otherwise) }
             }
         }
     }
@@ -315,7 +332,7 @@ public final class APNSClient: Service, Sendable {
         on pool: ConnectionPool, template: APNSHeaderTemplate, target: APNSRequestTarget, requestID: String, body: ByteBuffer,
         progress: inout RetryProgress
     ) async -> Result<APNSResponse, APNSClientError> {
-        progress.attempts += 1
+        progress.begin(at: clockTime())
         if progress.attempts > 1 { metrics.retry() }
         let lease: ConnectionPool.Lease
         do {
@@ -337,7 +354,7 @@ public final class APNSClient: Service, Sendable {
     private func startAttempt(_ send: Send, answered: @escaping @Sendable (APNSStartedSend) -> Void) -> Bool {
         guard let lease = pool.tryLease() else { return false }
         var attempting = send
-        attempting.attempts += 1
+        attempting.progress.begin(at: clockTime())
         if attempting.attempts > 1 { metrics.retry() }
         metrics.attempt()
         let started = ContinuousClock.now
@@ -347,8 +364,8 @@ public final class APNSClient: Service, Sendable {
             var send = sent
             switch self.judge(result, &send) {
             case .final(let delivery): answered(.finished(delivery))
-            case .retry(let afterBackoff, let otherwise):
-                answered(.retry(APNSRetry(client: self, send: send, afterBackoff: afterBackoff, otherwise: otherwise)))
+            case .retry(let delay, let otherwise):
+                answered(.retry(APNSRetry(client: self, send: send, delay: delay, otherwise: otherwise)))
             }
         })
         return true
@@ -356,8 +373,8 @@ public final class APNSClient: Service, Sendable {
 
     /// The rest of a retry that ``startSending(_:to:answered:)`` could not finish on the event loop: the backoff and
     /// the further attempts, which need a task.
-    func continueRetry(_ send: Send, afterBackoff: Bool, otherwise: APNSDelivery) async -> APNSDelivery {
-        if afterBackoff, !(await backoff(after: send.progress.backoffStep)) { return giveUp(otherwise) }
+    func continueRetry(_ send: Send, delay: Duration, otherwise: APNSDelivery) async -> APNSDelivery {
+        if !(await pause(delay)) { return giveUp(otherwise) }
         return await deliver(send)
     }
 
@@ -374,40 +391,48 @@ public final class APNSClient: Service, Sendable {
     }
 
     /// The retry policy applied to one attempt's result.
-    private func judge(_ result: Result<APNSResponse, APNSClientError>, _ send: inout Send) -> Verdict {
-        let judgement = judgeAttempt(result, &send.progress)
+    func judge(_ result: Result<APNSResponse, APNSClientError>, _ send: inout Send) -> Verdict {
+        let judgement = judgeAttempt(result, &send.progress, expiration: send.notification.expiration)
         let outcome: APNSOutcome
-        switch result {
-        case .success(let response) where response.status == 200:
+        switch (judgement, result) {
+        case (.gaveUp(let stop), _):
+            outcome = .failed(gaveUp(stop, last: result, send))
+        case (_, .success(let response)) where response.status == 200:
             outcome = .accepted(apnsID: response.apnsID ?? send.apnsID, uniqueID: response.uniqueID)
-        case .success(let response):
+        case (_, .success(let response)):
             outcome = .rejected(Self.rejection(from: response, apnsID: send.apnsID))
-        case .failure(let error):
-            if case .final = judgement, error.isRetryable {
-                outcome = .failed(outOfAttempts(error, send))
-            } else {
-                outcome = .failed(error)
-            }
+        case (_, .failure(let error)):
+            outcome = .failed(error)
         }
         let delivery = APNSDelivery(
             token: send.token, apnsID: send.apnsID, outcome: outcome, attempts: send.attempts,
             unprocessedAttempts: send.progress.unprocessed)
         switch judgement {
-        case .final:
+        case .final, .gaveUp:
             return .final(delivery)
-        case .retry(let afterBackoff, let refreshed):
+        case .retry(let delay, let refreshed):
             if let refreshed { send.template = sharedParts(send.notification, providerToken: refreshed).template }
-            return .retry(afterBackoff: afterBackoff, otherwise: delivery)
+            return .retry(after: delay, otherwise: delivery)
         }
     }
 
-    /// The last failure of a notification whose retry policy ran out, saying so: one attempt's message alone reads as
-    /// if nothing had been tried again.
-    private func outOfAttempts(_ error: APNSClientError, _ send: Send) -> APNSClientError {
-        let policy = configuration.retry
-        return APNSClientError(
-            error.code,
-            "Gave up after \(send.attempts) attempts, the retry policy's limit (\(policy.maximumAttempts) counted, plus up to \(policy.maximumUnprocessedResends) re-sends of attempts APNs never processed); the last: \(error.message) Check that APNs, or the proxy on the way, is reachable and answering; the notification can be sent again.")
+    /// The failure of a notification whose retry policy stopped: what each attempt met, counted by kind, the last
+    /// one's words and what to do. One attempt's message alone would read as if nothing had been tried again.
+    private func gaveUp(
+        _ stop: RetryStop, last result: Result<APNSResponse, APNSClientError>, _ send: Send
+    ) -> APNSClientError {
+        let summary = gaveUpSummary(stop, send.progress)
+        switch result {
+        case .success(let response):
+            let rejection = Self.rejection(from: response, apnsID: send.apnsID)
+            let advice = Self.advice(after: stop, last: .answered(status: rejection.status, reason: rejection.reason))
+            return APNSClientError(
+                .retryLater, "\(summary); the last: APNs answered \(rejection.status) \(rejection.reason). \(advice)",
+                rejection: rejection)
+        case .failure(let error):
+            let advice = Self.advice(after: stop, last: .failed(error.code))
+            return APNSClientError(error.code, "\(summary); the last: \(error.message) \(advice)")
+        }
     }
 
     /// How a notification ends when its retry cannot happen (the backoff was cancelled).
@@ -416,9 +441,9 @@ public final class APNSClient: Service, Sendable {
         return delivery
     }
 
-    /// Sleeps the backoff; `false` when the task was cancelled meanwhile.
-    func backoff(after attempt: Int) async -> Bool {
-        let delay = random.withLock { configuration.retry.backoff(after: attempt, using: &$0) }
+    /// Sleeps a retry's backoff (nothing when it is zero); `false` when the task was cancelled meanwhile.
+    func pause(_ delay: Duration) async -> Bool {
+        guard delay > .zero else { return true }
         do {
             try await clock.sleep(for: delay)
             return true
@@ -522,11 +547,12 @@ public enum APNSStartedSend: Sendable {
 public struct APNSRetry: Sendable {
     let client: APNSClient
     let send: APNSClient.Send
-    let afterBackoff: Bool
+    /// The backoff before the next attempt; zero sends it at once.
+    let delay: Duration
     let otherwise: APNSDelivery
 
     /// Waits the backoff, attempts again as the policy allows, and returns how the notification ended.
     public func run() async -> APNSDelivery {
-        await client.continueRetry(send, afterBackoff: afterBackoff, otherwise: otherwise)
+        await client.continueRetry(send, delay: delay, otherwise: otherwise)
     }
 }

@@ -35,7 +35,7 @@ struct SenderHarness {
 
     func clientConfiguration(_ emulator: APNSEmulator, environment: APNSEnvironment = .development, credentials: APNSCredentials? = nil,
                              maximumConnections: Int = 2, requestTimeout: Duration = .seconds(30),
-                             retry: RetryPolicy = RetryPolicy(maximumAttempts: 10, initialBackoff: .milliseconds(100))) -> APNSClientConfiguration {
+                             retry: RetryPolicy = RetryPolicy(initialBackoff: .milliseconds(100))) -> APNSClientConfiguration {
         APNSClientConfiguration(
             destination: .custom(host: "127.0.0.1", port: emulator.port(for: environment)!, environment: environment),
             credentials: credentials ?? .token(tokens), trust: .only(certificatesPEM: emulator.certificateAuthorityPEM!),
@@ -49,9 +49,11 @@ struct SenderHarness {
     }
 
     /// Runs an emulator with the outcome table's devices and a client against it.
+    /// - Parameter clock: what the client's backoff and retry window run on; ``backoffClock`` by default.
     func run<T: Sendable>(
         emulator configuration: EmulatorConfiguration? = nil,
         client: ((APNSEmulator) -> APNSClientConfiguration)? = nil,
+        clock: (any Clock<Duration>)? = nil,
         _ body: (APNSEmulator, APNSClient) async throws -> T
     ) async throws -> T {
         try await APNSEmulator.withRunning(configuration ?? emulatorConfiguration()) { emulator in
@@ -64,7 +66,7 @@ struct SenderHarness {
             _ = try emulator.createDevice(token: expiredDevice, environment: .development, topic: app)
             try emulator.markExpired(expiredDevice)
             let clientConfiguration = client?(emulator) ?? clientConfiguration(emulator)
-            return try await APNSClient.withClient(configuration: clientConfiguration, clock: backoffClock, randomSeed: 11) { client in
+            return try await APNSClient.withClient(configuration: clientConfiguration, clock: clock ?? backoffClock, randomSeed: 11) { client in
                 try await body(emulator, client)
             }
         }

@@ -11,8 +11,10 @@ struct SenderResilienceTests {
     let harness = SenderHarness()
 
     /// Sends `count` notifications to distinct devices (permissive mode) with the bulk API and returns them.
-    func burst(_ client: APNSClient, count: Int, maximumInFlight: Int = 200) async throws -> [APNSDelivery] {
-        let notification = harness.alert()
+    func burst(_ client: APNSClient, count: Int, maximumInFlight: Int = 200, notification: PreparedNotification? = nil)
+        async throws -> [APNSDelivery]
+    {
+        let notification = notification ?? harness.alert()
         let items = (0..<count).map { index in
             (notification, try! DeviceToken(hex: String(format: "%064x", index + 1)))
         }
@@ -82,19 +84,19 @@ struct SenderResilienceTests {
         }
     }
 
-    @Test("streams APNs never processed are re-sent without using up the attempt budget")
-    func unprocessedAreFree() async throws {
+    @Test("streams APNs never processed are re-sent, even for a notification that may be tried only once")
+    func unprocessedAreResent() async throws {
         // Each connection serves 20 streams and then sends GOAWAY: a burst of 100 meets several GOAWAYs in a row,
-        // and every stream above a GOAWAY's last-stream-id was never processed. With one attempt allowed, counting
-        // them would give those notifications up.
+        // and every stream above a GOAWAY's last-stream-id was never processed. apns-expiration 0 ("try once")
+        // forbids a retry after an attempt APNs processed, not the re-send of one it never saw.
         let faults = FaultConfiguration(goAwayAfterStreams: 20)
-        try await harness.run(
-            emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly),
-            client: { harness.clientConfiguration($0, retry: RetryPolicy(maximumAttempts: 1, initialBackoff: .milliseconds(100))) }
-        ) { emulator, client in
-            let deliveries = try await burst(client, count: 100, maximumInFlight: 100)
+        let once = try PushNotification(Payload(aps: APS(alert: .body("Now or never"))), topic: APNSOutcomeTable.bundleID, expiration: .immediately)
+            .prepare()
+        try await harness.run(emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly)) { emulator, client in
+            let deliveries = try await burst(client, count: 100, maximumInFlight: 100, notification: once)
             expectNothingLost(deliveries, count: 100, emulator: emulator)
             #expect(deliveries.contains { $0.attempts > 1 }, "some streams were above a GOAWAY and were re-sent")
+            #expect(deliveries.allSatisfy { $0.attempts == $0.unprocessedAttempts + 1 }, "only unprocessed attempts were repeated")
         }
     }
 
@@ -128,12 +130,12 @@ struct SenderResilienceTests {
 
     @Test("429, 500 and 503 storms are retried with backoff until accepted")
     func storms() async throws {
-        // 30 % of answers are transient errors; with 12 attempts a notification fails all of them with odds of
-        // 0.3^12 ≈ 5e-7, so the test does not flake, while hundreds of notifications need several attempts.
+        // 30 % of answers are transient errors: hundreds of notifications need several attempts, and the retry window
+        // (10 minutes on the manual clock, which each backoff moves) outlasts any run of them.
         let faults = FaultConfiguration(tooManyRequests: 0.1, internalServerError: 0.1, serviceUnavailable: 0.05, shutdown: 0.05)
         try await harness.run(
             emulator: harness.emulatorConfiguration(mode: .permissive, faults: faults, inbox: .countingOnly),
-            client: { harness.clientConfiguration($0, retry: RetryPolicy(maximumAttempts: 12, initialBackoff: .milliseconds(100))) }
+            client: { harness.clientConfiguration($0, retry: RetryPolicy(initialBackoff: .milliseconds(100))) }
         ) { emulator, client in
             let deliveries = try await burst(client, count: 600)
             expectNothingLost(deliveries, count: 600, emulator: emulator)
@@ -142,7 +144,7 @@ struct SenderResilienceTests {
         }
     }
 
-    @Test("a retry policy that runs out ends with the last rejection, never silently")
+    @Test("a retry policy that runs out ends failed with APNs's last answer and what each attempt met, never silently")
     func exhausted() async throws {
         try await harness.run(
             emulator: harness.emulatorConfiguration(faults: FaultConfiguration(serviceUnavailable: 1)),
@@ -150,28 +152,32 @@ struct SenderResilienceTests {
         ) { emulator, client in
             let delivery = await client.send(harness.alert(), to: harness.developmentDevice)
             #expect(delivery.attempts == 3)
-            #expect(delivery.outcome.rejection?.reason == .serviceUnavailable)
+            guard case .failed(let error) = delivery.outcome else {
+                Issue.record("expected a failure, got \(delivery.outcome)")
+                return
+            }
+            #expect(error.code == .retryLater && error.rejection?.reason == .serviceUnavailable && error.rejection?.status == 503)
+            #expect(error.message.contains("503 ServiceUnavailable ×3") && error.message.contains("maximumAttempts"), "\(error)")
             #expect(harness.backoffClock.requestedSleeps.count == 2)
         }
     }
 
-    @Test("a server that refuses every stream: re-sent up to the cap on unprocessed attempts plus the counted ones, then failed")
+    @Test("a server that refuses every stream: re-sent at once, then after a growing backoff, until the cap; then failed")
     func refusedEveryStream() async throws {
-        let retry = RetryPolicy(maximumAttempts: 3, initialBackoff: .milliseconds(10), maximumUnprocessedResends: 4)
+        let retry = RetryPolicy(maximumAttempts: 7, initialBackoff: .milliseconds(10))
         try await harness.run(
             emulator: harness.emulatorConfiguration(faults: FaultConfiguration(refusedStreamProbability: 1)),
             client: { harness.clientConfiguration($0, retry: retry) }
         ) { emulator, client in
             let delivery = await client.send(harness.alert(), to: harness.developmentDevice)
-            // 1 attempt, 4 free re-sends of what APNs never processed, then 2 more that count: 3 counted in all.
-            #expect(delivery.attempts == 1 + 4 + 2)
-            #expect(delivery.unprocessedAttempts == 4, "the free re-sends, beyond which refusals count")
+            #expect(delivery.attempts == 7 && delivery.unprocessedAttempts == 7)
             guard case .failed(let error) = delivery.outcome else {
                 Issue.record("expected a failure, got \(delivery.outcome)")
                 return
             }
             #expect(error.code == .notProcessed)
             #expect(error.description.contains("REFUSED_STREAM") && error.description.contains("7 attempts"), "\(error)")
+            #expect(error.description.contains("not processed (refused stream, GOAWAY or closing connection) ×7"), "\(error)")
             #expect(emulator.counters.faults["refusedStream"] == 7, "every attempt reached the emulator and was refused")
             #expect(emulator.counters.accepted == 0)
             #expect((try? emulator.inbox(for: harness.developmentDevice))?.isEmpty == true)

@@ -137,12 +137,18 @@ extension APNSClient {
         while true {
             let result = await attempt(
                 on: pool, template: headers, target: .resource(method, path: path), requestID: id, body: buffer, progress: &progress)
-            if case .retry(let afterBackoff, let refreshed) = judgeAttempt(result, &progress) {
+            // What the retries went through, when the policy stopped them.
+            var history = ""
+            switch judgeAttempt(result, &progress, expiration: nil) {
+            case .retry(let delay, let refreshed):
                 if let refreshed { headers = template(refreshed) }
-                if !afterBackoff { continue }
-                if await backoff(after: progress.backoffStep) { continue }
+                if await pause(delay) { continue }
                 // Cancelled during the backoff: the last result stands.
                 if case .failure = result { metrics.fail() }
+            case .gaveUp(let stop):
+                history = " (\(gaveUpSummary(stop, progress)))"
+            case .final:
+                break
             }
             switch result {
             case .success(let response) where (200...299).contains(response.status):
@@ -153,12 +159,12 @@ extension APNSClient {
                     "herald.request_id": "\(rejection.apnsID)", "herald.reason": "\(rejection.reason)", "herald.status": "\(rejection.status)",
                 ])
                 throw APNSChannelError(
-                    .rejected, "\(operation) was refused: \(rejection.status) \(rejection.reason). \(rejection.reason.explanation)",
+                    .rejected, "\(operation) was refused: \(rejection.status) \(rejection.reason)\(history). \(rejection.reason.explanation)",
                     rejection: rejection, requestID: rejection.apnsID, attempts: progress.attempts)
             case .failure(let error):
                 logger.warning("\(operation) got no answer", metadata: ["herald.request_id": "\(id)", "herald.error": "\(error)"])
                 throw APNSChannelError(
-                    .failed, "\(operation) got no answer after \(progress.attempts) attempt\(progress.attempts == 1 ? "" : "s"): \(error.message) Check that \(destination) is reachable.",
+                    .failed, "\(operation) got no answer after \(progress.attempts) attempt\(progress.attempts == 1 ? "" : "s")\(history): \(error.message) Check that \(destination) is reachable.",
                     requestID: id, attempts: progress.attempts)
             }
         }

@@ -11,8 +11,7 @@ public struct APNSDelivery: Sendable, CustomStringConvertible {
     /// How many times it was sent (1 when the first attempt decided), attempts APNs never processed included.
     public let attempts: Int
     /// How many of ``attempts`` APNs never processed (streams above a GOAWAY's last-stream-id, refused streams,
-    /// requests a closing connection never wrote): they were safe to repeat and did not count against the retry
-    /// policy's ``RetryPolicy/maximumAttempts``.
+    /// requests a closing connection never wrote): they were safe to repeat, the first of a streak at once.
     public let unprocessedAttempts: Int
 
     public init(token: DeviceToken, apnsID: String, outcome: APNSOutcome, attempts: Int, unprocessedAttempts: Int = 0) {
@@ -32,8 +31,9 @@ public enum APNSOutcome: Sendable, CustomStringConvertible {
     case accepted(apnsID: String, uniqueID: String?)
     /// APNs refused it with a status and reason.
     case rejected(APNSRejection)
-    /// No answer could be had: connection failures or timeouts on every allowed attempt, or invalid credentials
-    /// configuration.
+    /// Not accepted, though APNs never refused it for good: connection failures, timeouts or answers asking for a
+    /// retry (429, 500, 503) until the retry policy stopped — its message then counts what each attempt met — or
+    /// invalid credentials configuration.
     case failed(APNSClientError)
 
     public var isAccepted: Bool { if case .accepted = self { true } else { false } }
@@ -73,10 +73,13 @@ public struct APNSClientError: CodedError, Hashable {
 
     public let code: Code
     public let message: String
+    /// For ``Code/retryLater``: APNs's last answer, which asked for a retry the policy no longer allowed.
+    public let rejection: APNSRejection?
 
-    init(_ code: Code, _ message: String) {
+    init(_ code: Code, _ message: String, rejection: APNSRejection? = nil) {
         self.code = code
         self.message = message
+        self.rejection = rejection
     }
 
     static func configuration(_ message: String) -> APNSClientError { APNSClientError(.configuration, message) }
@@ -84,6 +87,7 @@ public struct APNSClientError: CodedError, Hashable {
     /// Whether sending again may succeed.
     public var isRetryable: Bool {
         code == .timeout || code == .connectionClosed || code == .notProcessed || code == .connectFailed
+            || code == .retryLater
     }
 }
 
@@ -100,6 +104,10 @@ extension ErrorCode where Domain == APNSClientError {
     public static let badResponse = Self("badResponse")
     /// The client was shut down.
     public static let shutdown = Self("shutdown")
+    /// APNs answered that the notification should be sent again later (429 `TooManyRequests`, 500, 503
+    /// `ServiceUnavailable` or `Shutdown`) until the retry policy stopped; ``APNSClientError/rejection`` is the last
+    /// answer. APNs did not take the notification: it may be sent again.
+    public static let retryLater = Self("retryLater")
     /// The configuration or credentials are not usable.
     public static let configuration = Self("configuration")
     /// The notification failed validation before sending.

@@ -35,6 +35,8 @@ struct SendCommand: AsyncParsableCommand {
     @Option(help: "Send the notification this many times to each token (for load tests).") var `repeat`: Int = 1
     @Option(help: "Notifications in flight at once.") var concurrency: Int = 1000
     @Option(help: "Connections to open.") var connections: Int = 4
+    @Option(help: "Seconds a notification APNs asked to retry (429, 5xx) or never answered is retried before it fails; the server's HERALD_RETRY_WINDOW defaults to 600.")
+    var retryWindow: Int = 60
     @Flag(help: "Print only a JSON summary line: ok, failed, seconds, rate.") var summaryJSON = false
 
     func validate() throws {
@@ -46,6 +48,7 @@ struct SendCommand: AsyncParsableCommand {
             throw ValidationError("--channel \(channel) is not a channel id: use the base64 id herald channels create printed.")
         }
         if `repeat` < 1 || concurrency < 1 || connections < 1 { throw ValidationError("--repeat, --concurrency and --connections must be at least 1.") }
+        if retryWindow < 0 { throw ValidationError("--retry-window is in seconds: 0 or more (0 sends each notification once).") }
     }
 
     func run() async throws {
@@ -60,7 +63,8 @@ struct SendCommand: AsyncParsableCommand {
         } catch let error as NotificationValidationError {
             throw ValidationError("The notification would be refused: \(error)")
         }
-        let configuration = try connection.configuration(for: .devicePush, connections: connections)
+        var configuration = try connection.configuration(for: .devicePush, connections: connections)
+        configuration.retry.retryWindow = .seconds(retryWindow)
         let items = RepeatedNotifications(notification: prepared, tokens: deviceTokens, repetitions: `repeat`)
         let results = Mutex((ok: 0, failed: 0))
         let started = ContinuousClock.now
@@ -97,7 +101,7 @@ struct SendCommand: AsyncParsableCommand {
             }
             Output.error("✗ \(delivery.token.redacted) \(rejection.status) \(rejection.reason): \(advice)")
         case .failed(let error):
-            Output.error("✗ \(delivery.token.redacted) no answer after \(delivery.attempts) attempt\(delivery.attempts == 1 ? "" : "s"): \(error)")
+            Output.error("✗ \(delivery.token.redacted) failed after \(delivery.attempts) attempt\(delivery.attempts == 1 ? "" : "s"): \(error)")
         }
     }
 

@@ -49,6 +49,7 @@ extension ServerConfiguration {
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
     /// | `HERALD_CONSOLE_IDLE_TIMEOUT` [`consoleIdleTimeout`] | seconds a console session may go unused | 1800 |
     /// | `HERALD_SCHEDULE_CATCH_UP` [`scheduleCatchUp`] | seconds late a scheduled send still goes out after downtime | 86400 |
+    /// | `HERALD_RETRY_WINDOW` [`retryWindow`] | seconds a notification APNs asked to retry (429, 5xx) or never answered is retried, never past its `apns-expiration` | 600 |
     /// | `HERALD_INSTANCE_ID` [`instanceId`] | this server's name among instances sharing a database, stable across restarts; no `/` | the host name |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
@@ -95,6 +96,9 @@ extension ServerConfiguration {
         sending.catchUpLimit =
             try reader.integer("HERALD_SCHEDULE_CATCH_UP", "scheduleCatchUp", in: 0...31_622_400).map { .seconds($0) }
             ?? sending.catchUpLimit
+        sending.retry.retryWindow =
+            try reader.integer("HERALD_RETRY_WINDOW", "retryWindow", in: 0...604_800).map { .seconds($0) }
+            ?? sending.retry.retryWindow
         console.idleTimeout =
             try reader.integer("HERALD_CONSOLE_IDLE_TIMEOUT", "consoleIdleTimeout", in: 60...604_800).map { .seconds($0) }
             ?? console.idleTimeout

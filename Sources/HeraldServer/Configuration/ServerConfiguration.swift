@@ -166,7 +166,8 @@ public struct ServerConfiguration: Sendable {
         public var maximumInFlight: Int
         /// HTTP/2 connections per app and environment. Default 4.
         public var connectionsPerClient: Int
-        /// The sender's retry policy for 429, 5xx and connection failures.
+        /// The sender's retry policy for 429, 5xx and connection failures: retried until its retry window (default 10
+        /// minutes, `HERALD_RETRY_WINDOW`) runs out.
         public var retry: RetryPolicy
         /// How long a background send's lease lasts; it is renewed at a third of that. Default 2 minutes.
         public var leaseDuration: Duration
