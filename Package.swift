@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "HeraldStore", targets: ["HeraldStore"]),
         .library(name: "HeraldStoreSQLite", targets: ["HeraldStoreSQLite"]),
         .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
+        .library(name: "HeraldSending", targets: ["HeraldSending"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
         .library(name: "HeraldFuzzing", targets: ["HeraldFuzzing"]),
     ],
@@ -113,6 +114,13 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // The send engine: the scheduler's lanes and the instance's shared in-flight budget. No HTTP: the server, the
+        // console and the CLI are adapters over it (issue 24 moves the rest of the engine here from HeraldServer/Jobs).
+        .target(
+            name: "HeraldSending",
+            dependencies: ["HeraldCore", "HeraldStore"],
+            swiftSettings: upcomingFeatures
+        ),
         // The provider server: registration, send API, background sends, operations. Hummingbird 2 over all of the above.
         .target(
             name: "HeraldServer",
@@ -123,6 +131,7 @@ let package = Package(
                 "HeraldStore",
                 "HeraldStoreSQLite",
                 "HeraldStorePostgres",
+                "HeraldSending",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -224,6 +233,11 @@ let package = Package(
             dependencies: [
                 "HeraldHTTP2", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ],
+            swiftSettings: upcomingFeatures
+        ),
+        .testTarget(
+            name: "HeraldSendingTests",
+            dependencies: ["HeraldSending", "HeraldStore", "HeraldCore"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -23,6 +23,12 @@
 #       answered inline with the APNs outcome, against `herald emulator --counting-only`. As the ceiling, `herald send`
 #       pushes to the same emulator with CONNECTIONS in flight on 1 connection. Prints both rates, the p50/p99 of the
 #       server, their ratio, and the CPU time the server and the emulator used per send during wrk.
+#   scripts/bench-server.sh lanes [sqlite|postgres] [DEVICES]                   defaults: sqlite 1000000
+#       The scheduler's lanes: one-token inline sends offered at INLINE_RATE (500) a second for INLINE_SECONDS (20),
+#       open loop (scripts/bench/open-loop.py), idle and then while a campaign to DEVICES devices at `rate: 1000` runs;
+#       then 20 sends to one user's 300 devices during the campaign, each timed from its createdAt to its updatedAt.
+#   scripts/bench-server.sh fairness [sqlite|postgres] [DEVICES]                defaults: sqlite 200000
+#       Two apps with DEVICES devices each, one send to every device of each started together: when each ends.
 #
 # HERALD_BENCH_SERVER_LOG=/path/to/file keeps the server's log (standard output and error) there.
 # HERALD_BENCH_BINARY=/path/to/herald runs that build instead of building this tree (to measure a baseline in the same
@@ -191,12 +197,47 @@ sink_cpu_micros() {
     fi
 }
 
+# Seeds COUNT devices of TOPIC (half development, half production) with tokens from FIRST on, of USER when given;
+# migrates the database first.
+seed_devices() {  # DATABASE_URL COUNT TOPIC FIRST [USER]
+    local url=$1 count=$2 topic=$3 first=$4 user=${5:-} now schema
+    log "Seeding $count devices of $topic${user:+ (user $user)}"
+    "$herald" tokens add "$(printf 'ff%.0s' $(seq 1 32))" --debug --database-url "$url" >/dev/null  # migrates
+    "$herald" tokens remove "$(printf 'ff%.0s' $(seq 1 32))" --database-url "$url" >/dev/null
+    now=$(($(date +%s) * 1000000))
+    case "$backend" in
+        sqlite)
+            python3 - "$work/herald.sqlite" "$count" "$now" "$topic" "$first" "$user" <<'PY'
+import sqlite3, sys
+path, count, now, topic, first = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+user = sys.argv[6] or None
+db = sqlite3.connect(path)
+rows = ((f"{i:064x}", topic, "development" if i % 2 else "production", "device", user, now, now, now)
+        for i in range(first, first + count))
+db.executemany("INSERT INTO devices (token, topic, environment, token_kind, user_id, registered_at, created_at, "
+               "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+db.commit()
+PY
+            ;;
+        postgres)
+            schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
+            local user_sql=NULL
+            [ -n "$user" ] && user_sql="'$user'"
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema;
+                INSERT INTO devices (token, topic, environment, token_kind, user_id, registered_at, created_at, updated_at)
+                SELECT lpad(to_hex(i), 64, '0'), '$topic', CASE WHEN i % 2 = 1 THEN 'development' ELSE 'production' END,
+                       'device', $user_sql, $now, $now, $now FROM generate_series($first, $first + $count - 1) AS i;
+                ANALYZE devices;"
+            ;;
+    esac
+}
+
 start_server() {  # DATABASE_URL: herald serve pushing to the emulator; sets port and server_pid
     port=$(free_port)
     (cd "$work" && server_env "$1" "$port" HERALD_APNS=custom HERALD_APNS_PRODUCTION_PORT="$emulator_production" \
         HERALD_APNS_DEVELOPMENT_PORT="$emulator_development" HERALD_APNS_CA_FILE="$work/ca.pem" \
         HERALD_KEY_FILE="$work/AuthKey_$key_id.p8" HERALD_TEAM_ID="$team_id" HERALD_API_KEYS="bench:send:$secret" \
-        "$herald" serve >"$work/serve.log" 2>&1) &
+        ${server_config:+HERALD_CONFIG="$server_config"} "$herald" serve >"$work/serve.log" 2>&1) &
     pids+=($!)
     server_pid=${pids[-1]}
     wait_for "http://127.0.0.1:$port/ready"
@@ -278,31 +319,7 @@ fanout)
     url=$(database_url)
     if [ "${APNS_SINK:-emulator}" = nginx ]; then start_nginx_sink; else start_emulator; fi
 
-    log "Seeding $devices devices"
-    "$herald" tokens add "$(printf 'ff%.0s' $(seq 1 32))" --debug --database-url "$url" >/dev/null  # migrates
-    "$herald" tokens remove "$(printf 'ff%.0s' $(seq 1 32))" --database-url "$url" >/dev/null
-    seed_sql="INSERT INTO devices (token, topic, environment, token_kind, registered_at, created_at, updated_at)"
-    now=$(($(date +%s) * 1000000))
-    case "$backend" in
-        sqlite)
-            python3 - "$work/herald.sqlite" "$devices" "$now" <<'PY'
-import sqlite3, sys
-path, count, now = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-db = sqlite3.connect(path)
-rows = ((f"{i:064x}", "com.example.app", "development" if i % 2 else "production", "device", now, now, now)
-        for i in range(1, count + 1))
-db.executemany("INSERT INTO devices (token, topic, environment, token_kind, registered_at, created_at, updated_at) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-db.commit()
-PY
-            ;;
-        postgres)
-            schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
-            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema; $seed_sql
-                SELECT lpad(to_hex(i), 64, '0'), 'com.example.app', CASE WHEN i % 2 = 1 THEN 'development' ELSE 'production' END,
-                       'device', $now, $now, $now FROM generate_series(1, $devices) AS i; ANALYZE devices;"
-            ;;
-    esac
+    seed_devices "$url" "$devices" com.example.app 1
 
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
     start_server "$url"
@@ -415,8 +432,123 @@ print(f"CPU per send during wrk: server {int(server_cpu) / sends:.0f} µs, emula
       f"server context switches per send: {int(switches) / sends:.1f}")
 PY
     ;;
+lanes)
+    # Issue 24's aims for the scheduler, against the counting emulator: a 300-device send to one user while a
+    # campaign paced at `rate: 1000` runs (20 tries, completion time from the send's createdAt to its updatedAt), and
+    # one-token inline sends offered at a fixed rate (open loop, scripts/bench/open-loop.py), idle and during the
+    # campaign.
+    devices=${3:-1000000}
+    inline_rate=${INLINE_RATE:-500}
+    inline_seconds=${INLINE_SECONDS:-20}
+    url=$(database_url)
+    start_emulator
+    seed_devices "$url" "$devices" com.example.app 1
+    seed_devices "$url" 300 com.example.app $((devices + 1)) bench-user
+    token=$(printf 'ab%.0s' $(seq 1 32))
+    "$herald" tokens add "$token" --topic com.example.app --environment production --database-url "$url" >/dev/null
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    start_server "$url"
+    inline_body="{\"target\": {\"token\": \"$token\"}, \"alert\": \"your code is 123456\"}"
+    open_loop() {
+        python3 scripts/bench/open-loop.py "http://127.0.0.1:$port/api/send" "$inline_rate" "$inline_seconds" \
+            --header "Authorization: Bearer $secret" --body "$inline_body"
+    }
+    log "Inline one-token sends, idle: $inline_rate/s for $inline_seconds s (open loop)"
+    idle=$(open_loop)
+    log "A campaign to $devices devices at rate 1000"
+    campaign=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
+        -d '{"target": {"topic": "com.example.app"}, "alert": "campaign", "rate": 1000}')
+    campaign_id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$campaign")
+    log "Inline one-token sends during the campaign"
+    busy=$(open_loop)
+    log "20 sends to one user's 300 devices during the campaign"
+    user_sends=$(python3 - "http://127.0.0.1:$port" "$secret" <<'PY'
+import json, sys, time, urllib.request
+from datetime import datetime
+base, secret = sys.argv[1], sys.argv[2]
+def call(method, path, body=None):
+    request = urllib.request.Request(base + path, method=method, data=body and body.encode(),
+                                     headers={"Authorization": f"Bearer {secret}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())
+parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
+times = []
+for _ in range(20):
+    send = call("POST", "/api/send", '{"target": {"user": "bench-user"}, "alert": "your order shipped"}')
+    while send["status"] in ("queued", "running"):
+        time.sleep(0.01)
+        send = call("GET", f"/api/sends/{send['id']}?limit=1")
+    assert send["status"] == "completed" and send["counts"]["accepted"] == 300, send
+    times.append((parse(send["updatedAt"]) - parse(send["createdAt"])).total_seconds())
+times.sort()
+print(json.dumps({"p50": times[9], "p99": times[-1], "min": times[0], "lane": send["lane"]}))
+PY
+)
+    campaign_record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$campaign_id?limit=1")
+    curl -s -X DELETE -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$campaign_id" >/dev/null
+    python3 - "$idle" "$busy" "$user_sends" "$campaign_record" "$backend" "$devices" "$inline_rate" <<'PY'
+import json, sys
+idle, busy, user, campaign = (json.loads(a) for a in sys.argv[1:5])
+backend, devices, rate = sys.argv[5], int(sys.argv[6]), sys.argv[7]
+print(f"Campaign: {devices:,} devices of one app at rate 1000 on {backend}; "
+      f"{campaign['counts']['accepted']:,} sent while measuring ({campaign['status']}, lane {campaign['lane']})")
+print()
+print("| What | p50 | p99 | max | errors |")
+print("| --- | ---: | ---: | ---: | ---: |")
+print(f"| inline one-token send at {rate}/s, idle | {idle['p50_ms']} ms | {idle['p99_ms']} ms | {idle['max_ms']} ms | {idle['errors']} |")
+print(f"| inline one-token send at {rate}/s, during the campaign | {busy['p50_ms']} ms | {busy['p99_ms']} ms | {busy['max_ms']} ms | {busy['errors']} |")
+print(f"| 300-device user send ({user['lane']} lane), during the campaign, 20 tries | {user['p50'] * 1000:.0f} ms | {user['p99'] * 1000:.0f} ms | | 0 |")
+print()
+print(f"inline p99 during the campaign / idle = {busy['p99_ms'] / idle['p99_ms']:.2f} (aim ≤ 1.2 and < 10 ms)")
+PY
+    ;;
+fairness)
+    # Two apps' sends of DEVICES devices each, started together: how far apart they end (issue 24: within 10 %).
+    devices=${3:-200000}
+    url=$(database_url)
+    start_emulator
+    seed_devices "$url" "$devices" com.alpha.app 1
+    seed_devices "$url" "$devices" com.beta.app $((devices + 1))
+    credentials="\"keyFile\": \"$work/AuthKey_$key_id.p8\", \"keyId\": \"$key_id\", \"teamId\": \"$team_id\""
+    printf '{"apps": [{"topic": "com.alpha.app", %s}, {"topic": "com.beta.app", %s}]}' "$credentials" "$credentials" \
+        >"$work/apps.json"
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    server_config="$work/apps.json" start_server "$url"
+    log "One send to every device of each app, started together"
+    ids=()
+    for app in com.alpha.app com.beta.app; do
+        answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
+            -d "{\"target\": {\"topic\": \"$app\"}, \"alert\": \"hello\"}")
+        ids+=("$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")")
+    done
+    python3 - "http://127.0.0.1:$port" "$secret" "$devices" "$backend" "${ids[@]}" <<'PY'
+import json, sys, time, urllib.request
+from datetime import datetime
+base, secret, devices, backend, ids = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+def get(path):
+    request = urllib.request.Request(base + path, headers={"Authorization": f"Bearer {secret}"})
+    with urllib.request.urlopen(request) as answer:
+        return json.loads(answer.read())
+parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
+records = {}
+while len(records) < len(ids):
+    for send_id in ids:
+        record = get(f"/api/sends/{send_id}?limit=1")
+        if record["status"] not in ("queued", "running"):
+            records[send_id] = record
+    time.sleep(0.5)
+start = min(parse(r["createdAt"]) for r in records.values())
+ends = [(parse(records[i]["updatedAt"]) - start).total_seconds() for i in ids]
+print("| App | Devices | Ended after | Accepted |")
+print("| --- | ---: | ---: | ---: |")
+for app, send_id, end in zip(["com.alpha.app", "com.beta.app"], ids, ends):
+    print(f"| {app} ({backend}) | {devices:,} | {end:.1f} s | {records[send_id]['counts']['accepted']:,} |")
+print()
+print(f"the later / the earlier = {max(ends) / min(ends):.3f} (aim ≤ 1.10)")
+PY
+    ;;
 *)
-    echo "usage: scripts/bench-server.sh register|fanout|transactional [sqlite|postgres] [...]" >&2
+    echo "usage: scripts/bench-server.sh register|fanout|transactional|lanes|fairness [sqlite|postgres] [...]" >&2
     exit 2
     ;;
 esac

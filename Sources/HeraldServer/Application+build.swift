@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNS
+import HeraldSending
 public import HeraldCore
 public import HeraldEmulator
 public import HeraldStore
@@ -114,17 +115,20 @@ public func buildApplication(
         let metrics = ServerMetrics(registry: dependencies.metrics)
         let delivery = Delivery(
             store: store, sender: senders, metrics: metrics, logger: logger, clock: dependencies.clock)
+        // Every background send of this instance shares one in-flight budget (docs/sending.md).
+        let budget = InFlightBudget(total: configuration.sending.maximumInFlight)
         let fanOut = FanOut(
             store: store, delivery: delivery, pageSize: configuration.sending.pageSize,
             maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock,
-            sleepClock: dependencies.sleepClock)
+            sleepClock: dependencies.sleepClock, budget: budget)
         let storeReady = Gate()
         let broadcaster = Broadcaster(
             store: store, client: { senders.client(bundleID: $0, environment: $1) }, metrics: metrics)
         let worker = SendWorker(
             store: store, apps: apps, fanOut: fanOut, broadcaster: broadcaster, sending: configuration.sending,
             instance: configuration.instanceID, clock: dependencies.sleepClock,
-            wallClock: dependencies.clock, storeReady: storeReady, logger: logger)
+            wallClock: dependencies.clock, storeReady: storeReady, logger: logger,
+            appWeights: Dictionary(configuration.apps.map { ($0.bundleID, Double($0.sendWeight)) }) { $1 }, metrics: metrics)
 
         let rateLimiter =
             configuration.limits.registrationsPerMinute > 0
@@ -145,7 +149,8 @@ public func buildApplication(
                 to: router)
             let sends = SendController(
                 store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
-                metrics: metrics, clock: dependencies.clock)
+                campaignThreshold: configuration.sending.campaignThreshold, metrics: metrics,
+                clock: dependencies.clock)
             sends.addRoutes(to: router)
             let activities = ActivityController(
                 store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics)
@@ -155,7 +160,9 @@ public func buildApplication(
                 limits: configuration.limits, clock: dependencies.clock)
             channels.addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
-            OperationsController(store: store, registry: dependencies.metrics).addRoutes(to: router)
+            OperationsController(
+                store: store, registry: dependencies.metrics, beforeScrape: { metrics.budget(budget.snapshot) }
+            ).addRoutes(to: router)
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, worker: worker,

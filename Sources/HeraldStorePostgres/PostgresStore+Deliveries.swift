@@ -103,11 +103,22 @@ extension PostgresStore {
         return OutcomePage(rows, limit: limit)
     }
 
-    public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {
+    public func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws
+        -> SendRecord?
+    {
+        guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         return try await session("claim a send") { session in
-            try await session.rows(StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, at: now, .postgres))
-                .first?.send()
+            try await session.rows(
+                StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, at: now, .postgres)
+            ).first?.send()
+        }
+    }
+
+    public func waitingSends() async throws -> [SendLane: Int] {
+        let now = clock.now()
+        return try await session("count the waiting sends") { session in
+            try StoreSQL.laneCounts(await session.rows(StoreSQL.waitingSends(at: now, .postgres)))
         }
     }
 

@@ -41,8 +41,10 @@ extension SQLiteStore {
 
     public func recordFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome]) async throws -> SendRecord {
         let now = clock.now()
-        return try await write("record a finished send") { db in
-            guard try db.rows(StoreSQL.insertSend(send, at: now, .sqlite)).first != nil else {
+        var finished = send
+        finished.lane = .inline
+        return try await write("record a finished send") { [finished] db in
+            guard try db.rows(StoreSQL.insertSend(finished, at: now, .sqlite)).first != nil else {
                 throw NewSend.alreadyExists(send.id)
             }
             let counts = try db.insertOutcomes(outcomes, of: send.id, firstSequence: 1)
@@ -76,11 +78,22 @@ extension SQLiteStore {
         return OutcomePage(rows, limit: limit)
     }
 
-    public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {
+    public func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws
+        -> SendRecord?
+    {
+        guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         // One UPDATE under SQLite's single writer: no other claim can run between choosing the send and taking it.
         return try await write("claim a send") { db in
-            try db.rows(StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, at: now, .sqlite)).first?.send()
+            try db.rows(StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, at: now, .sqlite))
+                .first?.send()
+        }
+    }
+
+    public func waitingSends() async throws -> [SendLane: Int] {
+        let now = clock.now()
+        return try await read("count the waiting sends") { db in
+            try StoreSQL.laneCounts(db.rows(StoreSQL.waitingSends(at: now, .sqlite)))
         }
     }
 

@@ -148,7 +148,10 @@ struct SQLiteStoreTests {
         let result = try await ProcessRunner.run("python3", [script, database, "--count", "300", "--batch", "16"])
         #expect(result.status == 0, "\(result.standardError)")
         let figures = result.standardOutput.split(separator: " ").compactMap { Double($0.filter { !$0.isWhitespace }) }
-        #expect(figures.count == 3 && figures.allSatisfy { $0 > 0 }, "rate, CPU and system time: \(result.standardOutput)")
+        // The kernel accounts system time in ticks: 300 registrations may take less than one, so it may read 0.
+        #expect(
+            figures.count == 3 && figures[0] > 0 && figures[1] > 0 && figures[2] >= 0,
+            "rate, CPU and system time: \(result.standardOutput)")
 
         try await StoreConformance.withRunning(try fixture.open(ManualWallClock())) { store in
             let app = DeviceQuery.topic("com.example.app")

@@ -37,6 +37,7 @@ extension ServerConfiguration {
     /// | `HERALD_REGISTRATION_KEYS` [`registrationKeys`] | comma-separated | none: registration is open |
     /// | `HERALD_CONTENT_KEY` [`contentKey`] | `id:base64` of 32 bytes | none |
     /// | `HERALD_RECEIPTS` [`receipts`] | Boolean: the send id in a `herald` key, for delivery receipts | `true` |
+    /// | `HERALD_SEND_WEIGHT` [`sendWeight`] | the app's share of the in-flight budget against other apps, 1–1000 | 1 |
     /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
@@ -45,7 +46,9 @@ extension ServerConfiguration {
     /// | `HERALD_REQUEST_TIMEOUT` [`requestTimeout`] | seconds for a request to arrive whole | 30 |
     /// | `HERALD_MAX_CONNECTIONS` [`maxConnections`] | connections open at once | 4096 |
     /// | `HERALD_SHUTDOWN_GRACE` [`shutdownGrace`] | seconds a busy connection gets at shutdown | 10 |
-    /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight per send | 1000 |
+    /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight on this instance, shared by its sends | 1000 |
+    /// | `HERALD_RUNNING_SENDS` [`runningSends`] | background sends running at once per lane | 16 |
+    /// | `HERALD_CAMPAIGN_THRESHOLD` [`campaignThreshold`] | devices above which a send goes to the campaign lane | 10000 |
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
     /// | `HERALD_CONSOLE_IDLE_TIMEOUT` [`consoleIdleTimeout`] | seconds a console session may go unused | 1800 |
     /// | `HERALD_SCHEDULE_CATCH_UP` [`scheduleCatchUp`] | seconds late a scheduled send still goes out after downtime | 86400 |
@@ -91,6 +94,11 @@ extension ServerConfiguration {
             ?? limits.shutdownGracePeriod
         sending.maximumInFlight =
             try reader.integer("HERALD_SEND_CONCURRENCY", "sendConcurrency", in: 1...100_000) ?? sending.maximumInFlight
+        sending.runningSendsPerLane =
+            try reader.integer("HERALD_RUNNING_SENDS", "runningSends", in: 1...1000) ?? sending.runningSendsPerLane
+        sending.campaignThreshold =
+            try reader.integer("HERALD_CAMPAIGN_THRESHOLD", "campaignThreshold", in: 0...100_000_000)
+            ?? sending.campaignThreshold
         sending.connectionsPerClient =
             try reader.integer("HERALD_APNS_CONNECTIONS", "apnsConnections", in: 1...64) ?? sending.connectionsPerClient
         sending.catchUpLimit =
@@ -157,7 +165,7 @@ extension ServerConfiguration {
         let perAppVariables = [
             "HERALD_TOPIC", "HERALD_TEAM_ID", "HERALD_KEY_ID", "HERALD_KEY_FILE", "HERALD_CERTIFICATE_FILE",
             "HERALD_PRIVATE_KEY_FILE", "HERALD_P12_FILE", "HERALD_REGISTRATION_KEYS", "HERALD_CONTENT_KEY",
-            "HERALD_RECEIPTS",
+            "HERALD_RECEIPTS", "HERALD_SEND_WEIGHT",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -171,6 +179,9 @@ extension ServerConfiguration {
                 if !app.registrationKeys.isEmpty { merged.registrationKeys = app.registrationKeys }
                 if app.contentKey != nil { merged.contentKey = app.contentKey }
                 if reader.environment["HERALD_RECEIPTS"].map({ !$0.isEmpty }) ?? false { merged.receipts = app.receipts }
+                if reader.environment["HERALD_SEND_WEIGHT"].map({ !$0.isEmpty }) ?? false {
+                    merged.sendWeight = app.sendWeight
+                }
                 apps[index] = merged
             } else {
                 apps.append(app)
@@ -232,6 +243,7 @@ extension ServerConfiguration {
         }
         app.registrationKeys = try reader.list("HERALD_REGISTRATION_KEYS", "registrationKeys")
         app.receipts = try reader.bool("HERALD_RECEIPTS", "receipts") ?? true
+        app.sendWeight = try reader.integer("HERALD_SEND_WEIGHT", "sendWeight", in: 1...1000) ?? 1
         if let text = try reader.string("HERALD_CONTENT_KEY", "contentKey") {
             guard let colon = text.firstIndex(of: ":") else {
                 throw ConfigurationError(

@@ -162,8 +162,14 @@ public struct ServerConfiguration: Sendable {
     public struct Sending: Sendable {
         /// Devices fetched from the store per page, and outcomes recorded per transaction. Default 1,000.
         public var pageSize: Int
-        /// Notifications in flight at once per send. Default 1,000.
+        /// Notifications in flight at once on this instance, shared by every background send it runs (and the most
+        /// one send may have). Default 1,000.
         public var maximumInFlight: Int
+        /// Background sends running at once per lane (docs/sending.md, "Lanes"). Default 16.
+        public var runningSendsPerLane: Int
+        /// Sends to more devices than this go to the campaign lane, as do sends to a whole topic and paced sends.
+        /// Default 10,000.
+        public var campaignThreshold: Int
         /// HTTP/2 connections per app and environment. Default 4.
         public var connectionsPerClient: Int
         /// The sender's retry policy for 429, 5xx and connection failures: retried until its retry window (default 10
@@ -181,10 +187,13 @@ public struct ServerConfiguration: Sendable {
         public init(
             pageSize: Int = 1000, maximumInFlight: Int = 1000, connectionsPerClient: Int = 4,
             retry: RetryPolicy = RetryPolicy(), leaseDuration: Duration = .seconds(120),
-            pollInterval: Duration = .seconds(2), catchUpLimit: Duration = .seconds(86_400)
+            pollInterval: Duration = .seconds(2), catchUpLimit: Duration = .seconds(86_400),
+            runningSendsPerLane: Int = 16, campaignThreshold: Int = 10_000
         ) {
             self.pageSize = pageSize
             self.maximumInFlight = maximumInFlight
+            self.runningSendsPerLane = runningSendsPerLane
+            self.campaignThreshold = campaignThreshold
             self.connectionsPerClient = connectionsPerClient
             self.retry = retry
             self.leaseDuration = leaseDuration
@@ -234,12 +243,16 @@ public struct AppConfiguration: Sendable {
     /// them received and opened (delivery receipts, `POST /api/events`). On by default; the key costs about 50 bytes
     /// of the payload limit.
     public var receipts: Bool
+    /// The app's weight in each instance's shared in-flight budget: while two apps' sends of one lane both want
+    /// more, they get it in proportion to their weights. Default 1.
+    public var sendWeight: Int
 
     /// - Parameters: see the properties; only the bundle id is required.
     public init(
         bundleID: String, credentials: Credentials? = nil, registrationKeys: [String] = [],
-        contentKey: ContentEncryptionKey? = nil, receipts: Bool = true
+        contentKey: ContentEncryptionKey? = nil, receipts: Bool = true, sendWeight: Int = 1
     ) {
+        self.sendWeight = sendWeight
         self.bundleID = bundleID
         self.credentials = credentials
         self.registrationKeys = registrationKeys

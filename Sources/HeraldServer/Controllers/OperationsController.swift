@@ -10,6 +10,8 @@ import Prometheus
 struct OperationsController: Sendable {
     let store: any Store
     let registry: PrometheusCollectorRegistry
+    /// Sets the gauges that are read rather than counted (the shared send budget) just before a scrape.
+    var beforeScrape: @Sendable () -> Void = {}
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/health", use: health)
@@ -44,6 +46,7 @@ struct OperationsController: Sendable {
     }
 
     @Sendable func metrics(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        beforeScrape()
         var buffer: [UInt8] = []
         buffer.reserveCapacity(16 * 1024)
         registry.emit(into: &buffer)

@@ -20,6 +20,8 @@ struct SendController: Sendable {
     let fanOut: FanOut
     let worker: SendWorker
     let limits: ServerConfiguration.Limits
+    /// Sends to more devices than this are queued in the campaign lane.
+    let campaignThreshold: Int
     let metrics: ServerMetrics
     let clock: any WallClock
 
@@ -83,7 +85,8 @@ struct SendController: Sendable {
         let record = try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString,
-                status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant))
+                status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
+                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold)))
         metrics.sendStarted(background: true)
         worker.wake()
         logger[metadataKey: LogKey.sendID] = "\(record.id)"
@@ -219,6 +222,8 @@ struct SendController: Sendable {
                 "failed": .integer(record.counts.failed),
             ]),
         ]
+        members["lane"] = .string(record.lane.rawValue)
+        if record.status == .running, let worker = record.worker { members["worker"] = .string(worker) }
         if let count = record.targetCount { members["targetCount"] = .integer(count) }
         if let message = record.message { members["message"] = .string(message) }
         if let sendAt = record.sendAt { members["sendAt"] = .string(RFC3339.string(sendAt)) }

@@ -77,7 +77,7 @@ struct Broadcaster: Sendable {
         try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString,
-                status: .queued, targetCount: 1, sendAt: plan.sendAt))
+                status: .queued, targetCount: 1, sendAt: plan.sendAt, lane: .broadcast))
     }
 
     /// Sends a scheduled broadcast a worker claimed, and records how it ended: `completed`, or `failed` with why

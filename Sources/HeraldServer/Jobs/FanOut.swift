@@ -2,20 +2,25 @@ import Crypto
 import DequeModule
 import Foundation
 import HeraldCore
+import HeraldSending
 import HeraldStore
 
-/// Performs one send: walks its target page by page after a checkpoint, keeps up to `maximumInFlight` devices
-/// between "sent" and "recorded", and records outcomes in batches as they come, one transaction per batch.
+/// Performs one send: walks its target page by page after a checkpoint, keeps devices between "sent" and
+/// "recorded" within the permits it holds, and records outcomes in batches as they come, one transaction per batch.
+///
+/// The permits come from the instance's ``HeraldSending/InFlightBudget``, shared by every send the instance runs, so
+/// many sends run side by side within one total; without a budget (tests) a run may have `maximumInFlight`. A run
+/// tells the budget what it has in flight and what it could start, and gets or gives back permits accordingly.
 ///
 /// What a crash costs: a device is re-sent after `kill -9` only if it was sent and its outcome not yet recorded, and
-/// there are never more than `maximumInFlight` of those — the limit counts a device from the moment it is sent
-/// until its outcome is committed, not until APNs answers. A resumed run starts after the send's checkpoint (the
+/// there are never more of those than the budget's total across the instance — a permit counts a device from the
+/// moment it is sent until its outcome is committed, not until APNs answers. A resumed run starts after the send's checkpoint (the
 /// last page whose every device is recorded) and skips the devices of later pages that already have an outcome.
 /// Each device gets the same `apns-id` on every attempt and every run (``apnsID(send:token:)``), so what is sent
 /// twice is recognisable downstream.
 ///
-/// Memory stays bounded whatever the target's size: at most two pages wait to be sent and `maximumInFlight`
-/// outcomes wait to be recorded. Runs as one task group: the page fetch, the sends and the recording overlap, and
+/// Memory stays bounded whatever the target's size: at most two pages wait to be sent and as many outcomes wait to be
+/// recorded as the run holds permits. Runs as one task group: the page fetch, the sends and the recording overlap, and
 /// nothing outlives the call but the requests already written, whose answers nobody awaits after a failure.
 struct FanOut: Sendable {
     let store: any Store
@@ -25,6 +30,8 @@ struct FanOut: Sendable {
     let clock: any WallClock
     /// What a send with a `rate` waits on between its starts.
     var sleepClock: any Clock<Duration> = ContinuousClock()
+    /// The instance's in-flight budget that background sends share; `nil`: each run may have `maximumInFlight`.
+    var budget: InFlightBudget?
 
     /// A background send's lease, renewed at a third of its duration.
     struct Lease: Sendable {
@@ -54,6 +61,8 @@ struct FanOut: Sendable {
         case failed(any Error)
         /// A send with a `rate` may start its next devices.
         case tick
+        /// The shared budget gave the send more permits.
+        case permits(Int)
     }
 
     /// A send's `rate` as starts granted per tick: one start at a time up to 100 a second, batches at ticks of 10 ms
@@ -88,14 +97,19 @@ struct FanOut: Sendable {
     ///   - resuming: Whether outcomes may be recorded already (after the checkpoint too): their devices are skipped.
     ///   - lease: The background worker's lease to keep renewing; `nil` for an inline send.
     ///   - collect: Whether to return every outcome (inline sends only: a small target).
+    ///   - lane: The send's lane in the shared budget (``budget``).
+    ///   - appWeight: Its app's weight in the shared budget.
     ///   - shouldStop: Checked between events; once `true`, nothing more is fetched or sent, and what is in flight
     ///     is finished and recorded (graceful shutdown). A later run skips what was recorded.
     /// - Throws: ``LeaseLost``, a store error, or `CancellationError`.
     func run(
         _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, resuming: Bool = false, lease: Lease?,
-        collect: Bool, shouldStop: @escaping @Sendable () -> Bool = { false }
+        collect: Bool, lane: SendLane = .background, appWeight: Double = 1,
+        shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Result {
         let events = BatchQueue<Event>()
+        let flow = budget?.join(app: plan.bundleID, lane: lane, appWeight: appWeight) { events.push(.permits($0)) }
+        defer { if let flow { budget?.leave(flow) } }
         return try await withThrowingDiscardingTaskGroup { group in
             var cursor = checkpoint
             var exhausted = false
@@ -115,6 +129,9 @@ struct FanOut: Sendable {
             var stopping = false
             var dropped = false
             var pace = plan.rate.map(Pace.init(rate:))
+            // Devices that may be in flight: the budget's permits this send holds, or its own limit without a budget.
+            var permits = flow == nil ? maximumInFlight : 0
+            var reported: (inUse: Int, wanted: Int)?
 
             while true {
                 if !stopping, shouldStop() {
@@ -122,7 +139,16 @@ struct FanOut: Sendable {
                     dropped = !queue.isEmpty
                     queue.removeAll()
                 }
-                while unrecorded < maximumInFlight, pace.map({ $0.allowance > 0 }) ?? true,
+                if let flow, let budget {
+                    // What this send could have in flight now: a paced send asks only for what its rate allows.
+                    let startable = min(queue.count, pace?.allowance ?? Int.max)
+                    let wanted = min(unrecorded + startable, maximumInFlight)
+                    if reported.map({ $0 != (unrecorded, wanted) }) ?? true {
+                        reported = (unrecorded, wanted)
+                        permits += budget.update(flow, inUse: unrecorded, wanted: wanted)
+                    }
+                }
+                while unrecorded < permits, pace.map({ $0.allowance > 0 }) ?? true,
                     let next = queue.popFirst()
                 {
                     pace?.allowance -= 1
@@ -222,6 +248,8 @@ struct FanOut: Sendable {
                         result.counts = counts
                     case .failed(let error):
                         throw error
+                    case .permits(let count):
+                        permits += count
                     case .tick:
                         if var current = pace {
                             current.ticking = false

@@ -27,6 +27,8 @@ struct SendPlan: Sendable {
     let rate: Int?
     /// The single token of a `{"token": …}` target, which must be registered.
     let singleToken: DeviceToken?
+    /// Whether the target is every device of the app (`{"topic": …}`).
+    let targetsEveryDevice: Bool
     /// The push type every targeted device gets.
     let pushType: APNSPushType
     /// The notification per language tag (lowercase); `""` is the default.
@@ -140,6 +142,7 @@ struct SendPlan: Sendable {
             targetDescription = "every device"
         }
         singleToken = single
+        targetsEveryDevice = named[0] == "topic"
         selection = selection.inTopic(app.bundleID)
         if let name = try fields.string("environment") {
             guard let environment = APNSEnvironment(name: name) else {
@@ -285,6 +288,15 @@ struct SendPlan: Sendable {
 
     /// Whether the send waits in the queue for a worker whatever its size: scheduled or paced sends.
     var mustRunInBackground: Bool { schedule != nil || rate != nil }
+
+    /// The scheduler lane of the send once queued: paced sends and sends to more than `campaignThreshold` devices are
+    /// campaigns; other Live Activity pushes have their own lane; sends to every device of the app are campaigns too,
+    /// and the rest are background sends.
+    func lane(targetCount: Int, campaignThreshold: Int) -> SendLane {
+        if rate != nil || targetCount > campaignThreshold { return .campaign }
+        if pushType == .liveactivity { return .activity }
+        return targetsEveryDevice ? .campaign : .background
+    }
 
     /// The notification a device gets: the variant of its first preferred language that the send carries
     /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.

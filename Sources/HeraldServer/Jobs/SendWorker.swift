@@ -6,8 +6,14 @@ import Logging
 public import ServiceLifecycle
 import Synchronization
 
-/// Runs background sends: claims the oldest queued send (or one whose worker's lease ran out), performs it with a
-/// lease it keeps renewing, and marks it completed or failed.
+/// Runs background sends: claims queued sends (or ones whose worker's lease ran out), performs each with a lease it
+/// keeps renewing, and marks it completed or failed.
+///
+/// Many sends run at once (docs/sending.md, "Many sends at once"). Each lane (``HeraldStore/SendLane``) has
+/// its own running limit (`HERALD_RUNNING_SENDS` per lane), so a campaign never holds the slot of a Live Activity
+/// update or of a send to one user; the worker claims from every lane that has room whenever a send is queued or
+/// ends, and at each poll. The sends share the instance's in-flight budget (``HeraldSending/InFlightBudget``):
+/// earlier lanes first, then apps by weight, then sends evenly.
 ///
 /// A send cancelled while this worker performs it (`DELETE /api/sends/{id}`) stops: at once when the cancellation came
 /// through this instance (``cancelled(_:)``), and otherwise at the worker's next look at the send's status (every poll
@@ -43,15 +49,29 @@ public final class SendWorker: Service, Sendable {
     private let waiters = Mutex<[UUID: WakeSignal]>([:])
     private let polls = Mutex(Polls())
     private let storeReady: Gate
-    /// The send being performed, and whether it was cancelled meanwhile.
-    private let current = Mutex<(id: SendID, cancelled: Bool)?>(nil)
+    /// The most sends running at once in each lane.
+    private let runningLimit: Int
+    /// Each app's weight in the shared budget.
+    private let appWeights: [String: Double]
+    /// The sends being performed, with their lane and whether they were cancelled meanwhile.
+    private let running = Mutex<[SendID: RunningSend]>([:])
+    private let metrics: ServerMetrics?
+
+    private struct RunningSend {
+        let lane: SendLane
+        var cancelled = false
+    }
 
     init(
         store: any Store, apps: AppDirectory, fanOut: FanOut, broadcaster: Broadcaster,
         sending: ServerConfiguration.Sending, instance: String,
-        clock: any Clock<Duration>, wallClock: any WallClock, storeReady: Gate, logger: Logger
+        clock: any Clock<Duration>, wallClock: any WallClock, storeReady: Gate, logger: Logger,
+        appWeights: [String: Double] = [:], metrics: ServerMetrics? = nil
     ) {
         self.storeReady = storeReady
+        self.runningLimit = sending.runningSendsPerLane
+        self.appWeights = appWeights
+        self.metrics = metrics
         self.store = store
         self.apps = apps
         self.fanOut = fanOut
@@ -87,27 +107,36 @@ public final class SendWorker: Service, Sendable {
     }
 
     private func work(_ lock: InstanceLock?) async {
-        var resumedAbandoned = lock == nil
-        var reportedLockHeldElsewhere = false
-        while !stopping.load(ordering: .relaxed), !Task.isCancelled {
-            if let lock, !resumedAbandoned {
-                resumedAbandoned = await resumeAbandoned(lock, reported: &reportedLockHeldElsewhere)
-            }
-            let poll = polls.withLock { polls -> Int in
-                polls.started += 1
-                return polls.started
-            }
-            var claimed: SendRecord?
-            do {
-                claimed = try await store.claimNextQueuedSend(worker: name, leaseUntil: leaseEnd())
-            } catch {
-                logger.warning("Cannot look for queued sends", metadata: [LogKey.error: "\(error)"])
-            }
-            if let claimed {
-                await perform(claimed)
-            } else {
+        await withDiscardingTaskGroup { group in
+            var resumedAbandoned = lock == nil
+            var reportedLockHeldElsewhere = false
+            while !stopping.load(ordering: .relaxed), !Task.isCancelled {
+                if let lock, !resumedAbandoned {
+                    resumedAbandoned = await resumeAbandoned(lock, reported: &reportedLockHeldElsewhere)
+                }
+                let poll = polls.withLock { polls -> Int in
+                    polls.started += 1
+                    return polls.started
+                }
+                var claimed = false
+                while !stopping.load(ordering: .relaxed), let record = await claimNext() {
+                    claimed = true
+                    group.addTask {
+                        await self.perform(record)
+                        self.running.withLock { _ = $0.removeValue(forKey: record.id) }
+                        self.metrics?.sendsRunning(self.runningPerLane())
+                        self.notifyWaiters()
+                        // A slot is free: the next send of its lane may start now, not at the next poll.
+                        self.wakeup.signal()
+                    }
+                }
+                if claimed { continue }
+                await reportWaiting()
+                let sendsRunning = !running.withLock { $0.isEmpty }
                 let (idle, lookAgain) = polls.withLock { polls in
-                    let waking = polls.idleWaiters.filter { $0.value.after < poll }
+                    let waking = polls.idleWaiters.filter {
+                        $0.value.after < poll && !(sendsRunning && $0.value.untilSendsEnd)
+                    }
                     for key in waking.keys { polls.idleWaiters.removeValue(forKey: key) }
                     let lookAgain = polls.lookAgain
                     polls.lookAgain = false
@@ -120,7 +149,45 @@ public final class SendWorker: Service, Sendable {
                 await wakeup.wait(timeout: await untilNextLook(), clock: clock)
                 polls.withLock { $0.waiting = false }
             }
+            // Graceful shutdown: every running send sees `stopping`, records what it has in flight and goes back to
+            // the queue; the group waits for them.
         }
+    }
+
+    /// Claims the oldest waiting send of the lanes that have room, and counts it as running; `nil` when none waits
+    /// there (or every lane is full).
+    private func claimNext() async -> SendRecord? {
+        let lanes = Set(
+            running.withLock { running in
+                SendLane.priorityOrder.filter { lane in running.values.count { $0.lane == lane } < runningLimit }
+            })
+        guard !lanes.isEmpty else { return nil }
+        do {
+            guard let record = try await store.claimNextQueuedSend(worker: name, leaseUntil: leaseEnd(), lanes: lanes)
+            else { return nil }
+            running.withLock { $0[record.id] = RunningSend(lane: record.lane) }
+            metrics?.sendClaimed(lane: record.lane, resumed: record.counts.total > 0 || record.checkpoint != nil)
+            metrics?.sendsRunning(runningPerLane())
+            return record
+        } catch {
+            logger.warning("Cannot look for queued sends", metadata: [LogKey.error: "\(error)"])
+            return nil
+        }
+    }
+
+    /// The sends running now, per lane.
+    func runningPerLane() -> [SendLane: Int] {
+        running.withLock { running in
+            var counts: [SendLane: Int] = [:]
+            for send in running.values { counts[send.lane, default: 0] += 1 }
+            return counts
+        }
+    }
+
+    /// Publishes how many sends wait in each lane (for `/metrics`).
+    private func reportWaiting() async {
+        guard let metrics, let waiting = try? await store.waitingSends() else { return }
+        metrics.sendsWaiting(waiting)
     }
 
     /// How long an idle worker waits: its poll interval, or less when a scheduled send comes due sooner.
@@ -163,13 +230,11 @@ public final class SendWorker: Service, Sendable {
     /// Tells the worker a send was cancelled through this instance: if it is performing that send, it stops at its
     /// next event instead of at its next status check.
     func cancelled(_ id: SendID) {
-        current.withLock { current in
-            if current?.id == id { current?.cancelled = true }
-        }
+        running.withLock { running in running[id]?.cancelled = true }
     }
 
     private func isCancelled(_ id: SendID) -> Bool {
-        current.withLock { $0?.id == id && $0?.cancelled == true }
+        running.withLock { $0[id]?.cancelled == true }
     }
 
     /// Waits until a send is completed, failed or cancelled, and returns it; a send cancelled while this worker
@@ -199,16 +264,26 @@ public final class SendWorker: Service, Sendable {
         }
     }
 
-    /// Returns once the worker has looked for queued sends and found none, in a look that began after this call, and
-    /// waits for a wake-up (``wake()``) or its next poll: for tests that must know what a worker did not take, or
-    /// that store a send it must not take yet.
+    /// Returns once the worker has no send running, has looked for queued sends and found none, in a look that began
+    /// after this call, and waits for a wake-up (``wake()``) or its next poll: for tests that must know what a worker
+    /// did, or did not take, or that store a send it must not take yet.
     func waitUntilIdle() async {
+        await waitForLook(untilSendsEnd: true)
+    }
+
+    /// Returns once the worker has looked for queued sends and found none (or no room in their lanes), in a look that
+    /// began after this call, whatever it still runs: for tests that must know a send was left waiting.
+    func waitUntilLookedAgain() async {
+        await waitForLook(untilSendsEnd: false)
+    }
+
+    private func waitForLook(untilSendsEnd: Bool) async {
         let signal = WakeSignal()
         let key = UUID()
         // A waiting worker is woken; one that is looking now looks once more when this look finds nothing. A wake-up
         // signal left pending instead would make the worker look again later, after the caller relied on its idling.
         let waiting = polls.withLock { polls in
-            polls.idleWaiters[key] = (after: polls.started, signal: signal)
+            polls.idleWaiters[key] = (after: polls.started, untilSendsEnd: untilSendsEnd, signal: signal)
             if !polls.waiting { polls.lookAgain = true }
             return polls.waiting
         }
@@ -224,7 +299,7 @@ public final class SendWorker: Service, Sendable {
         var waiting = false
         /// Whether the worker looks again as soon as its current look finds nothing.
         var lookAgain = false
-        var idleWaiters: [UUID: (after: Int, signal: WakeSignal)] = [:]
+        var idleWaiters: [UUID: (after: Int, untilSendsEnd: Bool, signal: WakeSignal)] = [:]
     }
 
     private func notifyWaiters() {
@@ -238,11 +313,7 @@ public final class SendWorker: Service, Sendable {
     private func perform(_ record: SendRecord) async {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(record.id)"
-        current.withLock { $0 = (record.id, false) }
-        defer {
-            current.withLock { $0 = nil }
-            notifyWaiters()
-        }
+        logger[metadataKey: LogKey.lane] = "\(record.lane)"
         do {
             guard let job = record.job, let value = try? JSONValue(parsing: job) else {
                 _ = try await store.updateSend(
@@ -305,7 +376,8 @@ public final class SendWorker: Service, Sendable {
                 let result = try await fanOut.run(
                     plan, send: record.id, after: record.checkpoint,
                     resuming: record.counts.total > 0 || record.sentThrough != nil,
-                    lease: FanOut.Lease(worker: name, duration: leaseDuration), collect: false,
+                    lease: FanOut.Lease(worker: name, duration: leaseDuration), collect: false, lane: record.lane,
+                    appWeight: appWeights[plan.bundleID] ?? 1,
                     shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
                 group.cancelAll()
                 return result

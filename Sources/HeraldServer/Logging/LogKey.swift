@@ -8,6 +8,7 @@ enum LogKey {
     static let topic = "herald.topic"
     static let reason = "herald.reason"
     static let sendID = "herald.send_id"
+    static let lane = "herald.lane"
     static let count = "herald.count"
     static let error = "herald.error"
     static let path = "herald.path"

@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Prometheus
 
@@ -23,6 +24,14 @@ struct ServerMetrics: Sendable {
         static let corrections = ("environment_corrections", "BadDeviceToken tokens the other environment accepted.")
         static let sends = ("sends", "Sends started, inline or in the background.")
         static let receipts = ("receipt_events", "Delivery receipts the apps reported, by what became of them.")
+        static let running = ("sends_running", "Background sends this instance runs now, by lane.")
+        static let waiting = ("sends_waiting", "Sends waiting to be claimed in every instance's queue, by lane.")
+        static let claims = (
+            "send_claims", "Background sends this instance claimed, by lane and whether the send resumed (after a restart or another worker's lease ran out)."
+        )
+        static let budgetInUse = ("send_budget_in_use", "Notifications in flight of the instance's shared budget, by lane.")
+        static let budgetTotal = ("send_budget_total", "The instance's in-flight budget (HERALD_SEND_CONCURRENCY).")
+        static let budgetWaiting = ("send_budget_waiting_sends", "Running sends that want more of the budget than they hold.")
         static let activityPushes = (
             "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
         )
@@ -89,6 +98,40 @@ struct ServerMetrics: Sendable {
         Self.counter(
             registry, Name.activityPushes, [("event", event), ("priority", "\(priority)"), ("via", route.rawValue)]
         ).increment()
+    }
+
+    private func gauge(_ name: (String, String), _ labels: [(String, String)]) -> Gauge {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(namespace: "herald", metricName: name.0, unitName: "", helpText: name.1),
+            labels: labels)
+    }
+
+    /// The background sends running on this instance, per lane (every lane is set, so an emptied lane reads 0).
+    func sendsRunning(_ counts: [SendLane: Int]) {
+        for lane in SendLane.priorityOrder {
+            gauge(Name.running, [("lane", lane.rawValue)]).set(Double(counts[lane] ?? 0))
+        }
+    }
+
+    /// The sends waiting in the store's queue, per lane.
+    func sendsWaiting(_ counts: [SendLane: Int]) {
+        for lane in SendLane.priorityOrder {
+            gauge(Name.waiting, [("lane", lane.rawValue)]).set(Double(counts[lane] ?? 0))
+        }
+    }
+
+    func sendClaimed(lane: SendLane, resumed: Bool) {
+        Self.counter(registry, Name.claims, [("lane", lane.rawValue), ("resumed", resumed ? "true" : "false")])
+            .increment()
+    }
+
+    /// The shared in-flight budget, as `/metrics` is scraped.
+    func budget(_ snapshot: InFlightBudget.Snapshot) {
+        gauge(Name.budgetTotal, []).set(Double(snapshot.total))
+        gauge(Name.budgetWaiting, []).set(Double(snapshot.waiting))
+        for lane in SendLane.priorityOrder {
+            gauge(Name.budgetInUse, [("lane", lane.rawValue)]).set(Double(snapshot.inUseByLane[lane] ?? 0))
+        }
     }
 
     func sendStarted(background: Bool) {

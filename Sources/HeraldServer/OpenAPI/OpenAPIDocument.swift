@@ -501,10 +501,21 @@ components:
         rate: { type: [integer, "null"], description: "Start or update only: as in SendRequest." }
     Send:
       type: object
-      required: [id, status, target, summary, counts, receipts, createdAt, updatedAt]
+      required: [id, status, lane, target, summary, counts, receipts, createdAt, updatedAt]
       properties:
         id: { type: string, format: uuid, description: "A time-ordered (version 7) UUID: sends made later have ids that sort later." }
         status: { type: string, enum: [queued, running, completed, failed, cancelled] }
+        lane:
+          type: string
+          enum: [inline, activity, broadcast, background, campaign]
+          description: >
+            The scheduler lane (docs/sending.md): inline for a send performed while its request waited; a queued
+            send waits in activity (Live Activity pushes), broadcast (a scheduled broadcast), background (a user, a
+            tag or a list of tokens) or campaign (every device of the app, a paced send, or more devices than
+            HERALD_CAMPAIGN_THRESHOLD).
+        worker:
+          type: string
+          description: "While running: the worker performing it, as instance/process/random (its instance is HERALD_INSTANCE_ID).
         target: { type: string }
         summary: { type: string }
         targetCount: { type: integer }

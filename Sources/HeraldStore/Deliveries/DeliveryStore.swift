@@ -56,16 +56,21 @@ public protocol DeliveryStore: Sendable {
     ///   - limit: The most outcomes to return, at least 1.
     func outcomes(of id: SendID, after cursor: OutcomeCursor?, limit: Int) async throws -> OutcomePage
 
-    /// Takes the oldest send that is waiting — queued, or running under a lease that ran out — and gives its lease
-    /// to a worker.
+    /// Takes the oldest send of some lanes that is waiting — queued, or running under a lease that ran out — and
+    /// gives its lease to a worker.
     ///
     /// Two workers never get the same send while its lease holds: PostgreSQL locks the row
     /// (`FOR UPDATE SKIP LOCKED`, so workers do not wait on each other); SQLite has a single writer.
     /// - Parameters:
     ///   - worker: A name unique to the worker (host and process).
     ///   - leaseUntil: Until when the send is the worker's; renew it well before.
-    /// - Returns: The claimed send, now `running`, or `nil` when nothing waits.
-    func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord?
+    ///   - lanes: The lanes to claim from (``SendRecord/lane``): those the worker has room in.
+    /// - Returns: The claimed send, now `running`, or `nil` when nothing waits in those lanes.
+    func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws -> SendRecord?
+
+    /// How many sends wait in each lane now (queued and due, or running under a lease that ran out); lanes without
+    /// any are left out. For the scheduler's metrics.
+    func waitingSends() async throws -> [SendLane: Int]
 
     /// Runs `body` while holding, where the store can, the lock on a server instance's id, and releases it after.
     ///
@@ -117,4 +122,12 @@ public protocol DeliveryStore: Sendable {
     /// - Returns: `false` when the worker no longer holds the send (its lease ran out and another worker claimed
     ///   it, or the send ended): the worker must stop working on it.
     func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool
+}
+
+extension DeliveryStore {
+    /// Takes the oldest waiting send of any lane: ``claimNextQueuedSend(worker:leaseUntil:lanes:)`` with every lane a
+    /// send can wait in.
+    public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {
+        try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: Set(SendLane.priorityOrder))
+    }
 }

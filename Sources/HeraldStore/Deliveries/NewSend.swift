@@ -22,10 +22,14 @@ public struct NewSend: Sendable, Hashable {
     public var counts: OutcomeCounts
     /// A note about how it went: for a broadcast, what APNs answered.
     public var message: String?
+    /// The scheduler lane a queued send waits in. ``DeliveryStore/recordFinishedSend(_:outcomes:)`` records every
+    /// send as ``SendLane/inline`` whatever this says.
+    public var lane: SendLane
 
     public init(
         id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
-        targetCount: Int? = nil, sendAt: Date? = nil, counts: OutcomeCounts = OutcomeCounts(), message: String? = nil
+        targetCount: Int? = nil, sendAt: Date? = nil, counts: OutcomeCounts = OutcomeCounts(), message: String? = nil,
+        lane: SendLane = .background
     ) {
         self.id = id
         self.target = target
@@ -36,6 +40,7 @@ public struct NewSend: Sendable, Hashable {
         self.sendAt = sendAt
         self.counts = counts
         self.message = message
+        self.lane = lane
     }
 }
 

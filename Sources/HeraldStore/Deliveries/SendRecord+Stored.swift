@@ -4,10 +4,13 @@ extension SendRecord {
     package init(
         storedID id: String, createdAt: Int64, updatedAt: Int64, target: String, summary: String, job: String?,
         status: String, targetCount: Int?, accepted: Int, rejected: Int, failed: Int, checkpoint: String?,
-        worker: String?, leaseUntil: Int64?, message: String?, sendAt: Int64?, sentThrough: Int64?
+        worker: String?, leaseUntil: Int64?, message: String?, sendAt: Int64?, sentThrough: Int64?, lane: String
     ) throws {
-        guard let parsedID = SendID(id), let parsedStatus = SendStatus(rawValue: status) else {
-            throw StoreError(.corruptRecord, "A stored send has an unreadable id or status: repair or delete the row.")
+        guard let parsedID = SendID(id), let parsedStatus = SendStatus(rawValue: status),
+            let parsedLane = SendLane(rawValue: lane)
+        else {
+            throw StoreError(
+                .corruptRecord, "A stored send has an unreadable id, status or lane: repair or delete the row.")
         }
         var parsedCheckpoint: DeviceCursor?
         if let checkpoint {
@@ -21,7 +24,8 @@ extension SendRecord {
             summary: summary, job: job, status: parsedStatus, targetCount: targetCount,
             counts: OutcomeCounts(accepted: accepted, rejected: rejected, failed: failed),
             checkpoint: parsedCheckpoint, worker: worker, leaseUntil: leaseUntil.map(StoreTime.date),
-            message: message, sendAt: sendAt.map(StoreTime.date), sentThrough: sentThrough.map(StoreTime.date))
+            message: message, sendAt: sendAt.map(StoreTime.date), sentThrough: sentThrough.map(StoreTime.date),
+            lane: parsedLane)
     }
 
     /// The error for an operation on a send that does not exist.

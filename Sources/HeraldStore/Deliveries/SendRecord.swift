@@ -32,11 +32,14 @@ public struct SendRecord: Sendable, Hashable {
     public var sendAt: Date?
     /// For a send at each device's local time: the instant through which its time zones' devices were sent.
     public var sentThrough: Date?
+    /// The scheduler lane it waits or runs in; ``SendLane/inline`` for a send performed while its request waited.
+    public var lane: SendLane
 
     public init(
         id: SendID, createdAt: Date, updatedAt: Date, target: String, summary: String, job: String?,
         status: SendStatus, targetCount: Int?, counts: OutcomeCounts, checkpoint: DeviceCursor?, worker: String?,
-        leaseUntil: Date?, message: String?, sendAt: Date? = nil, sentThrough: Date? = nil
+        leaseUntil: Date?, message: String?, sendAt: Date? = nil, sentThrough: Date? = nil,
+        lane: SendLane = .background
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -53,5 +56,6 @@ public struct SendRecord: Sendable, Hashable {
         self.message = message
         self.sendAt = sendAt
         self.sentThrough = sentThrough
+        self.lane = lane
     }
 }

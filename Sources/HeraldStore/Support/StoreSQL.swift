@@ -200,7 +200,7 @@ package enum StoreSQL {
     /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
-        checkpoint, worker, lease_until, message, send_at, sent_through
+        checkpoint, worker, lease_until, message, send_at, sent_through, lane
         """
 
     /// Inserts a send unless its id exists; returns it.
@@ -209,7 +209,8 @@ package enum StoreSQL {
             dialect,
             """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at, \
-            accepted, rejected, failed, message) VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+            accepted, rejected, failed, message, lane) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
@@ -217,7 +218,7 @@ package enum StoreSQL {
                 .text(send.summary), .textOrNull(send.job), .text(send.status.rawValue),
                 .integerOrNull(send.targetCount), .integerOrNull(send.sendAt.map(StoreTime.microseconds)),
                 .integer(Int64(send.counts.accepted)), .integer(Int64(send.counts.rejected)),
-                .integer(Int64(send.counts.failed)), .textOrNull(send.message),
+                .integer(Int64(send.counts.failed)), .textOrNull(send.message), .text(send.lane.rawValue),
             ])
     }
 
@@ -486,21 +487,50 @@ package enum StoreSQL {
             [.text(id.description), .integer(cursor?.sequence ?? 0), .integer(Int64(limit + 1))])
     }
 
-    /// Gives the oldest waiting send to a worker; returns it. On PostgreSQL, concurrent claimers skip the row
-    /// another one locked instead of waiting for it.
+    /// Gives the oldest waiting send of some lanes to a worker; returns it. On PostgreSQL, concurrent claimers skip
+    /// the row another one locked instead of waiting for it.
     package static func claimSend(
-        worker: String, leaseUntil: Date, at now: Date, _ dialect: SQLStatement.Dialect
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
-        SQLStatement(
+        // Sorted, so one set of lanes is one statement text (PostgreSQL plans it once per shape).
+        let names = lanes.map(\.rawValue).sorted()
+        let list = names.indices.map { "$\($0 + 4)" }.joined(separator: ", ")
+        return SQLStatement(
             dialect,
             """
             UPDATE sends SET status = 'running', worker = $1, lease_until = $2, updated_at = $3 \
             WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
-            AND (status = 'queued' OR lease_until < $3) AND (send_at IS NULL OR send_at <= $3) \
+            AND (status = 'queued' OR lease_until < $3) AND (send_at IS NULL OR send_at <= $3) AND lane IN (\(list)) \
             ORDER BY created_at, id LIMIT 1\(dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")) \
             RETURNING \(sendColumns)
             """,
-            [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))])
+            [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))]
+                + names.map { .text($0) })
+    }
+
+    /// How many sends wait in each lane: queued and due, or running under a lease that ran out (`lane`, `count` rows).
+    package static func waitingSends(at now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT lane, count(*) FROM sends WHERE status IN ('queued', 'running') \
+            AND (status = 'queued' OR lease_until < $1) AND (send_at IS NULL OR send_at <= $1) GROUP BY lane
+            """,
+            [.integer(StoreTime.microseconds(now))])
+    }
+
+    /// The counts per lane of ``waitingSends(at:_:)``'s rows.
+    /// - Throws: ``StoreError`` `.corruptRecord` for a lane no store writes.
+    package static func laneCounts(_ rows: [some StoredRow]) throws -> [SendLane: Int] {
+        var counts: [SendLane: Int] = [:]
+        for row in rows {
+            let name = try row.text(0)
+            guard let lane = SendLane(rawValue: name) else {
+                throw StoreError(.corruptRecord, "A stored send waits in the unknown lane \"\(name)\": repair the row.")
+            }
+            counts[lane] = Int(try row.integer(1))
+        }
+        return counts
     }
 
     /// Puts a running send its worker holds back in the queue until a later time, from the start of its target:

@@ -303,6 +303,16 @@ package enum StoreSchema {
                 // flush per batch of registrations instead of one each. See StoreSQL.registerBatch.
                 registerBatchFunction(columns: registrationColumns(upTo: 13))
             ]),
+        Migration(
+            version: 14, name: "sends wait in the scheduler's lanes",
+            statements: [
+                // A send recorded finished (inline) is in no queue: the column's default. Every queued send stores
+                // its job, so the sends an earlier version queued go to the background lane.
+                "ALTER TABLE sends ADD COLUMN lane TEXT NOT NULL DEFAULT 'inline'",
+                "UPDATE sends SET lane = 'background' WHERE job IS NOT NULL",
+                // A worker claims the oldest waiting send of the lanes it has room in.
+                "CREATE INDEX sends_waiting_lane ON sends (lane, created_at, id) WHERE status IN ('queued', 'running')",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

@@ -56,7 +56,7 @@ extension StoredRow {
             job: optionalText(5), status: text(6), targetCount: optionalInteger(7).map(Int.init),
             accepted: Int(integer(8)), rejected: Int(integer(9)), failed: Int(integer(10)),
             checkpoint: optionalText(11), worker: optionalText(12), leaseUntil: optionalInteger(13),
-            message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16))
+            message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16), lane: text(17))
     }
 
     /// An outcome from the columns of ``StoreSQL/outcomeColumns``, with its sequence number.

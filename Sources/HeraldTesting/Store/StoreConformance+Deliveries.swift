@@ -16,6 +16,9 @@ extension StoreConformance {
             Case("workers claim different sends, and a send whose lease ran out can be claimed again", claims),
             Case("two instances claiming at once never get the same send", concurrentClaims),
             Case(
+                "a worker claims only from the lanes it has room in, oldest first there, and waiting sends are counted per lane",
+                laneClaims),
+            Case(
                 "a restarted instance that holds its lock puts back at once the sends its earlier run held, not its own",
                 restartedInstance),
             Case(
@@ -221,6 +224,43 @@ extension StoreConformance {
             #expect(
                 try await other.renewLease(of: send.id, worker: "b", until: context.clock.now().addingTimeInterval(60)))
         }
+    }
+
+    static func laneClaims(_ context: Context) async throws {
+        let store = context.store
+        let campaign = try await store.createSend(NewSend(target: "every device", summary: "s", lane: .campaign))
+        context.clock.advance(by: .seconds(1))
+        let user = try await store.createSend(NewSend(target: "user 1", summary: "s", lane: .background))
+        context.clock.advance(by: .seconds(1))
+        let activity = try await store.createSend(NewSend(target: "activity a", summary: "s", lane: .activity))
+        let later = try await store.createSend(
+            NewSend(
+                target: "user 2", summary: "scheduled", sendAt: context.clock.now().addingTimeInterval(60),
+                lane: .background))
+        _ = try await store.recordFinishedSend(
+            NewSend(target: "user 3", summary: "inline", status: .completed), outcomes: [])
+        let stored = try await store.send(user.id)
+        #expect(campaign.lane == .campaign && stored?.lane == .background)
+        #expect(try await store.waitingSends() == [.campaign: 1, .background: 1, .activity: 1], "not the scheduled one")
+
+        let lease = context.clock.now().addingTimeInterval(30)
+        #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: []) == nil)
+        let first = try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: [.background, .activity])
+        #expect(first?.id == user.id && first?.lane == .background, "the oldest of the lanes asked for")
+        #expect(
+            try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: [.background]) == nil,
+            "the scheduled send of that lane is not due")
+        #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: [.activity])?.id == activity.id)
+        #expect(try await store.waitingSends() == [.campaign: 1])
+        #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease)?.id == campaign.id, "every lane")
+        #expect(try await store.waitingSends().isEmpty)
+        let inline = try await store.recentSends(after: nil, limit: 10).sends.first { $0.summary == "inline" }
+        #expect(inline?.lane == .inline, "a send recorded finished waited in no lane")
+        context.clock.advance(by: .seconds(120))
+        #expect(
+            try await store.waitingSends() == [.background: 2, .activity: 1, .campaign: 1],
+            "the scheduled send came due, and the leases of the claimed ones ran out")
+        _ = later
     }
 
     static func claims(_ context: Context) async throws {

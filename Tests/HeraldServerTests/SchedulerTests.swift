@@ -1,0 +1,122 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// The send scheduler: many sends at once on one instance, in lanes, sharing one in-flight budget fairly.
+@Suite("Server: send scheduler", .timeLimit(.minutes(3)))
+struct SchedulerTests {
+    static let alpha = "com.alpha.app"
+    static let beta = "com.beta.app"
+
+    static func register(_ store: any Store, _ range: ClosedRange<Int>, topic: String, user: String? = nil)
+        async throws
+    {
+        for n in range {
+            _ = try await store.upsert(
+                TokenRegistration(
+                    token: StoreConformance.token(n), topic: topic, environment: .development, userID: user))
+        }
+    }
+
+    @Test(
+        "a send to one user's devices completes while a paced campaign holds its lane: no send waits for another",
+        arguments: Backend.available)
+    func noHeadOfLineBlocking(backend: Backend) async throws {
+        // The campaign's pace waits on this clock, which never moves by itself: it stays running for the whole test.
+        let paceClock = ManualClock()
+        try await ServerHarness.withServer(
+            backend, sleepClock: paceClock,
+            configure: {
+                $0.limits.inlineSendLimit = 3
+                // One campaign at a time: the second waits for the first's slot, the user's send does not.
+                $0.sending.runningSendsPerLane = 1
+            }
+        ) { client, app in
+            let key = try await SendTests.key(app)
+            try await Self.register(app.store, 1...20, topic: ServerHarness.topic)
+            try await Self.register(app.store, 101...105, topic: ServerHarness.topic, user: "u1")
+            let campaign = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"topic": "com.example.app"}, "alert": "campaign", "rate": 1}"#, bearer: key)
+            #expect(campaign.status == .accepted && campaign.json["lane"]?.stringValue == "campaign", "\(campaign)")
+            let secondCampaign = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"topic": "com.example.app"}, "alert": "second campaign", "rate": 5}"#, bearer: key)
+            let order = try await client.call(
+                .post, "/api/send", body: #"{"target": {"user": "u1"}, "alert": "your order shipped"}"#, bearer: key)
+            #expect(order.status == .accepted && order.json["lane"]?.stringValue == "background", "\(order)")
+            let campaignID = try #require(SendID(campaign.json["id"]?.stringValue ?? ""))
+            let orderID = try #require(SendID(order.json["id"]?.stringValue ?? ""))
+
+            // Before the scheduler, the worker performed the campaign first and this wait ended at the time limit.
+            let finished = try await app.worker.waitUntilFinished(orderID)
+            #expect(finished.status == .completed && finished.counts.accepted == 5)
+            let running = try await client.call(.get, "/api/sends/\(campaignID)", bearer: key)
+            #expect(running.json["status"]?.stringValue == "running", "\(running)")
+            #expect(running.json["worker"]?.stringValue?.hasPrefix(app.worker.instance + "/") == true)
+            #expect((running.json["counts"]?["accepted"]?.intValue ?? 99) < 20, "the campaign is still paced")
+            let secondID = try #require(SendID(secondCampaign.json["id"]?.stringValue ?? ""))
+            #expect(try await app.store.send(secondID)?.status == .queued, "the campaign lane is full")
+            await app.worker.waitUntilLookedAgain()
+            let metrics = try await client.call(.get, "/metrics").body
+            #expect(metrics.contains(#"herald_sends_running{lane="campaign"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"herald_sends_running{lane="background"} 0"#))
+            #expect(metrics.contains(#"herald_sends_waiting{lane="campaign"} 1"#))
+            #expect(metrics.contains(#"herald_send_claims_total{lane="background",resumed="false"} 1"#))
+            #expect(metrics.contains("herald_send_budget_total 1000"))
+            #expect(try await client.call(.delete, "/api/sends/\(secondID)", bearer: key).status == .ok)
+
+            // Cancelled, the campaign stops at its next start (the pace clock's next tick).
+            #expect(try await client.call(.delete, "/api/sends/\(campaignID)", bearer: key).status == .ok)
+            await paceClock.waitForSleepers()
+            paceClock.advance(by: .seconds(1))
+            let cancelled = try await app.worker.waitUntilFinished(campaignID)
+            #expect(cancelled.status == .cancelled)
+        }
+    }
+
+    @Test(
+        "two apps' sends started together share the in-flight budget: the one that ends first finds the other at least two thirds done",
+        arguments: Backend.available)
+    func fairnessBetweenApps(backend: Backend) async throws {
+        try await ServerHarness.withServer(
+            backend,
+            configure: {
+                $0.apps = [AppConfiguration(bundleID: Self.alpha), AppConfiguration(bundleID: Self.beta)]
+                $0.limits.inlineSendLimit = 3
+                // A small budget and small pages: whoever starts first would finish long before the other without
+                // the fair share.
+                $0.sending.maximumInFlight = 4
+                $0.sending.pageSize = 20
+            }
+        ) { client, app in
+            let key = try await SendTests.key(app)
+            try await Self.register(app.store, 1...300, topic: Self.alpha)
+            try await Self.register(app.store, 1001...1300, topic: Self.beta)
+            var ids: [SendID] = []
+            for topic in [Self.alpha, Self.beta] {
+                let answer = try await client.call(
+                    .post, "/api/send", body: #"{"target": {"topic": "\#(topic)"}, "alert": "hello"}"#, bearer: key)
+                #expect(answer.status == .accepted, "\(answer)")
+                ids.append(try #require(SendID(answer.json["id"]?.stringValue ?? "")))
+            }
+            let first = try await withThrowingTaskGroup(of: SendRecord.self) { group in
+                for id in ids { group.addTask { try await app.worker.waitUntilFinished(id) } }
+                let first = try await group.next()!
+                group.cancelAll()
+                return first
+            }
+            let other = try #require(try await app.store.send(ids.first { $0 != first.id }!))
+            #expect(first.counts.accepted == 300)
+            #expect(
+                other.counts.total >= 200,
+                "\(other.counts.total) of the other app's 300 were sent when the first app's send ended")
+            for id in ids { #expect(try await app.worker.waitUntilFinished(id).counts.accepted == 300) }
+        }
+    }
+}
