@@ -10,7 +10,8 @@ import Synchronization
 /// 1. Lanes in ``SendLane/priorityOrder`` are served one after the other: a lane gets what it asks for before a later
 ///    lane gets anything, so a Live Activity update or a send to one user never waits behind a campaign's window.
 /// 2. Within a lane, each app gets a share in proportion to its weight (`sendWeight`, default 1), split evenly between
-///    its sends; a send that asks for less than its share (a paced send holds only what its `rate` needs) leaves the
+///    its sends, and a send's share between its runs (the shards of a large send this instance runs at once); a send
+///    that asks for less than its share (a paced send holds only what its `rate` needs) leaves the
 ///    rest to the others, so the budget is never idle while some send could use it.
 ///
 /// A send above its share keeps what it has in flight — nothing is taken back from APNs — and gets no more until its
@@ -41,6 +42,7 @@ public final class InFlightBudget: Sendable {
 
     private struct Member {
         let app: String
+        let send: SendID?
         let lane: SendLane
         let appWeight: Double
         let granted: @Sendable (Int) -> Void
@@ -71,17 +73,20 @@ public final class InFlightBudget: Sendable {
     /// Adds a send to the budget. It holds nothing until it asks with ``update(_:inUse:wanted:)``.
     /// - Parameters:
     ///   - app: The app (bundle id) the send is for: shares are split between apps first.
+    ///   - send: The send, when several runs (shards) of one send may join: they share one send's part.
     ///   - lane: The send's lane.
     ///   - appWeight: The app's weight, more than 0.
     ///   - granted: Called with permits given to the send after it asked for more than it got, from whichever
     ///     thread freed them, never under the budget's lock; it must not block (push an event to the send's queue).
     public func join(
-        app: String, lane: SendLane, appWeight: Double = 1, granted: @escaping @Sendable (Int) -> Void
+        app: String, send: SendID? = nil, lane: SendLane, appWeight: Double = 1,
+        granted: @escaping @Sendable (Int) -> Void
     ) -> Flow {
         precondition(appWeight > 0, "an app's weight is more than 0")
         return state.withLock { state in
             state.nextID += 1
-            state.members[state.nextID] = Member(app: app, lane: lane, appWeight: appWeight, granted: granted)
+            state.members[state.nextID] = Member(
+                app: app, send: send, lane: lane, appWeight: appWeight, granted: granted)
             return Flow(id: state.nextID)
         }
     }
@@ -168,11 +173,17 @@ public final class InFlightBudget: Sendable {
         for lane in SendLane.priorityOrder + [.inline] {
             let ids = state.members.keys.filter { state.members[$0]!.lane == lane }
             guard !ids.isEmpty else { continue }
-            var sendsPerApp: [String: Int] = [:]
-            for id in ids { sendsPerApp[state.members[id]!.app, default: 0] += 1 }
+            // A run without a send id is a send of its own.
+            func sendKey(_ id: UInt64) -> String { state.members[id]!.send?.description ?? "#\(id)" }
+            var runsPerSend: [String: Int] = [:]
+            var sendsPerApp: [String: Set<String>] = [:]
+            for id in ids {
+                runsPerSend[sendKey(id), default: 0] += 1
+                sendsPerApp[state.members[id]!.app, default: []].insert(sendKey(id))
+            }
             func weight(_ id: UInt64) -> Double {
                 let member = state.members[id]!
-                return member.appWeight / Double(sendsPerApp[member.app]!)
+                return member.appWeight / Double(sendsPerApp[member.app]!.count) / Double(runsPerSend[sendKey(id)]!)
             }
             // Smallest demand per weight first: each either gets all it wants, or the rest share what is left.
             var pending = ids.sorted {

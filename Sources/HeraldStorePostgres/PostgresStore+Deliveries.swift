@@ -26,6 +26,13 @@ extension PostgresStore {
     public func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, checkpoint: DeviceCursor?)
         async throws -> OutcomeCounts
     {
+        try await record(outcomes, for: id, shard: nil, checkpoint: checkpoint)
+    }
+
+    /// Records a batch of outcomes; the checkpoint is the shard's when one is given, else the send's.
+    func record(_ outcomes: [DeliveryOutcome], for id: SendID, shard: Int?, checkpoint: DeviceCursor?) async throws
+        -> OutcomeCounts
+    {
         let now = clock.now()
         return try await transaction("record delivery outcomes") { session in
             guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil else {
@@ -33,8 +40,15 @@ extension PostgresStore {
             }
             // Locked first, in its own statement: the next one's snapshot then sees the last outcome of any batch
             // committed while this one waited for the lock.
-            let record = StoreSQL.recordOutcomes(outcomes, of: id, checkpoint: checkpoint, at: now)
+            let record = StoreSQL.recordOutcomes(
+                outcomes, of: id, checkpoint: shard == nil ? checkpoint : nil, at: now)
             guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
+            if let shard {
+                // What the shard recorded counts the outcomes given: the batch statement reports the send's totals.
+                try await session.execute(
+                    StoreSQL.shardProgress(
+                        id, shard: shard, checkpoint: checkpoint, recorded: outcomes.count, at: now, .postgres))
+            }
             return try OutcomeCounts(stored: row)
         }
     }
@@ -160,10 +174,12 @@ extension PostgresStore {
         // instance is not, since this process holds the instance's lock.
         guard lock.isHeld else { return [] }
         let now = clock.now()
-        return try await session("put back abandoned sends") { session in
-            try await session.rows(
-                StoreSQL.requeueSends(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres)
-            ).compactMap { SendID(try $0.text(0)) }
+        return try await transaction("put back abandoned sends") { session in
+            let sends = try await session.rows(
+                StoreSQL.requeueSends(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres))
+            let shards = try await session.rows(
+                StoreSQL.requeueShards(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres))
+            return Array(Set(try (sends + shards).compactMap { SendID(try $0.text(0)) }))
         }
     }
 

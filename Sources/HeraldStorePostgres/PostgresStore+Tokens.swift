@@ -89,6 +89,19 @@ extension PostgresStore {
         return query.page(of: rows, for: page)
     }
 
+    public func shardBoundaries(matching query: DeviceQuery, size: Int, limit: Int) async throws -> [DeviceCursor] {
+        try await session("cut a send into shards") { session in
+            var boundaries: [DeviceCursor] = []
+            while boundaries.count < limit {
+                let rows = try await session.rows(
+                    query.boundaryStatement(after: boundaries.last, count: size, dialect: .postgres))
+                guard rows.count == 2 else { break }
+                boundaries.append(try DeviceCursor(storedEnvironment: rows[0].text(0), token: rows[0].text(1)))
+            }
+            return boundaries
+        }
+    }
+
     public func count(matching query: DeviceQuery) async throws -> Int {
         try await session("count registrations") { session in
             var total = 0

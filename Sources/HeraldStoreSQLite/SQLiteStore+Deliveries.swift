@@ -28,13 +28,25 @@ extension SQLiteStore {
     public func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, checkpoint: DeviceCursor?)
         async throws -> OutcomeCounts
     {
+        try await record(outcomes, for: id, shard: nil, checkpoint: checkpoint)
+    }
+
+    /// Records a batch of outcomes; the checkpoint is the shard's when one is given, else the send's.
+    func record(_ outcomes: [DeliveryOutcome], for id: SendID, shard: Int?, checkpoint: DeviceCursor?) async throws
+        -> OutcomeCounts
+    {
         let now = clock.now()
         return try await write("record delivery outcomes") { db in
             guard try db.rows(StoreSQL.lockSend(id, .sqlite)).first != nil else { throw SendRecord.notFound(id) }
             let last = try db.rows(StoreSQL.lastOutcomeSequence(of: id, .sqlite)).first?.integer(0) ?? 0
             let batch = try db.insertOutcomes(outcomes, of: id, firstSequence: last + 1)
-            let update = StoreSQL.addCounts(batch, to: id, checkpoint: checkpoint, at: now, .sqlite)
+            let update = StoreSQL.addCounts(batch, to: id, checkpoint: shard == nil ? checkpoint : nil, at: now, .sqlite)
             guard let row = try db.rows(update).first else { throw SendRecord.notFound(id) }
+            if let shard {
+                try db.execute(
+                    StoreSQL.shardProgress(
+                        id, shard: shard, checkpoint: checkpoint, recorded: batch.total, at: now, .sqlite))
+            }
             return try OutcomeCounts(stored: row)
         }
     }
@@ -115,9 +127,9 @@ extension SQLiteStore {
         guard lock.isHeld else { return [] }
         let now = clock.now()
         return try await write("put back abandoned sends") { db in
-            try db.rows(StoreSQL.requeueSends(exceptWorker: worker, at: now, .sqlite)).compactMap {
-                SendID(try $0.text(0))
-            }
+            let sends = try db.rows(StoreSQL.requeueSends(exceptWorker: worker, at: now, .sqlite))
+            let shards = try db.rows(StoreSQL.requeueShards(exceptWorker: worker, workerPrefix: nil, at: now, .sqlite))
+            return Array(Set(try (sends + shards).compactMap { SendID(try $0.text(0)) }))
         }
     }
 

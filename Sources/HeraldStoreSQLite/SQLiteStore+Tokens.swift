@@ -46,6 +46,18 @@ extension SQLiteStore {
         return query.page(of: rows, for: page)
     }
 
+    public func shardBoundaries(matching query: DeviceQuery, size: Int, limit: Int) async throws -> [DeviceCursor] {
+        try await read("cut a send into shards") { db in
+            var boundaries: [DeviceCursor] = []
+            while boundaries.count < limit {
+                let rows = try db.rows(query.boundaryStatement(after: boundaries.last, count: size, dialect: .sqlite))
+                guard rows.count == 2 else { break }
+                boundaries.append(try DeviceCursor(storedEnvironment: rows[0].text(0), token: rows[0].text(1)))
+            }
+            return boundaries
+        }
+    }
+
     public func count(matching query: DeviceQuery) async throws -> Int {
         let statements = query.countStatements(dialect: .sqlite)
         return try await read("count registrations") { db in

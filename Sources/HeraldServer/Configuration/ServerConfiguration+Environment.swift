@@ -49,6 +49,7 @@ extension ServerConfiguration {
     /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight on this instance, shared by its sends | 1000 |
     /// | `HERALD_RUNNING_SENDS` [`runningSends`] | background sends running at once per lane | 16 |
     /// | `HERALD_CAMPAIGN_THRESHOLD` [`campaignThreshold`] | devices above which a send goes to the campaign lane | 10000 |
+    /// | `HERALD_SHARD_SIZE` [`shardSize`] | devices per shard of a larger send, which any instance may run; 0 = never | 10000 |
     /// | `HERALD_APNS_CONNECTIONS` [`apnsConnections`] | connections per app and environment | 4 |
     /// | `HERALD_CONSOLE_IDLE_TIMEOUT` [`consoleIdleTimeout`] | seconds a console session may go unused | 1800 |
     /// | `HERALD_SCHEDULE_CATCH_UP` [`scheduleCatchUp`] | seconds late a scheduled send still goes out after downtime | 86400 |
@@ -99,6 +100,8 @@ extension ServerConfiguration {
         sending.campaignThreshold =
             try reader.integer("HERALD_CAMPAIGN_THRESHOLD", "campaignThreshold", in: 0...100_000_000)
             ?? sending.campaignThreshold
+        sending.shardSize =
+            try reader.integer("HERALD_SHARD_SIZE", "shardSize", in: 0...100_000_000) ?? sending.shardSize
         sending.connectionsPerClient =
             try reader.integer("HERALD_APNS_CONNECTIONS", "apnsConnections", in: 1...64) ?? sending.connectionsPerClient
         sending.catchUpLimit =

@@ -170,6 +170,9 @@ public struct ServerConfiguration: Sendable {
         /// Sends to more devices than this go to the campaign lane, as do sends to a whole topic and paced sends.
         /// Default 10,000.
         public var campaignThreshold: Int
+        /// Sends to more devices than this are cut into shards of this many devices, which any worker of any instance
+        /// may run (docs/sending.md, "Shards"); 0 never cuts. Default 10,000.
+        public var shardSize: Int
         /// HTTP/2 connections per app and environment. Default 4.
         public var connectionsPerClient: Int
         /// The sender's retry policy for 429, 5xx and connection failures: retried until its retry window (default 10
@@ -188,8 +191,9 @@ public struct ServerConfiguration: Sendable {
             pageSize: Int = 1000, maximumInFlight: Int = 1000, connectionsPerClient: Int = 4,
             retry: RetryPolicy = RetryPolicy(), leaseDuration: Duration = .seconds(120),
             pollInterval: Duration = .seconds(2), catchUpLimit: Duration = .seconds(86_400),
-            runningSendsPerLane: Int = 16, campaignThreshold: Int = 10_000
+            runningSendsPerLane: Int = 16, campaignThreshold: Int = 10_000, shardSize: Int = 10_000
         ) {
+            self.shardSize = shardSize
             self.pageSize = pageSize
             self.maximumInFlight = maximumInFlight
             self.runningSendsPerLane = runningSendsPerLane

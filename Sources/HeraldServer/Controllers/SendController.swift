@@ -142,6 +142,9 @@ struct SendController: Sendable {
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
         let body = Self.json(record, receipts: try await receipts)
         guard case .object(var members) = body else { return .json(body) }
+        if record.shardCount != nil {
+            members["shards"] = .array(try await store.shards(of: id).map(Self.json))
+        }
         let reveal = Self.revealsTokens(to: context)
         members["outcomes"] = .array(
             page.outcomes.map { Self.json(ReportedOutcome(outcome: $0, action: nil), revealingToken: reveal) })
@@ -227,6 +230,16 @@ struct SendController: Sendable {
         if let count = record.targetCount { members["targetCount"] = .integer(count) }
         if let message = record.message { members["message"] = .string(message) }
         if let sendAt = record.sendAt { members["sendAt"] = .string(RFC3339.string(sendAt)) }
+        return .object(members)
+    }
+
+    /// A shard of a large send as the API shows it: its place, status, the worker running it, its size and progress.
+    static func json(_ shard: SendShard) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "index": .integer(shard.index), "status": .string(shard.status.rawValue), "size": .integer(shard.size),
+            "recorded": .integer(shard.recorded),
+        ]
+        if shard.status == .running, let worker = shard.worker { members["worker"] = .string(worker) }
         return .object(members)
     }
 

@@ -33,10 +33,18 @@ struct FanOut: Sendable {
     /// The instance's in-flight budget that background sends share; `nil`: each run may have `maximumInFlight`.
     var budget: InFlightBudget?
 
-    /// A background send's lease, renewed at a third of its duration.
+    /// A background send's lease, renewed at a third of its duration: the send's, or one shard's when the run is a
+    /// shard of a large send (its checkpoint is then the shard's too).
     struct Lease: Sendable {
         let worker: String
         let duration: Duration
+        var shard: Int?
+
+        /// Extends the lease; `false` when the worker no longer holds it.
+        func renew(_ id: SendID, until: Date, in store: any Store) async throws -> Bool {
+            if let shard { return try await store.renewShardLease(of: id, shard: shard, worker: worker, until: until) }
+            return try await store.renewLease(of: id, worker: worker, until: until)
+        }
     }
 
     /// How a run ended.
@@ -108,7 +116,15 @@ struct FanOut: Sendable {
         shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Result {
         let events = BatchQueue<Event>()
-        let flow = budget?.join(app: plan.bundleID, lane: lane, appWeight: appWeight) { events.push(.permits($0)) }
+        @Sendable func record(_ batch: [DeliveryOutcome], checkpoint: DeviceCursor?) async throws -> OutcomeCounts {
+            if let shard = lease?.shard {
+                return try await store.recordOutcomes(batch, for: id, shard: shard, checkpoint: checkpoint)
+            }
+            return try await store.recordOutcomes(batch, for: id, checkpoint: checkpoint)
+        }
+        let flow = budget?.join(app: plan.bundleID, send: id, lane: lane, appWeight: appWeight) {
+            events.push(.permits($0))
+        }
         defer { if let flow { budget?.leave(flow) } }
         return try await withThrowingDiscardingTaskGroup { group in
             var cursor = checkpoint
@@ -208,7 +224,7 @@ struct FanOut: Sendable {
                             events.push(
                                 .recorded(
                                     count: batch.count,
-                                    try await store.recordOutcomes(batch, for: id, checkpoint: batchCheckpoint)))
+                                    try await record(batch, checkpoint: batchCheckpoint)))
                         } catch {
                             events.push(.failed(error))
                         }
@@ -261,7 +277,7 @@ struct FanOut: Sendable {
                 if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {
                     lastRenewal = clock.now()
                     let until = lastRenewal.addingTimeInterval(Self.seconds(lease.duration))
-                    guard try await store.renewLease(of: id, worker: lease.worker, until: until) else {
+                    guard try await lease.renew(id, until: until, in: store) else {
                         throw LeaseLost()
                     }
                 }

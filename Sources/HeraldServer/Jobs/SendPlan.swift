@@ -286,6 +286,13 @@ struct SendPlan: Sendable {
         return copy
     }
 
+    /// The same send, narrowed to the devices up to a position of its target's order: one shard's run.
+    func bounded(through bound: DeviceCursor?) -> SendPlan {
+        var copy = self
+        copy.query = query.through(bound)
+        return copy
+    }
+
     /// Whether the send waits in the queue for a worker whatever its size: scheduled or paced sends.
     var mustRunInBackground: Bool { schedule != nil || rate != nil }
 

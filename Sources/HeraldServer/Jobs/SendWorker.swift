@@ -53,13 +53,39 @@ public final class SendWorker: Service, Sendable {
     private let runningLimit: Int
     /// Each app's weight in the shared budget.
     private let appWeights: [String: Double]
-    /// The sends being performed, with their lane and whether they were cancelled meanwhile.
-    private let running = Mutex<[SendID: RunningSend]>([:])
+    /// The runs being performed (a whole send, or one shard of a large send), with their lane and whether their send
+    /// was cancelled meanwhile.
+    private let running = Mutex<[RunKey: RunningSend]>([:])
     private let metrics: ServerMetrics?
+    /// Sends to more devices than this are cut into shards of this size; 0: never.
+    private let shardSize: Int
+
+    /// The most shards of one send a worker runs at once: the others are left to other instances, and a lone one
+    /// takes them as these end.
+    static let shardRunsPerSend = 4
+
+    /// One run: a whole send, or one of its shards.
+    private struct RunKey: Hashable {
+        let send: SendID
+        let shard: Int?
+    }
 
     private struct RunningSend {
         let lane: SendLane
         var cancelled = false
+    }
+
+    /// What a look at the queue gave the worker.
+    private enum Claim {
+        case send(SendRecord)
+        case shard(SendRecord, SendShard)
+
+        var key: RunKey {
+            switch self {
+            case .send(let record): RunKey(send: record.id, shard: nil)
+            case .shard(let record, let shard): RunKey(send: record.id, shard: shard.index)
+            }
+        }
     }
 
     init(
@@ -70,6 +96,7 @@ public final class SendWorker: Service, Sendable {
     ) {
         self.storeReady = storeReady
         self.runningLimit = sending.runningSendsPerLane
+        self.shardSize = sending.shardSize
         self.appWeights = appWeights
         self.metrics = metrics
         self.store = store
@@ -119,11 +146,14 @@ public final class SendWorker: Service, Sendable {
                     return polls.started
                 }
                 var claimed = false
-                while !stopping.load(ordering: .relaxed), let record = await claimNext() {
+                while !stopping.load(ordering: .relaxed), let claim = await claimNext() {
                     claimed = true
                     group.addTask {
-                        await self.perform(record)
-                        self.running.withLock { _ = $0.removeValue(forKey: record.id) }
+                        switch claim {
+                        case .send(let record): await self.perform(record)
+                        case .shard(let record, let shard): await self.performShard(shard, of: record)
+                        }
+                        self.running.withLock { _ = $0.removeValue(forKey: claim.key) }
                         self.metrics?.sendsRunning(self.runningPerLane())
                         self.notifyWaiters()
                         // A slot is free: the next send of its lane may start now, not at the next poll.
@@ -138,7 +168,9 @@ public final class SendWorker: Service, Sendable {
                         $0.value.after < poll && !(sendsRunning && $0.value.untilSendsEnd)
                     }
                     for key in waking.keys { polls.idleWaiters.removeValue(forKey: key) }
-                    let lookAgain = polls.lookAgain
+                    // Another look only for a waiter this one could not satisfy (it came during this look): a look
+                    // more after satisfying them all could take a send they store next and rely on staying queued.
+                    let lookAgain = polls.lookAgain && !polls.idleWaiters.isEmpty
                     polls.lookAgain = false
                     polls.waiting = !lookAgain
                     return (waking.values.map(\.signal), lookAgain)
@@ -154,21 +186,36 @@ public final class SendWorker: Service, Sendable {
         }
     }
 
-    /// Claims the oldest waiting send of the lanes that have room, and counts it as running; `nil` when none waits
-    /// there (or every lane is full).
-    private func claimNext() async -> SendRecord? {
-        let lanes = Set(
-            running.withLock { running in
-                SendLane.priorityOrder.filter { lane in running.values.count { $0.lane == lane } < runningLimit }
-            })
+    /// Claims, in the lanes that have room, a waiting shard of a sharded send (those started first), else the oldest
+    /// waiting send, and counts it as running; `nil` when none waits there (or every lane is full).
+    private func claimNext() async -> Claim? {
+        let (lanes, full) = running.withLock { running in
+            let lanes = SendLane.priorityOrder.filter { lane in running.values.count { $0.lane == lane } < runningLimit }
+            var shardRuns: [SendID: Int] = [:]
+            for key in running.keys where key.shard != nil { shardRuns[key.send, default: 0] += 1 }
+            return (Set(lanes), Set(shardRuns.filter { $0.value >= Self.shardRunsPerSend }.keys))
+        }
         guard !lanes.isEmpty else { return nil }
         do {
-            guard let record = try await store.claimNextQueuedSend(worker: name, leaseUntil: leaseEnd(), lanes: lanes)
-            else { return nil }
-            running.withLock { $0[record.id] = RunningSend(lane: record.lane) }
-            metrics?.sendClaimed(lane: record.lane, resumed: record.counts.total > 0 || record.checkpoint != nil)
+            var claim: Claim?
+            if let (record, shard) = try await store.claimShard(
+                worker: name, leaseUntil: leaseEnd(), lanes: lanes, excluding: full)
+            {
+                claim = .shard(record, shard)
+                metrics?.sendClaimed(lane: record.lane, resumed: shard.recorded > 0 || shard.checkpoint != nil)
+            } else if let record = try await store.claimNextQueuedSend(
+                worker: name, leaseUntil: leaseEnd(), lanes: lanes)
+            {
+                claim = .send(record)
+                metrics?.sendClaimed(lane: record.lane, resumed: record.counts.total > 0 || record.checkpoint != nil)
+            }
+            guard let claim else { return nil }
+            let lane = switch claim {
+            case .send(let record), .shard(let record, _): record.lane
+            }
+            running.withLock { $0[claim.key] = RunningSend(lane: lane) }
             metrics?.sendsRunning(runningPerLane())
-            return record
+            return claim
         } catch {
             logger.warning("Cannot look for queued sends", metadata: [LogKey.error: "\(error)"])
             return nil
@@ -230,11 +277,13 @@ public final class SendWorker: Service, Sendable {
     /// Tells the worker a send was cancelled through this instance: if it is performing that send, it stops at its
     /// next event instead of at its next status check.
     func cancelled(_ id: SendID) {
-        running.withLock { running in running[id]?.cancelled = true }
+        running.withLock { running in
+            for key in running.keys where key.send == id { running[key]?.cancelled = true }
+        }
     }
 
     private func isCancelled(_ id: SendID) -> Bool {
-        running.withLock { $0[id]?.cancelled == true }
+        running.withLock { running in running.contains { $0.key.send == id && $0.value.cancelled } }
     }
 
     /// Waits until a send is completed, failed or cancelled, and returns it; a send cancelled while this worker
@@ -324,14 +373,7 @@ public final class SendWorker: Service, Sendable {
                 try await performBroadcast(record, broadcast, logger: logger)
                 return
             }
-            var plan: SendPlan
-            do {
-                plan = try SendPlan(json: value, apps: apps, sendID: record.id, at: wallClock.now(), resumed: true)
-            } catch {
-                logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
-                _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
-                return
-            }
+            guard var plan = try await loadPlan(record, logger: logger) else { return }
             // A scheduled send, or wave, that no server performed in time: sent late within the catch-up limit,
             // skipped beyond it (a greeting a day late is worse than none).
             let due = record.sendAt ?? record.createdAt
@@ -366,6 +408,7 @@ public final class SendWorker: Service, Sendable {
                     record.id, SendUpdate(status: .failed, message: Self.missed(due, now: due.addingTimeInterval(lateness))))
                 return
             }
+            if wave == nil, try await cutIntoShards(record, plan, logger: logger) { return }
             logger.info(
                 record.counts.total == 0
                     ? "Starting a background send"
@@ -407,6 +450,94 @@ public final class SendWorker: Service, Sendable {
         } catch {
             logger.error("A background send failed", metadata: [LogKey.error: "\(error)"])
             _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
+        }
+    }
+
+    /// Cuts a fresh send of more than the shard size into shards any worker of any instance can claim, and lets go of
+    /// it. Paced sends (their rate, not an instance, bounds them), sends at each device's local time (their waves) and
+    /// lists of tokens run whole.
+    /// - Returns: Whether the send was cut (or taken over meanwhile): this run is done with it either way.
+    private func cutIntoShards(_ record: SendRecord, _ plan: SendPlan, logger: Logger) async throws -> Bool {
+        guard shardSize > 0, plan.rate == nil, let count = record.targetCount, count > shardSize,
+            record.counts.total == 0, record.checkpoint == nil, record.shardCount == nil
+        else { return false }
+        if case .tokens = plan.query.selector { return false }
+        let boundaries = try await store.shardBoundaries(
+            matching: plan.query, size: shardSize, limit: Self.maximumShards - 1)
+        guard !boundaries.isEmpty else { return false }
+        guard
+            try await store.shardSend(
+                record.id, worker: name, boundaries: boundaries, size: shardSize, targetCount: count)
+        else {
+            logger.warning("Another worker took over a send whose lease ran out; stopping here")
+            return true
+        }
+        logger.info(
+            "Cut a background send into shards that any instance may run",
+            metadata: [LogKey.count: "\(boundaries.count + 1)", LogKey.shardSize: "\(shardSize)"])
+        wakeup.signal()
+        return true
+    }
+
+    /// The most shards a send is cut into; a larger send has larger shards at the end.
+    static let maximumShards = 10_000
+
+    /// Runs one shard of a large send: its range of the target, with its own lease and checkpoint. The run that ends
+    /// the send's last shard completes the send.
+    private func performShard(_ shard: SendShard, of record: SendRecord) async {
+        var logger = logger
+        logger[metadataKey: LogKey.sendID] = "\(record.id)"
+        logger[metadataKey: LogKey.lane] = "\(record.lane)"
+        logger[metadataKey: LogKey.shard] = "\(shard.index)"
+        let key = (id: record.id, shard: shard.index)
+        do {
+            guard let plan = try await loadPlan(record, logger: logger) else { return }
+            logger.debug(shard.recorded == 0 ? "Starting a shard" : "Resuming a shard after its checkpoint")
+            let result = try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await self.watchForCancellation(of: record.id) }
+                let result = try await fanOut.run(
+                    plan.bounded(through: shard.through), send: record.id, after: shard.resumesAfter,
+                    resuming: shard.recorded > 0 || shard.checkpoint != nil,
+                    lease: FanOut.Lease(worker: name, duration: leaseDuration, shard: shard.index), collect: false,
+                    lane: record.lane, appWeight: appWeights[plan.bundleID] ?? 1,
+                    shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
+                group.cancelAll()
+                return result
+            }
+            if result.finished, !isCancelled(record.id) {
+                if let completed = try await store.endShardRun(
+                    of: key.id, shard: key.shard, worker: name, status: .done)
+                {
+                    logger.info("Finished a sharded background send", metadata: [LogKey.count: "\(completed.counts)"])
+                }
+            } else {
+                // Cancelled (never claimed again) or paused by a shutdown (resumed after its checkpoint).
+                _ = try await store.endShardRun(of: key.id, shard: key.shard, worker: name, status: .queued)
+                logger.notice("Stopped a shard; what was in flight is recorded")
+            }
+        } catch is FanOut.LeaseLost {
+            logger.warning("Another worker took over a shard whose lease ran out; stopping here")
+        } catch is CancellationError {
+            logger.notice("A shard's run was cancelled; it resumes when its lease runs out")
+        } catch {
+            logger.error("A shard of a background send failed", metadata: [LogKey.error: "\(error)"])
+            _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
+        }
+    }
+
+    /// The plan of a stored send, or `nil` after failing the send when its job cannot be read or no longer validates.
+    private func loadPlan(_ record: SendRecord, logger: Logger) async throws -> SendPlan? {
+        guard let job = record.job, let value = try? JSONValue(parsing: job) else {
+            _ = try await store.updateSend(
+                record.id, SendUpdate(status: .failed, message: "The stored job is missing or unreadable."))
+            return nil
+        }
+        do {
+            return try SendPlan(json: value, apps: apps, sendID: record.id, at: wallClock.now(), resumed: true)
+        } catch {
+            logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
+            _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
+            return nil
         }
     }
 

@@ -9,6 +9,8 @@ enum LogKey {
     static let reason = "herald.reason"
     static let sendID = "herald.send_id"
     static let lane = "herald.lane"
+    static let shard = "herald.shard"
+    static let shardSize = "herald.shard_size"
     static let count = "herald.count"
     static let error = "herald.error"
     static let path = "herald.path"

@@ -515,7 +515,21 @@ components:
             HERALD_CAMPAIGN_THRESHOLD).
         worker:
           type: string
-          description: "While running: the worker performing it, as instance/process/random (its instance is HERALD_INSTANCE_ID).
+          description: "While running whole: the worker performing it, as instance/process/random (its instance is HERALD_INSTANCE_ID)."
+        shards:
+          type: array
+          description: >
+            A send to more than HERALD_SHARD_SIZE devices is cut into shards that any worker of any instance may run
+            (docs/sending.md): each shard's place, status, worker while running, size and outcomes recorded so far.
+          items:
+            type: object
+            required: [index, status, size, recorded]
+            properties:
+              index: { type: integer, minimum: 0 }
+              status: { type: string, enum: [queued, running, done] }
+              worker: { type: string }
+              size: { type: integer, minimum: 0, description: The devices of its range when the send was cut. }
+              recorded: { type: integer, minimum: 0, description: Outcomes its runs recorded. }
         target: { type: string }
         summary: { type: string }
         targetCount: { type: integer }

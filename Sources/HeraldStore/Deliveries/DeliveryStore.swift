@@ -122,6 +122,42 @@ public protocol DeliveryStore: Sendable {
     /// - Returns: `false` when the worker no longer holds the send (its lease ran out and another worker claimed
     ///   it, or the send ended): the worker must stop working on it.
     func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool
+
+    // MARK: Shards (docs/sending.md, "Shards")
+
+    /// Cuts a running send the worker holds into shards and lets go of it, in one transaction: from then on only its
+    /// shards are claimed (``claimShard(worker:leaseUntil:lanes:excluding:)``), by any worker of any instance.
+    /// - Parameters:
+    ///   - boundaries: Where shards end (``TokenStore/shardBoundaries(matching:size:limit:)``): shard `i` runs
+    ///     after boundary `i − 1` through boundary `i`; the last shard, after the last boundary to the end.
+    ///   - size: The devices per shard; the last one holds what is left of `targetCount`.
+    /// - Returns: `false` when the worker no longer holds the send (nothing is written).
+    func shardSend(_ id: SendID, worker: String, boundaries: [DeviceCursor], size: Int, targetCount: Int)
+        async throws -> Bool
+
+    /// Takes the first waiting shard — queued, or running under a lease that ran out — of the oldest running sharded
+    /// send of some lanes, and gives its lease to a worker. Shards of a cancelled or finished send are never claimed.
+    /// - Parameter excluding: Sends the worker takes no more shards of (it runs as many of them as it wants).
+    /// - Returns: The send and its claimed shard, now `running`; `nil` when none waits.
+    func claimShard(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>) async throws
+        -> (send: SendRecord, shard: SendShard)?
+
+    /// A send's shards, in order; empty when it runs whole.
+    func shards(of id: SendID) async throws -> [SendShard]
+
+    /// Extends a worker's lease on a shard.
+    /// - Returns: `false` when the worker no longer holds it (its lease ran out and another worker took it).
+    func renewShardLease(of id: SendID, shard: Int, worker: String, until: Date) async throws -> Bool
+
+    /// Ends a worker's run of a shard. `done`: and when every shard of the send is done, completes the send (in the
+    /// same transaction) and returns it. `queued`: puts the shard back (a shutdown, a cancelled send).
+    /// - Returns: The send when this run completed it; `nil` otherwise, or when the worker no longer held the shard.
+    func endShardRun(of id: SendID, shard: Int, worker: String, status: SendShard.Status) async throws -> SendRecord?
+
+    /// ``recordOutcomes(_:for:checkpoint:)`` for a shard's run: the outcomes and the send's counts as there, and the
+    /// checkpoint is the shard's (the send's stays).
+    func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, shard: Int, checkpoint: DeviceCursor?)
+        async throws -> OutcomeCounts
 }
 
 extension DeliveryStore {

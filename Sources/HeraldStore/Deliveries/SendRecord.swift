@@ -34,12 +34,14 @@ public struct SendRecord: Sendable, Hashable {
     public var sentThrough: Date?
     /// The scheduler lane it waits or runs in; ``SendLane/inline`` for a send performed while its request waited.
     public var lane: SendLane
+    /// How many shards it was cut into (``SendShard``); `nil` while it runs whole.
+    public var shardCount: Int?
 
     public init(
         id: SendID, createdAt: Date, updatedAt: Date, target: String, summary: String, job: String?,
         status: SendStatus, targetCount: Int?, counts: OutcomeCounts, checkpoint: DeviceCursor?, worker: String?,
         leaseUntil: Date?, message: String?, sendAt: Date? = nil, sentThrough: Date? = nil,
-        lane: SendLane = .background
+        lane: SendLane = .background, shardCount: Int? = nil
     ) {
         self.id = id
         self.createdAt = createdAt
@@ -57,5 +59,6 @@ public struct SendRecord: Sendable, Hashable {
         self.sendAt = sendAt
         self.sentThrough = sentThrough
         self.lane = lane
+        self.shardCount = shardCount
     }
 }

@@ -200,7 +200,7 @@ package enum StoreSQL {
     /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
-        checkpoint, worker, lease_until, message, send_at, sent_through, lane
+        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count
         """
 
     /// Inserts a send unless its id exists; returns it.
@@ -452,10 +452,18 @@ package enum StoreSQL {
     package static func requeueSends(
         exceptWorker worker: String, workerPrefix prefix: String? = nil, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
+        requeueRuns(in: "sends", returning: "id", exceptWorker: worker, workerPrefix: prefix, at: now, dialect)
+    }
+
+    /// Puts the running rows of a table of runs (`sends`, `send_shards`) that a worker but one holds back in the queue.
+    static func requeueRuns(
+        in table: String, returning column: String, exceptWorker worker: String, workerPrefix prefix: String?,
+        at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
         var statement = SQLStatement(
             dialect,
             """
-            UPDATE sends SET status = 'queued', worker = NULL, lease_until = NULL, updated_at = $2 \
+            UPDATE \(table) SET status = 'queued', worker = NULL, lease_until = NULL, updated_at = $2 \
             WHERE status = 'running' AND worker IS NOT NULL AND worker <> $1
             """,
             [.text(worker), .integer(StoreTime.microseconds(now))])
@@ -464,7 +472,7 @@ package enum StoreSQL {
             let placeholder = statement.bind(prefix)
             statement.sql += " AND substr(worker, 1, length(\(placeholder))) = \(placeholder)"
         }
-        statement.sql += " RETURNING id"
+        statement.sql += " RETURNING \(column)"
         return statement
     }
 

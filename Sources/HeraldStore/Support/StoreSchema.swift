@@ -313,6 +313,30 @@ package enum StoreSchema {
                 // A worker claims the oldest waiting send of the lanes it has room in.
                 "CREATE INDEX sends_waiting_lane ON sends (lane, created_at, id) WHERE status IN ('queued', 'running')",
             ]),
+        Migration(
+            version: 15, name: "large sends are cut into shards any worker of any instance can claim",
+            statements: [
+                // How many shards a send was cut into; NULL: it runs whole.
+                "ALTER TABLE sends ADD COLUMN shard_count BIGINT",
+                """
+                CREATE TABLE send_shards (
+                    send_id TEXT NOT NULL REFERENCES sends (id) ON DELETE CASCADE,
+                    shard BIGINT NOT NULL,
+                    after_cursor TEXT,
+                    through_cursor TEXT,
+                    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done')),
+                    worker TEXT,
+                    lease_until BIGINT,
+                    checkpoint TEXT,
+                    size BIGINT NOT NULL,
+                    recorded BIGINT NOT NULL DEFAULT 0,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (send_id, shard)
+                )
+                """,
+                // Claims look only at the shards not done yet.
+                "CREATE INDEX send_shards_open ON send_shards (send_id, shard) WHERE status <> 'done'",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

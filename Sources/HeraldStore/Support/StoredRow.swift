@@ -56,7 +56,8 @@ extension StoredRow {
             job: optionalText(5), status: text(6), targetCount: optionalInteger(7).map(Int.init),
             accepted: Int(integer(8)), rejected: Int(integer(9)), failed: Int(integer(10)),
             checkpoint: optionalText(11), worker: optionalText(12), leaseUntil: optionalInteger(13),
-            message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16), lane: text(17))
+            message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16), lane: text(17),
+            shardCount: optionalInteger(18).map(Int.init))
     }
 
     /// An outcome from the columns of ``StoreSQL/outcomeColumns``, with its sequence number.

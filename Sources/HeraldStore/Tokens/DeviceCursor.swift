@@ -18,6 +18,15 @@ public struct DeviceCursor: Sendable, Hashable, LosslessStringConvertible {
         self.token = token
     }
 
+    /// A cursor from stored columns.
+    /// - Throws: ``StoreError`` `.corruptRecord` when they hold something no store writes.
+    package init(storedEnvironment: String, token: String) throws {
+        guard let environment = APNSEnvironment(name: storedEnvironment), let token = try? DeviceToken(hex: token) else {
+            throw StoreError(.corruptRecord, "A stored device has an unreadable environment or token: repair the row.")
+        }
+        self.init(environment: environment, token: token)
+    }
+
     /// Parses the string form of ``description``. `nil` when it is not a cursor.
     public init?(_ description: String) {
         guard let colon = description.firstIndex(of: ":"),

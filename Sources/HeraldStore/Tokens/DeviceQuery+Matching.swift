@@ -21,7 +21,16 @@ extension DeviceQuery {
             let passes = device.timeZone.map(timeZones.zones.contains) ?? timeZones.includesUnset
             if !passes { return false }
         }
+        if let upperBound, isPast(upperBound, device) { return false }
         return includesInvalidated || device.isActive
+    }
+
+    /// Whether a registration comes after a position in the query's order.
+    package func isPast(_ cursor: DeviceCursor, _ device: DeviceRegistration) -> Bool {
+        if ordersByEnvironment, device.environment != cursor.environment {
+            return device.environment.name > cursor.environment.name
+        }
+        return device.token > cursor.token
     }
 
     /// The page ``pageStatement(after:limit:dialect:)`` would give for a ``singleToken`` query, from the device read

@@ -40,15 +40,7 @@ extension DeviceQuery {
             }
             conditions.append("d.token IN (\(statement.bindList(chunk.map(\.hex))))")
         default:
-            if let cursor {
-                if ordersByEnvironment {
-                    let environment = statement.bind(cursor.environment.name)
-                    conditions.append(
-                        "(d.environment, d.token) > (\(environment), \(statement.bind(cursor.token.hex)))")
-                } else {
-                    conditions.append("\(key) > \(statement.bind(cursor.token.hex))")
-                }
-            }
+            if let cursor { conditions.append(position(">", cursor, into: &statement)) }
         }
         let order = ordersByEnvironment ? "d.environment, d.token" : key
         statement.sql =
@@ -56,6 +48,24 @@ extension DeviceQuery {
             + conditions.joined(separator: " AND ")
             + " ORDER BY \(order) LIMIT \(statement.bind(.integer(Int64(limit + 1))))"
         return PageStatement(statement: statement, limit: limit, nextChunk: nextChunk)
+    }
+
+    /// The position of the `count`-th match after a cursor, in the order pages walk (`environment`, `token` columns),
+    /// and of the match after it: where a shard of `count` devices ends, when another shard follows (two rows). Fewer
+    /// rows: the rest fits in one shard. Reads the index's keys only.
+    package func boundaryStatement(after cursor: DeviceCursor?, count: Int, dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        var statement = SQLStatement(dialect)
+        let key = selectorIsTag ? "t.token" : "d.token"
+        var conditions = filters(into: &statement)
+        if let cursor { conditions.append(position(">", cursor, into: &statement)) }
+        let order = ordersByEnvironment ? "d.environment, d.token" : key
+        statement.sql =
+            "SELECT d.environment, \(key) FROM devices d\(join(&statement)) WHERE "
+            + conditions.joined(separator: " AND ")
+            + " ORDER BY \(order) LIMIT 2 OFFSET \(statement.bind(.integer(Int64(Swift.max(count, 1) - 1))))"
+        return statement
     }
 
     /// The page of rows a statement returned (at most one more than the limit).
@@ -96,6 +106,15 @@ extension DeviceQuery {
         }
     }
 
+    /// A condition comparing a row's place in the walk's order with a cursor's: `(environment, token)` or `token`.
+    private func position(_ comparison: String, _ cursor: DeviceCursor, into statement: inout SQLStatement) -> String {
+        if ordersByEnvironment {
+            let environment = statement.bind(cursor.environment.name)
+            return "(d.environment, d.token) \(comparison) (\(environment), \(statement.bind(cursor.token.hex)))"
+        }
+        return "\(selectorIsTag ? "t.token" : "d.token") \(comparison) \(statement.bind(cursor.token.hex))"
+    }
+
     private var selectorIsTag: Bool {
         if case .tag = selector { return true }
         return false
@@ -118,6 +137,7 @@ extension DeviceQuery {
             conditions.append(kinds.isEmpty ? "1 = 0" : "d.token_kind IN (\(statement.bindList(kinds)))")
         }
         if let activityType { conditions.append("d.activity_type = \(statement.bind(activityType))") }
+        if let upperBound { conditions.append(position("<=", upperBound, into: &statement)) }
         if let timeZones {
             var alternatives: [String] = []
             if !timeZones.zones.isEmpty {

@@ -31,6 +31,8 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var timeZones: TimeZoneFilter?
     /// Only push-to-start tokens of this activity attributes type, when set.
     public private(set) var activityType: String?
+    /// Only registrations up to this position of the query's order, inclusive: the end of a shard of a large send.
+    public private(set) var upperBound: DeviceCursor?
 
     /// Registrations by their `timeZone`.
     public struct TimeZoneFilter: Sendable, Hashable {
@@ -97,6 +99,14 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
+    /// The same query, narrowed to the registrations up to a position of its order (inclusive; `nil`: to the end):
+    /// one shard of a large send walks from its start cursor through its end.
+    public func through(_ bound: DeviceCursor?) -> DeviceQuery {
+        var copy = self
+        copy.upperBound = bound
+        return copy
+    }
+
     /// The same query, with invalidated tokens included (admin lookups).
     public func includingInvalidated(_ include: Bool = true) -> DeviceQuery {
         var copy = self
@@ -136,6 +146,7 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
                     .joined(separator: ","))
         }
         if includesInvalidated { parts.append("including invalidated") }
+        if upperBound != nil { parts.append("up to a shard's end") }
         return parts.joined(separator: ", ")
     }
 }

@@ -36,6 +36,12 @@ public protocol TokenStore: Sendable {
     /// How many registrations a query matches.
     func count(matching query: DeviceQuery) async throws -> Int
 
+    /// Where to cut a query's matches into shards of `size`: the position of every `size`-th match but the last one,
+    /// in the order ``devices(matching:after:limit:)`` walks, up to `limit` positions (so no shard is empty). Shard `i` runs from position `i − 1`
+    /// (exclusive; the start for the first) through position `i` (inclusive; the end for the last). Reads index keys
+    /// only, one statement per boundary.
+    func shardBoundaries(matching query: DeviceQuery, size: Int, limit: Int) async throws -> [DeviceCursor]
+
     /// The time zones of the registrations a query matches: what a send at a local wall-clock time must wait for.
     func timeZones(matching query: DeviceQuery) async throws -> DeviceTimeZones
 

@@ -1,0 +1,78 @@
+public import Foundation
+import HeraldCore
+public import HeraldStore
+
+extension PostgresStore {
+    public func shardSend(_ id: SendID, worker: String, boundaries: [DeviceCursor], size: Int, targetCount: Int)
+        async throws -> Bool
+    {
+        let now = clock.now()
+        return try await transaction("cut a send into shards") { session in
+            let marked = StoreSQL.markSharded(id, worker: worker, shards: boundaries.count + 1, at: now, .postgres)
+            guard try await !session.rows(marked).isEmpty else { return false }
+            let rows = StoreSQL.insertShards(
+                id, boundaries: boundaries, size: size, targetCount: targetCount, at: now, .postgres)
+            for row in rows { try await session.execute(row) }
+            return true
+        }
+    }
+
+    public func claimShard(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>)
+        async throws -> (send: SendRecord, shard: SendShard)?
+    {
+        guard !lanes.isEmpty else { return nil }
+        let now = clock.now()
+        return try await transaction("claim a shard") { session in
+            let claim = StoreSQL.claimShard(
+                worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, at: now, .postgres)
+            guard let row = try await session.rows(claim).first else { return nil }
+            let shard = try SendShard(stored: row)
+            guard let send = try await session.rows(StoreSQL.selectSend(shard.send, .postgres)).first else {
+                throw SendRecord.notFound(shard.send)
+            }
+            return (try send.send(), shard)
+        }
+    }
+
+    public func shards(of id: SendID) async throws -> [SendShard] {
+        try await session("read a send's shards") { session in
+            try await session.rows(StoreSQL.selectShards(of: id, .postgres)).map { try SendShard(stored: $0) }
+        }
+    }
+
+    public func renewShardLease(of id: SendID, shard: Int, worker: String, until: Date) async throws -> Bool {
+        let now = clock.now()
+        return try await session("renew a shard's lease") { session in
+            try await !session.rows(
+                StoreSQL.renewShardLease(id, shard: shard, worker: worker, until: until, at: now, .postgres)
+            ).isEmpty
+        }
+    }
+
+    public func endShardRun(of id: SendID, shard: Int, worker: String, status: SendShard.Status) async throws
+        -> SendRecord?
+    {
+        let now = clock.now()
+        return try await transaction("end a shard's run") { session in
+            // The send's row first: two workers ending its last two shards at once then run one after the other, and
+            // the second sees the first's shard done.
+            guard status == .done else {
+                _ = try await session.rows(
+                    StoreSQL.endShardRun(id, shard: shard, worker: worker, status: status, at: now, .postgres))
+                return nil
+            }
+            guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil,
+                try await !session.rows(
+                    StoreSQL.endShardRun(id, shard: shard, worker: worker, status: status, at: now, .postgres)
+                ).isEmpty
+            else { return nil }
+            return try await session.rows(StoreSQL.completeShardedSend(id, at: now, .postgres)).first?.send()
+        }
+    }
+
+    public func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, shard: Int, checkpoint: DeviceCursor?)
+        async throws -> OutcomeCounts
+    {
+        try await record(outcomes, for: id, shard: shard, checkpoint: checkpoint)
+    }
+}
