@@ -52,6 +52,12 @@ struct ShardTests {
             #expect(shards.compactMap { $0["size"]?.intValue } == [10, 10, 10, 10, 5], "\(shown)")
             #expect(shards.allSatisfy { $0["status"]?.stringValue == "done" && $0["worker"] == nil })
             #expect(shards.compactMap { $0["recorded"]?.intValue }.reduce(0, +) == 45)
+
+            var browser = ConsoleClient(client)
+            try await browser.signIn(key)
+            let page = try await browser.call(.get, "/console/sends/\(id)").body
+            #expect(page.contains("Lane: <strong>campaign</strong>") && page.contains("cut into 5 shards"), "\(page)")
+            #expect(page.components(separatedBy: #"<span class="status-done">done</span>"#).count == 6)
         }
     }
 

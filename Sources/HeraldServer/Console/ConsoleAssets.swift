@@ -378,6 +378,7 @@ enum ConsoleAssets {
 <p><a href="/console/sends">← Sends</a></p>
 <h1>Send to {{target}}</h1>
 <p class="lede">{{summary}} · created {{createdAt}} · <span class="mono">{{id}}</span></p>
+<p class="hint" id="send-lane">Lane: <strong>{{lane}}</strong>{{#worker}} · running on <span class="mono">{{worker}}</span>{{/worker}}{{#shardCount}} · cut into {{shardCount}} shards that any instance may run{{/shardCount}}</p>
 <section class="card" id="send-progress" data-send="{{id}}" data-status="{{status}}" aria-labelledby="progress-title">
 <h2 id="progress-title">Status: <span id="send-status" class="status-{{status}}">{{status}}</span></h2>
 {{#schedule}}<p id="send-schedule" class="scheduled">{{#localTime}}Scheduled for {{localTime}} in each device's time zone ({{unsetZone}} for devices without one); next wave at {{/localTime}}{{^localTime}}Scheduled for {{/localTime}}<time id="send-at" datetime="{{instant}}">{{at}}</time><span id="send-at-local" class="muted"></span></p>{{/schedule}}
@@ -393,6 +394,13 @@ enum ConsoleAssets {
 {{#cancellable}}<form class="inline" id="cancel-send" method="post" action="/console/sends/{{id}}/cancel" data-confirm="Cancel this send? Devices not sent to yet will not get it, and it cannot be resumed.">
 <input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit" class="danger">Cancel send</button></form>{{/cancellable}}
 </section>
+{{#hasShards}}<section class="card" aria-labelledby="shards-title"><h2 id="shards-title">Shards</h2>
+<div class="table-wrap"><table id="send-shards">
+<thead><tr><th class="num">Shard</th><th>Status</th><th>Worker</th><th class="num">Recorded</th><th class="num">Devices</th></tr></thead>
+<tbody>{{#shards}}<tr><td class="num">{{index}}</td><td><span class="status-{{status}}">{{status}}</span></td><td class="mono">{{worker}}</td><td class="num">{{recorded}}</td><td class="num">{{size}}</td></tr>
+{{/shards}}</tbody></table></div>
+<p class="hint">Each shard is a range of the target that any worker of any instance sharing the database claims, runs and finishes on its own; the send's counts add up every shard's outcomes.</p>
+</section>{{/hasShards}}
 <section class="card" aria-labelledby="receipts-title"><h2 id="receipts-title">Receipts</h2>
 <dl class="figures">
 <div class="figure"><dt>Received</dt><dd id="count-received">{{received}}</dd></div>

@@ -170,6 +170,19 @@ extension ConsoleController {
         data["status"] = send.status.rawValue
         data["createdAt"] = Self.display(send.createdAt)
         data["cancellable"] = send.status == .queued || send.status == .running
+        data["lane"] = send.lane.rawValue
+        if send.status == .running, let worker = send.worker { data["worker"] = worker }
+        if let shardCount = send.shardCount {
+            data["shardCount"] = shardCount
+            let shards: [[String: Any]] = try await store.shards(of: id).map { shard in
+                [
+                    "index": shard.index, "status": shard.status.rawValue, "worker": shard.worker ?? "—",
+                    "recorded": shard.recorded, "size": shard.size,
+                ]
+            }
+            data["shards"] = shards
+            data["hasShards"] = !shards.isEmpty
+        }
         if let schedule = Self.schedule(of: send, now: clock.now()) { data["schedule"] = schedule }
         data["csrf"] = context.consoleSession?.csrfToken ?? ""
         if let message = send.message {
