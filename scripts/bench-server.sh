@@ -29,6 +29,9 @@
 #       then 20 sends to one user's 300 devices during the campaign, each timed from its createdAt to its updatedAt.
 #   scripts/bench-server.sh fairness [sqlite|postgres] [DEVICES]                defaults: sqlite 200000
 #       Two apps with DEVICES devices each, one send to every device of each started together: when each ends.
+#   scripts/bench-server.sh instances postgres [DEVICES]                       default: 300000
+#       One send to DEVICES devices with LATENCY (100ms) of emulated APNs latency, run by one `herald serve` and then
+#       by two on one PostgreSQL database (a fresh schema each): the wall time of each and their ratio.
 #
 # HERALD_BENCH_SERVER_LOG=/path/to/file keeps the server's log (standard output and error) there.
 # HERALD_BENCH_BINARY=/path/to/herald runs that build instead of building this tree (to measure a baseline in the same
@@ -547,8 +550,56 @@ print()
 print(f"the later / the earlier = {max(ends) / min(ends):.3f} (aim ≤ 1.10)")
 PY
     ;;
+instances)
+    # One send to DEVICES devices on PostgreSQL, with LATENCY of emulated APNs latency (100ms by default): run by one
+    # `herald serve`, then by two on the same database (issue 24: two instances ≤ 0.6 × the time of one).
+    [ "$backend" = postgres ] || { echo "instances needs postgres: two servers share one database" >&2; exit 2; }
+    devices=${3:-300000}
+    LATENCY=${LATENCY:-100ms}
+    start_emulator
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    results=()
+    for count in 1 2; do
+        url=$(database_url)
+        seed_devices "$url" "$devices" com.example.app 1
+        ports=()
+        for index in $(seq 1 "$count"); do
+            HERALD_INSTANCE_ID="bench-$index" start_server "$url"
+            ports+=("$port")
+        done
+        log "One send to $devices devices, $count instance(s)"
+        answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:${ports[0]}/api/send" \
+            -d '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
+        id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
+        while true; do
+            record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:${ports[0]}/api/sends/$id?limit=1")
+            status=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$record")
+            [ "$status" = completed ] || [ "$status" = failed ] && break
+            sleep 1
+        done
+        results+=("$record")
+        for pid in "${pids[@]:1}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+        pids=("${pids[0]}")
+        sleep 1
+    done
+    python3 - "$devices" "$LATENCY" "${results[@]}" <<'PY'
+import json, sys
+from datetime import datetime
+devices, latency, records = int(sys.argv[1]), sys.argv[2], [json.loads(a) for a in sys.argv[3:]]
+parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
+times = [(parse(r["updatedAt"]) - parse(r["createdAt"])).total_seconds() for r in records]
+print(f"| Instances on one PostgreSQL | Devices | APNs latency | Wall time | Notifications/s | Accepted | Failed | Shards |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for count, (record, seconds) in enumerate(zip(records, times), start=1):
+    shards = record.get("shards", [])
+    print(f"| {count} | {devices:,} | {latency} | {seconds:.1f} s | {devices / seconds:,.0f} | "
+          f"{record['counts']['accepted']:,} | {record['counts']['failed']:,} | {len(shards)} |")
+print()
+print(f"two instances / one = {times[1] / times[0]:.2f} (aim ≤ 0.6)")
+PY
+    ;;
 *)
-    echo "usage: scripts/bench-server.sh register|fanout|transactional|lanes|fairness [sqlite|postgres] [...]" >&2
+    echo "usage: scripts/bench-server.sh register|fanout|transactional|lanes|fairness|instances [sqlite|postgres] [...]" >&2
     exit 2
     ;;
 esac

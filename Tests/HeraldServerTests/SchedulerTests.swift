@@ -67,7 +67,7 @@ struct SchedulerTests {
             #expect(metrics.contains(#"herald_sends_running{lane="campaign"} 1"#), "\(metrics)")
             #expect(metrics.contains(#"herald_sends_running{lane="background"} 0"#))
             #expect(metrics.contains(#"herald_sends_waiting{lane="campaign"} 1"#))
-            #expect(metrics.contains(#"herald_send_claims_total{lane="background",resumed="false"} 1"#))
+            #expect(metrics.contains(#"herald_send_claims_total{lane="background",kind="send",resumed="false"} 1"#))
             #expect(metrics.contains("herald_send_budget_total 1000"))
             #expect(try await client.call(.delete, "/api/sends/\(secondID)", bearer: key).status == .ok)
 

@@ -171,7 +171,7 @@ struct ShardTests {
                     for client in clients {
                         let metrics = try await client.call(.get, "/metrics").body
                         let claims = metrics.split(separator: "\n").first {
-                            $0.hasPrefix(#"herald_send_claims_total{lane="campaign",resumed="false"}"#)
+                            $0.hasPrefix(#"herald_send_claims_total{lane="campaign",kind="shard",resumed="false"}"#)
                         }
                         #expect(claims != nil, "each server ran shards: \(metrics)")
                     }

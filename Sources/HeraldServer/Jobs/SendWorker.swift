@@ -202,12 +202,14 @@ public final class SendWorker: Service, Sendable {
                 worker: name, leaseUntil: leaseEnd(), lanes: lanes, excluding: full)
             {
                 claim = .shard(record, shard)
-                metrics?.sendClaimed(lane: record.lane, resumed: shard.recorded > 0 || shard.checkpoint != nil)
+                metrics?.sendClaimed(
+                    lane: record.lane, shard: true, resumed: shard.recorded > 0 || shard.checkpoint != nil)
             } else if let record = try await store.claimNextQueuedSend(
                 worker: name, leaseUntil: leaseEnd(), lanes: lanes)
             {
                 claim = .send(record)
-                metrics?.sendClaimed(lane: record.lane, resumed: record.counts.total > 0 || record.checkpoint != nil)
+                metrics?.sendClaimed(
+                    lane: record.lane, shard: false, resumed: record.counts.total > 0 || record.checkpoint != nil)
             }
             guard let claim else { return nil }
             let lane = switch claim {

@@ -27,7 +27,7 @@ struct ServerMetrics: Sendable {
         static let running = ("sends_running", "Background sends this instance runs now, by lane.")
         static let waiting = ("sends_waiting", "Sends waiting to be claimed in every instance's queue, by lane.")
         static let claims = (
-            "send_claims", "Background sends this instance claimed, by lane and whether the send resumed (after a restart or another worker's lease ran out)."
+            "send_claims", "Background sends and shards of sends this instance claimed, by lane, kind and whether the run resumed (after a restart or another worker's lease ran out)."
         )
         static let budgetInUse = ("send_budget_in_use", "Notifications in flight of the instance's shared budget, by lane.")
         static let budgetTotal = ("send_budget_total", "The instance's in-flight budget (HERALD_SEND_CONCURRENCY).")
@@ -120,9 +120,13 @@ struct ServerMetrics: Sendable {
         }
     }
 
-    func sendClaimed(lane: SendLane, resumed: Bool) {
-        Self.counter(registry, Name.claims, [("lane", lane.rawValue), ("resumed", resumed ? "true" : "false")])
-            .increment()
+    /// A claim of a whole send or of one shard; `resumed` when it had outcomes or a checkpoint already (a restart, or a
+    /// lease that ran out: a take-over).
+    func sendClaimed(lane: SendLane, shard: Bool, resumed: Bool) {
+        Self.counter(
+            registry, Name.claims,
+            [("lane", lane.rawValue), ("kind", shard ? "shard" : "send"), ("resumed", resumed ? "true" : "false")]
+        ).increment()
     }
 
     /// The shared in-flight budget, as `/metrics` is scraped.
