@@ -114,6 +114,69 @@ struct SendCrashTests {
         }
     }
 
+    @Test(
+        "kill -9 of one of two instances mid-shard: the other takes the shard over after its checkpoint, sending at most the in-flight limit twice, with the same apns-ids",
+        arguments: Backend.available)
+    func shardCrashBound(backend: Backend) async throws {
+        try await TestDatabase.withMigratedStore(backend) { store in
+            let tokens = (1...90).map { StoreConformance.token($0) }
+            for token in tokens {
+                _ = try await store.upsert(
+                    TokenRegistration(token: token, topic: ServerHarness.topic, environment: .production))
+            }
+            let apps = AppDirectory(ServerHarness.configuration(databaseURL: "sqlite://unused").apps)
+            let send = try await store.createSend(
+                NewSend(target: "topic", summary: "alert", job: "{}", targetCount: 90, lane: .campaign))
+            _ = try await store.claimNextQueuedSend(worker: "a/1/x", leaseUntil: Date().addingTimeInterval(60))
+            let query = DeviceQuery.topic(ServerHarness.topic)
+            let boundaries = try await store.shardBoundaries(matching: query, size: 30, limit: 10)
+            #expect(try await store.shardSend(send.id, worker: "a/1/x", boundaries: boundaries, size: 30, targetCount: 90))
+            let plan = try SendPlan(
+                json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
+                apps: apps, sendID: send.id, at: Date())
+            let limit = 6
+
+            // Instance a takes a shard (its lease runs out at once, as a dead instance's does), answers 10, and dies
+            // with `limit` held.
+            let taken = try #require(
+                try await store.claimShard(
+                    worker: "a/1/x", leaseUntil: Date().addingTimeInterval(-1), lanes: [.campaign], excluding: []))
+            let first = StallingSender(answering: 10)
+            let lease = FanOut.Lease(worker: "a/1/x", duration: .seconds(600), shard: taken.shard.index)
+            let run = Task { try await Self.fanOut(store, first, maximumInFlight: limit).run(
+                plan.bounded(through: taken.shard.through), send: send.id, after: taken.shard.after, lease: lease,
+                collect: false) }
+            await first.held.wait(untilAtLeast: limit)
+            let sentBeforeCrash = Set(first.sent.map(\.token))
+            run.cancel()
+            _ = try? await run.value
+
+            // Instance b takes the shard whose lease ran out first, and resumes it: what a recorded is skipped.
+            let resumed = try #require(
+                try await store.claimShard(
+                    worker: "b/1/y", leaseUntil: Date().addingTimeInterval(60), lanes: [.campaign], excluding: [])
+            ).shard
+            #expect(resumed.index == taken.shard.index && resumed.recorded > 0, "what a recorded before it died stays")
+            let second = StallingSender(answering: .max)
+            let result = try await Self.fanOut(store, second, maximumInFlight: limit).run(
+                plan.bounded(through: resumed.through), send: send.id, after: resumed.resumesAfter, resuming: true,
+                lease: FanOut.Lease(worker: "b/1/y", duration: .seconds(600), shard: resumed.index), collect: false)
+            #expect(result.finished)
+            let resent = Set(second.sent.map(\.token)).intersection(sentBeforeCrash)
+            #expect(resent.count <= limit, "devices sent twice: \(resent.count)")
+            let shardTokens = try await store.devices(
+                matching: query.through(resumed.through), after: resumed.after, limit: 100
+            ).devices.map(\.token)
+            #expect(sentBeforeCrash.union(second.sent.map(\.token)) == Set(shardTokens), "every device of the shard")
+            var ids: [DeviceToken: Set<APNSID?>] = [:]
+            for (token, id) in first.sent + second.sent { ids[token, default: []].insert(id) }
+            #expect(ids.values.allSatisfy { $0.count == 1 }, "one apns-id per device across both instances")
+            #expect(
+                try await store.tokensWithOutcomes(of: send.id, among: tokens).count == 30,
+                "one outcome per device of the shard")
+        }
+    }
+
     @Test("a device's apns-id is the version-5 UUID of its token in the send's namespace, as any tool computes it")
     func apnsIDIsNameBased() throws {
         let send = try #require(SendID("5a0e7c4e-1f2b-4c3d-9e8f-0123456789ab"))
