@@ -1,0 +1,66 @@
+import Foundation
+import HTTPTypes
+import HeraldAPNS
+import HeraldCore
+import HeraldEmulator
+import HeraldStore
+import HeraldTesting
+import Testing
+
+@testable import HeraldServer
+
+/// A whole background send through APNs's bad days: the server, its store, the sender and an emulator injecting faults.
+@Suite("Server: a send under a fault mix", .timeLimit(.minutes(3)))
+struct FaultMixSendTests {
+    @Test(
+        "a 20,000-device send under 2 % 503, 1 % 429, 1 % refused streams, 0.2 % resets and connections closed every 1,000 requests loses nothing and records no failed"
+    )
+    func faultMix() async throws {
+        let key = TestSigningKeys.make()
+        let emulator = try APNSEmulator(
+            configuration: EmulatorConfiguration(
+                adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)], inbox: .countingOnly,
+                faults: FaultConfiguration(
+                    tooManyRequests: 0.01, serviceUnavailable: 0.02, goAwayAfterStreams: 1500,
+                    resetProbability: 0.002, refusedStreamProbability: 0.01, closeAfterStreams: 1000)))
+        try await emulator.start()
+        defer { Task { await emulator.shutdown() } }
+        let host = APNSMode.CustomHost(
+            host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production, service: .devicePush)),
+            developmentPort: try #require(emulator.port(for: .development, service: .devicePush)),
+            trustPEM: emulator.certificateAuthorityPEM)
+        let count = 20_000
+        try await ServerHarness.withServer(
+            configure: {
+                $0.apns = .custom(host)
+                $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                // Backoffs of milliseconds: the retry window (10 minutes) is far beyond the run.
+                $0.sending.retry = RetryPolicy(initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(50))
+            },
+            prepare: { store in
+                for n in 1...count {
+                    _ = try await store.upsert(
+                        TokenRegistration(
+                            token: StoreConformance.token(n), topic: ServerHarness.topic,
+                            environment: n % 2 == 0 ? .production : .development))
+                }
+            }
+        ) { client, app in
+            let secret = try await SendTests.key(app)
+            let answer = try await client.call(
+                .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "through it all"}"#,
+                bearer: secret)
+            let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""), "\(answer)")
+            let finished = try await app.worker.waitUntilFinished(id)
+            #expect(finished.status == .completed, "\(finished)")
+            #expect(finished.counts.accepted == count && finished.counts.failed == 0, "\(finished.counts)")
+            let counters = emulator.counters
+            #expect(
+                counters.accepted - counters.duplicateAPNSIDs == count,
+                "every notification reached APNs once under its own apns-id: \(counters)")
+            for fault in ["ServiceUnavailable", "TooManyRequests", "refusedStream", "reset", "closeAfterStreams"] {
+                #expect(counters.faults[fault, default: 0] > 0, "\(fault) was injected")
+            }
+        }
+    }
+}
