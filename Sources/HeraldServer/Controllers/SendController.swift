@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldAPNS
 import HeraldCore
+import HeraldSending
 import HeraldStore
 
 /// A broadcast to a channel, parsed and validated: what `POST /api/channels/{id}/broadcast` asked for, and what a

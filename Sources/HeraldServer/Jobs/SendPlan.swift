@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 import HeraldStore
 
 /// A send, parsed and validated: which devices, and the notification each one gets.

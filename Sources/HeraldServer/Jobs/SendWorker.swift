@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 public import HeraldStore
 import Logging
 public import ServiceLifecycle
