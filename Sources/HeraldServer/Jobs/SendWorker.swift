@@ -119,6 +119,7 @@ public final class SendWorker: Service, Sendable {
                     polls.started += 1
                     return polls.started
                 }
+                let runningAtStart = !running.withLock { $0.isEmpty }
                 var claimed = false
                 while !stopping.load(ordering: .relaxed), let record = await claimNext() {
                     claimed = true
@@ -133,7 +134,10 @@ public final class SendWorker: Service, Sendable {
                 }
                 if claimed { continue }
                 await reportWaiting()
-                let sendsRunning = !running.withLock { $0.isEmpty }
+                // A send that ended during this look may have put itself back in the queue, due now (the next wave of
+                // a localTime send) after `claimNext` looked: only a look that began with none running says the worker
+                // is idle. The ended send's wake-up makes the worker look again at once.
+                let sendsRunning = runningAtStart || !running.withLock { $0.isEmpty }
                 let (idle, lookAgain) = polls.withLock { polls in
                     let waking = polls.idleWaiters.filter {
                         $0.value.after < poll && !(sendsRunning && $0.value.untilSendsEnd)
@@ -265,9 +269,10 @@ public final class SendWorker: Service, Sendable {
         }
     }
 
-    /// Returns once the worker has no send running, has looked for queued sends and found none, in a look that began
-    /// after this call, and waits for a wake-up (``wake()``) or its next poll: for tests that must know what a worker
-    /// did, or did not take, or that store a send it must not take yet.
+    /// Returns once the worker has looked for queued sends and found none, in a look that began after this call with
+    /// no send running (so it saw whatever the sends it ran put back in the queue), and waits for a wake-up
+    /// (``wake()``) or its next poll: for tests that must know what a worker did, or did not take, or that store a
+    /// send it must not take yet.
     func waitUntilIdle() async {
         await waitForLook(untilSendsEnd: true)
     }
