@@ -152,7 +152,9 @@ extension ConsoleController {
             // As people write it: 2026-12-24 09:00, with the seconds only when there are some.
             let text = local.description.replacingOccurrences(of: "T", with: " ")
             schedule["localTime"] = local.second == 0 ? String(text.dropLast(3)) : text
-            schedule["unsetZone"] = stored["timeZone"]?.stringValue ?? "UTC"
+            // Foundation on Linux names the default zone, UTC, "GMT": a version-2 job stores that name.
+            let zone = stored["timeZone"]?.stringValue ?? "UTC"
+            schedule["unsetZone"] = zone == "GMT" ? "UTC" : zone
         }
         return schedule
     }
