@@ -294,7 +294,7 @@ let package = Package(
             dependencies: [
                 "HeraldClient",
                 "HeraldServer", "HeraldCLI", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldEmulator",
-                "HeraldAPNS", "HeraldCore", "HeraldTesting",
+                "HeraldAPNS", "HeraldCore", "HeraldSending", "HeraldTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

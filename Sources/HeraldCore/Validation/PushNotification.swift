@@ -74,6 +74,16 @@ public struct PreparedNotification: Sendable, Hashable, CustomStringConvertible 
     public let collapseID: String?
     public let apnsID: APNSID?
 
+    /// Unchecked: for ``PushNotification/prepare()``, and for a stored send whose notifications were checked when it
+    /// was accepted (`HeraldSending`'s `SendJob`).
+    package init(
+        body: [UInt8], pushType: APNSPushType, topic: String, priority: APNSPriority?, expiration: APNSExpiration?,
+        collapseID: String?, apnsID: APNSID?
+    ) {
+        (self.body, self.pushType, self.topic, self.priority, self.expiration, self.collapseID, self.apnsID) =
+            (body, pushType, topic, priority, expiration, collapseID, apnsID)
+    }
+
     /// Headers and body size; the body itself stays out of logs.
     public var description: String {
         "PreparedNotification(\(pushType), topic: \(topic), \(body.count) bytes, priority: \(priority.map(String.init(describing:)) ?? "default"), apns-id: \(apnsID.map(String.init(describing:)) ?? "unset"))"

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldEmulator
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging
@@ -143,12 +144,17 @@ extension ConsoleController {
     static func schedule(of send: SendRecord, now: Date) -> [String: Any]? {
         guard send.status == .queued, let sendAt = send.sendAt, sendAt > now else { return nil }
         var schedule: [String: Any] = ["at": display(sendAt), "instant": RFC3339.string(sendAt)]
-        // Only a scheduled send's job is read (a `tokens` send's can be large): the local time is nowhere else.
-        if let job = send.job, let request = try? JSONValue(parsing: job),
-            let localTime = request["localTime"]?.stringValue
+        // Only a scheduled send's job is read (a `tokens` send's can be large): the local time is nowhere else. Jobs of
+        // both versions (the request body, and SendJob's stored form) name it `localTime` and its zone `timeZone`.
+        if let job = send.job, let stored = try? JSONValue(parsing: job),
+            let local = stored["localTime"]?.stringValue.flatMap(LocalDateTime.init)
         {
-            schedule["localTime"] = localTime.replacingOccurrences(of: "T", with: " ")
-            schedule["unsetZone"] = request["timeZone"]?.stringValue ?? "UTC"
+            // As people write it: 2026-12-24 09:00, with the seconds only when there are some.
+            let text = local.description.replacingOccurrences(of: "T", with: " ")
+            schedule["localTime"] = local.second == 0 ? String(text.dropLast(3)) : text
+            // Foundation on Linux names the default zone, UTC, "GMT": a version-2 job stores that name.
+            let zone = stored["timeZone"]?.stringValue ?? "UTC"
+            schedule["unsetZone"] = zone == "GMT" ? "UTC" : zone
         }
         return schedule
     }

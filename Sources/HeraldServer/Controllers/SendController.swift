@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging
@@ -84,7 +85,7 @@ struct SendController: Sendable {
         let count = try await store.count(matching: plan.query)
         let record = try await store.createSend(
             NewSend(
-                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString,
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
                 status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
                 lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold)))
         metrics.sendStarted(background: true)

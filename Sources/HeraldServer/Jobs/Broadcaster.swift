@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNS
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Logging
 
@@ -76,34 +77,37 @@ struct Broadcaster: Sendable {
     func schedule(_ plan: BroadcastPlan) async throws -> SendRecord {
         try await store.createSend(
             NewSend(
-                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonString,
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
                 status: .queued, targetCount: 1, sendAt: plan.sendAt, lane: .broadcast))
     }
 
     /// Sends a scheduled broadcast a worker claimed, and records how it ended: `completed`, or `failed` with why
-    /// (the channel was deleted meanwhile, the stored request no longer validates, APNs refused it).
-    func perform(_ record: SendRecord, stored: (fields: JSONFields, channelID: String), at now: Date, logger: Logger)
-        async throws
-    {
-        guard let channel = try await store.channel(id: stored.channelID), channel.isLive else {
+    /// (the channel was deleted meanwhile, a version-1 job no longer validates, APNs refused it).
+    /// - Parameters:
+    ///   - channelID: The channel the stored job names: it must still be live.
+    ///   - plan: The broadcast to send, from the stored job, given the channel as it is now.
+    func perform(
+        _ record: SendRecord, channelID: String, logger: Logger,
+        plan: (ChannelRecord) throws(APIError) -> BroadcastPlan
+    ) async throws {
+        guard let channel = try await store.channel(id: channelID), channel.isLive else {
             logger.warning("A scheduled broadcast's channel was deleted before its time")
             _ = try await store.updateSend(
                 record.id,
                 SendUpdate(
                     status: .failed,
-                    message: "The channel \(stored.channelID) was deleted before the broadcast's time: nothing was sent."
-                ))
+                    message: "The channel \(channelID) was deleted before the broadcast's time: nothing was sent."))
             return
         }
-        let plan: BroadcastPlan
+        let broadcast: BroadcastPlan
         do {
-            plan = try BroadcastPlan(stored.fields, channel: channel, sendID: record.id, at: now, resumed: true)
+            broadcast = try plan(channel)
         } catch {
             logger.error("A scheduled broadcast no longer validates", metadata: [LogKey.error: "\(error.message)"])
             _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
             return
         }
-        let outcome = await send(plan)
+        let outcome = await send(broadcast)
         _ = try await store.updateSend(
             record.id,
             SendUpdate(

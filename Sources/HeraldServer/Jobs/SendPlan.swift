@@ -1,13 +1,17 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 import HeraldStore
 
 /// A send, parsed and validated: which devices, and the notification each one gets.
 ///
-/// Made from the body of `POST /api/send`, and again from the stored job when a background send resumes, by the same
-/// parser. Every notification variant (one per language the send carries, plus the default) is validated and encoded
-/// here, so a send that would be rejected for its content fails with `400` before anything is sent.
+/// Made from the body of `POST /api/send` (``init(json:apps:sendID:at:resumed:)``), which checks it against the
+/// configuration of the moment: every notification variant (one per language the send carries, plus the default) is
+/// validated and encoded there, so a send that would be rejected for its content fails with `400` before anything is
+/// sent. What that gives is ``job``, the ``HeraldSending/SendJob`` a queued send stores; a worker makes the plan again
+/// from it (``init(job:sendID:at:)``) and sends exactly what was accepted, whatever the configuration says by then.
+/// Jobs stored before that existed (version 1, the request body) are parsed again with `resumed: true`.
 ///
 /// Alert and background notifications carry the send's id in a `herald` key beside `aps`
 /// (`"herald": {"send": "<id>"}`, ``receiptKey``) unless the app turned receipts off: the device's SDK names the send
@@ -16,29 +20,38 @@ import HeraldStore
 struct SendPlan: Sendable {
     /// The send's id: what the `herald` key carries, and what each device's `apns-id` is derived from.
     let sendID: SendID
-    /// The app the send is for.
-    let bundleID: String
+    /// What a queued send stores, and a worker runs: the devices, the schedule and every prepared notification.
+    let job: SendJob
     /// The devices: the target, narrowed to the app, the environment asked for and the token kinds that take the
-    /// push type.
+    /// push type; and for a wave of a `localTime` send, to its time zones.
     private(set) var query: DeviceQuery
-    /// When the send starts; `nil`: now.
-    let schedule: SendSchedule?
-    /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
-    let rate: Int?
-    /// The single token of a `{"token": …}` target, which must be registered.
+    /// The single token of a `{"token": …}` target, which must be registered; `nil` for a plan made from a job.
     let singleToken: DeviceToken?
+
+    /// The app the send is for.
+    var bundleID: String { job.bundleID }
+    /// When the send starts; `nil`: now.
+    var schedule: SendSchedule? { job.schedule }
+    /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
+    var rate: Int? { job.rate }
     /// Whether the target is every device of the app (`{"topic": …}`).
-    let targetsEveryDevice: Bool
+    var targetsEveryDevice: Bool { job.targetsEveryDevice }
     /// The push type every targeted device gets.
-    let pushType: APNSPushType
-    /// The notification per language tag (lowercase); `""` is the default.
-    private let variants: [String: PreparedNotification]
-    /// What to store so a worker can perform the send after a restart: the request, with the app filled in.
-    let job: JSONValue
+    var pushType: APNSPushType { job.pushType }
     /// The target in words, safe to show.
-    let targetDescription: String
+    var targetDescription: String { job.targetDescription }
     /// The notification in words, safe to show: no alert text.
-    let summary: String
+    var summary: String { job.summary }
+
+    /// A stored send, as a worker runs it: nothing is checked or looked up again.
+    /// - Parameters:
+    ///   - now: The time of sending: a Live Activity payload that had no `aps.timestamp` gets it.
+    init(job: SendJob, sendID: SendID, at now: Date) {
+        self.sendID = sendID
+        self.job = job.stamped(at: now)
+        query = job.query
+        singleToken = nil
+    }
 
     /// The fields of the typed notification, which exclude `payload`.
     private static let typedFields = [
@@ -60,17 +73,18 @@ struct SendPlan: Sendable {
     ///   `badDeviceToken`, `missingTopic`/`unknownTopic`, `noContentKey`, or the APNs reason the notification would
     ///   have caused (`BadPriority`, `PayloadTooLarge`, …).
     /// - Parameters:
-    ///   - sendID: The send's id (a new one for a new send; the stored one when a worker resumes it).
+    ///   - sendID: The send's id (a new one for a new send; the stored one when a worker reads a version-1 job).
     ///   - now: The time the notifications are prepared: a Live Activity payload without `aps.timestamp` gets it.
-    ///   - resumed: Whether a worker reads a stored send again: its schedule is not checked against `now` then.
+    ///   - resumed: Whether a worker reads a version-1 job (a stored request) again: its schedule is not checked
+    ///     against `now` then.
     init(json value: JSONValue, apps: AppDirectory, sendID: SendID, at now: Date, resumed: Bool = false)
         throws(APIError)
     {
         self.sendID = sendID
-        guard case .object(var members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
+        guard case .object(let members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
         let fields = JSONFields(members)
-        schedule = try SendSchedule.parse(fields, now: resumed ? nil : now)
-        rate = try fields.integer("rate", in: 1...Self.maximumRate)
+        let schedule = try SendSchedule.parse(fields, now: resumed ? nil : now)
+        let rate = try fields.integer("rate", in: 1...Self.maximumRate)
 
         // Target.
         guard let target = try fields.object("target") else {
@@ -98,11 +112,10 @@ struct SendPlan: Sendable {
                 "topic", "it names \(appTopic) but the target is every device of \(targetTopic)")
         }
         let app = try apps.app(named: targetTopic ?? appTopic)
-        bundleID = app.bundleID
-        members["topic"] = .string(app.bundleID)
 
         var selection: DeviceQuery
         var single: DeviceToken?
+        let targetDescription: String
         switch named[0] {
         case "token":
             let hex = try targetFields.string("token") ?? ""
@@ -142,7 +155,6 @@ struct SendPlan: Sendable {
             targetDescription = "every device"
         }
         singleToken = single
-        targetsEveryDevice = named[0] == "topic"
         selection = selection.inTopic(app.bundleID)
         if let name = try fields.string("environment") {
             guard let environment = APNSEnvironment(name: name) else {
@@ -185,10 +197,12 @@ struct SendPlan: Sendable {
         }
         let pushType = explicitType ?? (payload.aps.isSilent ? .background : .alert)
         var rawObject = raw
+        var stampsTimestamp = false
         if pushType == .liveactivity, case .object(var aps)? = rawObject?["aps"], aps["timestamp"] == nil {
             // A device shows the update with the latest timestamp and drops older ones: a scheduled update stamped
-            // when it was asked for could lose to one sent meanwhile. The stamp is the time of sending, so a worker
-            // that prepares a stored send again stamps it anew; the stored job keeps no timestamp.
+            // when it was asked for could lose to one sent meanwhile. The stamp is the time of sending: the job says
+            // so, and a worker that runs it stamps it anew.
+            stampsTimestamp = true
             aps["timestamp"] = .integer(Int(now.timeIntervalSince1970))
             rawObject?["aps"] = .object(aps)
             do {
@@ -210,8 +224,7 @@ struct SendPlan: Sendable {
         }
 
         // Headers.
-        self.pushType = pushType
-        query = selection.kinds(Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) }))
+        var query = selection.kinds(Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) }))
         if let activityType = try fields.string("activityType", bytes: 1...TokenRegistration.maximumActivityTypeBytes) {
             guard pushType == .liveactivity else {
                 throw APIError.invalidField(
@@ -272,11 +285,13 @@ struct SendPlan: Sendable {
             localized.aps.alert = alert
             prepared[language] = try prepare(localized)
         }
-        variants = prepared
-        job = .object(members)
-        summary =
-            "\(pushType) push" + (localizations.isEmpty ? "" : " in \(localizations.count + 1) variants")
-            + (encrypt ? ", encrypted" : "")
+        self.query = query
+        job = SendJob(
+            bundleID: app.bundleID, query: query, pushType: pushType, schedule: schedule, rate: rate,
+            targetDescription: targetDescription,
+            summary: "\(pushType) push" + (localizations.isEmpty ? "" : " in \(localizations.count + 1) variants")
+                + (encrypt ? ", encrypted" : ""),
+            notifications: prepared, stampsTimestamp: stampsTimestamp)
     }
 
     /// The same send, narrowed to the devices of some time zones (a wave of a `localTime` send).
@@ -308,6 +323,7 @@ struct SendPlan: Sendable {
     /// The notification a device gets: the variant of its first preferred language that the send carries
     /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.
     func notification(for device: DeviceRegistration) -> PreparedNotification {
+        let variants = job.notifications
         if variants.count > 1 {
             for language in device.preferredLanguages {
                 let tag = language.lowercased()
@@ -319,10 +335,10 @@ struct SendPlan: Sendable {
     }
 
     /// Every prepared notification by language key (`""` is the default): what a dry run shows.
-    var preparedVariants: [String: PreparedNotification] { variants }
+    var preparedVariants: [String: PreparedNotification] { job.notifications }
 
     /// The language keys the send carries, for tests and summaries.
-    var languages: [String] { variants.keys.filter { !$0.isEmpty }.sorted() }
+    var languages: [String] { job.notifications.keys.filter { !$0.isEmpty }.sorted() }
 
     private static func validationFailure(_ error: NotificationValidationError) -> APIError {
         APIError(.badRequest, reason: error.reason?.rawValue ?? error.code.description, error.description)

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 public import HeraldStore
 import Logging
 public import ServiceLifecycle
@@ -145,6 +146,7 @@ public final class SendWorker: Service, Sendable {
                     polls.started += 1
                     return polls.started
                 }
+                let runningAtStart = !running.withLock { $0.isEmpty }
                 var claimed = false
                 while !stopping.load(ordering: .relaxed), let claim = await claimNext() {
                     claimed = true
@@ -162,7 +164,10 @@ public final class SendWorker: Service, Sendable {
                 }
                 if claimed { continue }
                 await reportWaiting()
-                let sendsRunning = !running.withLock { $0.isEmpty }
+                // A send that ended during this look may have put itself back in the queue, due now (the next wave of
+                // a localTime send) after `claimNext` looked: only a look that began with none running says the worker
+                // is idle. The ended send's wake-up makes the worker look again at once.
+                let sendsRunning = runningAtStart || !running.withLock { $0.isEmpty }
                 let (idle, lookAgain) = polls.withLock { polls in
                     let waking = polls.idleWaiters.filter {
                         $0.value.after < poll && !(sendsRunning && $0.value.untilSendsEnd)
@@ -315,9 +320,10 @@ public final class SendWorker: Service, Sendable {
         }
     }
 
-    /// Returns once the worker has no send running, has looked for queued sends and found none, in a look that began
-    /// after this call, and waits for a wake-up (``wake()``) or its next poll: for tests that must know what a worker
-    /// did, or did not take, or that store a send it must not take yet.
+    /// Returns once the worker has looked for queued sends and found none, in a look that began after this call with
+    /// no send running (so it saw whatever the sends it ran put back in the queue), and waits for a wake-up
+    /// (``wake()``) or its next poll: for tests that must know what a worker did, or did not take, or that store a
+    /// send it must not take yet.
     func waitUntilIdle() async {
         await waitForLook(untilSendsEnd: true)
     }
@@ -366,16 +372,7 @@ public final class SendWorker: Service, Sendable {
         logger[metadataKey: LogKey.sendID] = "\(record.id)"
         logger[metadataKey: LogKey.lane] = "\(record.lane)"
         do {
-            guard let job = record.job, let value = try? JSONValue(parsing: job) else {
-                _ = try await store.updateSend(
-                    record.id, SendUpdate(status: .failed, message: "The stored job is missing or unreadable."))
-                return
-            }
-            if let broadcast = BroadcastPlan.stored(value) {
-                try await performBroadcast(record, broadcast, logger: logger)
-                return
-            }
-            guard var plan = try await loadPlan(record, logger: logger) else { return }
+            guard var plan = try await plan(of: record, logger: logger) else { return }
             // A scheduled send, or wave, that no server performed in time: sent late within the catch-up limit,
             // skipped beyond it (a greeting a day late is worse than none).
             let due = record.sendAt ?? record.createdAt
@@ -493,7 +490,7 @@ public final class SendWorker: Service, Sendable {
         logger[metadataKey: LogKey.shard] = "\(shard.index)"
         let key = (id: record.id, shard: shard.index)
         do {
-            guard let plan = try await loadPlan(record, logger: logger) else { return }
+            guard let plan = try await plan(of: record, logger: logger) else { return }
             logger.debug(shard.recorded == 0 ? "Starting a shard" : "Resuming a shard after its checkpoint")
             let result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await self.watchForCancellation(of: record.id) }
@@ -527,25 +524,67 @@ public final class SendWorker: Service, Sendable {
         }
     }
 
-    /// The plan of a stored send, or `nil` after failing the send when its job cannot be read or no longer validates.
-    private func loadPlan(_ record: SendRecord, logger: Logger) async throws -> SendPlan? {
-        guard let job = record.job, let value = try? JSONValue(parsing: job) else {
+    /// The send a worker claimed, as its stored job says; `nil` when there is nothing to send this way: the job is
+    /// a broadcast (sent here), or the send cannot run and is marked failed with why.
+    ///
+    /// A version-2 job runs as it was accepted. A version-1 job (the request body, stored by an older server) is
+    /// parsed and validated again against the current configuration.
+    private func plan(of record: SendRecord, logger: Logger) async throws -> SendPlan? {
+        guard let text = record.job else {
             _ = try await store.updateSend(
-                record.id, SendUpdate(status: .failed, message: "The stored job is missing or unreadable."))
+                record.id, SendUpdate(status: .failed, message: "The send has no stored job: nothing was sent."))
             return nil
         }
+        let stored: StoredJob
         do {
-            return try SendPlan(json: value, apps: apps, sendID: record.id, at: wallClock.now(), resumed: true)
+            stored = try StoredJob(jsonText: text, sendID: record.id)
         } catch {
-            logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
+            logger.error("A queued send's stored job cannot be run", metadata: [LogKey.error: "\(error.message)"])
             _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
             return nil
+        }
+        switch stored {
+        case .send(let job):
+            guard apps.apps[job.bundleID] != nil else {
+                logger.error(
+                    "A queued send's app is no longer configured", metadata: [LogKey.topic: "\(job.bundleID)"])
+                _ = try await store.updateSend(
+                    record.id,
+                    SendUpdate(
+                        status: .failed,
+                        message:
+                            "This server no longer serves \(job.bundleID) (it has no APNs credentials for it), so the send stopped: nothing more was sent. Configure the app again, then send again what is missing."
+                    ))
+                return nil
+            }
+            return SendPlan(job: job, sendID: record.id, at: wallClock.now())
+        case .broadcast(let job):
+            try await performBroadcast(record, channelID: job.channelID, logger: logger) { _, now in
+                BroadcastPlan(job: job, sendID: record.id, at: now)
+            }
+            return nil
+        case .requestBody(let value):
+            if let request = BroadcastPlan.storedRequest(value) {
+                try await performBroadcast(record, channelID: request.channelID, logger: logger) {
+                    channel, now throws(APIError) in
+                    try BroadcastPlan(request.fields, channel: channel, sendID: record.id, at: now, resumed: true)
+                }
+                return nil
+            }
+            do {
+                return try SendPlan(json: value, apps: apps, sendID: record.id, at: wallClock.now(), resumed: true)
+            } catch {
+                logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
+                _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
+                return nil
+            }
         }
     }
 
     /// A scheduled broadcast: one request, sent unless it came due beyond the catch-up limit while no server ran.
     private func performBroadcast(
-        _ record: SendRecord, _ stored: (fields: JSONFields, channelID: String), logger: Logger
+        _ record: SendRecord, channelID: String, logger: Logger,
+        plan: (ChannelRecord, Date) throws(APIError) -> BroadcastPlan
     ) async throws {
         let due = record.sendAt ?? record.createdAt
         let now = wallClock.now()
@@ -554,7 +593,9 @@ public final class SendWorker: Service, Sendable {
             _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: Self.missed(due, now: now)))
             return
         }
-        try await broadcaster.perform(record, stored: stored, at: now, logger: logger)
+        try await broadcaster.perform(record, channelID: channelID, logger: logger) { channel throws(APIError) in
+            try plan(channel, now)
+        }
     }
 
     /// Why a scheduled send that no server performed in time was skipped.

@@ -107,6 +107,11 @@ struct ConsoleScheduleTests {
             let page = try await browser.call(.get, "/console/sends/\(id)").body
             #expect(page.contains("Scheduled for \(readable) in each device's time zone (Europe/Paris for devices without one); next wave at"), "\(page)")
             #expect(page.contains(">\(wave)</time>") && page.contains("Cancel send"))
+
+            let unset = try await browser.send(#"{"target": {"user": "kai"}, "alert": "Morning", "localTime": "\#(local)"}"#)
+            let unsetID = try #require(unset.json["id"]?.stringValue, "\(unset)")
+            let unsetPage = try await browser.call(.get, "/console/sends/\(unsetID)").body
+            #expect(unsetPage.contains("(UTC for devices without one)"), "the default zone by its name: \(unsetPage)")
         }
     }
 }

@@ -1,0 +1,81 @@
+public import Foundation
+public import HeraldCore
+public import HeraldStore
+
+/// An accepted send as the store keeps it: everything a worker needs to perform it exactly as it was accepted.
+///
+/// The job holds the outcome of validation, not the request: the devices to reach (``query``), the schedule and rate,
+/// and every notification the send carries, prepared (encoded, checked against APNs's rules, encrypted with the
+/// content key of that moment, with the receipt key if the app had receipts on). A worker that resumes or starts a
+/// queued send runs it from here and looks nothing up in the configuration, so a send queued before the configuration
+/// changed (an app renamed or removed, receipts turned off, a content key rotated, limits changed) still goes out as
+/// accepted.
+///
+/// Stored as JSON (``jsonText``), format version 2 (``StoredJob/currentVersion``); ``StoredJob`` reads it back.
+public struct SendJob: Sendable, Hashable {
+    /// The app's bundle id.
+    public let bundleID: String
+    /// The devices. A `localTime` send's wave narrows it to some time zones when it runs; that filter is not stored.
+    public let query: DeviceQuery
+    /// The push type every notification of the send has.
+    public let pushType: APNSPushType
+    /// When the send starts; `nil`: as soon as a worker takes it.
+    public let schedule: SendSchedule?
+    /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
+    public let rate: Int?
+    /// The target in words, safe to show.
+    public let targetDescription: String
+    /// The notification in words, safe to show: no alert text.
+    public let summary: String
+    /// The prepared notification per language key (lowercase BCP 47 tag); `""` is the default, always there.
+    public let notifications: [String: PreparedNotification]
+    /// Whether ``stamped(at:)`` sets `aps.timestamp` to the time of sending: a Live Activity payload that had none.
+    ///
+    /// A device shows the Live Activity update with the latest timestamp and drops older ones, so a scheduled update
+    /// stamped when it was asked for could lose to one sent meanwhile.
+    public let stampsTimestamp: Bool
+
+    /// A job.
+    /// - Precondition: `notifications` has the default, `""`.
+    public init(
+        bundleID: String, query: DeviceQuery, pushType: APNSPushType, schedule: SendSchedule?, rate: Int?,
+        targetDescription: String, summary: String, notifications: [String: PreparedNotification],
+        stampsTimestamp: Bool
+    ) {
+        precondition(notifications[""] != nil, "a send has a default notification")
+        self.bundleID = bundleID
+        self.query = query
+        self.pushType = pushType
+        self.schedule = schedule
+        self.rate = rate
+        self.targetDescription = targetDescription
+        self.summary = summary
+        self.notifications = notifications
+        self.stampsTimestamp = stampsTimestamp
+    }
+
+    /// The job as a worker sends it at `date`: when ``stampsTimestamp``, every notification's `aps.timestamp` is
+    /// `date`; otherwise the job unchanged.
+    public func stamped(at date: Date) -> SendJob {
+        guard stampsTimestamp else { return self }
+        return SendJob(
+            bundleID: bundleID, query: query, pushType: pushType, schedule: schedule, rate: rate,
+            targetDescription: targetDescription, summary: summary,
+            notifications: notifications.mapValues { notification in
+                PreparedNotification(
+                    body: JSONValue.stamping(notification.body, at: date), pushType: notification.pushType,
+                    topic: notification.topic, priority: notification.priority, expiration: notification.expiration,
+                    collapseID: notification.collapseID, apnsID: notification.apnsID)
+            },
+            stampsTimestamp: true)
+    }
+
+    /// Whether the send is for every device of its app (a `{"topic": …}` target).
+    public var targetsEveryDevice: Bool {
+        if case .topic = query.selector { return true }
+        return false
+    }
+
+    /// The stored form: a JSON object with its members in name order, version 2.
+    public var jsonText: String { json.storedText }
+}

@@ -1,0 +1,70 @@
+public import Foundation
+public import HeraldStore
+
+/// When a send starts: at an instant (`sendAt`), or at one wall-clock time in each device's own time zone
+/// (`localTime`).
+///
+/// A `localTime` send goes out in waves: a wave is every time zone whose local time comes at the same instant. The
+/// send waits in the queue for its next wave (``HeraldStore/SendRecord/sendAt``) and remembers the instant its waves
+/// have reached (``HeraldStore/SendRecord/sentThrough``), so a wave is sent once even when a worker dies in it and
+/// another resumes. Devices that registered no time zone count as being in the send's `unsetZone` (UTC by default).
+public enum SendSchedule: Sendable, Hashable {
+    /// At one instant.
+    case at(Date)
+    /// At a wall-clock time in each device's time zone; devices without one count as being in `unsetZone`.
+    case localTime(LocalDateTime, unsetZone: TimeZone)
+
+    /// The furthest ahead a send may be scheduled.
+    public static let horizon: TimeInterval = 366 * 86_400
+    /// How far in the past a `sendAt` may be (clocks differ): it is sent at once.
+    public static let pastTolerance: TimeInterval = 60
+    /// Time zones reach a wall-clock time from UTC+14 (first) to UTC−12 (last): the first offset.
+    public static let earliestOffset: TimeInterval = 14 * 3_600
+    /// The last offset to reach a wall-clock time.
+    public static let latestOffset: TimeInterval = -12 * 3_600
+
+    /// When the send first waits for: its instant, or the first moment any time zone reaches its local time.
+    public var firstInstant: Date {
+        switch self {
+        case .at(let date): date
+        case .localTime(let local, _):
+            local.instant(in: TimeZone(identifier: "UTC")!).addingTimeInterval(-Self.earliestOffset)
+        }
+    }
+
+    /// One wave of a `localTime` send.
+    public struct Wave: Sendable, Equatable {
+        /// The devices of the wave; `nil` when no time zone is due in it.
+        public var filter: DeviceQuery.TimeZoneFilter?
+        /// When the next wave is due, or `nil` when this is the last.
+        public var next: Date?
+    }
+
+    /// The wave of the time zones whose local time falls after `after` (exclusive; `nil`: from the beginning) and up
+    /// to `through` (inclusive), among those the targeted devices have. An `at` send is one wave of every device.
+    public func wave(zones: DeviceTimeZones, after: Date?, through: Date) -> Wave {
+        guard case .localTime(let local, let unsetZone) = self else {
+            return Wave(filter: nil, next: nil)
+        }
+        func due(_ zone: TimeZone) -> Date { local.instant(in: zone) }
+        func inWave(_ date: Date) -> Bool { (after.map { date > $0 } ?? true) && date <= through }
+        var included = Set<String>()
+        var next: Date?
+        func consider(_ date: Date) {
+            if date > through, next.map({ date < $0 }) ?? true { next = date }
+        }
+        for name in zones.zones {
+            // A stored zone this system does not know (a newer tz database wrote it) counts as unset.
+            let zone = TimeZone(identifier: name) ?? unsetZone
+            let date = due(zone)
+            if inWave(date) { included.insert(name) }
+            consider(date)
+        }
+        let unsetDue = due(unsetZone)
+        let unset = zones.includesUnset && inWave(unsetDue)
+        if zones.includesUnset { consider(unsetDue) }
+        let filter =
+            included.isEmpty && !unset ? nil : DeviceQuery.TimeZoneFilter(zones: included, includesUnset: unset)
+        return Wave(filter: filter, next: next)
+    }
+}
