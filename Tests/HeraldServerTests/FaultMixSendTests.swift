@@ -25,10 +25,7 @@ struct FaultMixSendTests {
                     resetProbability: 0.002, refusedStreamProbability: 0.01, closeAfterStreams: 1000)))
         try await emulator.start()
         defer { Task { await emulator.shutdown() } }
-        let host = APNSMode.CustomHost(
-            host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production, service: .devicePush)),
-            developmentPort: try #require(emulator.port(for: .development, service: .devicePush)),
-            trustPEM: emulator.certificateAuthorityPEM)
+        let host = try APNSMode.CustomHost.devicePush(of: emulator)
         let count = 20_000
         try await ServerHarness.withServer(
             configure: {

@@ -130,10 +130,7 @@ struct ShardTests {
                     faults: FaultConfiguration(latency: .fixed(milliseconds: 20))))
             try await emulator.start()
             defer { Task { await emulator.shutdown() } }
-            let host = APNSMode.CustomHost(
-                host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production, service: .devicePush)),
-                developmentPort: try #require(emulator.port(for: .development, service: .devicePush)),
-                trustPEM: emulator.certificateAuthorityPEM)
+            let host = try APNSMode.CustomHost.devicePush(of: emulator)
             var servers: [HeraldApplication] = []
             for index in 0..<2 {
                 servers.append(

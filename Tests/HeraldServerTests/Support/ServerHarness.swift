@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldEmulator
 import HeraldStore
 import HeraldStorePostgres
 import HeraldTesting
@@ -142,6 +143,17 @@ extension ServerHarness {
         return try await buildApplication(
             configuration: configuration,
             dependencies: ServerDependencies(logger: logger, clock: clock, sleepClock: sleepClock))
+    }
+}
+
+extension APNSMode.CustomHost {
+    /// The device-push listeners of a running emulator, trusting its CA: what `HERALD_APNS=custom` gives a server
+    /// that shares the emulator with others.
+    static func devicePush(of emulator: APNSEmulator) throws -> APNSMode.CustomHost {
+        APNSMode.CustomHost(
+            host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production, service: .devicePush)),
+            developmentPort: try #require(emulator.port(for: .development, service: .devicePush)),
+            trustPEM: emulator.certificateAuthorityPEM)
     }
 }
 
