@@ -114,11 +114,19 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
-        // The send engine: the scheduler's lanes and the instance's shared in-flight budget. No HTTP: the server, the
-        // console and the CLI are adapters over it (issue 24 moves the rest of the engine here from HeraldServer/Jobs).
+        // The send engine: accepted jobs, the fan-out, the worker with its lanes, shards and shared in-flight budget,
+        // broadcasts. No HTTP: the server, the console and the CLI are adapters over it.
         .target(
             name: "HeraldSending",
-            dependencies: ["HeraldCore", "HeraldStore"],
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                "HeraldAPNS",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         // The provider server: registration, send API, background sends, operations. Hummingbird 2 over all of the above.

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNS
-import HeraldSending
+public import HeraldSending
 public import HeraldCore
 public import HeraldEmulator
 public import HeraldStore
@@ -125,10 +125,15 @@ public func buildApplication(
         let broadcaster = Broadcaster(
             store: store, client: { senders.client(bundleID: $0, environment: $1) }, metrics: metrics)
         let worker = SendWorker(
-            store: store, apps: apps, fanOut: fanOut, broadcaster: broadcaster, sending: configuration.sending,
+            store: store, servedApps: Set(apps.apps.keys), legacyJobs: RequestBodyJobs(apps: apps, store: store),
+            fanOut: fanOut, broadcaster: broadcaster, sending: configuration.sending,
             instance: configuration.instanceID, clock: dependencies.sleepClock,
             wallClock: dependencies.clock, storeReady: storeReady, logger: logger,
             appWeights: Dictionary(configuration.apps.map { ($0.bundleID, Double($0.sendWeight)) }) { $1 }, metrics: metrics)
+        let engine = SendEngine(
+            store: store, fanOut: fanOut, broadcaster: broadcaster, worker: worker, metrics: metrics,
+            inlineLimit: configuration.limits.inlineSendLimit,
+            campaignThreshold: configuration.sending.campaignThreshold)
 
         let rateLimiter =
             configuration.limits.registrationsPerMinute > 0
@@ -147,16 +152,16 @@ public func buildApplication(
                 to: router)
             EventsController(store: store, apps: apps, rateLimiter: eventLimiter, metrics: metrics).addRoutes(
                 to: router)
-            let sends = SendController(
-                store: store, keys: keys, apps: apps, fanOut: fanOut, worker: worker, limits: configuration.limits,
-                campaignThreshold: configuration.sending.campaignThreshold, metrics: metrics,
-                clock: dependencies.clock)
-            sends.addRoutes(to: router)
+            SendController(
+                store: store, keys: keys, apps: apps, engine: engine, limits: configuration.limits,
+                clock: dependencies.clock
+            ).addRoutes(to: router)
             let activities = ActivityController(
-                store: store, keys: keys, apps: apps, sends: sends, clock: dependencies.clock, metrics: metrics)
+                store: store, keys: keys, apps: apps, engine: engine, limits: configuration.limits,
+                clock: dependencies.clock, metrics: metrics)
             activities.addRoutes(to: router)
             let channels = ChannelController(
-                store: store, keys: keys, apps: apps, senders: senders, broadcaster: broadcaster, worker: worker,
+                store: store, keys: keys, apps: apps, senders: senders, engine: engine,
                 limits: configuration.limits, clock: dependencies.clock)
             channels.addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
@@ -165,7 +170,7 @@ public func buildApplication(
             ).addRoutes(to: router)
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
-                appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, worker: worker,
+                appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, engine: engine,
                 apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
                 activityAPI: activities, channelAPI: channels
             ).addRoutes(to: router)

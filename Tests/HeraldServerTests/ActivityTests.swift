@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldEmulator
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldEmulator
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Logging
@@ -20,7 +21,8 @@ struct CancelTests {
         let ready = Gate()
         ready.open()
         return SendWorker(
-            store: store, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]),
+            store: store, servedApps: [ServerHarness.topic],
+            legacyJobs: RequestBodyJobs(apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), store: store),
             fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: maximumInFlight),
             broadcaster: SendCrashTests.noBroadcasts(store), sending: sending,
             instance: "cancel-test",

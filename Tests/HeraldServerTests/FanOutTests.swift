@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import HeraldCore
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Synchronization

@@ -3,6 +3,7 @@ import HTTPTypes
 import HeraldAPNS
 import HeraldCore
 import HeraldEmulator
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Logging
@@ -32,8 +33,9 @@ struct InstanceRestartTests {
             let ready = Gate()
             ready.open()
             let logger = logger ?? ServerHarness.quietLogger("herald.test.\(instance)")
+            let apps = AppDirectory(ServerHarness.configuration(databaseURL: databaseURL).apps)
             let worker = SendWorker(
-                store: store, apps: AppDirectory(ServerHarness.configuration(databaseURL: databaseURL).apps),
+                store: store, servedApps: Set(apps.apps.keys), legacyJobs: RequestBodyJobs(apps: apps, store: store),
                 fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: 4),
                 broadcaster: SendCrashTests.noBroadcasts(store),
                 sending: ServerConfiguration.Sending(leaseDuration: .seconds(3_600), pollInterval: .seconds(3_600)),

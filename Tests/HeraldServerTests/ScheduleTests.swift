@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldEmulator
-import HeraldSending
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import HummingbirdTesting

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import HeraldEmulator
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Logging

@@ -2,6 +2,7 @@ import Foundation
 import HeraldAPNS
 import HeraldCore
 import HeraldEmulator
+import HeraldSending
 import HeraldStore
 import Logging
 import ServiceLifecycle

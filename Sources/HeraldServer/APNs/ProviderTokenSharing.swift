@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Logging
 import ServiceLifecycle

@@ -1,6 +1,7 @@
 import Foundation
 import HeraldAPNS
 import HeraldCore
+import HeraldSending
 import HeraldStore
 
 /// A configuration value that cannot be used, with what to do about it.

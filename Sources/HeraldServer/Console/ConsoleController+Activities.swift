@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldAPNS
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging

@@ -232,13 +232,16 @@ extension ConsoleController {
     @Sendable func cancelSend(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
         _ = try await ConsoleForm.read(request, session: session)
-        guard let id = context.parameters.get("id").flatMap(SendID.init), let send = try await store.cancelSend(id)
-        else {
-            throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
-        }
-        if send.status == .cancelled {
-            worker.cancelled(id)
+        let unknown = APIError(
+            .notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
+        guard let id = context.parameters.get("id").flatMap(SendID.init) else { throw unknown }
+        do {
+            _ = try await engine.cancel(id)
             context.logger.notice("Console cancelled a send", metadata: [LogKey.sendID: "\(id)"])
+        } catch let error as SendError where error.code == .sendFinished {
+            // It ended meanwhile: its page shows how.
+        } catch let error as SendError where error.code == .unknownSend {
+            throw unknown
         }
         return Self.redirect("/console/sends/\(id)")
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldEmulator
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging
@@ -21,8 +22,8 @@ struct ConsoleController: Sendable {
     /// The apps' bundle ids, in configuration order.
     let appIDs: [String]
     let emulator: APNSEmulator?
-    /// Told of cancellations, so a send this instance performs stops at once.
-    let worker: SendWorker
+    /// Cancels sends, so a send this instance performs stops at once.
+    let engine: SendEngine
     /// The APNs clients' latency and open connections, read when the overview renders.
     let apnsStatistics: @Sendable () -> [SenderStatistics]
     let clock: any WallClock

@@ -2,6 +2,7 @@ import HTTPTypes
 import HeraldCore
 import Hummingbird
 import Logging
+import HeraldSending
 
 /// Gives every response under `/console` the console's security headers, and turns a failure there into an HTML
 /// page instead of the API's JSON error.

@@ -1,4 +1,5 @@
 import HTTPTypes
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Logging
 import ServiceLifecycle

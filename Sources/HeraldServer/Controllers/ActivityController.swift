@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging
@@ -17,7 +18,8 @@ struct ActivityController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
     let apps: AppDirectory
-    let sends: SendController
+    let engine: SendEngine
+    let limits: ServerConfiguration.Limits
     let clock: any WallClock
     let metrics: ServerMetrics
 
@@ -46,7 +48,7 @@ struct ActivityController: Sendable {
     ]
 
     @Sendable func start(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let fields = try await Self.body(request, limit: sends.limits.sendBodyBytes, allowed: Self.startFields)
+        let fields = try await Self.body(request, limit: limits.sendBodyBytes, allowed: Self.startFields)
         guard let id = try fields.string("activityId", bytes: 1...TokenRegistration.maximumActivityIDBytes) else {
             throw APIError.invalidField("activityId", "give the app's own id of the activity, such as an order number")
         }
@@ -86,11 +88,11 @@ struct ActivityController: Sendable {
         }
         metrics.activityPush(event: "start", priority: Self.priority(of: plan), via: .devices)
         context.logger.info("Starting a Live Activity", metadata: ["herald.activity": "\(id)"])
-        return try await answer(sends.perform(plan, context: context), activity)
+        return try await answer(perform(plan, context: context), activity)
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let fields = try await Self.body(request, limit: sends.limits.sendBodyBytes, allowed: Self.updateFields)
+        let fields = try await Self.body(request, limit: limits.sendBodyBytes, allowed: Self.updateFields)
         let alert = fields["alert"] != nil
         let pushed = try await push(
             try Self.pathActivityID(context), fields: fields, event: "update",
@@ -100,7 +102,7 @@ struct ActivityController: Sendable {
 
     @Sendable func end(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await Self.body(
-            request, limit: sends.limits.sendBodyBytes, allowed: Self.endFields, emptyAllowed: true)
+            request, limit: limits.sendBodyBytes, allowed: Self.endFields, emptyAllowed: true)
         let id = try Self.pathActivityID(context)
         return answer(try await endActivity(id, fields: fields, context: context))
     }
@@ -178,7 +180,12 @@ struct ActivityController: Sendable {
             throw Self.unknown(id, plan.bundleID)
         }
         metrics.activityPush(event: event, priority: Self.priority(of: plan), via: .devices)
-        return Pushed(send: try await sends.perform(plan, context: context), activity: activity)
+        return Pushed(send: try await perform(plan, context: context), activity: activity)
+    }
+
+    /// Sends a start, update or end through the engine, answered as a send is.
+    private func perform(_ plan: SendPlan, context: ServerRequestContext) async throws -> SendController.Answer {
+        SendController.answer(try await engine.accept(plan, logger: context.logger), context: context)
     }
 
     private func answer(_ pushed: Pushed) -> Response {

@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldAPNS
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging
@@ -19,8 +20,7 @@ struct ChannelController: Sendable {
     let keys: APIKeyVerifier
     let apps: AppDirectory
     let senders: APNSSenders
-    let broadcaster: Broadcaster
-    let worker: SendWorker
+    let engine: SendEngine
     let limits: ServerConfiguration.Limits
     let clock: any WallClock
 
@@ -168,15 +168,18 @@ struct ChannelController: Sendable {
         var logger = context.logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
         logger[metadataKey: LogKey.channelID] = "\(channel.id)"
-        if plan.sendAt != nil {
-            let record = try await broadcaster.schedule(plan)
-            worker.wake()
+        let outcome: Broadcaster.Outcome
+        let record: SendRecord
+        switch try await engine.broadcast(plan) {
+        case .scheduled(let record):
             logger.info("Scheduled a broadcast")
             return .json(
                 .object(["channel": .string(channel.id), "send": SendController.json(record)]), status: .accepted,
                 headers: [.location: "/api/sends/\(record.id)"])
+        case .sent(let sent, let sentRecord):
+            outcome = sent
+            record = sentRecord
         }
-        let (outcome, record) = try await broadcaster.sendNow(plan)
         let reply: APNSChannelReply<APNSChannelID>
         switch outcome.result {
         case .success(let accepted):

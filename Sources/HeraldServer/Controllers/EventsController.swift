@@ -1,5 +1,6 @@
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging

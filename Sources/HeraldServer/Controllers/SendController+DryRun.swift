@@ -1,4 +1,5 @@
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import Hummingbird
 
@@ -15,16 +16,6 @@ extension SendController {
         case nil, "false": return false
         case "true": return true
         default: throw APIError.invalidField("dryRun", "use true to validate without sending, or leave it out")
-        }
-    }
-
-    /// `404 unknownToken` when a `{"token"}` target is not registered or was removed.
-    func checkSingleToken(of plan: SendPlan) async throws {
-        if let token = plan.singleToken, try await store.device(token)?.isActive != true {
-            throw APIError(
-                .notFound, reason: "unknownToken",
-                "The token \(token.redacted) is not registered, or was removed after APNs rejected it: the app must register it first."
-            )
         }
     }
 
@@ -52,7 +43,7 @@ extension SendController {
                 "target": .string(plan.targetDescription),
                 "summary": .string(plan.summary),
                 "targetCount": .integer(count),
-                "background": .bool(count > limits.inlineSendLimit),
+                "background": .bool(count > engine.inlineLimit),
                 "notifications": .array(notifications),
             ]))
     }

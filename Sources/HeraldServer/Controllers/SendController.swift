@@ -7,7 +7,7 @@ import Hummingbird
 import Logging
 
 /// `POST /api/send`, `GET /api/sends`, `GET /api/sends/{id}` and `DELETE /api/sends/{id}` (API key with the `send`
-/// scope).
+/// scope): an adapter that reads requests into plans for the ``HeraldSending/SendEngine`` and writes its answers.
 ///
 /// A send is validated first (`400` with the APNs reason it would cause). A target of at most
 /// ``ServerConfiguration/Limits/inlineSendLimit`` devices is sent while the request waits, then recorded whole in one
@@ -18,12 +18,8 @@ struct SendController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
     let apps: AppDirectory
-    let fanOut: FanOut
-    let worker: SendWorker
+    let engine: SendEngine
     let limits: ServerConfiguration.Limits
-    /// Sends to more devices than this are queued in the campaign lane.
-    let campaignThreshold: Int
-    let metrics: ServerMetrics
     let clock: any WallClock
 
     func addRoutes(to router: Router<ServerRequestContext>) {
@@ -46,7 +42,7 @@ struct SendController: Sendable {
         try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
         if dryRun {
-            try await checkSingleToken(of: plan)
+            try await engine.checkSingleToken(of: plan)
             return dryRunAnswer(plan, count: try await store.count(matching: plan.query))
         }
         let answer = try await perform(plan, context: context)
@@ -61,65 +57,26 @@ struct SendController: Sendable {
         var status: HTTPResponse.Status
     }
 
-    /// Performs a validated send: inline when its target is small enough and nothing schedules or paces it, else
-    /// queued for the worker.
+    /// Performs a validated send through the engine, and answers it as `POST /api/send` does.
     func perform(_ plan: SendPlan, context: ServerRequestContext) async throws -> Answer {
-        var logger = context.logger
-        if !plan.mustRunInBackground, let devices = try await inlineTargets(of: plan) {
-            let new = NewSend(
-                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
-                targetCount: devices.count)
-            logger[metadataKey: LogKey.sendID] = "\(new.id)"
-            metrics.sendStarted(background: false)
-            let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
-            let record = try await store.recordFinishedSend(new, outcomes: outcomes.map(\.outcome))
-            logger.info("Sent", metadata: [LogKey.count: "\(record.counts)"])
-            var body = Self.json(record)
+        Self.answer(try await engine.accept(plan, logger: context.logger), context: context)
+    }
+
+    /// An accepted send as the API answers it: `200` with every device's outcome when it was sent while the request
+    /// waited, `202` when it was queued.
+    static func answer(_ accepted: SendEngine.Accepted, context: ServerRequestContext) -> Answer {
+        switch accepted {
+        case .sent(let record, let outcomes):
+            var body = json(record)
             if case .object(var members) = body {
-                let reveal = Self.revealsTokens(to: context)
-                members["outcomes"] = .array(outcomes.map { Self.json($0, revealingToken: reveal) })
+                let reveal = revealsTokens(to: context)
+                members["outcomes"] = .array(outcomes.map { json($0, revealingToken: reveal) })
                 body = .object(members)
             }
             return Answer(body: body, status: .ok)
+        case .queued(let record):
+            return Answer(body: json(record), status: .accepted)
         }
-        let count = try await store.count(matching: plan.query)
-        let record = try await store.createSend(
-            NewSend(
-                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
-                status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
-                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold)))
-        metrics.sendStarted(background: true)
-        worker.wake()
-        logger[metadataKey: LogKey.sendID] = "\(record.id)"
-        logger.info(
-            plan.schedule == nil ? "Queued a background send" : "Scheduled a send",
-            metadata: [LogKey.count: "\(count)"])
-        return Answer(body: Self.json(record), status: .accepted)
-    }
-
-    /// The devices of a send small enough to perform while the request waits (at most
-    /// ``ServerConfiguration/Limits/inlineSendLimit``), or `nil` for a background send.
-    ///
-    /// One read for the common cases (one token, one user): the first page of the target, one device longer than
-    /// the limit, says whether it fits.
-    /// - Throws: ``APIError`` `404 unknownToken` for a single token that is not registered or was removed.
-    private func inlineTargets(of plan: SendPlan) async throws -> [DeviceRegistration]? {
-        let limit = limits.inlineSendLimit
-        if plan.singleToken != nil {
-            let page = try await store.devices(matching: plan.query, after: nil, limit: 1)
-            if page.devices.isEmpty { try await checkSingleToken(of: plan) }
-            return limit >= page.devices.count ? page.devices : nil
-        }
-        guard limit > 0 else { return nil }
-        var devices: [DeviceRegistration] = []
-        var cursor: DeviceCursor?
-        repeat {
-            let page = try await store.devices(matching: plan.query, after: cursor, limit: limit + 1 - devices.count)
-            devices += page.devices
-            cursor = page.next
-            if devices.count > limit { return nil }
-        } while cursor != nil
-        return devices
     }
 
     /// The sends, newest first, one page at a time (`?after=<cursor>&limit=<1…1000>`, default 100): scheduled ones
@@ -160,13 +117,7 @@ struct SendController: Sendable {
     /// its next status check on another instance; what it had in flight is recorded, so its counts are what was sent.
     @Sendable func cancel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let id = try Self.sendID(context)
-        guard let record = try await store.cancelSend(id) else { throw Self.unknownSend(id) }
-        guard record.status == .cancelled else {
-            throw APIError(
-                .conflict, reason: "sendFinished",
-                "The send \(id) has \(record.status) already: there is nothing left to cancel.")
-        }
-        worker.cancelled(id)
+        let record = try await engine.cancel(id)
         context.logger.notice(
             "Cancelled a send",
             metadata: [LogKey.sendID: "\(id)", LogKey.count: "\(record.counts)"])

@@ -1,5 +1,6 @@
 public import HTTPTypes
 import HeraldCore
+import HeraldSending
 public import Hummingbird
 
 /// An answer of the HTTP API that is not a success: a status, a stable machine-readable `reason`, and a sentence a
@@ -87,4 +88,17 @@ extension APIError {
     static let `internal` = APIError(
         .internalServerError, reason: "internal",
         "The server failed unexpectedly: try again, and see the server log if it persists.")
+}
+
+extension APIError {
+    /// The send engine's refusal as an answer: its code is the `reason`, and the status says whose turn it is.
+    init(_ error: SendError) {
+        let status: HTTPResponse.Status =
+            switch error.code {
+            case .unknownToken, .unknownSend: .notFound
+            case .sendFinished: .conflict
+            default: .badRequest
+            }
+        self.init(status, reason: error.code.description, error.message)
+    }
 }

@@ -7,7 +7,7 @@ import Prometheus
 ///
 /// The sender's metrics (`herald_apns_*`) go through swift-metrics: `herald serve` bootstraps swift-metrics with a
 /// factory over the same registry, so they appear on `/metrics` too.
-struct ServerMetrics: Sendable {
+struct ServerMetrics: SendingMetrics {
     let registry: PrometheusCollectorRegistry
     private let registered: Counter
     private let updated: Counter
@@ -86,12 +86,6 @@ struct ServerMetrics: Sendable {
         for (result, count) in [("recorded", recorded), ("duplicate", duplicates), ("ignored", ignored)] where count > 0 {
             Self.counter(registry, Name.receipts, [("result", result)]).increment(by: Int64(count))
         }
-    }
-
-    /// How a Live Activity push reached its devices: one request per device token, or one broadcast on a channel.
-    enum ActivityRoute: String {
-        case devices
-        case channel
     }
 
     func activityPush(event: String, priority: Int, via route: ActivityRoute) {

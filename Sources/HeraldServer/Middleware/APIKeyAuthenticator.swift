@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging

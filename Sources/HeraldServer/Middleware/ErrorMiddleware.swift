@@ -1,4 +1,5 @@
 import HTTPTypes
+import HeraldSending
 import HeraldStore
 import Hummingbird
 import Logging
@@ -7,7 +8,7 @@ import NIOHTTP1
 
 /// Turns every failure into the API's JSON error body, so no client ever sees an empty or framework-shaped error.
 ///
-/// ``APIError`` passes through. Hummingbird's own `HTTPError`s (no route, body too large) become the matching reason.
+/// ``APIError`` passes through, and the send engine's ``HeraldSending/SendError`` becomes its status. Hummingbird's own `HTTPError`s (no route, body too large) become the matching reason.
 /// A store that does not answer is `503 unavailable`; anything else is `500 internal`, logged here with its detail
 /// (which never includes a token or a secret: store and core errors redact them).
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
@@ -21,6 +22,8 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             throw error
+        } catch let error as SendError {
+            throw APIError(error)
         } catch let error as HTTPError {
             if error.status == .notFound {
                 let allowed = routes.methods(forPath: request.uri.path)

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import HeraldSending
 
 /// Bounds what one HTTP/1.1 connection can cost: a request must arrive whole within a deadline, a connection
 /// still busy when the server shuts down is closed after a grace period, and malformed HTTP gets the API's JSON

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import HeraldCore
+@testable import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Testing

@@ -1,9 +1,7 @@
 import Foundation
-import HTTPTypes
-import HeraldCore
-import HeraldSending
+public import HeraldCore
 public import HeraldStore
-import Logging
+public import Logging
 public import ServiceLifecycle
 import Synchronization
 
@@ -32,7 +30,10 @@ import Synchronization
 /// next start resumes it at once. A resumed send skips the devices already recorded.
 public final class SendWorker: Service, Sendable {
     private let store: any Store
-    private let apps: AppDirectory
+    /// The apps this server has APNs credentials for: a send of another app fails instead of running.
+    private let servedApps: Set<String>
+    /// Reads the version-1 jobs older servers stored.
+    private let legacyJobs: any LegacyJobReader
     private let fanOut: FanOut
     private let broadcaster: Broadcaster
     private let leaseDuration: Duration
@@ -57,7 +58,7 @@ public final class SendWorker: Service, Sendable {
     /// The runs being performed (a whole send, or one shard of a large send), with their lane and whether their send
     /// was cancelled meanwhile.
     private let running = Mutex<[RunKey: RunningSend]>([:])
-    private let metrics: ServerMetrics?
+    private let metrics: (any SendingMetrics)?
     /// Sends to more devices than this are cut into shards of this size; 0: never.
     private let shardSize: Int
 
@@ -89,11 +90,19 @@ public final class SendWorker: Service, Sendable {
         }
     }
 
-    init(
-        store: any Store, apps: AppDirectory, fanOut: FanOut, broadcaster: Broadcaster,
-        sending: ServerConfiguration.Sending, instance: String,
+    /// - Parameters:
+    ///   - servedApps: The bundle ids of the apps this server sends for.
+    ///   - legacyJobs: Reads the jobs older servers stored as request bodies.
+    ///   - instance: The instance id (`HERALD_INSTANCE_ID`).
+    ///   - clock: What the worker sleeps on between polls.
+    ///   - wallClock: The time of day: leases, schedules.
+    ///   - storeReady: Opens once the store is migrated: the worker waits for it.
+    ///   - appWeights: Each app's weight in the shared in-flight budget (1 when absent).
+    public init(
+        store: any Store, servedApps: Set<String>, legacyJobs: any LegacyJobReader, fanOut: FanOut,
+        broadcaster: Broadcaster, sending: SendingSettings, instance: String,
         clock: any Clock<Duration>, wallClock: any WallClock, storeReady: Gate, logger: Logger,
-        appWeights: [String: Double] = [:], metrics: ServerMetrics? = nil
+        appWeights: [String: Double] = [:], metrics: (any SendingMetrics)? = nil
     ) {
         self.storeReady = storeReady
         self.runningLimit = sending.runningSendsPerLane
@@ -101,7 +110,8 @@ public final class SendWorker: Service, Sendable {
         self.appWeights = appWeights
         self.metrics = metrics
         self.store = store
-        self.apps = apps
+        self.servedApps = servedApps
+        self.legacyJobs = legacyJobs
         self.fanOut = fanOut
         self.broadcaster = broadcaster
         self.leaseDuration = sending.leaseDuration
@@ -230,7 +240,7 @@ public final class SendWorker: Service, Sendable {
     }
 
     /// The sends running now, per lane.
-    func runningPerLane() -> [SendLane: Int] {
+    public func runningPerLane() -> [SendLane: Int] {
         running.withLock { running in
             var counts: [SendLane: Int] = [:]
             for send in running.values { counts[send.lane, default: 0] += 1 }
@@ -279,11 +289,11 @@ public final class SendWorker: Service, Sendable {
     }
 
     /// Tells the worker a send was queued, so it does not wait for its next poll.
-    func wake() { wakeup.signal() }
+    public func wake() { wakeup.signal() }
 
     /// Tells the worker a send was cancelled through this instance: if it is performing that send, it stops at its
     /// next event instead of at its next status check.
-    func cancelled(_ id: SendID) {
+    public func cancelled(_ id: SendID) {
         running.withLock { running in
             for key in running.keys where key.send == id { running[key]?.cancelled = true }
         }
@@ -324,13 +334,13 @@ public final class SendWorker: Service, Sendable {
     /// no send running (so it saw whatever the sends it ran put back in the queue), and waits for a wake-up
     /// (``wake()``) or its next poll: for tests that must know what a worker did, or did not take, or that store a
     /// send it must not take yet.
-    func waitUntilIdle() async {
+    public func waitUntilIdle() async {
         await waitForLook(untilSendsEnd: true)
     }
 
     /// Returns once the worker has looked for queued sends and found none (or no room in their lanes), in a look that
     /// began after this call, whatever it still runs: for tests that must know a send was left waiting.
-    func waitUntilLookedAgain() async {
+    public func waitUntilLookedAgain() async {
         await waitForLook(untilSendsEnd: false)
     }
 
@@ -528,7 +538,7 @@ public final class SendWorker: Service, Sendable {
     /// a broadcast (sent here), or the send cannot run and is marked failed with why.
     ///
     /// A version-2 job runs as it was accepted. A version-1 job (the request body, stored by an older server) is
-    /// parsed and validated again against the current configuration.
+    /// validated again against the current configuration (``LegacyJobReader``).
     private func plan(of record: SendRecord, logger: Logger) async throws -> SendPlan? {
         guard let text = record.job else {
             _ = try await store.updateSend(
@@ -536,8 +546,16 @@ public final class SendWorker: Service, Sendable {
             return nil
         }
         let stored: StoredJob
-        do {
-            stored = try StoredJob(jsonText: text, sendID: record.id)
+        do throws(SendJobError) {
+            switch try StoredJob(jsonText: text, sendID: record.id) {
+            case .requestBody(let body):
+                stored = try await legacyJobs.job(fromRequestBody: body, sendID: record.id, at: wallClock.now())
+                if case .requestBody = stored {
+                    throw SendJobError.unreadable("it is a request body the server cannot read", sendID: record.id)
+                }
+            case let job:
+                stored = job
+            }
         } catch {
             logger.error("A queued send's stored job cannot be run", metadata: [LogKey.error: "\(error.message)"])
             _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
@@ -545,7 +563,7 @@ public final class SendWorker: Service, Sendable {
         }
         switch stored {
         case .send(let job):
-            guard apps.apps[job.bundleID] != nil else {
+            guard servedApps.contains(job.bundleID) else {
                 logger.error(
                     "A queued send's app is no longer configured", metadata: [LogKey.topic: "\(job.bundleID)"])
                 _ = try await store.updateSend(
@@ -559,33 +577,15 @@ public final class SendWorker: Service, Sendable {
             }
             return SendPlan(job: job, sendID: record.id, at: wallClock.now())
         case .broadcast(let job):
-            try await performBroadcast(record, channelID: job.channelID, logger: logger) { _, now in
-                BroadcastPlan(job: job, sendID: record.id, at: now)
-            }
+            try await performBroadcast(record, job: job, logger: logger)
             return nil
-        case .requestBody(let value):
-            if let request = BroadcastPlan.storedRequest(value) {
-                try await performBroadcast(record, channelID: request.channelID, logger: logger) {
-                    channel, now throws(APIError) in
-                    try BroadcastPlan(request.fields, channel: channel, sendID: record.id, at: now, resumed: true)
-                }
-                return nil
-            }
-            do {
-                return try SendPlan(json: value, apps: apps, sendID: record.id, at: wallClock.now(), resumed: true)
-            } catch {
-                logger.error("A queued send no longer validates", metadata: [LogKey.error: "\(error.message)"])
-                _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
-                return nil
-            }
+        case .requestBody:
+            return nil
         }
     }
 
     /// A scheduled broadcast: one request, sent unless it came due beyond the catch-up limit while no server ran.
-    private func performBroadcast(
-        _ record: SendRecord, channelID: String, logger: Logger,
-        plan: (ChannelRecord, Date) throws(APIError) -> BroadcastPlan
-    ) async throws {
+    private func performBroadcast(_ record: SendRecord, job: BroadcastJob, logger: Logger) async throws {
         let due = record.sendAt ?? record.createdAt
         let now = wallClock.now()
         guard now.timeIntervalSince(due) <= catchUpLimit else {
@@ -593,9 +593,7 @@ public final class SendWorker: Service, Sendable {
             _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: Self.missed(due, now: now)))
             return
         }
-        try await broadcaster.perform(record, channelID: channelID, logger: logger) { channel throws(APIError) in
-            try plan(channel, now)
-        }
+        try await broadcaster.perform(record, job: job, at: now, logger: logger)
     }
 
     /// Why a scheduled send that no server performed in time was skipped.

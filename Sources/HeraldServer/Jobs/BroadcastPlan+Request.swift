@@ -5,16 +5,9 @@ import HeraldCore
 import HeraldSending
 import HeraldStore
 
-/// A broadcast to a channel, parsed and validated: what `POST /api/channels/{id}/broadcast` asked for, and what a
-/// worker sends when a scheduled one comes due.
-///
-/// A broadcast is one request to APNs, which delivers it to every device subscribed to the channel. It is a send like
-/// any other (recorded, listed by `GET /api/sends`, cancellable while it waits, fired once by one instance), except
-/// that the server knows no subscriber: it can wait for an instant (`sendAt`) but not for each device's local time,
-/// and there is nothing to pace. A scheduled one stores its ``job`` (``HeraldSending/BroadcastJob``): the request as
-/// prepared when it was accepted, which a worker sends as it is (``init(job:sendID:at:)``). Its payload's `timestamp`,
-/// which a device compares against the update it shows, is the time of sending, not of asking.
-struct BroadcastPlan: Sendable {
+/// A broadcast request read into a ``HeraldSending/BroadcastPlan``: `POST /api/channels/{id}/broadcast`'s fields,
+/// checked against the channel, or a version-1 stored job (the request and the channel) that a worker meets.
+extension BroadcastPlan {
     /// The fields a broadcast request may have.
     static let fields: Set<String> = [
         "event", "contentState", "alert", "sound", "staleDate", "dismissalDate", "relevanceScore", "priority",
@@ -22,35 +15,6 @@ struct BroadcastPlan: Sendable {
     ]
     /// The key of a version-1 stored job (the request's fields and the channel) that marks it a broadcast.
     static let jobKey = "broadcast"
-
-    /// The send's id; the broadcast's `apns-request-id` is the same UUID, so APNs's logs name the send.
-    let sendID: SendID
-    /// What a scheduled broadcast stores, and a worker sends.
-    let job: BroadcastJob
-
-    /// The channel, as recorded.
-    var channelID: String { job.channelID }
-    /// The app (bare bundle id).
-    var topic: String { job.bundleID }
-    var environment: APNSEnvironment { job.environment }
-    /// When it is sent; `nil`: now.
-    var sendAt: Date? { job.sendAt }
-    /// The request, checked and encoded.
-    var prepared: PreparedBroadcast { job.notification }
-    /// `update` or `end`.
-    var event: String { job.event }
-
-    /// The notification in words, as sends show it.
-    var summary: String { "liveactivity broadcast (\(event))" }
-
-    /// The target in words, as sends show it.
-    var targetDescription: String { "channel \(channelID) (\(environment.name))" }
-
-    /// A stored broadcast, as a worker sends it: stamped with the time of sending, nothing checked again.
-    init(job: BroadcastJob, sendID: SendID, at now: Date) {
-        self.sendID = sendID
-        self.job = job.stamped(at: now)
-    }
 
     /// Parses and validates a broadcast to a live channel.
     /// - Parameters:
@@ -119,10 +83,10 @@ struct BroadcastPlan: Sendable {
         } catch {
             throw APIError(.badRequest, reason: error.reason?.rawValue ?? error.code.description, error.description)
         }
-        self.sendID = sendID
-        job = BroadcastJob(
+        let job = BroadcastJob(
             channelID: channel.id, bundleID: channel.topic, environment: channel.environment, event: event,
             sendAt: sendAt, notification: prepared, stampsTimestamp: true)
+        self.init(validated: job, sendID: sendID)
     }
 
     /// The request fields and channel id of a version-1 stored broadcast job; `nil` when the job is not a broadcast.

@@ -4,55 +4,11 @@ import HeraldCore
 import HeraldSending
 import HeraldStore
 
-/// A send, parsed and validated: which devices, and the notification each one gets.
-///
-/// Made from the body of `POST /api/send` (``init(json:apps:sendID:at:resumed:)``), which checks it against the
-/// configuration of the moment: every notification variant (one per language the send carries, plus the default) is
-/// validated and encoded there, so a send that would be rejected for its content fails with `400` before anything is
-/// sent. What that gives is ``job``, the ``HeraldSending/SendJob`` a queued send stores; a worker makes the plan again
-/// from it (``init(job:sendID:at:)``) and sends exactly what was accepted, whatever the configuration says by then.
-/// Jobs stored before that existed (version 1, the request body) are parsed again with `resumed: true`.
-///
-/// Alert and background notifications carry the send's id in a `herald` key beside `aps`
-/// (`"herald": {"send": "<id>"}`, ``receiptKey``) unless the app turned receipts off: the device's SDK names the send
-/// when it reports the notification received or opened (`POST /api/events`). The key is part of every variant before
-/// validation, so it counts against APNs's payload limit.
-struct SendPlan: Sendable {
-    /// The send's id: what the `herald` key carries, and what each device's `apns-id` is derived from.
-    let sendID: SendID
-    /// What a queued send stores, and a worker runs: the devices, the schedule and every prepared notification.
-    let job: SendJob
-    /// The devices: the target, narrowed to the app, the environment asked for and the token kinds that take the
-    /// push type; and for a wave of a `localTime` send, to its time zones.
-    private(set) var query: DeviceQuery
-    /// The single token of a `{"token": …}` target, which must be registered; `nil` for a plan made from a job.
-    let singleToken: DeviceToken?
-
-    /// The app the send is for.
-    var bundleID: String { job.bundleID }
-    /// When the send starts; `nil`: now.
-    var schedule: SendSchedule? { job.schedule }
-    /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
-    var rate: Int? { job.rate }
-    /// Whether the target is every device of the app (`{"topic": …}`).
-    var targetsEveryDevice: Bool { job.targetsEveryDevice }
-    /// The push type every targeted device gets.
-    var pushType: APNSPushType { job.pushType }
-    /// The target in words, safe to show.
-    var targetDescription: String { job.targetDescription }
-    /// The notification in words, safe to show: no alert text.
-    var summary: String { job.summary }
-
-    /// A stored send, as a worker runs it: nothing is checked or looked up again.
-    /// - Parameters:
-    ///   - now: The time of sending: a Live Activity payload that had no `aps.timestamp` gets it.
-    init(job: SendJob, sendID: SendID, at now: Date) {
-        self.sendID = sendID
-        self.job = job.stamped(at: now)
-        query = job.query
-        singleToken = nil
-    }
-
+/// `POST /api/send`'s body read into a ``HeraldSending/SendPlan``: parsed and checked against the configuration of the
+/// moment, every notification variant validated and encoded, so a send that would be rejected for its content fails
+/// with `400` before anything is sent. Jobs stored before version 2 (the request body) are parsed again here with
+/// `resumed: true` when a worker meets one.
+extension SendPlan {
     /// The fields of the typed notification, which exclude `payload`.
     private static let typedFields = [
         "alert", "badge", "sound", "threadId", "category", "contentAvailable", "mutableContent", "targetContentId",
@@ -62,11 +18,6 @@ struct SendPlan: Sendable {
     static let maximumRate = 1_000_000
     /// The most tokens a `tokens` target may list.
     static let maximumTokens = 100_000
-    /// The custom key beside `aps` that carries the send id, for delivery receipts.
-    static let receiptKey = "herald"
-    /// The push types whose payload the app's code sees (a service extension, the app delegate): only they carry
-    /// the `herald` key.
-    static let receiptPushTypes: Set<APNSPushType> = [.alert, .background]
 
     /// Parses and validates a send.
     /// - Throws: ``APIError`` `400`: `invalidJSON`, `invalidField` (naming the field), `missingTarget`,
@@ -80,7 +31,6 @@ struct SendPlan: Sendable {
     init(json value: JSONValue, apps: AppDirectory, sendID: SendID, at now: Date, resumed: Bool = false)
         throws(APIError)
     {
-        self.sendID = sendID
         guard case .object(let members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
         let fields = JSONFields(members)
         let schedule = try SendSchedule.parse(fields, now: resumed ? nil : now)
@@ -154,7 +104,6 @@ struct SendPlan: Sendable {
             selection = .topic(app.bundleID)
             targetDescription = "every device"
         }
-        singleToken = single
         selection = selection.inTopic(app.bundleID)
         if let name = try fields.string("environment") {
             guard let environment = APNSEnvironment(name: name) else {
@@ -285,60 +234,14 @@ struct SendPlan: Sendable {
             localized.aps.alert = alert
             prepared[language] = try prepare(localized)
         }
-        self.query = query
-        job = SendJob(
+        let job = SendJob(
             bundleID: app.bundleID, query: query, pushType: pushType, schedule: schedule, rate: rate,
             targetDescription: targetDescription,
             summary: "\(pushType) push" + (localizations.isEmpty ? "" : " in \(localizations.count + 1) variants")
                 + (encrypt ? ", encrypted" : ""),
             notifications: prepared, stampsTimestamp: stampsTimestamp)
+        self.init(validated: job, sendID: sendID, singleToken: single)
     }
-
-    /// The same send, narrowed to the devices of some time zones (a wave of a `localTime` send).
-    func narrowed(to timeZones: DeviceQuery.TimeZoneFilter) -> SendPlan {
-        var copy = self
-        copy.query = query.timeZones(timeZones)
-        return copy
-    }
-
-    /// The same send, narrowed to the devices up to a position of its target's order: one shard's run.
-    func bounded(through bound: DeviceCursor?) -> SendPlan {
-        var copy = self
-        copy.query = query.through(bound)
-        return copy
-    }
-
-    /// Whether the send waits in the queue for a worker whatever its size: scheduled or paced sends.
-    var mustRunInBackground: Bool { schedule != nil || rate != nil }
-
-    /// The scheduler lane of the send once queued: paced sends and sends to more than `campaignThreshold` devices are
-    /// campaigns; other Live Activity pushes have their own lane; sends to every device of the app are campaigns too,
-    /// and the rest are background sends.
-    func lane(targetCount: Int, campaignThreshold: Int) -> SendLane {
-        if rate != nil || targetCount > campaignThreshold { return .campaign }
-        if pushType == .liveactivity { return .activity }
-        return targetsEveryDevice ? .campaign : .background
-    }
-
-    /// The notification a device gets: the variant of its first preferred language that the send carries
-    /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.
-    func notification(for device: DeviceRegistration) -> PreparedNotification {
-        let variants = job.notifications
-        if variants.count > 1 {
-            for language in device.preferredLanguages {
-                let tag = language.lowercased()
-                if let exact = variants[tag] { return exact }
-                if let dash = tag.firstIndex(of: "-"), let primary = variants[String(tag[..<dash])] { return primary }
-            }
-        }
-        return variants[""]!
-    }
-
-    /// Every prepared notification by language key (`""` is the default): what a dry run shows.
-    var preparedVariants: [String: PreparedNotification] { job.notifications }
-
-    /// The language keys the send carries, for tests and summaries.
-    var languages: [String] { job.notifications.keys.filter { !$0.isEmpty }.sorted() }
 
     private static func validationFailure(_ error: NotificationValidationError) -> APIError {
         APIError(.badRequest, reason: error.reason?.rawValue ?? error.code.description, error.description)

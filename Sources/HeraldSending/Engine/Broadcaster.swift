@@ -1,8 +1,7 @@
 import Foundation
-import HeraldAPNS
-import HeraldCore
-import HeraldSending
-import HeraldStore
+public import HeraldAPNS
+public import HeraldCore
+public import HeraldStore
 import Logging
 
 /// Sends broadcasts and records each as a send: at once for `POST /api/channels/{id}/broadcast`, or when a scheduled
@@ -11,26 +10,38 @@ import Logging
 /// A broadcast's counts count its one request: `accepted` 1 when APNs took it (APNs then delivers it to every
 /// subscriber, which the server cannot see), `rejected` 1 with APNs's reason in the send's message, `failed` 1 when no
 /// answer came. A channel APNs no longer knows (`ChannelNotRegistered`) is marked deleted.
-struct Broadcaster: Sendable {
+public struct Broadcaster: Sendable {
     let store: any Store
     /// The APNs client of an app in an environment.
     let client: @Sendable (_ bundleID: String, _ environment: APNSEnvironment) -> APNSClient?
-    let metrics: ServerMetrics
+    let metrics: any SendingMetrics
+
+    /// - Parameters:
+    ///   - client: The APNs client of an app in an environment; `nil` when the server has none.
+    public init(
+        store: any Store, client: @escaping @Sendable (_ bundleID: String, _ environment: APNSEnvironment) -> APNSClient?,
+        metrics: any SendingMetrics
+    ) {
+        self.store = store
+        self.client = client
+        self.metrics = metrics
+    }
 
     /// What APNs made of a broadcast.
-    struct Outcome: Sendable {
+    public struct Outcome: Sendable {
         /// APNs's answer when it accepted the broadcast, else why not.
-        let result: Result<APNSChannelReply<APNSChannelID>, Failure>
+        public let result: Result<APNSChannelReply<APNSChannelID>, Failure>
         /// The request counted by what became of it.
-        let counts: OutcomeCounts
+        public let counts: OutcomeCounts
         /// The outcome in words, for the send's record.
-        let message: String
+        public let message: String
 
-        var accepted: Bool { if case .success = result { true } else { false } }
+        /// Whether APNs accepted the broadcast.
+        public var accepted: Bool { if case .success = result { true } else { false } }
     }
 
     /// Why a broadcast was not accepted.
-    enum Failure: Error {
+    public enum Failure: Error {
         /// APNs refused it, or did not answer.
         case apns(APNSChannelError)
         /// This server has no APNs client for the channel's app and environment.
@@ -38,7 +49,7 @@ struct Broadcaster: Sendable {
     }
 
     /// Sends a broadcast, once APNs's answer is in (after the sender's retries).
-    func send(_ plan: BroadcastPlan) async -> Outcome {
+    public func send(_ plan: BroadcastPlan) async -> Outcome {
         // A recorded channel id was APNs's, so it parses.
         guard let client = client(plan.topic, plan.environment), let id = APNSChannelID(plan.channelID) else {
             let message = "This server has no APNs client for \(plan.topic) in \(plan.environment): configure the app."
@@ -62,7 +73,7 @@ struct Broadcaster: Sendable {
     }
 
     /// Sends a broadcast while its request waits and records it whole, in one write.
-    func sendNow(_ plan: BroadcastPlan) async throws -> (Outcome, SendRecord) {
+    public func sendNow(_ plan: BroadcastPlan) async throws -> (Outcome, SendRecord) {
         let outcome = await send(plan)
         let record = try await store.recordFinishedSend(
             NewSend(
@@ -74,7 +85,7 @@ struct Broadcaster: Sendable {
     }
 
     /// Records a broadcast that waits for its time (`sendAt`): a queued send a worker fires once.
-    func schedule(_ plan: BroadcastPlan) async throws -> SendRecord {
+    public func schedule(_ plan: BroadcastPlan) async throws -> SendRecord {
         try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
@@ -82,32 +93,17 @@ struct Broadcaster: Sendable {
     }
 
     /// Sends a scheduled broadcast a worker claimed, and records how it ended: `completed`, or `failed` with why
-    /// (the channel was deleted meanwhile, a version-1 job no longer validates, APNs refused it).
+    /// (the channel was deleted meanwhile, APNs refused it).
     /// - Parameters:
-    ///   - channelID: The channel the stored job names: it must still be live.
-    ///   - plan: The broadcast to send, from the stored job, given the channel as it is now.
-    func perform(
-        _ record: SendRecord, channelID: String, logger: Logger,
-        plan: (ChannelRecord) throws(APIError) -> BroadcastPlan
-    ) async throws {
-        guard let channel = try await store.channel(id: channelID), channel.isLive else {
+    ///   - job: The stored broadcast, sent as accepted and stamped with `now`.
+    func perform(_ record: SendRecord, job: BroadcastJob, at now: Date, logger: Logger) async throws {
+        guard let channel = try await store.channel(id: job.channelID), channel.isLive else {
             logger.warning("A scheduled broadcast's channel was deleted before its time")
             _ = try await store.updateSend(
-                record.id,
-                SendUpdate(
-                    status: .failed,
-                    message: "The channel \(channelID) was deleted before the broadcast's time: nothing was sent."))
+                record.id, SendUpdate(status: .failed, message: BroadcastPlan.channelGone(job.channelID)))
             return
         }
-        let broadcast: BroadcastPlan
-        do {
-            broadcast = try plan(channel)
-        } catch {
-            logger.error("A scheduled broadcast no longer validates", metadata: [LogKey.error: "\(error.message)"])
-            _ = try await store.updateSend(record.id, SendUpdate(status: .failed, message: error.message))
-            return
-        }
-        let outcome = await send(broadcast)
+        let outcome = await send(BroadcastPlan(job: job, sendID: record.id, at: now))
         _ = try await store.updateSend(
             record.id,
             SendUpdate(

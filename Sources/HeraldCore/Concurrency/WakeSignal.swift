@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// `wait()` also returns when its task is cancelled. A cancelled wait may leave one spurious wake-up behind, which a
 /// caller that re-checks its condition after waking ignores.
-final class WakeSignal: Sendable {
+public final class WakeSignal: Sendable {
     private struct State {
         var pending = false
         var waiter: CheckedContinuation<Void, Never>?
@@ -12,8 +12,11 @@ final class WakeSignal: Sendable {
 
     private let state = Mutex(State())
 
+    /// A signal with no wake-up pending.
+    public init() {}
+
     /// Wakes the waiting task, or the next one to wait.
-    func signal() {
+    public func signal() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             guard let waiter = state.waiter else {
                 state.pending = true
@@ -26,7 +29,7 @@ final class WakeSignal: Sendable {
     }
 
     /// Returns after a signal (possibly one sent before the call), or when the task is cancelled.
-    func wait() async {
+    public func wait() async {
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let resumeNow = state.withLock { state in
@@ -45,7 +48,7 @@ final class WakeSignal: Sendable {
     }
 
     /// Returns after a signal, cancellation, or `timeout` on `clock`, whichever comes first.
-    func wait(timeout: Duration, clock: any Clock<Duration>) async {
+    public func wait(timeout: Duration, clock: any Clock<Duration>) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.wait() }
             group.addTask { try? await clock.sleep(for: timeout) }

@@ -3,7 +3,7 @@ public import HeraldStore
 
 /// What the server sends through: one prepared notification to one token in one environment.
 ///
-/// ``APNSSenders`` implements it over HeraldAPNS clients; tests may plug in anything. Implementations retry what the
+/// The server implements it over HeraldAPNS clients (one per app and environment); tests may plug in anything. Implementations retry what the
 /// APNs retry policy allows and return how the notification ended; they do not touch the registry.
 public protocol PushSender: Sendable {
     /// Sends a notification and returns how it ended: accepted, rejected with APNs's reason, or failed.

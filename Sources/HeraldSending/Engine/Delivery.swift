@@ -1,20 +1,20 @@
 import Foundation
-import HeraldCore
-import HeraldStore
-import Logging
+public import HeraldCore
+public import HeraldStore
+public import Logging
 
 /// One device's outcome, and what the server did about it (stored with the outcome, so background sends show it
 /// too).
-struct ReportedOutcome: Sendable {
-    typealias Action = DeliveryOutcome.Action
+public struct ReportedOutcome: Sendable {
+    public typealias Action = DeliveryOutcome.Action
 
-    var outcome: DeliveryOutcome
-    var action: Action? {
+    public var outcome: DeliveryOutcome
+    public var action: Action? {
         get { outcome.action }
         set { outcome.action = newValue }
     }
 
-    init(outcome: DeliveryOutcome, action: Action?) {
+    public init(outcome: DeliveryOutcome, action: Action?) {
         self.outcome = outcome
         self.outcome.action = action ?? outcome.action
     }
@@ -30,14 +30,30 @@ struct ReportedOutcome: Sendable {
 /// - Retryable answers were already retried by the sender's policy.
 ///
 /// Every removal is logged with its reason and the token's redacted suffix.
-struct Delivery: Sendable {
+public struct Delivery: Sendable {
     let store: any TokenStore
     let sender: any PushSender
-    let metrics: ServerMetrics
+    let metrics: any SendingMetrics
     let logger: Logger
     let clock: any WallClock
 
-    func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
+    /// - Parameters:
+    ///   - store: Where rejected tokens are invalidated and corrected environments recorded.
+    ///   - sender: What sends each notification, with the retry policy.
+    ///   - metrics: Where outcomes, removals and corrections are counted.
+    public init(
+        store: any TokenStore, sender: any PushSender, metrics: any SendingMetrics, logger: Logger,
+        clock: any WallClock
+    ) {
+        self.store = store
+        self.sender = sender
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Sends one notification to one device, and applies APNs's verdict to the registry.
+    public func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
         await settle(await sender.send(notification, to: device.token, in: device.environment), notification, device)
     }
 

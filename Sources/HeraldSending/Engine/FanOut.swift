@@ -1,9 +1,8 @@
 import Crypto
 import DequeModule
 import Foundation
-import HeraldCore
-import HeraldSending
-import HeraldStore
+public import HeraldCore
+public import HeraldStore
 
 /// Performs one send: walks its target page by page after a checkpoint, keeps devices between "sent" and
 /// "recorded" within the permits it holds, and records outcomes in batches as they come, one transaction per batch.
@@ -22,7 +21,7 @@ import HeraldStore
 /// Memory stays bounded whatever the target's size: at most two pages wait to be sent and as many outcomes wait to be
 /// recorded as the run holds permits. Runs as one task group: the page fetch, the sends and the recording overlap, and
 /// nothing outlives the call but the requests already written, whose answers nobody awaits after a failure.
-struct FanOut: Sendable {
+public struct FanOut: Sendable {
     let store: any Store
     let delivery: Delivery
     let pageSize: Int
@@ -33,12 +32,38 @@ struct FanOut: Sendable {
     /// The instance's in-flight budget that background sends share; `nil`: each run may have `maximumInFlight`.
     var budget: InFlightBudget?
 
+    /// - Parameters:
+    ///   - pageSize: Devices fetched per page, and the most outcomes recorded per transaction.
+    ///   - maximumInFlight: The most devices one run may have sent and not yet recorded.
+    ///   - clock: The time of day: outcomes, lease renewals.
+    ///   - sleepClock: What a send with a `rate` waits on between its starts.
+    ///   - budget: The instance's shared in-flight budget; `nil`: each run may have `maximumInFlight`.
+    public init(
+        store: any Store, delivery: Delivery, pageSize: Int, maximumInFlight: Int, clock: any WallClock,
+        sleepClock: any Clock<Duration> = ContinuousClock(), budget: InFlightBudget? = nil
+    ) {
+        self.store = store
+        self.delivery = delivery
+        self.pageSize = pageSize
+        self.maximumInFlight = maximumInFlight
+        self.clock = clock
+        self.sleepClock = sleepClock
+        self.budget = budget
+    }
+
     /// A background send's lease, renewed at a third of its duration: the send's, or one shard's when the run is a
     /// shard of a large send (its checkpoint is then the shard's too).
-    struct Lease: Sendable {
+    public struct Lease: Sendable {
         let worker: String
         let duration: Duration
         var shard: Int?
+
+        /// - Parameter shard: The shard the run is, for a shard of a large send; `nil` for a whole send.
+        public init(worker: String, duration: Duration, shard: Int? = nil) {
+            self.worker = worker
+            self.duration = duration
+            self.shard = shard
+        }
 
         /// Extends the lease; `false` when the worker no longer holds it.
         func renew(_ id: SendID, until: Date, in store: any Store) async throws -> Bool {
@@ -48,17 +73,17 @@ struct FanOut: Sendable {
     }
 
     /// How a run ended.
-    struct Result: Sendable {
+    public struct Result: Sendable {
         /// Whether every device was sent and recorded; `false` when asked to stop.
-        var finished: Bool
+        public var finished: Bool
         /// The send's counts, as recorded.
-        var counts: OutcomeCounts
+        public var counts: OutcomeCounts
         /// Every outcome, in the order they came, when collecting (inline sends).
-        var outcomes: [ReportedOutcome]
+        public var outcomes: [ReportedOutcome]
     }
 
     /// Another worker holds the send now: this one must stop.
-    struct LeaseLost: Error {}
+    public struct LeaseLost: Error {}
 
     private enum Event: Sendable {
         case page(DevicePage, done: Set<DeviceToken>)
@@ -115,7 +140,7 @@ struct FanOut: Sendable {
     ///   - shouldStop: Checked between events; once `true`, nothing more is fetched or sent, and what is in flight
     ///     is finished and recorded (graceful shutdown). A later run skips what was recorded.
     /// - Throws: ``LeaseLost``, a store error, or `CancellationError`.
-    func run(
+    public func run(
         _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, resuming: Bool = false, lease: Lease?,
         collect: Bool, lane: SendLane = .background, appWeight: Double = 1,
         shouldStop: @escaping @Sendable () -> Bool = { false }
@@ -297,7 +322,7 @@ struct FanOut: Sendable {
     }
 
     /// Sends to a few devices at once (an inline send) and returns their outcomes as they came; records nothing.
-    func deliver(_ plan: SendPlan, send id: SendID, to devices: [DeviceRegistration]) async -> [ReportedOutcome] {
+    public func deliver(_ plan: SendPlan, send id: SendID, to devices: [DeviceRegistration]) async -> [ReportedOutcome] {
         func notification(for device: DeviceRegistration) -> PreparedNotification {
             plan.notification(for: device).with(apnsID: Self.apnsID(send: id, token: device.token))
         }
@@ -317,7 +342,7 @@ struct FanOut: Sendable {
     /// The `apns-id` of one send to one device: the name-based (version 5) UUID of the token's hex in the send id's
     /// namespace, the same on every attempt, after every restart and on every instance. Anyone can compute it
     /// (`uuid.uuid5(uuid.UUID(send_id), token_hex)` in Python) to match APNs's or a device's logs to a send.
-    static func apnsID(send: SendID, token: DeviceToken) -> APNSID {
+    public static func apnsID(send: SendID, token: DeviceToken) -> APNSID {
         // Once per device of a fan-out: hashed from the token's stored text and into a tuple, with no array made.
         var hash = Insecure.SHA1()
         withUnsafeBytes(of: send.uuid.uuid) { hash.update(bufferPointer: $0) }

@@ -1,0 +1,154 @@
+import HeraldCore
+public import HeraldStore
+public import Logging
+
+/// The send engine of one instance, as the HTTP API, the console and the CLI use it: validated sends and broadcasts
+/// go in, and each is sent at once while its caller waits (a small target) or queued as a durable job for the
+/// ``SendWorker``.
+///
+/// The adapters parse and validate their input into a ``SendPlan`` or a ``BroadcastPlan``; nothing here reads a
+/// request, and no adapter calls another.
+public struct SendEngine: Sendable {
+    let store: any Store
+    let fanOut: FanOut
+    let broadcaster: Broadcaster
+    let metrics: any SendingMetrics
+    /// The background worker: claims queued sends, runs many at once.
+    public let worker: SendWorker
+    /// The most devices a send may target and still be sent while its caller waits.
+    public let inlineLimit: Int
+    /// Sends to more devices than this are queued in the campaign lane.
+    let campaignThreshold: Int
+
+    /// - Parameters:
+    ///   - inlineLimit: The most devices a send may target and still be sent while its caller waits
+    ///     (`HERALD_INLINE_SEND_LIMIT`); above, it is queued.
+    ///   - campaignThreshold: Sends to more devices than this are queued in the campaign lane.
+    public init(
+        store: any Store, fanOut: FanOut, broadcaster: Broadcaster, worker: SendWorker, metrics: any SendingMetrics,
+        inlineLimit: Int, campaignThreshold: Int
+    ) {
+        self.store = store
+        self.fanOut = fanOut
+        self.broadcaster = broadcaster
+        self.worker = worker
+        self.metrics = metrics
+        self.inlineLimit = inlineLimit
+        self.campaignThreshold = campaignThreshold
+    }
+
+    /// What became of an accepted send.
+    public enum Accepted: Sendable {
+        /// Sent while the caller waited, and recorded whole: the record, and every device's outcome as it came.
+        case sent(SendRecord, [ReportedOutcome])
+        /// Queued for a worker (a large target, a schedule or a rate): the record, `queued`.
+        case queued(SendRecord)
+
+        /// The send's record.
+        public var record: SendRecord {
+            switch self {
+            case .sent(let record, _), .queued(let record): record
+            }
+        }
+    }
+
+    /// Performs a validated send: at once when its target is small enough and nothing schedules or paces it, else
+    /// queued for the worker.
+    /// - Throws: ``SendError`` `unknownToken` for a single token that is not registered; a store error.
+    public func accept(_ plan: SendPlan, logger: Logger) async throws -> Accepted {
+        var logger = logger
+        logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
+        if !plan.mustRunInBackground, let devices = try await inlineTargets(of: plan) {
+            let new = NewSend(
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
+                targetCount: devices.count)
+            metrics.sendStarted(background: false)
+            let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
+            let record = try await store.recordFinishedSend(new, outcomes: outcomes.map(\.outcome))
+            logger.info("Sent", metadata: [LogKey.count: "\(record.counts)"])
+            return .sent(record, outcomes)
+        }
+        let count = try await store.count(matching: plan.query)
+        let record = try await store.createSend(
+            NewSend(
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
+                status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
+                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold)))
+        metrics.sendStarted(background: true)
+        worker.wake()
+        logger.info(
+            plan.schedule == nil ? "Queued a background send" : "Scheduled a send",
+            metadata: [LogKey.count: "\(count)"])
+        return .queued(record)
+    }
+
+    /// What became of a broadcast.
+    public enum Broadcast: Sendable {
+        /// Sent: APNs's outcome, and the send recorded whole (`completed`, or `failed` with why).
+        case sent(Broadcaster.Outcome, SendRecord)
+        /// Waits for its `sendAt`: the send, `queued`.
+        case scheduled(SendRecord)
+    }
+
+    /// Sends a validated broadcast now, or schedules it for its `sendAt`. Either way it is recorded as a send.
+    public func broadcast(_ plan: BroadcastPlan) async throws -> Broadcast {
+        if plan.sendAt != nil {
+            let record = try await broadcaster.schedule(plan)
+            worker.wake()
+            return .scheduled(record)
+        }
+        let (outcome, record) = try await broadcaster.sendNow(plan)
+        return .sent(outcome, record)
+    }
+
+    /// Cancels a queued or running send: it is never started, or stops at once on this instance (and within its
+    /// next status check on another one); what it had in flight is recorded, so its counts are what was sent.
+    /// - Returns: The send, now `cancelled` (again, if it was already).
+    /// - Throws: ``SendError`` `unknownSend`, or `sendFinished` when it had completed or failed; a store error.
+    public func cancel(_ id: SendID) async throws -> SendRecord {
+        guard let record = try await store.cancelSend(id) else {
+            throw SendError(.unknownSend, "There is no send \(id): check the id the send was answered with.")
+        }
+        guard record.status == .cancelled else {
+            throw SendError(
+                .sendFinished, "The send \(id) has \(record.status) already: there is nothing left to cancel.")
+        }
+        worker.cancelled(id)
+        return record
+    }
+
+    /// Refuses a send to a single token that is not registered, or was removed after APNs rejected it.
+    /// - Throws: ``SendError`` `unknownToken`.
+    public func checkSingleToken(of plan: SendPlan) async throws {
+        if let token = plan.singleToken, try await store.device(token)?.isActive != true {
+            throw SendError(
+                .unknownToken,
+                "The token \(token.redacted) is not registered, or was removed after APNs rejected it: the app must register it first."
+            )
+        }
+    }
+
+    /// The devices of a send small enough to perform while the caller waits (at most ``inlineLimit``), or `nil` for
+    /// a background send.
+    ///
+    /// One read for the common cases (one token, one user): the first page of the target, one device longer than
+    /// the limit, says whether it fits.
+    private func inlineTargets(of plan: SendPlan) async throws -> [DeviceRegistration]? {
+        if plan.singleToken != nil {
+            let page = try await store.devices(matching: plan.query, after: nil, limit: 1)
+            if page.devices.isEmpty { try await checkSingleToken(of: plan) }
+            return inlineLimit >= page.devices.count ? page.devices : nil
+        }
+        guard inlineLimit > 0 else { return nil }
+        var devices: [DeviceRegistration] = []
+        var cursor: DeviceCursor?
+        repeat {
+            let page = try await store.devices(
+                matching: plan.query, after: cursor, limit: inlineLimit + 1 - devices.count)
+            devices += page.devices
+            cursor = page.next
+            if devices.count > inlineLimit { return nil }
+        } while cursor != nil
+        return devices
+    }
+}

@@ -1,0 +1,109 @@
+public import Foundation
+public import HeraldCore
+public import HeraldStore
+
+/// A send, validated: which devices, and the notification each one gets.
+///
+/// Made by the server from the body of `POST /api/send` (which checks it against the configuration of the moment:
+/// every notification variant, one per language the send carries plus the default, is validated and encoded there,
+/// so a send that would be rejected for its content fails before anything is sent), or by a worker from the stored
+/// ``SendJob`` of a queued send (``init(job:sendID:at:)``), which it sends exactly as accepted, whatever the
+/// configuration says by then.
+///
+/// Alert and background notifications carry the send's id in a `herald` key beside `aps`
+/// (`"herald": {"send": "<id>"}`, ``receiptKey``) unless the app turned receipts off: the device's SDK names the send
+/// when it reports the notification received or opened (`POST /api/events`). The key is part of every variant before
+/// validation, so it counts against APNs's payload limit.
+public struct SendPlan: Sendable {
+    /// The send's id: what the `herald` key carries, and what each device's `apns-id` is derived from.
+    public let sendID: SendID
+    /// What a queued send stores, and a worker runs: the devices, the schedule and every prepared notification.
+    public let job: SendJob
+    /// The devices: the target, narrowed to the app, the environment asked for and the token kinds that take the
+    /// push type; and for a wave of a `localTime` send, to its time zones.
+    public private(set) var query: DeviceQuery
+    /// The single token of a `{"token": …}` target, which must be registered; `nil` for a plan made from a job.
+    public let singleToken: DeviceToken?
+
+    /// The app the send is for.
+    public var bundleID: String { job.bundleID }
+    /// When the send starts; `nil`: now.
+    public var schedule: SendSchedule? { job.schedule }
+    /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
+    public var rate: Int? { job.rate }
+    /// Whether the target is every device of the app (`{"topic": …}`).
+    public var targetsEveryDevice: Bool { job.targetsEveryDevice }
+    /// The push type every targeted device gets.
+    public var pushType: APNSPushType { job.pushType }
+    /// The target in words, safe to show.
+    public var targetDescription: String { job.targetDescription }
+    /// The notification in words, safe to show: no alert text.
+    public var summary: String { job.summary }
+
+    /// The custom key beside `aps` that carries the send id, for delivery receipts.
+    public static let receiptKey = "herald"
+    /// The push types whose payload the app's code sees (a service extension, the app delegate): only they carry
+    /// the `herald` key.
+    public static let receiptPushTypes: Set<APNSPushType> = [.alert, .background]
+
+    /// A stored send, as a worker runs it: nothing is checked or looked up again.
+    /// - Parameters:
+    ///   - now: The time of sending: a Live Activity payload that had no `aps.timestamp` gets it.
+    public init(job: SendJob, sendID: SendID, at now: Date) {
+        self.init(validated: job.stamped(at: now), sendID: sendID, singleToken: nil)
+    }
+
+    /// A send the caller validated: `job` holds what was checked, and a `{"token": …}` target names its token.
+    public init(validated job: SendJob, sendID: SendID, singleToken: DeviceToken?) {
+        self.sendID = sendID
+        self.job = job
+        query = job.query
+        self.singleToken = singleToken
+    }
+
+    /// The same send, narrowed to the devices of some time zones (a wave of a `localTime` send).
+    public func narrowed(to timeZones: DeviceQuery.TimeZoneFilter) -> SendPlan {
+        var copy = self
+        copy.query = query.timeZones(timeZones)
+        return copy
+    }
+
+    /// The same send, narrowed to the devices up to a position of its target's order: one shard's run.
+    public func bounded(through bound: DeviceCursor?) -> SendPlan {
+        var copy = self
+        copy.query = query.through(bound)
+        return copy
+    }
+
+    /// Whether the send waits in the queue for a worker whatever its size: scheduled or paced sends.
+    public var mustRunInBackground: Bool { schedule != nil || rate != nil }
+
+    /// The scheduler lane of the send once queued: paced sends and sends to more than `campaignThreshold` devices are
+    /// campaigns; other Live Activity pushes have their own lane; sends to every device of the app are campaigns too,
+    /// and the rest are background sends.
+    public func lane(targetCount: Int, campaignThreshold: Int) -> SendLane {
+        if rate != nil || targetCount > campaignThreshold { return .campaign }
+        if pushType == .liveactivity { return .activity }
+        return targetsEveryDevice ? .campaign : .background
+    }
+
+    /// The notification a device gets: the variant of its first preferred language that the send carries
+    /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.
+    public func notification(for device: DeviceRegistration) -> PreparedNotification {
+        let variants = job.notifications
+        if variants.count > 1 {
+            for language in device.preferredLanguages {
+                let tag = language.lowercased()
+                if let exact = variants[tag] { return exact }
+                if let dash = tag.firstIndex(of: "-"), let primary = variants[String(tag[..<dash])] { return primary }
+            }
+        }
+        return variants[""]!
+    }
+
+    /// Every prepared notification by language key (`""` is the default): what a dry run shows.
+    public var preparedVariants: [String: PreparedNotification] { job.notifications }
+
+    /// The language keys the send carries, for tests and summaries.
+    public var languages: [String] { job.notifications.keys.filter { !$0.isEmpty }.sorted() }
+}

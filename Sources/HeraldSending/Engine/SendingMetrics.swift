@@ -1,0 +1,31 @@
+public import HeraldCore
+public import HeraldStore
+
+/// What the send engine counts, for `/metrics`: the server implements it over its Prometheus registry.
+///
+/// Called from the event loop and from many tasks at once: an implementation must not block.
+public protocol SendingMetrics: Sendable {
+    /// One notification's outcome, after the sender's retries.
+    func outcome(_ result: DeliveryOutcome.Result)
+    /// A token taken out of sends, per APNs reason (`Unregistered`, `ExpiredToken`, `BadDeviceToken`).
+    func removal(_ reason: APNSReason)
+    /// A `BadDeviceToken` token that the other environment accepted, and moved there.
+    func environmentCorrected()
+    /// A Live Activity start, update or end sent, by event, priority and route.
+    func activityPush(event: String, priority: Int, via route: ActivityRoute)
+    /// The background sends this instance runs now, per lane.
+    func sendsRunning(_ counts: [SendLane: Int])
+    /// The sends waiting in the store's queue, per lane.
+    func sendsWaiting(_ counts: [SendLane: Int])
+    /// A claim of a whole send or of one shard; `resumed` when it had outcomes or a checkpoint already (a restart, or a
+    /// lease that ran out: a take-over).
+    func sendClaimed(lane: SendLane, shard: Bool, resumed: Bool)
+    /// A send accepted: sent while its request waited, or queued for a worker.
+    func sendStarted(background: Bool)
+}
+
+/// How a Live Activity push reached its devices: one request per device token, or one broadcast on a channel.
+public enum ActivityRoute: String, Sendable {
+    case devices
+    case channel
+}

@@ -1,0 +1,49 @@
+public import HeraldAPNS
+
+/// How the send engine runs on one instance: pages, the in-flight budget, lanes, shards, leases, retries.
+public struct SendingSettings: Sendable {
+    /// Devices fetched from the store per page, and outcomes recorded per transaction. Default 1,000.
+    public var pageSize: Int
+    /// Notifications in flight at once on this instance, shared by every background send it runs (and the most
+    /// one send may have). Default 1,000.
+    public var maximumInFlight: Int
+    /// Background sends running at once per lane (docs/sending.md, "Lanes"). Default 16.
+    public var runningSendsPerLane: Int
+    /// Sends to more devices than this go to the campaign lane, as do sends to a whole topic and paced sends.
+    /// Default 10,000.
+    public var campaignThreshold: Int
+    /// Sends to more devices than this are cut into shards of this many devices, which any worker of any instance
+    /// may run (docs/sending.md, "Shards"); 0 never cuts. Default 10,000.
+    public var shardSize: Int
+    /// HTTP/2 connections per app and environment. Default 4.
+    public var connectionsPerClient: Int
+    /// The sender's retry policy for 429, 5xx and connection failures: retried until its retry window (default 10
+    /// minutes, `HERALD_RETRY_WINDOW`) runs out.
+    public var retry: RetryPolicy
+    /// How long a background send's lease lasts; it is renewed at a third of that. Default 2 minutes.
+    public var leaseDuration: Duration
+    /// How often an idle worker looks for queued sends (other instances may queue them). Default 2 seconds.
+    public var pollInterval: Duration
+    /// How late a scheduled send (or a wave of a `localTime` send) may still go out, when no server ran at its
+    /// time: later than that it is skipped and says so. Default 24 hours.
+    public var catchUpLimit: Duration
+
+    /// - Parameters: see the properties; each has its default.
+    public init(
+        pageSize: Int = 1000, maximumInFlight: Int = 1000, connectionsPerClient: Int = 4,
+        retry: RetryPolicy = RetryPolicy(), leaseDuration: Duration = .seconds(120),
+        pollInterval: Duration = .seconds(2), catchUpLimit: Duration = .seconds(86_400),
+        runningSendsPerLane: Int = 16, campaignThreshold: Int = 10_000, shardSize: Int = 10_000
+    ) {
+        self.shardSize = shardSize
+        self.pageSize = pageSize
+        self.maximumInFlight = maximumInFlight
+        self.runningSendsPerLane = runningSendsPerLane
+        self.campaignThreshold = campaignThreshold
+        self.connectionsPerClient = connectionsPerClient
+        self.retry = retry
+        self.leaseDuration = leaseDuration
+        self.pollInterval = pollInterval
+        self.catchUpLimit = catchUpLimit
+    }
+}
