@@ -156,14 +156,16 @@ public func buildApplication(
                 store: store, keys: keys, apps: apps, engine: engine, limits: configuration.limits,
                 clock: dependencies.clock
             ).addRoutes(to: router)
-            let activities = ActivityController(
-                store: store, keys: keys, apps: apps, engine: engine, limits: configuration.limits,
-                clock: dependencies.clock, metrics: metrics)
-            activities.addRoutes(to: router)
-            let channels = ChannelController(
-                store: store, keys: keys, apps: apps, senders: senders, engine: engine,
-                limits: configuration.limits, clock: dependencies.clock)
-            channels.addRoutes(to: router)
+            let activities = ActivityOperations(
+                store: store, apps: apps, engine: engine, clock: dependencies.clock, metrics: metrics)
+            ActivityController(
+                store: store, keys: keys, apps: apps, operations: activities, limits: configuration.limits
+            ).addRoutes(to: router)
+            let channels = ChannelOperations(store: store, apps: apps, senders: senders)
+            ChannelController(
+                store: store, keys: keys, apps: apps, operations: channels, engine: engine,
+                limits: configuration.limits, clock: dependencies.clock
+            ).addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             OperationsController(
                 store: store, registry: dependencies.metrics, beforeScrape: { metrics.budget(budget.snapshot) }
@@ -172,7 +174,7 @@ public func buildApplication(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, engine: engine,
                 apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
-                activityAPI: activities, channelAPI: channels
+                activities: activities, channels: channels
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the

@@ -23,7 +23,7 @@ extension ConsoleController {
         guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let app = try chosenApp(request.queryParameter("app"))
         let status = try request.queryParameter("status") ?? ""
-        let active = try ActivityController.status(status.isEmpty ? nil : status)
+        let active = try ActivityOperations.status(status.isEmpty ? nil : status)
         var cursor: ActivityCursor?
         if let after = try request.queryParameter("after"), !after.isEmpty {
             guard let parsed = ActivityCursor(after) else {
@@ -35,7 +35,7 @@ extension ConsoleController {
         var rows: [[String: Any]] = []
         for activity in page.activities {
             // Ended activities' tokens get nothing more: only running ones are counted, each through the index.
-            let tokens = activity.isActive ? String(try await activityAPI.updateTokens(of: activity)) : "—"
+            let tokens = activity.isActive ? String(try await activities.updateTokens(of: activity)) : "—"
             rows.append([
                 "id": activity.id, "type": activity.activityType, "active": activity.isActive,
                 "updates": activity.updates, "tokens": tokens, "startedAt": Self.display(activity.createdAt),
@@ -54,7 +54,7 @@ extension ConsoleController {
                 "/console/activities", [("app", app), ("status", status), ("after", next.description)])
         }
         if cursor != nil { data["first"] = Self.link("/console/activities", [("app", app), ("status", status)]) }
-        if let ended = try request.queryParameter("ended"), (try? ActivityController.activityID(ended)) != nil {
+        if let ended = try request.queryParameter("ended"), (try? ActivityOperations.activityID(ended)) != nil {
             data["ended"] = ended
             data["endSend"] = try request.queryParameter("send").flatMap(SendID.init)?.description
         }
@@ -67,12 +67,12 @@ extension ConsoleController {
     @Sendable func endActivity(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
         let form = try await ConsoleForm.read(request, session: session)
-        let id = try ActivityController.activityID(form["id"])
+        let id = try ActivityOperations.activityID(form["id"])
         let fields = JSONFields(form["app"].map { ["topic": .string($0)] } ?? [:])
-        let pushed = try await activityAPI.endActivity(id, fields: fields, context: context)
+        let pushed = try await activities.end(id, fields: fields, logger: context.logger)
         context.logger.notice("Console ended a Live Activity", metadata: ["herald.activity": "\(id)"])
         var query = [("app", pushed.activity.topic), ("ended", id)]
-        if let send = pushed.send.body["id"]?.stringValue { query.append(("send", send)) }
+        query.append(("send", pushed.accepted.record.id.description))
         return Self.redirect(Self.link("/console/activities", query))
     }
 
@@ -99,8 +99,8 @@ extension ConsoleController {
         app: String, environment: String, after: String, extra: [String: Any], context: ServerRequestContext,
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let filter = environment.isEmpty ? nil : try ChannelController.environment(environment, field: "environment")
-        let cursor = after.isEmpty ? nil : try ChannelController.channelID(after, field: "after").rawValue
+        let filter = environment.isEmpty ? nil : try ChannelOperations.environment(environment, field: "environment")
+        let cursor = after.isEmpty ? nil : try ChannelOperations.channelID(after, field: "after").rawValue
         // One more than a page tells whether another follows.
         let found = try await store.liveChannels(
             topic: app, environment: filter, after: cursor, limit: Self.channelPageSize + 1)
@@ -144,7 +144,7 @@ extension ConsoleController {
         if let environment = form["environment"] { fields["environment"] = .string(environment) }
         if let policy = form["storagePolicy"] { fields["storagePolicy"] = Int(policy).map(JSONValue.integer) ?? .string(policy) }
         do {
-            let created = try await channelAPI.createChannel(JSONFields(fields), context: context)
+            let created = try await channels.createChannel(JSONFields(fields), logger: context.logger)
             context.logger.notice(
                 "Console created a broadcast channel", metadata: [LogKey.channelID: "\(created.channel.id)"])
             return Self.redirect(
@@ -160,7 +160,7 @@ extension ConsoleController {
     @Sendable func deleteChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
         let form = try await ConsoleForm.read(request, session: session)
-        let deleted = try await channelAPI.deleteChannel(form["id"] ?? "", context: context)
+        let deleted = try await channels.deleteChannel(form["id"] ?? "", logger: context.logger)
         context.logger.notice(
             "Console deleted a broadcast channel", metadata: [LogKey.channelID: "\(deleted.channel.id)"])
         var query = [("app", deleted.channel.topic), ("deleted", deleted.channel.id)]

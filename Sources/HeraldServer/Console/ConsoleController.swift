@@ -30,9 +30,9 @@ struct ConsoleController: Sendable {
     /// The overview's device counts, recounted in the background once counting is slow.
     let deviceFigures: DeviceFigures
     /// Ends activities as `DELETE /api/activities/{id}` does, and counts their update tokens.
-    let activityAPI: ActivityController
+    let activities: ActivityOperations
     /// Creates and deletes channels as `/api/channels` does.
-    let channelAPI: ChannelController
+    let channels: ChannelOperations
     /// Ended sends' outcome groups, counted once.
     let endedSendGroups = EndedSendGroups()
 

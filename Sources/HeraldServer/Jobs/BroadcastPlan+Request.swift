@@ -44,7 +44,7 @@ extension BroadcastPlan {
             throw APIError.invalidField(
                 "event", "a broadcast is an update or an end; a Live Activity cannot be started by one")
         }
-        var aps = try ActivityController.content(fields, event: event, requiringState: event == "update")
+        var aps = try ActivityOperations.content(fields, event: event, requiringState: event == "update")
         aps["timestamp"] = .integer(Int(now.timeIntervalSince1970))
         if let dismissal = try fields.integer("dismissalDate", in: 0...Int(Int32.max)) {
             guard event == "end" else { throw APIError.invalidField("dismissalDate", "only an end has one") }
