@@ -315,13 +315,6 @@ outcome = json.load(sys.stdin)["outcomes"][0]
 print(outcome["status"], outcome.get("message", outcome.get("reason", "")))' <<<"$outcome")
 if [ "$status" = accepted ]; then
     step "as user $uid with no capabilities, on a read-only file system, a send reached the emulator"
-elif [[ "$message" == *setsockopt*"Permission denied"* ]]; then
-    # Known: HeraldAPNS's connection sets .socketOption(.tcp_nodelay), which NIO applies at the SOL_SOCKET level,
-    # where TCP_NODELAY's number (1) is SO_DEBUG; only CAP_NET_ADMIN may set that, so without it no connection to
-    # APNs opens. Fixed by .tcpOption(.tcp_nodelay) (or no option: NIO sets TCP_NODELAY itself); this branch then
-    # stops being taken and should go.
-    step "KNOWN ISSUE: as user $uid with no capabilities herald cannot connect to APNs: $message"
-    step "  (SO_DEBUG set by HeraldAPNS's .socketOption(.tcp_nodelay); see the comment in scripts/check-deploy.sh)"
 else
     fail "as user $uid with no capabilities the send was not accepted: $outcome"
 fi

@@ -44,7 +44,9 @@ final class APNSConnection: Sendable {
         do {
             channel = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(timeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                // TCP_NODELAY at the TCP level: `.socketOption(.tcp_nodelay)` sets the same number at the socket
+                // level, SO_DEBUG, refused without CAP_NET_ADMIN (every connection failed as a non-root user).
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 // Up to 1,000 streams answer in tiny TLS records; a small receive buffer fills with their per-packet
                 // overhead while the loop is busy, the kernel prunes it, and the sender waits out a retransmission.
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)

@@ -22,7 +22,8 @@ enum EmulatorListener {
         try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // At the TCP level: `.socketOption(.tcp_nodelay)` would set SO_DEBUG, which a non-root process may not.
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = NIOSSLServerHandler(context: context.sslContext)
