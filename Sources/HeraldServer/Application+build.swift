@@ -143,6 +143,11 @@ public func buildApplication(
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute, subject: "event reports") : nil
         let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
+        // A request may take as long as its sends' retries: a claim is only abandoned well after that.
+        let idempotency = IdempotencyMiddleware(
+            store: store, clock: dependencies.clock, window: configuration.limits.idempotencyWindow,
+            staleAfter: configuration.sending.retry.retryWindow + configuration.limits.requestTimeout + .seconds(60),
+            bodyLimit: configuration.limits.sendBodyBytes)
         let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
         let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
         let deviceFigures = DeviceFigures(
@@ -153,17 +158,17 @@ public func buildApplication(
             EventsController(store: store, apps: apps, rateLimiter: eventLimiter, metrics: metrics).addRoutes(
                 to: router)
             SendController(
-                store: store, keys: keys, apps: apps, engine: engine, limits: configuration.limits,
+                store: store, keys: keys, idempotency: idempotency, apps: apps, engine: engine, limits: configuration.limits,
                 clock: dependencies.clock
             ).addRoutes(to: router)
             let activities = ActivityOperations(
                 store: store, apps: apps, engine: engine, clock: dependencies.clock, metrics: metrics)
             ActivityController(
-                store: store, keys: keys, apps: apps, operations: activities, limits: configuration.limits
+                store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities, limits: configuration.limits
             ).addRoutes(to: router)
             let channels = ChannelOperations(store: store, apps: apps, senders: senders)
             ChannelController(
-                store: store, keys: keys, apps: apps, operations: channels, engine: engine,
+                store: store, keys: keys, idempotency: idempotency, apps: apps, operations: channels, engine: engine,
                 limits: configuration.limits, clock: dependencies.clock
             ).addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)

@@ -12,7 +12,8 @@ public import ServiceLifecycle
 /// store cannot lease connections before it runs), call ``migrate()`` once, then use it. Graceful shutdown or
 /// cancellation of `run()` closes it.
 public protocol Store:
-    TokenStore, DeliveryStore, ReceiptStore, ActivityStore, ChannelStore, APIKeyStore, ProviderTokenStore, ConsoleStore, Service
+    TokenStore, DeliveryStore, ReceiptStore, ActivityStore, ChannelStore, APIKeyStore, ProviderTokenStore, ConsoleStore,
+    IdempotencyStore, Service
 {
     /// Brings the schema up to date by applying, in order, each versioned migration the database lacks.
     ///

@@ -43,6 +43,7 @@ extension ServerConfiguration {
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
     /// | `HERALD_INLINE_SEND_LIMIT` [`inlineSendLimit`] | devices | 100 |
+    /// | `HERALD_IDEMPOTENCY_WINDOW` [`idempotencyWindow`] | seconds the answer of a request with an `Idempotency-Key` is kept for retries | 86400 |
     /// | `HERALD_IDLE_TIMEOUT` [`idleTimeout`] | seconds without a request before a connection is closed | 30 |
     /// | `HERALD_REQUEST_TIMEOUT` [`requestTimeout`] | seconds for a request to arrive whole | 30 |
     /// | `HERALD_MAX_CONNECTIONS` [`maxConnections`] | connections open at once | 4096 |
@@ -82,6 +83,9 @@ extension ServerConfiguration {
             try reader.integer("HERALD_RATE_LIMIT", "rateLimit", in: 0...10_000_000) ?? limits.registrationsPerMinute
         limits.inlineSendLimit =
             try reader.integer("HERALD_INLINE_SEND_LIMIT", "inlineSendLimit", in: 0...100_000) ?? limits.inlineSendLimit
+        limits.idempotencyWindow =
+            try reader.integer("HERALD_IDEMPOTENCY_WINDOW", "idempotencyWindow", in: 60...2_592_000).map { .seconds($0) }
+            ?? limits.idempotencyWindow
         limits.idleTimeout =
             try reader.integer("HERALD_IDLE_TIMEOUT", "idleTimeout", in: 1...3600).map { .seconds($0) }
             ?? limits.idleTimeout

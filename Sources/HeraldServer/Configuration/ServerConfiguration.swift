@@ -142,13 +142,17 @@ public struct ServerConfiguration: Sendable {
         /// At shutdown, how long a connection still sending or awaiting its answer is given before it is closed.
         /// Default 10 seconds.
         public var shutdownGracePeriod: Duration
+        /// How long the answer of a request with an `Idempotency-Key` is kept for its retries. Default 24 hours.
+        public var idempotencyWindow: Duration
 
         /// - Parameters: see the properties; each has its default.
         public init(
             sendBodyBytes: Int = 1024 * 1024, registrationsPerMinute: Int = 600, inlineSendLimit: Int = 100,
             idleTimeout: Duration = .seconds(30), requestTimeout: Duration = .seconds(30),
-            maximumConnections: Int = 4096, shutdownGracePeriod: Duration = .seconds(10)
+            maximumConnections: Int = 4096, shutdownGracePeriod: Duration = .seconds(10),
+            idempotencyWindow: Duration = .seconds(86_400)
         ) {
+            self.idempotencyWindow = idempotencyWindow
             self.sendBodyBytes = sendBodyBytes
             self.registrationsPerMinute = registrationsPerMinute
             self.inlineSendLimit = inlineSendLimit

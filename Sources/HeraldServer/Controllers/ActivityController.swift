@@ -17,12 +17,15 @@ import Logging
 struct ActivityController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
+    /// Replays the answer of a retried write that carries an `Idempotency-Key`.
+    let idempotency: IdempotencyMiddleware
     let apps: AppDirectory
     let operations: ActivityOperations
     let limits: ServerConfiguration.Limits
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
+            .add(middleware: idempotency)
         group.post("/api/activities", use: start)
         group.get("/api/activities", use: list)
         group.get("/api/activities/{id}", use: show)

@@ -18,6 +18,8 @@ import Logging
 struct ChannelController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
+    /// Replays the answer of a retried write that carries an `Idempotency-Key`.
+    let idempotency: IdempotencyMiddleware
     let apps: AppDirectory
     let operations: ChannelOperations
     let engine: SendEngine
@@ -29,6 +31,7 @@ struct ChannelController: Sendable {
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
+            .add(middleware: idempotency)
         group.post("/api/channels", use: create)
         group.get("/api/channels", use: list)
         group.get("/api/channels/{id}", use: show)

@@ -17,6 +17,8 @@ import Logging
 struct SendController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
+    /// Replays the answer of a retried write that carries an `Idempotency-Key`.
+    let idempotency: IdempotencyMiddleware
     let apps: AppDirectory
     let engine: SendEngine
     let limits: ServerConfiguration.Limits
@@ -24,6 +26,7 @@ struct SendController: Sendable {
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
+            .add(middleware: idempotency)
         group.post("/api/send", use: send)
         group.get("/api/sends", use: list)
         group.get("/api/sends/{id}", use: status)

@@ -35,6 +35,15 @@ components:
       name: X-Herald-Registration-Key
       description: Required only when the server has registration keys configured.
   parameters:
+    idempotencyKey:
+      name: Idempotency-Key
+      in: header
+      description: >
+        Makes a retry safe: the first request with a key runs, and a request with the same key, method, path and body
+        within HERALD_IDEMPOTENCY_WINDOW (24 h) answers the first answer (Idempotent-Replayed: true) and sends
+        nothing. Keys are per API key. The same key with another request is 422 idempotencyKeyReused; while the first
+        runs, a duplicate is 409 idempotencyKeyInProgress (retry after Retry-After). A refused request is not kept.
+      schema: { type: string, minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7E]+$" }
     token:
       name: token
       in: path
@@ -645,6 +654,7 @@ paths:
           in: query
           schema: { type: boolean }
           description: true validates and previews without sending; false (or absent) sends.
+        - { $ref: "#/components/parameters/idempotencyKey" }
       requestBody:
         required: true
         content:
@@ -674,6 +684,8 @@ paths:
         "408": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
         "431": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "422": { $ref: "#/components/responses/Error" }
   /api/sends:
     get:
       summary: The sends, newest first, one page at a time.
@@ -745,6 +757,7 @@ paths:
         records the activity under the app's own activityId. Each device then registers the activity's update token
         with that activityId (the SDK does), and updates and the end go to those tokens.
       security: [{ apiKey: [send] }]
+      parameters: [{ $ref: "#/components/parameters/idempotencyKey" }]
       requestBody:
         required: true
         content:
@@ -770,6 +783,7 @@ paths:
         "403": { $ref: "#/components/responses/Error" }
         "409": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
+        "422": { $ref: "#/components/responses/Error" }
     get:
       summary: One page of an app's activities, newest first.
       description: >
@@ -818,6 +832,7 @@ paths:
       summary: Update a running activity on every device that registered its update token.
       description: An ended activity is 409 activityEnded; an unknown one 404 unknownActivity.
       security: [{ apiKey: [send] }]
+      parameters: [{ $ref: "#/components/parameters/idempotencyKey" }]
       requestBody:
         required: true
         content:
@@ -835,12 +850,14 @@ paths:
         "404": { $ref: "#/components/responses/Error" }
         "409": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
+        "422": { $ref: "#/components/responses/Error" }
     delete:
       summary: End an activity, with its final state and when the system removes it.
       description: >
         The body is optional: contentState (the final state; the device keeps what it shows when absent) and
         dismissalDate (seconds since 1970). An ended activity is 409 activityEnded.
       security: [{ apiKey: [send] }]
+      parameters: [{ $ref: "#/components/parameters/idempotencyKey" }]
       requestBody:
         required: false
         content:
@@ -860,6 +877,7 @@ paths:
         "404": { $ref: "#/components/responses/Error" }
         "409": { $ref: "#/components/responses/Error" }
         "413": { $ref: "#/components/responses/Error" }
+        "422": { $ref: "#/components/responses/Error" }
   /api/channels:
     post:
       summary: Create a broadcast channel on APNs for an app and environment, and record it.
@@ -869,6 +887,7 @@ paths:
         APNs's refusals are 4xx with APNs's reason (FeatureNotEnabled, CannotCreateChannelConfig, …); no answer
         from APNs is 502 apnsUnavailable.
       security: [{ apiKey: [send] }]
+      parameters: [{ $ref: "#/components/parameters/idempotencyKey" }]
       requestBody:
         required: true
         content:
@@ -892,6 +911,8 @@ paths:
         "429": { $ref: "#/components/responses/Error" }
         "502": { $ref: "#/components/responses/Error" }
         "503": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "422": { $ref: "#/components/responses/Error" }
     get:
       summary: One page of an app's live channels, as recorded, by id.
       security: [{ apiKey: [send] }]
@@ -971,6 +992,7 @@ paths:
         ChannelNotRegistered (the channel is then marked deleted), FeatureNotEnabled, … A deleted channel is 409
         channelDeleted; no answer from APNs is 502.
       security: [{ apiKey: [send] }]
+      parameters: [{ $ref: "#/components/parameters/idempotencyKey" }]
       requestBody:
         required: true
         content:
@@ -1010,6 +1032,7 @@ paths:
         "429": { $ref: "#/components/responses/Error" }
         "502": { $ref: "#/components/responses/Error" }
         "503": { $ref: "#/components/responses/Error" }
+        "422": { $ref: "#/components/responses/Error" }
   /api/devices:
     get:
       summary: One page of the devices of a user, a tag or an app.

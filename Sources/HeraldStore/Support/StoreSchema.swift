@@ -337,6 +337,26 @@ package enum StoreSchema {
                 // Claims look only at the shards not done yet.
                 "CREATE INDEX send_shards_open ON send_shards (send_id, shard) WHERE status <> 'done'",
             ]),
+        Migration(
+            version: 16, name: "requests with an Idempotency-Key keep their answer for retries",
+            statements: [
+                """
+                CREATE TABLE idempotency_keys (
+                    scope TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    fingerprint TEXT NOT NULL,
+                    state TEXT NOT NULL CHECK (state IN ('pending', 'done')),
+                    created_at BIGINT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    response_status BIGINT,
+                    response_body TEXT,
+                    response_location TEXT,
+                    PRIMARY KEY (scope, key)
+                )
+                """,
+                // Expired keys are deleted oldest first, in batches.
+                "CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.
