@@ -167,6 +167,7 @@ let package = Package(
                 "HeraldEmulator",
                 "HeraldServer",
                 "HeraldStore",
+                "HeraldStoreSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -274,7 +275,8 @@ let package = Package(
         .testTarget(
             name: "HeraldCLITests",
             dependencies: [
-                "HeraldCLI", "HeraldAPNS", "HeraldCore", "HeraldTesting", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "HeraldCLI", "HeraldAPNS", "HeraldCore", "HeraldTesting", "HeraldStore", "HeraldStoreSQLite",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: upcomingFeatures
         ),

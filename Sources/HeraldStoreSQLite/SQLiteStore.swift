@@ -206,12 +206,12 @@ public final class SQLiteStore: Store, VersionedMigrations {
     }
 
     /// SQLite's own message, which names no bound value.
-    private static func reason(_ error: any Error) -> String {
+    static func reason(_ error: any Error) -> String {
         guard let error = error as? DatabaseError else { return "an unexpected error" }
         return error.message ?? "error \(error.resultCode.rawValue)"
     }
 
-    private static func seconds(_ duration: Duration) -> TimeInterval {
+    static func seconds(_ duration: Duration) -> TimeInterval {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
