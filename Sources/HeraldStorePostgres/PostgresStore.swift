@@ -181,6 +181,19 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
     }
 
+    package func rowCounts() async throws -> [String: Int] {
+        try await session("count rows") { session in
+            let tables = try await session.rows(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+            ).map { try $0.text(0) }
+            var counts: [String: Int] = [:]
+            for table in tables {
+                counts[table] = Int(try await session.rows("SELECT count(*) FROM \"\(table)\"")[0].integer(0))
+            }
+            return counts
+        }
+    }
+
     public func health() async throws -> StoreHealth {
         let version = try await session("check health") { session -> Int in
             let tables = try await session.rows(

@@ -108,6 +108,18 @@ public final class SQLiteStore: Store, VersionedMigrations {
         try await write("read a setting") { db in try Int.fetchOne(db, sql: "PRAGMA \(name)") ?? -1 }
     }
 
+    package func rowCounts() async throws -> [String: Int] {
+        try await read("count rows") { db in
+            var counts: [String: Int] = [:]
+            for table in try String.fetchAll(
+                db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+            {
+                counts[table] = try Int.fetchOne(db, sql: "SELECT count(*) FROM \"\(table)\"") ?? 0
+            }
+            return counts
+        }
+    }
+
     package func executeRaw(_ statements: [String]) async throws {
         try await write("run raw statements") { db in
             for statement in statements { try db.execute(sql: statement) }

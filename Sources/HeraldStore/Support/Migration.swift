@@ -39,4 +39,7 @@ package protocol VersionedMigrations: Sendable {
     /// Runs SQL as it is, in one transaction: for tests that write the rows of an older schema, which today's
     /// statements no longer fit.
     func executeRaw(_ statements: [String]) async throws
+
+    /// The number of rows of each of Herald's tables, by name: for upgrade tests that check nothing was lost.
+    func rowCounts() async throws -> [String: Int]
 }
