@@ -189,7 +189,8 @@ public func buildApplication(
         let router = Router(context: ServerRequestContext.self)
         router.add(
             middleware: ErrorMiddleware(
-                routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") })))
+                routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") }),
+                storeFailed: { metrics.storeFailed() }))
         router.add(middleware: ConsoleSecurityMiddleware(renderer: renderer))
         router.add(middleware: ConsoleSessionMiddleware(authority: console))
         addRoutes(router)

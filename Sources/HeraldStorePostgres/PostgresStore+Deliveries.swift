@@ -129,10 +129,10 @@ extension PostgresStore {
         }
     }
 
-    public func waitingSends() async throws -> [SendLane: Int] {
+    public func waitingSends() async throws -> [SendLane: WaitingSends] {
         let now = clock.now()
         return try await session("count the waiting sends") { session in
-            try StoreSQL.laneCounts(await session.rows(StoreSQL.waitingSends(at: now, .postgres)))
+            try StoreSQL.waitingLanes(await session.rows(StoreSQL.waitingSends(at: now, .postgres)))
         }
     }
 

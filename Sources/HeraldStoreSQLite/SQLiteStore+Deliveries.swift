@@ -102,10 +102,10 @@ extension SQLiteStore {
         }
     }
 
-    public func waitingSends() async throws -> [SendLane: Int] {
+    public func waitingSends() async throws -> [SendLane: WaitingSends] {
         let now = clock.now()
         return try await read("count the waiting sends") { db in
-            try StoreSQL.laneCounts(db.rows(StoreSQL.waitingSends(at: now, .sqlite)))
+            try StoreSQL.waitingLanes(db.rows(StoreSQL.waitingSends(at: now, .sqlite)))
         }
     }
 

@@ -234,6 +234,7 @@ public final class SendWorker: Service, Sendable {
             metrics?.sendsRunning(runningPerLane())
             return claim
         } catch {
+            metrics?.storeFailed()
             logger.warning("Cannot look for queued sends", metadata: [LogKey.error: "\(error)"])
             return nil
         }
@@ -250,8 +251,12 @@ public final class SendWorker: Service, Sendable {
 
     /// Publishes how many sends wait in each lane (for `/metrics`).
     private func reportWaiting() async {
-        guard let metrics, let waiting = try? await store.waitingSends() else { return }
-        metrics.sendsWaiting(waiting)
+        guard let metrics else { return }
+        do {
+            metrics.sendsWaiting(try await store.waitingSends(), at: wallClock.now())
+        } catch {
+            metrics.storeFailed()
+        }
     }
 
     /// How long an idle worker waits: its poll interval, or less when a scheduled send comes due sooner.

@@ -1,3 +1,4 @@
+public import Foundation
 public import HeraldCore
 public import HeraldStore
 
@@ -15,8 +16,10 @@ public protocol SendingMetrics: Sendable {
     func activityPush(event: String, priority: Int, via route: ActivityRoute)
     /// The background sends this instance runs now, per lane.
     func sendsRunning(_ counts: [SendLane: Int])
-    /// The sends waiting in the store's queue, per lane.
-    func sendsWaiting(_ counts: [SendLane: Int])
+    /// The sends waiting in the store's queue, per lane, and how long the oldest of each lane has waited at `now`.
+    func sendsWaiting(_ lanes: [SendLane: WaitingSends], at now: Date)
+    /// The store failed an operation the engine needed (a claim, a look at the queue, a record).
+    func storeFailed()
     /// A claim of a whole send or of one shard; `resumed` when it had outcomes or a checkpoint already (a restart, or a
     /// lease that ran out: a take-over).
     func sendClaimed(lane: SendLane, shard: Bool, resumed: Bool)

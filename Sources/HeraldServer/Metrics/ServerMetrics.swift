@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldSending
 import HeraldStore
@@ -15,6 +16,7 @@ struct ServerMetrics: SendingMetrics {
     private let accepted: Counter
     private let failed: Counter
     private let corrected: Counter
+    private let storeErrors: Counter
 
     private enum Name {
         static let registrations = ("registrations", "Token registrations, by whether the token was new.")
@@ -26,6 +28,12 @@ struct ServerMetrics: SendingMetrics {
         static let receipts = ("receipt_events", "Delivery receipts the apps reported, by what became of them.")
         static let running = ("sends_running", "Background sends this instance runs now, by lane.")
         static let waiting = ("sends_waiting", "Sends waiting to be claimed in every instance's queue, by lane.")
+        static let waitingAge = (
+            "sends_waiting_oldest_age_seconds", "How long the send that waits longest in each lane has waited, in seconds (0: none waits)."
+        )
+        static let storeErrors = (
+            "database_errors", "Operations the database failed: API requests answered 503, and the send worker's claims and looks at the queue."
+        )
         static let claims = (
             "send_claims", "Background sends and shards of sends this instance claimed, by lane, kind and whether the run resumed (after a restart or another worker's lease ran out)."
         )
@@ -45,6 +53,8 @@ struct ServerMetrics: SendingMetrics {
         accepted = Self.counter(registry, Name.outcomes, [("outcome", "accepted"), ("reason", "")])
         failed = Self.counter(registry, Name.outcomes, [("outcome", "failed"), ("reason", "")])
         corrected = Self.counter(registry, Name.corrections, [])
+        // Registered at start, so the rate of a counter that has not moved yet reads 0, not no data.
+        storeErrors = Self.counter(registry, Name.storeErrors, [])
     }
 
     private static func counter(
@@ -107,12 +117,17 @@ struct ServerMetrics: SendingMetrics {
         }
     }
 
-    /// The sends waiting in the store's queue, per lane.
-    func sendsWaiting(_ counts: [SendLane: Int]) {
+    /// The sends waiting in the store's queue, per lane, and the age of each lane's oldest.
+    func sendsWaiting(_ lanes: [SendLane: WaitingSends], at now: Date) {
         for lane in SendLane.priorityOrder {
-            gauge(Name.waiting, [("lane", lane.rawValue)]).set(Double(counts[lane] ?? 0))
+            gauge(Name.waiting, [("lane", lane.rawValue)]).set(Double(lanes[lane]?.count ?? 0))
+            let age = lanes[lane].map { max(0, now.timeIntervalSince($0.oldest)) } ?? 0
+            gauge(Name.waitingAge, [("lane", lane.rawValue)]).set(age)
         }
     }
+
+    /// An operation the database failed.
+    func storeFailed() { storeErrors.increment() }
 
     /// A claim of a whole send or of one shard; `resumed` when it had outcomes or a checkpoint already (a restart, or a
     /// lease that ran out: a take-over).

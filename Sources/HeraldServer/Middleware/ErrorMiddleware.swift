@@ -14,6 +14,8 @@ import NIOHTTP1
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The routes, to tell a wrong method (`405`) from an unknown path (`404`).
     let routes: RouteTable
+    /// Told of each request the database failed.
+    var storeFailed: @Sendable () -> Void = {}
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
@@ -33,6 +35,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch is NIOTooManyBytesError {
             throw Self.translate(HTTPError(.contentTooLarge), path: request.uri.path)
         } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
+            storeFailed()
             context.logger.warning("The store is unavailable", metadata: [LogKey.error: "\(error)"])
             throw APIError.unavailable
         } catch let error as HTTPParserError {

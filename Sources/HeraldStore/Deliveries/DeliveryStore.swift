@@ -68,9 +68,9 @@ public protocol DeliveryStore: Sendable {
     /// - Returns: The claimed send, now `running`, or `nil` when nothing waits in those lanes.
     func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws -> SendRecord?
 
-    /// How many sends wait in each lane now (queued and due, or running under a lease that ran out); lanes without
-    /// any are left out. For the scheduler's metrics.
-    func waitingSends() async throws -> [SendLane: Int]
+    /// How many sends wait in each lane now (queued and due, or running under a lease that ran out), and since when
+    /// the oldest of them waits; lanes without any are left out. For the scheduler's metrics.
+    func waitingSends() async throws -> [SendLane: WaitingSends]
 
     /// Runs `body` while holding, where the store can, the lock on a server instance's id, and releases it after.
     ///

@@ -521,24 +521,26 @@ package enum StoreSQL {
         SQLStatement(
             dialect,
             """
-            SELECT lane, count(*) FROM sends WHERE status IN ('queued', 'running') \
+            SELECT lane, count(*), \
+            min(CASE WHEN status = 'running' THEN lease_until ELSE coalesce(send_at, created_at) END) \
+            FROM sends WHERE status IN ('queued', 'running') \
             AND (status = 'queued' OR lease_until < $1) AND (send_at IS NULL OR send_at <= $1) GROUP BY lane
             """,
             [.integer(StoreTime.microseconds(now))])
     }
 
-    /// The counts per lane of ``waitingSends(at:_:)``'s rows.
+    /// The waiting sends per lane of ``waitingSends(at:_:)``'s rows.
     /// - Throws: ``StoreError`` `.corruptRecord` for a lane no store writes.
-    package static func laneCounts(_ rows: [some StoredRow]) throws -> [SendLane: Int] {
-        var counts: [SendLane: Int] = [:]
+    package static func waitingLanes(_ rows: [some StoredRow]) throws -> [SendLane: WaitingSends] {
+        var lanes: [SendLane: WaitingSends] = [:]
         for row in rows {
             let name = try row.text(0)
             guard let lane = SendLane(rawValue: name) else {
                 throw StoreError(.corruptRecord, "A stored send waits in the unknown lane \"\(name)\": repair the row.")
             }
-            counts[lane] = Int(try row.integer(1))
+            lanes[lane] = WaitingSends(count: Int(try row.integer(1)), oldest: StoreTime.date(try row.integer(2)))
         }
-        return counts
+        return lanes
     }
 
     /// Puts a running send its worker holds back in the queue until a later time, from the start of its target:
