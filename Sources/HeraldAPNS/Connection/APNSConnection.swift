@@ -44,7 +44,9 @@ final class APNSConnection: Sendable {
         do {
             channel = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(timeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                // TCP_NODELAY is a TCP-level option: `.socketOption` would set SOL_SOCKET's option 1, SO_DEBUG, which
+                // needs CAP_NET_ADMIN, so every connection failed with EACCES unless the process ran as root.
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 // Up to 1,000 streams answer in tiny TLS records; a small receive buffer fills with their per-packet
                 // overhead while the loop is busy, the kernel prunes it, and the sender waits out a retransmission.
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)

@@ -22,7 +22,8 @@ enum EmulatorListener {
         try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A TCP-level option (`.socketOption` would set SO_DEBUG, refused to a process without CAP_NET_ADMIN).
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = NIOSSLServerHandler(context: context.sslContext)
