@@ -5,9 +5,10 @@
 FROM debian:bookworm-slim
 
 # The binary needs SQLite's library; ca-certificates holds the roots Apple's APNs certificates chain to.
+# apt-get clean: a base image without the registry image's docker-clean setting keeps APT's caches (80 MB).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates libsqlite3-0 \
-    && rm -rf /var/lib/apt/lists/*
+    && apt-get clean && rm -rf /var/lib/apt/lists/*
 
 # A fixed numeric id, so Kubernetes' runAsNonRoot can check it and a mounted volume's owner is predictable.
 RUN groupadd --gid 10001 herald \
