@@ -180,7 +180,7 @@ path-exclude /usr/share/man/*
 path-exclude /usr/share/info/*
 path-exclude /usr/share/locale/*
 EOF
-    tar -C "$work/rootfs" -c . | pm import --change 'CMD ["bash"]' \
+    tar -C "$work/rootfs" -c . | pm import --quiet --change 'CMD ["bash"]' \
         --change "LABEL org.herald.base=debootstrap-minbase-$(date -u +%Y-%m-%d)" - debian:bookworm-slim >/dev/null
     rm -rf "$work/rootfs"
     made_base=1
