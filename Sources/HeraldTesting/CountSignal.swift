@@ -7,7 +7,8 @@ import Synchronization
 public final class CountSignal: Sendable {
     private struct State {
         var count = 0
-        var waiters: [(threshold: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var nextWaiter = 0
+        var waiters: [Int: (threshold: Int, continuation: CheckedContinuation<Void, Never>)] = [:]
     }
 
     private let state = Mutex(State())
@@ -22,22 +23,31 @@ public final class CountSignal: Sendable {
     public func update(_ count: Int) {
         let ready = state.withLock { state in
             state.count = count
-            let ready = state.waiters.filter { $0.threshold <= count }.map(\.continuation)
-            state.waiters.removeAll { $0.threshold <= count }
-            return ready
+            let ready = state.waiters.filter { $0.value.threshold <= count }
+            for key in ready.keys { state.waiters.removeValue(forKey: key) }
+            return ready.values.map(\.continuation)
         }
         for continuation in ready { continuation.resume() }
     }
 
-    /// Returns once the count is at least `threshold`.
+    /// Returns once the count is at least `threshold`, or when the task is cancelled (a test's time limit): check
+    /// ``count`` after, as a cancelled wait returns whatever the count is.
     public func wait(untilAtLeast threshold: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let reached = state.withLock { state in
-                if state.count >= threshold { return true }
-                state.waiters.append((threshold, continuation))
-                return false
+        let key = state.withLock { state in
+            defer { state.nextWaiter += 1 }
+            return state.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let reached = state.withLock { state in
+                    if state.count >= threshold || Task.isCancelled { return true }
+                    state.waiters[key] = (threshold, continuation)
+                    return false
+                }
+                if reached { continuation.resume() }
             }
-            if reached { continuation.resume() }
+        } onCancel: {
+            state.withLock { $0.waiters.removeValue(forKey: key) }?.continuation.resume()
         }
     }
 }
