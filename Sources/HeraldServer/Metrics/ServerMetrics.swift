@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldSending
 import HeraldStore
@@ -130,6 +131,16 @@ struct ServerMetrics: SendingMetrics {
         for lane in SendLane.priorityOrder {
             gauge(Name.budgetInUse, [("lane", lane.rawValue)]).set(Double(snapshot.inUseByLane[lane] ?? 0))
         }
+    }
+
+    /// An APNs client certificate's `notAfter`, per app and environment it serves (`herald doctor`'s finding).
+    func certificateExpiry(_ certificate: CertificateExpiry) {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "herald", metricName: "apns_certificate_expiry_timestamp", unitName: "seconds",
+                helpText: "When each app's APNs client certificate expires (notAfter), as Unix time, by app and environment."),
+            labels: [("app", certificate.app), ("environment", certificate.environment)]
+        ).set(certificate.notAfter.timeIntervalSince1970.rounded(.down))
     }
 
     func sendStarted(background: Bool) {
