@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTPTypes
 import HeraldCore
 import HeraldStore
 import HeraldTesting
@@ -186,6 +187,26 @@ struct DoctorTests {
         #expect(check(doctor([garbage]), garbage).status == .failure)
     }
 
+    @Test("a .p12 opens with its password and is read like PEM; a wrong password fails and says what to check")
+    func pkcs12() async throws {
+        let pem = try APNSTestCertificate.make(topic: "com.example.app", notAfter: now.addingTimeInterval(400 * 86_400))
+        try pem.certificate.write(to: temporary.appending("push.pem"), atomically: true, encoding: .utf8)
+        try pem.key.write(to: temporary.appending("push.key"), atomically: true, encoding: .utf8)
+        let export = try await ProcessRunner.run(
+            "openssl",
+            ["pkcs12", "-export", "-in", temporary.appending("push.pem").path, "-inkey", temporary.appending("push.key").path,
+             "-out", temporary.appending("push.p12").path, "-passout", "pass:s3cret"])
+        try #require(export.status == 0, "\(export.standardError)")
+        let data = Array(try Data(contentsOf: temporary.appending("push.p12")))
+        let app = AppConfiguration(bundleID: "com.example.app", credentials: .pkcs12(data, passphrase: "s3cret"))
+        let (opened, expiries) = doctor([app]).credentialsCheck(app)
+        #expect(opened.status == .ok, "\(opened.message)")
+        #expect(expiries.count == 2)
+        let wrong = AppConfiguration(bundleID: "com.example.app", credentials: .pkcs12(data, passphrase: "guess"))
+        let refused = check(doctor([wrong]), wrong)
+        #expect(refused.status == .failure && refused.message.contains("HERALD_P12_PASSWORD") && !refused.message.contains("guess"))
+    }
+
     // MARK: Trust store
 
     @Test("the trust store must hold USERTrust RSA when pushes go to Apple; it does not apply to an emulator")
@@ -304,5 +325,37 @@ struct DoctorTests {
         let text = registry.emitToString()
         #expect(text.contains("# TYPE herald_apns_certificate_expiry_timestamp_seconds gauge"))
         #expect(text.contains(#"herald_apns_certificate_expiry_timestamp_seconds{app="com.example.app",environment="production"} 1800000000"#), "\(text)")
+    }
+}
+
+@Suite("herald doctor's checks in herald serve", .timeLimit(.minutes(2)))
+struct DoctorInServeTests {
+    @Test("at start the checks are logged, a certificate's expiry is exported and the overview shows the report")
+    func atStart() async throws {
+        let capture = LogCapture()
+        let notAfter = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 10 * 86_400).rounded(.down))
+        let pem = try APNSTestCertificate.make(topic: "com.example.cert", notAfter: notAfter)
+        try await ServerHarness.withServer(
+            logger: capture.logger(),
+            configure: {
+                $0.apps.append(
+                    AppConfiguration(
+                        bundleID: "com.example.cert", credentials: .certificate(chainPEM: pem.certificate, privateKeyPEM: pem.key)))
+            }
+        ) { client, app in
+            let summary = await capture.waitForLine { $0.contains("Deployment checks, as herald doctor runs them") }
+            #expect(summary.contains("1 warning, 0 failures"), "\(summary)")
+            #expect(capture.all.contains { $0.contains("Deployment check credentials com.example.cert (warning)") && $0.contains("expires in") })
+            let metrics = try await client.call(.get, "/metrics")
+            #expect(
+                metrics.body.contains(
+                    #"herald_apns_certificate_expiry_timestamp_seconds{app="com.example.cert",environment="production"} \#(Int(notAfter.timeIntervalSince1970))"#),
+                "\(metrics.body)")
+            let secret = try await app.store.createAPIKey(name: "ops", scopes: [.admin]).secret.value
+            var browser = ConsoleClient(client)
+            try await browser.signIn(secret)
+            let overview = try await browser.call(.get, "/console")
+            #expect(overview.body.contains("credentials com.example.cert") && overview.body.contains("badge warn"))
+        }
     }
 }
