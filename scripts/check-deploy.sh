@@ -166,11 +166,17 @@ wait_for "http://127.0.0.1:$emulator_admin/health"
 # A second app whose key the emulator does not know: its pushes meet InvalidProviderToken, APNs's answer to a
 # wrong .p8, for the token-auth panel and recording rule.
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/AuthKey_WRONGKEY01.p8" 2>/dev/null
-chmod 644 "$work"/AuthKey_*.p8 "$work/ca.pem"
+# A third app with a certificate shaped like Apple's (UID, common name, both environment extensions), for the
+# certificate-expiry metric the alerts watch; nothing is sent to it.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 200 -keyout "$work/push.key" \
+    -out "$work/push.pem" -subj "/UID=com.example.cert/CN=Apple Push Services: com.example.cert" \
+    -addext "1.2.840.113635.100.6.3.1=DER:0500" -addext "1.2.840.113635.100.6.3.2=DER:0500" 2>/dev/null
+chmod 644 "$work"/AuthKey_*.p8 "$work/ca.pem" "$work/push.key" "$work/push.pem"
 cat >"$work/herald.json" <<EOF
 {"apps": [
   {"topic": "com.example.app", "teamId": "EMULATORTM", "keyFile": "$work/AuthKey_EMULATOR01.p8"},
-  {"topic": "com.example.other", "teamId": "WRONGTEAM1", "keyFile": "$work/AuthKey_WRONGKEY01.p8"}]}
+  {"topic": "com.example.other", "teamId": "WRONGTEAM1", "keyFile": "$work/AuthKey_WRONGKEY01.p8"},
+  {"topic": "com.example.cert", "certificateFile": "$work/push.pem", "privateKeyFile": "$work/push.key"}]}
 EOF
 secret=$(python3 -c 'import secrets; print(secrets.token_urlsafe(40))')
 server_environment=(

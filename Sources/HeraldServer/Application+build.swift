@@ -122,6 +122,9 @@ public func buildApplication(
             maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock,
             sleepClock: dependencies.sleepClock, budget: budget)
         let storeReady = Gate()
+        let checks = DeploymentCheckService(
+            doctor: Doctor(configuration: configuration, options: Doctor.Options(checksListenAddress: false)),
+            store: store, storeReady: storeReady, metrics: metrics, logger: logger)
         let broadcaster = Broadcaster(
             store: store, client: { senders.client(bundleID: $0, environment: $1) }, metrics: metrics)
         let worker = SendWorker(
@@ -179,7 +182,7 @@ public func buildApplication(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, engine: engine,
                 apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
-                activities: activities, channels: channels
+                activities: activities, channels: channels, deploymentChecks: { checks.report }
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
@@ -205,6 +208,7 @@ public func buildApplication(
                 storeReady: storeReady, logger: logger))
         services.append(worker)
         services.append(deviceFigures)
+        services.append(checks)
 
         let listen = configuration.listen
         let limits = configuration.limits

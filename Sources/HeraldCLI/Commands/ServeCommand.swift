@@ -23,10 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     func run() async throws {
-        var environment = ProcessInfo.processInfo.environment
-        if let config { environment["HERALD_CONFIG"] = config }
-        if let listen { environment["HERALD_LISTEN"] = listen }
-        if let url = database.databaseURL { environment["HERALD_DATABASE_URL"] = url }
+        let environment = Self.environment(config: config, listen: listen, databaseURL: database.databaseURL)
         let configuration: ServerConfiguration
         do {
             configuration = try ServerConfiguration(environment: environment)
@@ -52,6 +49,15 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError(error.message)
         }
         try await application.runService()
+    }
+
+    /// The process's environment with the options that stand in for variables applied.
+    static func environment(config: String?, listen: String?, databaseURL: String?) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        if let config { environment["HERALD_CONFIG"] = config }
+        if let listen { environment["HERALD_LISTEN"] = listen }
+        if let databaseURL { environment["HERALD_DATABASE_URL"] = databaseURL }
+        return environment
     }
 
     static func logLevel(_ text: String?) throws -> Logger.Level {

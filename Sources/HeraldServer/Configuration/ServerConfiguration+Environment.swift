@@ -230,6 +230,7 @@ extension ServerConfiguration {
             do {
                 app.credentials = .key(
                     try ProviderSigningKey(contentsOf: URL(fileURLWithPath: keyFile), keyID: keyID, teamID: teamID))
+                app.credentials?.file = keyFile
             } catch {
                 throw ConfigurationError(
                     "\(reader.name("HERALD_KEY_FILE", "keyFile")) (\(keyFile)): \(error.description)")
@@ -242,12 +243,14 @@ extension ServerConfiguration {
             }
             app.credentials = .certificate(
                 chainPEM: try readText(certificateFile), privateKeyPEM: try readText(privateKeyFile))
+            app.credentials?.file = certificateFile
         } else if let p12File {
             guard let data = FileManager.default.contents(atPath: p12File) else {
                 throw ConfigurationError(
                     "\(reader.name("HERALD_P12_FILE", "p12File")) names \(p12File), which cannot be read.")
             }
             app.credentials = .pkcs12(Array(data), passphrase: try reader.string("HERALD_P12_PASSWORD", "p12Password"))
+            app.credentials?.file = p12File
         }
         app.registrationKeys = try reader.list("HERALD_REGISTRATION_KEYS", "registrationKeys")
         app.receipts = try reader.bool("HERALD_RECEIPTS", "receipts") ?? true

@@ -233,6 +233,8 @@ public struct AppConfiguration: Sendable {
         }
 
         let kind: Kind
+        /// The file the key or certificate was read from, for `herald doctor` (Apple names a key's file after it).
+        var file: String?
 
         /// Token authentication with a `.p8` key; one provider token is shared by every app that uses the key.
         public static func key(_ key: ProviderSigningKey) -> Credentials { Credentials(kind: .key(key)) }

@@ -373,6 +373,18 @@ enum ConsoleAssets {
 <p class="hint">Time from sending a request to APNs's answer, each attempt counted, since this instance started (at most the last 24 hours). Each percentile is the upper edge of its bucket, which is at most 12.5 % wide: the true value is at most the figure shown.</p>
 {{/apns}}
 </section>
+<h2 class="section">Deployment</h2>
+<section class="card" aria-labelledby="checks-title" id="deployment-checks"><h2 id="checks-title">Checks at start, as herald doctor runs them</h2>
+{{#checks}}
+{{#ran}}<p class="hint" id="checks-summary">{{summary}}</p>
+<div class="table-wrap"><table>
+<thead><tr><th>Check</th><th>Status</th><th>Finding</th></tr></thead>
+<tbody>{{#list}}<tr><td>{{name}}</td><td><span class="badge {{style}}">{{mark}} {{status}}</span></td><td>{{message}}</td></tr>
+{{/list}}</tbody></table></div>{{/ran}}
+{{^ran}}<p class="muted" id="checks-pending">Not run yet: the checks run once the database is migrated. Reload in a moment.</p>{{/ran}}
+{{/checks}}
+<p class="hint">Run <code>herald doctor</code> on the server's machine for the listen address too; it exits 1 when a check fails.</p>
+</section>
 """#,
         "send": #"""
 <p><a href="/console/sends">← Sends</a></p>
@@ -527,6 +539,8 @@ dl.record dd { margin: 0; word-break: break-all; }
 .badge { display: inline-block; padding: .05rem .5rem; border-radius: 999px; font-size: .8rem; border: 1px solid currentColor; }
 .badge.ok, .status-completed, .status-accepted { color: var(--ok); }
 .badge.bad, .status-failed, .status-rejected { color: var(--bad); }
+.badge.warn { color: var(--warn); }
+.badge.skipped { color: var(--muted); }
 .status-queued, .status-running { color: var(--warn); }
 .status-cancelled { color: var(--muted); }
 .status-scheduled, .scheduled { color: var(--warn); }

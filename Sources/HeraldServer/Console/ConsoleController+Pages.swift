@@ -79,8 +79,24 @@ extension ConsoleController {
             "reasons": week.topReasons.map(\.name),
             "reasonsChart": ConsoleCharts.bars(week.topReasons, label: "Top rejection reasons of the last 7 days"),
             "apns": apnsData(),
+            "checks": deploymentChecksData(),
         ]
         return renderer.page("overview", title: "Overview", section: .overview, data: data, context: context)
+    }
+
+    /// `herald doctor`'s checks as the server ran them at start, for the overview.
+    private func deploymentChecksData() -> [String: Any] {
+        guard let report = deploymentChecks() else { return ["ran": false] }
+        let styles: [DeploymentCheck.Status: String] = [.ok: "ok", .warning: "warn", .failure: "bad", .skipped: "skipped"]
+        return [
+            "ran": true, "summary": report.summary,
+            "list": report.checks.map { check in
+                [
+                    "name": check.name, "status": check.status.rawValue, "mark": check.status.mark,
+                    "style": styles[check.status] ?? "", "message": check.message,
+                ]
+            },
+        ]
     }
 
     // MARK: Compose

@@ -35,6 +35,8 @@ struct ConsoleController: Sendable {
     let channels: ChannelOperations
     /// Ended sends' outcome groups, counted once.
     let endedSendGroups = EndedSendGroups()
+    /// `herald doctor`'s checks as the server ran them at start; `nil` until they have run.
+    var deploymentChecks: @Sendable () -> DeploymentReport? = { nil }
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/console/assets/{name}", use: asset)

@@ -147,6 +147,16 @@ struct ServerMetrics: SendingMetrics {
         }
     }
 
+    /// An APNs client certificate's `notAfter`, per app and environment it serves (`herald doctor`'s finding).
+    func certificateExpiry(_ certificate: CertificateExpiry) {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "herald", metricName: "apns_certificate_expiry_timestamp", unitName: "seconds",
+                helpText: "When each app's APNs client certificate expires (notAfter), as Unix time, by app and environment."),
+            labels: [("app", certificate.app), ("environment", certificate.environment)]
+        ).set(certificate.notAfter.timeIntervalSince1970.rounded(.down))
+    }
+
     func sendStarted(background: Bool) {
         Self.counter(registry, Name.sends, [("mode", background ? "background" : "inline")]).increment()
     }

@@ -151,6 +151,7 @@ struct ConsolePageTests {
             let overview = try await browser.call(.get, "/console")
             #expect(overview.body.contains("Devices by app") && overview.body.contains("<svg"))
             #expect(overview.body.contains("role=\"img\""))
+            #expect(overview.body.contains("id=\"deployment-checks\""), "herald doctor's checks have their section")
             let sends = try await browser.call(.get, "/console/sends")
             #expect(sends.body.contains("/console/sends/\(id)") && sends.body.contains("tag beta"))
             let page = try await browser.call(.get, "/console/sends/\(id)")

@@ -1,0 +1,140 @@
+import Foundation
+import HeraldStore
+import HeraldStorePostgres
+import HeraldStoreSQLite
+import ServiceLifecycle
+
+extension Doctor {
+    /// Opens the configured database without creating or migrating anything, checks it, and closes it.
+    func databaseChecks() async -> [DeploymentCheck] {
+        let url = configuration.databaseURL
+        let redacted = redactedDatabaseURL(url)
+        if url.hasPrefix("sqlite:") {
+            let location: SQLiteStore.Configuration.Location
+            do {
+                location = try SQLiteStore.Configuration(url: url).location
+            } catch {
+                return [DeploymentCheck("database", .failure, "\(redacted): \(Self.message(error))"), noClock]
+            }
+            guard let path = location.path.map({ URL(fileURLWithPath: $0).standardizedFileURL.path }) else {
+                return [
+                    DeploymentCheck(
+                        "database", .warning,
+                        "\(redacted) is in memory: everything is lost when the server stops. Use a file (sqlite:///var/lib/herald/herald.sqlite) or PostgreSQL."
+                    ), noClock,
+                ]
+            }
+            if !FileManager.default.fileExists(atPath: path) {
+                let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
+                guard FileManager.default.isWritableFile(atPath: folder) else {
+                    return [
+                        DeploymentCheck(
+                            "database", .failure,
+                            "\(path) does not exist and its folder \(folder) is not writable (or does not exist), so herald serve cannot create it: create the folder and give the server's user write access."
+                        ), noClock,
+                    ]
+                }
+                return [
+                    DeploymentCheck(
+                        "database", .warning,
+                        "\(path) does not exist yet: herald serve creates and migrates it at start (its folder is writable)."),
+                    noClock,
+                ]
+            }
+        }
+        let store: any Store
+        do {
+            store = try StoreFactory.open(url: url)
+        } catch {
+            return [DeploymentCheck("database", .failure, "\(redacted): \(Self.message(error))"), noClock]
+        }
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await store.run() }
+            let checks = await databaseChecks(store: store)
+            await store.close()
+            group.cancelAll()
+            return checks
+        }
+    }
+
+    /// The database answers, its schema version against this binary's, and the clock against PostgreSQL's.
+    func databaseChecks(store: any Store) async -> [DeploymentCheck] {
+        let redacted = redactedDatabaseURL(configuration.databaseURL)
+        let health: StoreHealth
+        do {
+            health = try await store.health()
+        } catch {
+            return [
+                DeploymentCheck(
+                    "database", .failure,
+                    "\(redacted) does not answer: \(Self.message(error)) Check HERALD_DATABASE_URL, that the database server runs and that it accepts this user."
+                ),
+                DeploymentCheck("clock", .skipped, "Not checked: the database does not answer."),
+            ]
+        }
+        return [Self.schemaCheck(health, database: redacted), await clockCheck(store)]
+    }
+
+    static func schemaCheck(_ health: StoreHealth, database: String) -> DeploymentCheck {
+        let version = health.schemaVersion
+        let latest = health.latestSchemaVersion
+        if version > latest {
+            return DeploymentCheck(
+                "database", .failure,
+                "\(database) answers, but a newer Herald migrated it to schema \(version) and this binary knows up to \(latest): herald serve refuses it. Run the newer Herald, or restore a backup made before that upgrade."
+            )
+        }
+        if version == 0 {
+            return DeploymentCheck(
+                "database", .warning, "\(database) answers and is empty: herald serve creates Herald's tables at start.")
+        }
+        if version < latest {
+            return DeploymentCheck(
+                "database", .warning,
+                "\(database) answers at schema \(version); this binary's is \(latest): herald serve migrates it at start (back it up first)."
+            )
+        }
+        return DeploymentCheck("database", .ok, "\(database) answers, migrated to schema \(version), this binary's.")
+    }
+
+    /// This machine's clock against PostgreSQL's: the only other clock Herald can read without the internet.
+    func clockCheck(_ store: any Store) async -> DeploymentCheck {
+        guard let postgres = store as? PostgresStore else { return noClock }
+        let before = options.now()
+        let databaseTime: Date
+        do {
+            databaseTime = try await postgres.serverClock()
+        } catch {
+            return DeploymentCheck("clock", .skipped, "Not checked: the database's clock cannot be read (\(Self.message(error))).")
+        }
+        let after = options.now()
+        let roundTrip = after.timeIntervalSince(before)
+        // The database read its clock somewhere between the two readings of ours: compare with their middle.
+        let skew = before.addingTimeInterval(roundTrip / 2).timeIntervalSince(databaseTime)
+        return Self.clockVerdict(skew: skew, uncertainty: roundTrip / 2)
+    }
+
+    /// `skew`: how far this machine's clock is ahead of the database's (negative: behind), in seconds.
+    static func clockVerdict(skew: TimeInterval, uncertainty: TimeInterval) -> DeploymentCheck {
+        let size = abs(skew)
+        let amount = size < 1 ? "\(Int((size * 1000).rounded())) ms" : String(format: "%.1f s", size)
+        let measured = "This machine's clock is \(amount) \(skew < 0 ? "behind" : "ahead of") PostgreSQL's (±\(Int((uncertainty * 1000).rounded(.up))) ms)"
+        let advice =
+            "APNs refuses provider tokens issued in the future (InvalidProviderToken) or more than an hour before its own time (ExpiredProviderToken), and Herald reuses a token for up to 50 minutes. Check which clock is wrong (timedatectl on each machine: System clock synchronized: yes) and keep both on NTP."
+        if size > 60 { return DeploymentCheck("clock", .failure, "\(measured): \(advice)") }
+        if size > 5 { return DeploymentCheck("clock", .warning, "\(measured): \(advice)") }
+        return DeploymentCheck("clock", .ok, "\(measured).")
+    }
+
+    var noClock: DeploymentCheck {
+        DeploymentCheck(
+            "clock", .skipped,
+            "Not checked: offline, only a PostgreSQL database has a clock to compare with. APNs refuses provider tokens issued in the future or more than an hour ago: keep this machine on NTP (timedatectl: System clock synchronized: yes)."
+        )
+    }
+
+    /// A store error's message (never the URL's password), or the error's description.
+    static func message(_ error: any Error) -> String {
+        (error as? StoreError)?.message ?? "\(error)"
+    }
+}
