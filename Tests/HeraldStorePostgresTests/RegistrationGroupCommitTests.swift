@@ -115,7 +115,9 @@ struct RegistrationGroupCommitTests {
             var registrations = (1...20).map { registration($0, tags: ["t\($0)"]) }
             registrations[9] = registration(10, topic: "com.example.refused")
             registrations[15] = registration(1, user: "later")
-            let outcomes = try await outcomesInOneBatch(registrations, on: store, gatheredBy: own)
+            // Queued one after the other: which of token 1's two registrations is later is the test's point, and
+            // concurrent submissions arrive in any order (on a loaded machine, the 16th before the 1st).
+            let outcomes = try await outcomesInOneBatch(registrations, on: store, gatheredBy: own, inOrder: true)
 
             #expect(store.registrationStatistics.batchesStoredOneByOne == 1)
             for (offset, outcome) in outcomes.enumerated() {
