@@ -1,7 +1,8 @@
 public import ServiceLifecycle
 
 /// Everything Herald keeps, behind one interface: token registry, delivery records and receipts, Live Activities and
-/// broadcast channels, API keys, shared provider tokens and the console's sessions, on one database.
+/// broadcast channels, API keys, shared provider tokens and the console's sessions, on one database; and retention,
+/// which deletes what is older than an operator keeps.
 ///
 /// Two backends implement it: `SQLiteStore` (HeraldStoreSQLite, the embedded default) and `PostgresStore`
 /// (HeraldStorePostgres, for several server instances on one database). The server and the CLI take
@@ -12,7 +13,8 @@ public import ServiceLifecycle
 /// store cannot lease connections before it runs), call ``migrate()`` once, then use it. Graceful shutdown or
 /// cancellation of `run()` closes it.
 public protocol Store:
-    TokenStore, DeliveryStore, ReceiptStore, ActivityStore, ChannelStore, APIKeyStore, ProviderTokenStore, ConsoleStore, Service
+    TokenStore, DeliveryStore, ReceiptStore, ActivityStore, ChannelStore, APIKeyStore, ProviderTokenStore, ConsoleStore,
+    RetentionStore, Service
 {
     /// Brings the schema up to date by applying, in order, each versioned migration the database lacks.
     ///
