@@ -7,6 +7,6 @@ struct Herald: AsyncParsableCommand {
         commandName: "herald",
         abstract: "A self-hosted Apple push notification provider.",
         discussion: "Run `herald serve` for the provider server, `herald send` for one push from a .p8 key, `herald channels` for broadcast channels, `herald emulator` for a local APNs that needs no Apple account.",
-        subcommands: [ServeCommand.self, SendCommand.self, ChannelsCommand.self, SimulatorFileCommand.self, TokensCommand.self, KeysCommand.self, EmulatorCommand.self, HelloCommand.self]
+        subcommands: [ServeCommand.self, SendCommand.self, ChannelsCommand.self, SimulatorFileCommand.self, TokensCommand.self, KeysCommand.self, VacuumCommand.self, EmulatorCommand.self, HelloCommand.self]
     )
 }

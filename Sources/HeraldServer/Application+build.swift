@@ -197,6 +197,10 @@ public func buildApplication(
                 storeReady: storeReady, logger: logger))
         services.append(worker)
         services.append(deviceFigures)
+        services.append(
+            RetentionService(
+                store: store, settings: configuration.retention, clock: dependencies.clock,
+                sleepClock: dependencies.sleepClock, storeReady: storeReady, metrics: metrics, logger: logger))
 
         let listen = configuration.listen
         let limits = configuration.limits

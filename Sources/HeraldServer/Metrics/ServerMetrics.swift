@@ -1,3 +1,4 @@
+import Foundation
 import HeraldCore
 import HeraldSending
 import HeraldStore
@@ -32,6 +33,11 @@ struct ServerMetrics: SendingMetrics {
         static let budgetInUse = ("send_budget_in_use", "Notifications in flight of the instance's shared budget, by lane.")
         static let budgetTotal = ("send_budget_total", "The instance's in-flight budget (HERALD_SEND_CONCURRENCY).")
         static let budgetWaiting = ("send_budget_waiting_sends", "Running sends that want more of the budget than they hold.")
+        static let retentionDeleted = ("retention_deleted", "Rows the retention service deleted, by kind.")
+        static let retentionLastRun = (
+            "retention_last_run_timestamp", "When the retention service last finished a run, in seconds since 1970."
+        )
+        static let retentionLastRunDuration = ("retention_last_run_duration", "How long the last retention run took.")
         static let activityPushes = (
             "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
         )
@@ -130,6 +136,25 @@ struct ServerMetrics: SendingMetrics {
         for lane in SendLane.priorityOrder {
             gauge(Name.budgetInUse, [("lane", lane.rawValue)]).set(Double(snapshot.inUseByLane[lane] ?? 0))
         }
+    }
+
+    /// Rows of a kind a retention batch deleted.
+    func retentionDeleted(_ kind: RetentionKind, _ count: Int) {
+        Self.counter(registry, Name.retentionDeleted, [("kind", kind.rawValue)]).increment(by: Int64(count))
+    }
+
+    /// A retention run that ended: when, and how long it took.
+    func retentionRan(at date: Date, duration: Duration) {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "herald", metricName: Name.retentionLastRun.0, unitName: "seconds",
+                helpText: Name.retentionLastRun.1)
+        ).set(date.timeIntervalSince1970)
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "herald", metricName: Name.retentionLastRunDuration.0, unitName: "seconds",
+                helpText: Name.retentionLastRunDuration.1)
+        ).set(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
     }
 
     func sendStarted(background: Bool) {
