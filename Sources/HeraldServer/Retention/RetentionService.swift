@@ -114,7 +114,7 @@ final class RetentionService: Service, Sendable {
         let duration = started.duration(to: .now)
         metrics.retentionRan(at: clock.now(), duration: duration)
         let counts = settings.ages.map { "\(report.deleted[$0.kind] ?? 0) \($0.kind.words)" }.joined(separator: ", ")
-        let reclaimed = report.reclaimedBytes.map { "; gave back \(Self.megabytes($0)) to the file system" } ?? ""
+        let reclaimed = report.reclaimedBytes.flatMap { $0 > 0 ? "; gave back \(Self.megabytes($0)) to the file system" : nil } ?? ""
         logger.info(
             "Retention deleted \(counts) in \(String(format: "%.1f", Self.seconds(duration))) s\(reclaimed)",
             metadata: [
