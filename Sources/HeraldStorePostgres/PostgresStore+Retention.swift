@@ -12,6 +12,9 @@ extension PostgresStore {
             guard try await session.rows(StoreSQL.tryRetentionLock(schema: schema))[0].integer(0) == 1 else {
                 return RetentionBatch(deleted: 0, finished: true)
             }
+            // A batch lost in a crash is deleted again by the next run: its commit need not wait for the WAL flush
+            // that registrations and sends wait for.
+            try await session.execute("SET LOCAL synchronous_commit = off")
             var plan = RetentionBatchPlan(kind, before: cutoff, limit: limit, at: now, .postgres)
             var rows: [PostgresRandomAccessRow]?
             while let statement = try plan.next(rows) { rows = try await session.rows(statement) }

@@ -174,7 +174,7 @@ struct ConfigurationTests {
         #expect(defaults.outcomes == .seconds(30 * 86_400) && defaults.receiptEvents == .seconds(30 * 86_400))
         #expect(defaults.sends == .seconds(90 * 86_400) && defaults.consoleSessions == .seconds(7 * 86_400))
         #expect(defaults.invalidatedTokens == .seconds(30 * 86_400))
-        #expect(defaults.interval == .seconds(3600) && defaults.batchSize == 500)
+        #expect(defaults.interval == .seconds(3600) && defaults.batchSize == 100)
         let file = try write(#"{"retentionSendsDays": 365, "retentionBatch": 100}"#, to: "retention.json")
         let set = try ServerConfiguration(environment: [
             "HERALD_CONFIG": file, "HERALD_RETENTION_OUTCOMES_DAYS": "7", "HERALD_RETENTION_RECEIPTS_DAYS": "0",

@@ -36,7 +36,8 @@ struct RetentionTests {
                 let registry = PrometheusCollectorRegistry()
                 let logs = LogCapture()
                 let ready = Gate()
-                var settings = ServerConfiguration.Retention(batchSize: 2)
+                // No pause between batches: only the interval's sleep is on the manual clock.
+                var settings = ServerConfiguration.Retention(batchSize: 2, batchPause: .zero)
                 settings.consoleSessions = nil
                 let service = RetentionService(
                     store: store, settings: settings, clock: clock, sleepClock: sleepClock, storeReady: ready,

@@ -62,7 +62,7 @@ extension ServerConfiguration {
     /// | `HERALD_RETENTION_CONSOLE_SESSIONS_DAYS` [`retentionConsoleSessionsDays`] | days an unused console session is kept, 0 = forever | 7 |
     /// | `HERALD_RETENTION_INVALIDATED_TOKENS_DAYS` [`retentionInvalidatedTokensDays`] | days an invalidated token is kept, 0 = forever | 30 |
     /// | `HERALD_RETENTION_INTERVAL` [`retentionInterval`] | seconds between retention runs | 3600 |
-    /// | `HERALD_RETENTION_BATCH` [`retentionBatch`] | rows deleted per transaction | 500 |
+    /// | `HERALD_RETENTION_BATCH` [`retentionBatch`] | rows deleted per transaction | 100 |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.

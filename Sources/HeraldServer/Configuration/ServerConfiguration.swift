@@ -110,15 +110,18 @@ public struct ServerConfiguration: Sendable {
         public var invalidatedTokens: Duration?
         /// How long the service waits between runs: an hour by default. Each run deletes everything due.
         public var interval: Duration
-        /// Rows deleted per transaction: 500 by default. Smaller batches hold the database for less time each.
+        /// Rows deleted per transaction: 100 by default. Smaller batches hold the database for less time each.
         public var batchSize: Int
+        /// How long the service waits after a full batch before the next: 10 ms by default, so that writes queued
+        /// behind a batch (registrations, outcomes) find the database free again. `.zero` goes on at once.
+        public var batchPause: Duration
 
         /// - Parameters: see the properties; each has its default.
         public init(
             outcomes: Duration? = .seconds(30 * 86_400), receiptEvents: Duration? = .seconds(30 * 86_400),
             sends: Duration? = .seconds(90 * 86_400), consoleSessions: Duration? = .seconds(7 * 86_400),
             invalidatedTokens: Duration? = .seconds(30 * 86_400), interval: Duration = .seconds(3600),
-            batchSize: Int = 500
+            batchSize: Int = 100, batchPause: Duration = .milliseconds(10)
         ) {
             self.outcomes = outcomes
             self.receiptEvents = receiptEvents
@@ -127,6 +130,7 @@ public struct ServerConfiguration: Sendable {
             self.invalidatedTokens = invalidatedTokens
             self.interval = interval
             self.batchSize = batchSize
+            self.batchPause = batchPause
         }
 
         /// The age of each kind, as the service applies it: outcomes and receipt events no older than their sends.

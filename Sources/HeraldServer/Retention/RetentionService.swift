@@ -9,9 +9,9 @@ import Synchronization
 /// Deletes what is older than the configured ages (``ServerConfiguration/Retention``), then gives the space back.
 ///
 /// Once the store is migrated, and then every ``ServerConfiguration/Retention/interval``, a run deletes each kind in
-/// batches of ``ServerConfiguration/Retention/batchSize`` rows, each batch its own short transaction, until a batch
-/// finds nothing more: SQLite commits registrations and sends between two batches (its group commit queues them
-/// in arrival order), and PostgreSQL runs them beside it. Several instances on one PostgreSQL database may run at
+/// batches of ``ServerConfiguration/Retention/batchSize`` rows, each batch its own short transaction with a short
+/// pause after it, until a batch finds nothing more: SQLite commits registrations and sends between two batches (its
+/// group commit queues them in arrival order), and PostgreSQL runs them beside it. Several instances on one PostgreSQL database may run at
 /// once: a batch that finds another instance's batch under way leaves the kind to it (``RetentionStore``). A run
 /// that fails logs a warning and is tried again at the next interval.
 final class RetentionService: Service, Sendable {
@@ -101,6 +101,9 @@ final class RetentionService: Service, Sendable {
                     batch = try await store.deleteExpired(kind, before: cutoff, limit: settings.batchSize)
                     report.deleted[kind, default: 0] += batch.deleted
                     if batch.deleted > 0 { metrics.retentionDeleted(kind, batch.deleted) }
+                    if !batch.finished, settings.batchPause > .zero {
+                        try await sleepClock.sleep(for: settings.batchPause)
+                    }
                 } while !batch.finished && !Task.isCancelled
             } catch {
                 if Task.isCancelled { return report }
