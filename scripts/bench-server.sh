@@ -32,6 +32,13 @@
 #   scripts/bench-server.sh instances postgres [DEVICES]                       default: 300000
 #       One send to DEVICES devices with LATENCY (100ms) of emulated APNs latency, run by one `herald serve` and then
 #       by two on one PostgreSQL database (a fresh schema each): the wall time of each and their ratio.
+#   scripts/bench-server.sh retention [sqlite|postgres] [DEVICES]               default: 100000
+#       SENDS (10) sends to every one of DEVICES devices, the server stopped, the sends made 40 days older, the server
+#       started again: its first retention run deletes their outcomes (the sends stay, with their counts) while
+#       registrations are offered at REGISTER_RATE (500) a second for REGISTER_SECONDS (60), open loop; then the same
+#       load with retention idle. Prints the database's size before and after (SQLite's file; pg_database_size and
+#       Herald's schema), bytes per outcome, both p99s and retention's log line; then (AGAIN=1, the default) SENDS
+#       sends again, to show the space freed is reused.
 #
 # HERALD_BENCH_SERVER_LOG=/path/to/file keeps the server's log (standard output and error) there.
 # HERALD_BENCH_BINARY=/path/to/herald runs that build instead of building this tree (to measure a baseline in the same
@@ -147,7 +154,7 @@ run_wrk() {  # URL SCRIPT(or -) SECONDS CONNECTIONS
 
 server_env() {  # DATABASE_URL PORT VAR=VALUE… COMMAND…: replaces the calling (sub)shell, so its PID is the server's
     exec env -u HERALD_CONFIG HERALD_LISTEN="127.0.0.1:$2" HERALD_DATABASE_URL="$1" HERALD_RATE_LIMIT=0 \
-        HERALD_LOG_LEVEL=warning HERALD_EMULATOR_ADMIN_PORT=off HERALD_EMULATOR_CA_FILE="$work/serve-ca.pem" "${@:3}"
+        HERALD_LOG_LEVEL="${server_log_level:-warning}" HERALD_EMULATOR_ADMIN_PORT=off HERALD_EMULATOR_CA_FILE="$work/serve-ca.pem" "${@:3}"
 }
 
 if [ "$backend" = postgres ] && [ -z "${HERALD_BENCH_DATABASE_URL:-}" ]; then start_postgres; fi
@@ -615,8 +622,122 @@ print()
 print(f"two instances / one = {times[1] / times[0]:.2f} (aim ≤ 0.6)")
 PY
     ;;
+retention)
+    # Issue 25's retention figures: the database's size after SENDS (10) sends to DEVICES devices, and after retention
+    # deleted their outcomes; and registrations offered at REGISTER_RATE (500) a second for REGISTER_SECONDS (60), open
+    # loop (scripts/bench/open-loop.py), while retention deletes and then idle (REGISTER_SECONDS should cover the run:
+    # retention's line says how long it took).
+    devices=${3:-100000}
+    sends=${SENDS:-10}
+    register_rate=${REGISTER_RATE:-500}
+    register_seconds=${REGISTER_SECONDS:-60}
+    url=$(database_url)
+    start_emulator
+    seed_devices "$url" "$devices" com.example.app 1
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    database_size() {  # prints bytes: the SQLite file (the server is stopped: no WAL), or PostgreSQL's
+        case "$backend" in
+            sqlite) stat -c %s "$work/herald.sqlite" ;;
+            postgres)
+                local schema
+                schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
+                psql "${HERALD_BENCH_DATABASE_URL}" -At -c "SELECT pg_database_size(current_database()) || ' ' || \
+                    (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE n.nspname = '$schema' AND c.relkind IN ('r', 'm'))"
+                ;;
+        esac
+    }
+    stop_server() {
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    }
+    run_sends() {
+        log "$sends sends to every one of $devices devices"
+        for _ in $(seq 1 "$sends"); do
+        id=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
+            -d '{"target": {"topic": "com.example.app"}, "alert": "campaign"}' |
+            python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+        while true; do
+            status=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$id?limit=1" |
+                python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])')
+            [ "$status" = completed ] || [ "$status" = failed ] && break
+            sleep 1
+        done
+        done
+    }
+    seeded=$(database_size)
+    start_server "$url"
+    run_sends
+    stop_server
+    before=$(database_size)
+    if [ "$backend" = sqlite ]; then
+        # What the outcomes cost, table by table and index by index (SQLite's dbstat).
+        breakdown=$(python3 - "$work/herald.sqlite" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8").fetchall()
+print(", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in rows))
+PY
+)
+    fi
+    # 40 days older: past the outcomes' 30 days, within the sends' 90 (a send keeps its counts).
+    shift_sql="UPDATE sends SET created_at = created_at - 3456000000000, updated_at = updated_at - 3456000000000"
+    case "$backend" in
+        sqlite) python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()' \
+            "$work/herald.sqlite" "$shift_sql" ;;
+        postgres) psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")" -c "$shift_sql" ;;
+    esac
+    log "Retention at start, with registrations at $register_rate/s for $register_seconds s (open loop)"
+    register_body='{"token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9", "debug": true}'
+    open_loop() {
+        python3 scripts/bench/open-loop.py "http://127.0.0.1:$port/api/token" "$register_rate" "$register_seconds" \
+            --body "$register_body"
+    }
+    # Info level, for retention's line; the server's first run starts once the store is migrated.
+    server_log_level=info start_server "$url"
+    during=$(open_loop)
+    for _ in $(seq 1 600); do grep -q "Retention deleted" "$work/serve.log" && break; sleep 1; done
+    retention_line=$(grep -m1 "Retention deleted" "$work/serve.log" || echo "retention did not finish")
+    log "Registrations again, retention idle"
+    idle=$(open_loop)
+    stop_server
+    after=$(database_size)
+    # The space retention freed is reused: as many sends again, and their outcomes fit in it (PostgreSQL's files do
+    # not shrink; SQLite's grow back).
+    again=$after
+    if [ "${AGAIN:-1}" = 1 ]; then
+        start_server "$url"
+        run_sends
+        stop_server
+        again=$(database_size)
+    fi
+    python3 - "$backend" "$devices" "$sends" "$seeded" "$before" "$after" "$again" "$during" "$idle" \
+        "$retention_line" "$register_rate" "${breakdown:-}" <<'PY'
+import json, sys
+backend, devices, sends = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+seeded, before, after, again = [list(map(int, a.split())) for a in sys.argv[4:8]]
+during, idle = json.loads(sys.argv[8]), json.loads(sys.argv[9])
+line, rate, breakdown = sys.argv[10], sys.argv[11], sys.argv[12]
+mb = lambda b: f"{b / 1e6:,.0f} MB"
+outcomes = sends * devices
+print(f"| {backend}: {sends} sends × {devices:,} devices | seeded | after the sends | after retention | after {sends} sends again |")
+print("| --- | ---: | ---: | ---: | ---: |")
+print(f"| {'file' if backend == 'sqlite' else 'pg_database_size'} | {mb(seeded[0])} | {mb(before[0])} | {mb(after[0])} | {mb(again[0])} |")
+if len(before) > 1:
+    print(f"| Herald's schema (tables, indexes, TOAST) | {mb(seeded[1])} | {mb(before[1])} | {mb(after[1])} | {mb(again[1])} |")
+print(f"| growth per outcome | | {(before[-1] - seeded[-1]) / outcomes:,.0f} bytes | | |")
+print()
+if breakdown:
+    print(f"After the sends, by table and index: {breakdown}")
+    print()
+print(f"Registrations at {rate}/s, open loop: during retention p50 {during['p50_ms']:.1f} ms, p99 {during['p99_ms']:.1f} ms, "
+      f"max {during['max_ms']:.0f} ms, errors {during['errors']}; idle p50 {idle['p50_ms']:.1f} ms, p99 {idle['p99_ms']:.1f} ms, "
+      f"max {idle['max_ms']:.0f} ms; p99 ratio {during['p99_ms'] / max(idle['p99_ms'], 0.001):.1f}")
+print(line[line.index("Retention deleted"):] if "Retention deleted" in line else line)
+PY
+    ;;
 *)
-    echo "usage: scripts/bench-server.sh register|fanout|transactional|lanes|fairness|instances [sqlite|postgres] [...]" >&2
+    echo "usage: scripts/bench-server.sh register|fanout|transactional|lanes|fairness|instances|retention [sqlite|postgres] [...]" >&2
     exit 2
     ;;
 esac

@@ -209,6 +209,10 @@ public func buildApplication(
         services.append(worker)
         services.append(deviceFigures)
         services.append(checks)
+        services.append(
+            RetentionService(
+                store: store, settings: configuration.retention, clock: dependencies.clock,
+                sleepClock: dependencies.sleepClock, storeReady: storeReady, metrics: metrics, logger: logger))
 
         let listen = configuration.listen
         let limits = configuration.limits

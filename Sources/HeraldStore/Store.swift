@@ -1,7 +1,8 @@
 public import ServiceLifecycle
 
 /// Everything Herald keeps, behind one interface: token registry, delivery records and receipts, Live Activities and
-/// broadcast channels, API keys, shared provider tokens and the console's sessions, on one database.
+/// broadcast channels, API keys, shared provider tokens and the console's sessions, on one database; and retention,
+/// which deletes what is older than an operator keeps.
 ///
 /// Two backends implement it: `SQLiteStore` (HeraldStoreSQLite, the embedded default) and `PostgresStore`
 /// (HeraldStorePostgres, for several server instances on one database). The server and the CLI take
@@ -13,7 +14,7 @@ public import ServiceLifecycle
 /// cancellation of `run()` closes it.
 public protocol Store:
     TokenStore, DeliveryStore, ReceiptStore, ActivityStore, ChannelStore, APIKeyStore, ProviderTokenStore, ConsoleStore,
-    IdempotencyStore, Service
+    IdempotencyStore, RetentionStore, Service
 {
     /// Brings the schema up to date by applying, in order, each versioned migration the database lacks.
     ///

@@ -85,6 +85,7 @@ public final class SQLiteStore: Store, VersionedMigrations {
 
     package func migrate(through version: Int) async throws {
         let now = StoreTime.microseconds(clock.now())
+        try await enableIncrementalVacuumIfNew()
         do {
             try await write("apply migrations") { db in
                 try db.execute(sql: StoreSchema.createMigrationsTable)

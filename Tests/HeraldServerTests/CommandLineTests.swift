@@ -9,7 +9,7 @@ import Testing
 
 @testable import HeraldCLI
 
-/// `herald serve`, `herald tokens` and `herald keys`: parsing, and runs against a temporary database.
+/// `herald serve`, `herald tokens`, `herald keys` and `herald vacuum`: parsing, and runs against a temporary database.
 @Suite("Server: command line", .timeLimit(.minutes(3)))
 struct CommandLineTests {
     @Test("serve, tokens and keys parse their flags; bad flags are refused")
@@ -60,6 +60,31 @@ struct CommandLineTests {
         try await run(["tokens", "remove", token.hex])
         await #expect(throws: ExitCode.self) { try await run(["tokens", "remove", token.hex]) }
         await #expect(throws: (any Error).self) { try await run(["tokens", "add", token.hex]) }
+        await database.cleanup()
+    }
+
+    @Test("vacuum rewrites a SQLite database made before incremental auto-vacuum once, and then has nothing to do")
+    func vacuum() async throws {
+        let database = try TestDatabase.make(.sqlite)
+        let path = String(database.url.dropFirst("sqlite://".count))
+        // A database whose first table came before Herald asked for incremental auto-vacuum.
+        let created = try await ProcessRunner.run(
+            "python3", ["-c", "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('CREATE TABLE leftover (x)')", path])
+        try #require(created.status == 0, "\(created)")
+        let store = try StoreFactory.open(url: database.url)
+        let (before, after, again) = try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await store.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            let before = try await store.reclaimSpace(maximumBytes: 1 << 20)
+            let after = try await StoreFactory.vacuumForRetention(store)
+            let again = try await StoreFactory.vacuumForRetention(store)
+            await store.close()
+            return (before, after, again)
+        }
+        #expect(before == nil && after == true && again == false)
+        let command = try #require(try Herald.parseAsRoot(["vacuum", "--database-url", database.url]) as? VacuumCommand)
+        try await command.run()
         await database.cleanup()
     }
 }

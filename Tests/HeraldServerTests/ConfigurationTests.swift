@@ -155,10 +155,36 @@ struct ConfigurationTests {
             (["HERALD_CONFIG": "/nonexistent.json"], "HERALD_CONFIG"),
             (["HERALD_INSTANCE_ID": "api/1"], "HERALD_INSTANCE_ID"),
             (["HERALD_INSTANCE_ID": String(repeating: "a", count: 65)], "HERALD_INSTANCE_ID"),
+            (["HERALD_RETENTION_OUTCOMES_DAYS": "-1"], "HERALD_RETENTION_OUTCOMES_DAYS"),
+            (["HERALD_RETENTION_INTERVAL": "5"], "HERALD_RETENTION_INTERVAL"),
+            (
+                ["HERALD_RETENTION_CONSOLE_SESSIONS_DAYS": "1", "HERALD_CONSOLE_IDLE_TIMEOUT": "172800"],
+                "HERALD_RETENTION_CONSOLE_SESSIONS_DAYS"
+            ),
         ])
     func badValues(_ environment: [String: String], variable: String) {
         let error = #expect(throws: ConfigurationError.self) { try ServerConfiguration(environment: environment) }
         #expect(error?.message.contains(variable) == true, "\(error?.message ?? "")")
+    }
+
+    @Test("retention keeps outcomes and receipt events 30 days, sends 90, console sessions 7, invalidated tokens 30; variables and the file change them, 0 keeps forever")
+    func retention() throws {
+        let defaults = try ServerConfiguration(environment: [:]).retention
+        #expect(defaults == ServerConfiguration.Retention())
+        #expect(defaults.outcomes == .seconds(30 * 86_400) && defaults.receiptEvents == .seconds(30 * 86_400))
+        #expect(defaults.sends == .seconds(90 * 86_400) && defaults.consoleSessions == .seconds(7 * 86_400))
+        #expect(defaults.invalidatedTokens == .seconds(30 * 86_400))
+        #expect(defaults.interval == .seconds(3600) && defaults.batchSize == 100)
+        let file = try write(#"{"retentionSendsDays": 365, "retentionBatch": 100}"#, to: "retention.json")
+        let set = try ServerConfiguration(environment: [
+            "HERALD_CONFIG": file, "HERALD_RETENTION_OUTCOMES_DAYS": "7", "HERALD_RETENTION_RECEIPTS_DAYS": "0",
+            "HERALD_RETENTION_CONSOLE_SESSIONS_DAYS": "1", "HERALD_RETENTION_INVALIDATED_TOKENS_DAYS": "0",
+            "HERALD_RETENTION_INTERVAL": "600",
+        ]).retention
+        #expect(set.outcomes == .seconds(7 * 86_400) && set.receiptEvents == nil && set.invalidatedTokens == nil)
+        #expect(set.sends == .seconds(365 * 86_400) && set.consoleSessions == .seconds(86_400))
+        #expect(set.interval == .seconds(600) && set.batchSize == 100)
+        #expect(set.ages.map(\.kind) == [.outcomes, .receiptEvents, .sends, .consoleSessions])
     }
 
     @Test("some apps with credentials and some without is refused unless pushes go to the emulator")

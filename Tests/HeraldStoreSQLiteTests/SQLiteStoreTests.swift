@@ -214,4 +214,45 @@ struct SQLiteStoreErrorTests {
         let full = SQLiteStore.map(DatabaseError(resultCode: .SQLITE_FULL), "store a registration") as? StoreError
         #expect(full?.code == .backend)
     }
+
+    @Test("a new database gives the space retention frees back to the file system; one made without incremental auto-vacuum says it cannot until vacuumed once")
+    func reclaimSpace() async throws {
+        let (fixture, folder) = try SQLiteStoreTests.fixture()
+        defer { Task { await fixture.cleanup() } }
+        let clock = ManualWallClock()
+        try await StoreConformance.withRunning(try fixture.open(clock)) { store in
+            let sqlite = try #require(store as? SQLiteStore)
+            #expect(try await sqlite.autoVacuumMode() == 2, "incremental from creation")
+            let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
+            let outcomes = (1...4_000).map { StoreConformance.outcome($0, .accepted(apnsID: APNSID()), at: clock.now()) }
+            for chunk in stride(from: 0, to: outcomes.count, by: 1_000) {
+                _ = try await store.recordOutcomes(
+                    Array(outcomes[chunk..<chunk + 1_000]), for: send.id, checkpoint: nil)
+            }
+            _ = try await store.updateSend(send.id, SendUpdate(status: .completed))
+            clock.advance(by: .seconds(86_400))
+            _ = try await StoreConformance.deleteAll(.outcomes, before: clock.now(), limit: 1_000, on: store)
+            var reclaimed: Int64 = 0
+            while let bytes = try await store.reclaimSpace(maximumBytes: 256 * 1024), bytes > 0 { reclaimed += bytes }
+            #expect(reclaimed > 500_000, "4,000 outcomes' pages given back: \(reclaimed) bytes")
+            #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == 0, "nothing left to give back")
+        }
+
+        // A database whose first table came before incremental auto-vacuum was asked for.
+        let old = folder.appendingPathComponent("old.sqlite").path
+        let queue = try DatabaseQueue(path: old)
+        try await queue.write { db in try db.execute(sql: "CREATE TABLE leftover (x INTEGER)") }
+        try queue.close()
+        let oldFixture = StoreFixture(
+            open: { clock in try SQLiteStore(configuration: .init(location: .file(old), clock: clock)) }, cleanup: {})
+        try await StoreConformance.withRunning(try oldFixture.open(clock)) { store in
+            let sqlite = try #require(store as? SQLiteStore)
+            #expect(try await sqlite.autoVacuumMode() == 0)
+            #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == nil, "the file cannot shrink yet")
+            #expect(try await sqlite.vacuumIncrementally())
+            #expect(try await sqlite.autoVacuumMode() == 2)
+            #expect(try await !sqlite.vacuumIncrementally(), "once is enough")
+            #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == 0)
+        }
+    }
 }

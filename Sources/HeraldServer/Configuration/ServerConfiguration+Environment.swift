@@ -57,6 +57,13 @@ extension ServerConfiguration {
     /// | `HERALD_SCHEDULE_CATCH_UP` [`scheduleCatchUp`] | seconds late a scheduled send still goes out after downtime | 86400 |
     /// | `HERALD_RETRY_WINDOW` [`retryWindow`] | seconds a notification APNs asked to retry (429, 5xx) or never answered is retried, never past its `apns-expiration` | 600 |
     /// | `HERALD_INSTANCE_ID` [`instanceId`] | this server's name among instances sharing a database, stable across restarts; no `/` | the host name |
+    /// | `HERALD_RETENTION_OUTCOMES_DAYS` [`retentionOutcomesDays`] | days a finished send's per-device outcomes are kept, 0 = forever | 30 |
+    /// | `HERALD_RETENTION_RECEIPTS_DAYS` [`retentionReceiptsDays`] | days a finished send's receipt events are kept, 0 = forever | 30 |
+    /// | `HERALD_RETENTION_SENDS_DAYS` [`retentionSendsDays`] | days a finished send is kept (its counts, then the row), 0 = forever | 90 |
+    /// | `HERALD_RETENTION_CONSOLE_SESSIONS_DAYS` [`retentionConsoleSessionsDays`] | days an unused console session is kept, 0 = forever | 7 |
+    /// | `HERALD_RETENTION_INVALIDATED_TOKENS_DAYS` [`retentionInvalidatedTokensDays`] | days an invalidated token is kept, 0 = forever | 30 |
+    /// | `HERALD_RETENTION_INTERVAL` [`retentionInterval`] | seconds between retention runs | 3600 |
+    /// | `HERALD_RETENTION_BATCH` [`retentionBatch`] | rows deleted per transaction | 100 |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -118,6 +125,7 @@ extension ServerConfiguration {
         console.idleTimeout =
             try reader.integer("HERALD_CONSOLE_IDLE_TIMEOUT", "consoleIdleTimeout", in: 60...604_800).map { .seconds($0) }
             ?? console.idleTimeout
+        try readRetention(reader: reader)
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {
             if let problem = InstanceLock.problem(with: id) {
@@ -131,6 +139,30 @@ extension ServerConfiguration {
         apps = try Self.readApps(reader: reader, file: file)
         apns = try Self.readAPNSMode(reader: reader)
         apiKeys = try Self.readAPIKeys(reader.string("HERALD_API_KEYS", "apiKeys"))
+    }
+
+    private mutating func readRetention(reader: SettingReader) throws(ConfigurationError) {
+        func days(_ variable: String, _ key: String, _ value: inout Duration?) throws(ConfigurationError) {
+            guard let days = try reader.integer(variable, key, in: 0...36_500) else { return }
+            value = days == 0 ? nil : .seconds(days * 86_400)
+        }
+        try days("HERALD_RETENTION_OUTCOMES_DAYS", "retentionOutcomesDays", &retention.outcomes)
+        try days("HERALD_RETENTION_RECEIPTS_DAYS", "retentionReceiptsDays", &retention.receiptEvents)
+        try days("HERALD_RETENTION_SENDS_DAYS", "retentionSendsDays", &retention.sends)
+        try days("HERALD_RETENTION_CONSOLE_SESSIONS_DAYS", "retentionConsoleSessionsDays", &retention.consoleSessions)
+        try days(
+            "HERALD_RETENTION_INVALIDATED_TOKENS_DAYS", "retentionInvalidatedTokensDays", &retention.invalidatedTokens)
+        retention.interval =
+            try reader.integer("HERALD_RETENTION_INTERVAL", "retentionInterval", in: 60...604_800).map { .seconds($0) }
+            ?? retention.interval
+        retention.batchSize =
+            try reader.integer("HERALD_RETENTION_BATCH", "retentionBatch", in: 1...100_000) ?? retention.batchSize
+        if let sessions = retention.consoleSessions, sessions < console.idleTimeout {
+            let name = reader.name("HERALD_RETENTION_CONSOLE_SESSIONS_DAYS", "retentionConsoleSessionsDays")
+            throw ConfigurationError(
+                "\(name) keeps console sessions for less than HERALD_CONSOLE_IDLE_TIMEOUT (\(console.idleTimeout.components.seconds) s): sessions still in use would be deleted. Keep them at least \((console.idleTimeout.components.seconds + 86_399) / 86_400) days, or 0 for ever."
+            )
+        }
     }
 
     private static func readFile(_ path: String) throws(ConfigurationError) -> [String: JSONValue] {

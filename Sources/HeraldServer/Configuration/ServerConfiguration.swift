@@ -30,6 +30,8 @@ public struct ServerConfiguration: Sendable {
     public var sending: Sending
     /// The web console's sessions and sign-in.
     public var console = Console()
+    /// How long records are kept before the retention service deletes them.
+    public var retention = Retention()
     /// What names this server among the instances that share a database, stable across restarts: the background
     /// worker's sends are held under it, so a restarted instance resumes its own at once (docs/reliability.md).
     /// 1–64 bytes without `/` or white space. Default the host name; give each of several instances on one host
@@ -83,6 +85,65 @@ public struct ServerConfiguration: Sendable {
             self.idleTimeout = idleTimeout
             self.signInAttemptsPerMinute = signInAttemptsPerMinute
             self.signInLinkLifetime = signInLinkLifetime
+        }
+    }
+
+    /// How long Herald keeps what would otherwise grow without end, and how the retention service deletes the rest
+    /// (docs/storage.md, "Retention"). An age of `nil` keeps those records forever.
+    public struct Retention: Sendable, Hashable {
+        /// Per-device outcomes of a send, counted from the time the send finished: 30 days by default. The send keeps
+        /// its counts. At most ``sends`` when that is set: a send's row goes only after its outcomes.
+        public var outcomes: Duration?
+        /// Delivery receipt events of a send (one per device and kind, kept so a repeated report counts once), counted
+        /// from the time the send finished: 30 days by default. The send keeps its receipt counts and rates; later
+        /// reports about it are not counted.
+        public var receiptEvents: Duration?
+        /// Finished sends (completed, failed, cancelled), counted from the time they finished: 90 days by default.
+        /// Their outcomes, receipt events, shards and receipt counts go with them. Queued and running sends are never
+        /// deleted.
+        public var sends: Duration?
+        /// Console sessions, counted from their last use, and expired one-time sign-in links: 7 days by default. At
+        /// least the console's idle timeout.
+        public var consoleSessions: Duration?
+        /// Tokens taken out of sends after APNs's answer (invalidated), counted from then: 30 days by default. Until
+        /// then the device page shows why; a token the app registers again is active and never deleted.
+        public var invalidatedTokens: Duration?
+        /// How long the service waits between runs: an hour by default. Each run deletes everything due.
+        public var interval: Duration
+        /// Rows deleted per transaction: 100 by default. Smaller batches hold the database for less time each.
+        public var batchSize: Int
+        /// How long the service waits after a full batch before the next: 10 ms by default, so that writes queued
+        /// behind a batch (registrations, outcomes) find the database free again. `.zero` goes on at once.
+        public var batchPause: Duration
+
+        /// - Parameters: see the properties; each has its default.
+        public init(
+            outcomes: Duration? = .seconds(30 * 86_400), receiptEvents: Duration? = .seconds(30 * 86_400),
+            sends: Duration? = .seconds(90 * 86_400), consoleSessions: Duration? = .seconds(7 * 86_400),
+            invalidatedTokens: Duration? = .seconds(30 * 86_400), interval: Duration = .seconds(3600),
+            batchSize: Int = 100, batchPause: Duration = .milliseconds(10)
+        ) {
+            self.outcomes = outcomes
+            self.receiptEvents = receiptEvents
+            self.sends = sends
+            self.consoleSessions = consoleSessions
+            self.invalidatedTokens = invalidatedTokens
+            self.interval = interval
+            self.batchSize = batchSize
+            self.batchPause = batchPause
+        }
+
+        /// The age of each kind, as the service applies it: outcomes and receipt events no older than their sends.
+        public var ages: [(kind: RetentionKind, age: Duration)] {
+            func atMost(_ age: Duration?, _ limit: Duration?) -> Duration? {
+                guard let age else { return limit }
+                return limit.map { min(age, $0) } ?? age
+            }
+            let ages: [(RetentionKind, Duration?)] = [
+                (.outcomes, atMost(outcomes, sends)), (.receiptEvents, atMost(receiptEvents, sends)), (.sends, sends),
+                (.consoleSessions, consoleSessions), (.invalidatedTokens, invalidatedTokens),
+            ]
+            return ages.compactMap { kind, age in age.map { (kind, $0) } }
         }
     }
 

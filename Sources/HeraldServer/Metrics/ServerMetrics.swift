@@ -40,6 +40,11 @@ struct ServerMetrics: SendingMetrics {
         static let budgetInUse = ("send_budget_in_use", "Notifications in flight of the instance's shared budget, by lane.")
         static let budgetTotal = ("send_budget_total", "The instance's in-flight budget (HERALD_SEND_CONCURRENCY).")
         static let budgetWaiting = ("send_budget_waiting_sends", "Running sends that want more of the budget than they hold.")
+        static let retentionDeleted = ("retention_deleted", "Rows the retention service deleted, by kind.")
+        static let retentionLastRun = (
+            "retention_last_run_timestamp", "When the retention service last finished a run, in seconds since 1970."
+        )
+        static let retentionLastRunDuration = ("retention_last_run_duration", "How long the last retention run took.")
         static let activityPushes = (
             "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
         )
@@ -155,6 +160,25 @@ struct ServerMetrics: SendingMetrics {
                 helpText: "When each app's APNs client certificate expires (notAfter), as Unix time, by app and environment."),
             labels: [("app", certificate.app), ("environment", certificate.environment)]
         ).set(certificate.notAfter.timeIntervalSince1970.rounded(.down))
+    }
+
+    /// Rows of a kind a retention batch deleted.
+    func retentionDeleted(_ kind: RetentionKind, _ count: Int) {
+        Self.counter(registry, Name.retentionDeleted, [("kind", kind.rawValue)]).increment(by: Int64(count))
+    }
+
+    /// A retention run that ended: when, and how long it took.
+    func retentionRan(at date: Date, duration: Duration) {
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "herald", metricName: Name.retentionLastRun.0, unitName: "seconds",
+                helpText: Name.retentionLastRun.1)
+        ).set(date.timeIntervalSince1970)
+        registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "herald", metricName: Name.retentionLastRunDuration.0, unitName: "seconds",
+                helpText: Name.retentionLastRunDuration.1)
+        ).set(Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18)
     }
 
     func sendStarted(background: Bool) {

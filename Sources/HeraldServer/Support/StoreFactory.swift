@@ -21,4 +21,14 @@ public enum StoreFactory {
             "HERALD_DATABASE_URL has the scheme \(scheme): use sqlite://herald.sqlite or postgres://user:password@host/database."
         )
     }
+
+    /// Rewrites a SQLite database once so that retention can shrink its file (incremental auto-vacuum): needed only
+    /// for a database created before schema 17. It copies the whole file and holds the write lock meanwhile: stop
+    /// the servers that use it first.
+    /// - Returns: Whether the database was rewritten: `false` when it needed nothing; `nil` for PostgreSQL, which
+    ///   reuses freed space itself.
+    public static func vacuumForRetention(_ store: any Store) async throws -> Bool? {
+        guard let sqlite = store as? SQLiteStore else { return nil }
+        return try await sqlite.vacuumIncrementally()
+    }
 }

@@ -3,17 +3,23 @@ package import HeraldCore
 
 /// The statements of delivery receipts and cancellation, for both backends (see ``StoreSQL``).
 extension StoreSQL {
-    /// The accepted outcome of a send for a device: rows of (send id, apns-id); none when APNs did not accept one.
+    /// The accepted outcome of a send for a device: rows of (send id, apns-id); none when APNs did not accept one, or
+    /// retention deleted the send's receipt events (a report counted again after its event was deleted would count
+    /// twice).
     package static func acceptedOutcome(of id: SendID, for token: DeviceToken, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
         SQLStatement(
             dialect,
-            "SELECT send_id, apns_id FROM send_outcomes WHERE send_id = $1 AND token = $2 AND outcome = 'accepted'",
+            """
+            SELECT o.send_id, o.apns_id FROM send_outcomes o JOIN sends s ON s.id = o.send_id \
+            WHERE o.send_id = $1 AND o.token = $2 AND o.outcome = 'accepted' AND s.receipts_deleted_at IS NULL
+            """,
             [.text(id.description), .text(token.hex)])
     }
 
-    /// The accepted outcome with an `apns-id` for a device: rows of (send id, apns-id). Narrowed by the token first
+    /// The accepted outcome with an `apns-id` for a device, of a send whose receipt events retention has not deleted:
+    /// rows of (send id, apns-id). Narrowed by the token first
     /// (`send_outcomes_token_at`), so the cost is the device's own deliveries, whatever the table's size.
     package static func acceptedOutcome(apnsID: APNSID, for token: DeviceToken, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
@@ -21,8 +27,9 @@ extension StoreSQL {
         SQLStatement(
             dialect,
             """
-            SELECT send_id, apns_id FROM send_outcomes WHERE token = $1 AND apns_id = $2 AND outcome = 'accepted' \
-            ORDER BY at DESC LIMIT 1
+            SELECT o.send_id, o.apns_id FROM send_outcomes o JOIN sends s ON s.id = o.send_id \
+            WHERE o.token = $1 AND o.apns_id = $2 AND o.outcome = 'accepted' AND s.receipts_deleted_at IS NULL \
+            ORDER BY o.at DESC LIMIT 1
             """, [.text(token.hex), .text(apnsID.headerValue)])
     }
 

@@ -357,6 +357,23 @@ package enum StoreSchema {
                 // Expired keys are deleted oldest first, in batches.
                 "CREATE INDEX idempotency_keys_expiry ON idempotency_keys (expires_at)",
             ]),
+        Migration(
+            version: 17, name: "retention: finished sends whose outcomes and receipt events are deleted are marked",
+            statements: [
+                // When retention deleted a finished send's outcomes, and its receipt events; NULL while it has them.
+                "ALTER TABLE sends ADD COLUMN outcomes_deleted_at BIGINT",
+                "ALTER TABLE sends ADD COLUMN receipts_deleted_at BIGINT",
+                // Retention walks the finished sends that still have outcomes (or events) from the one that finished
+                // first: a send leaves the index once marked, so no batch scans the sends done before it.
+                """
+                CREATE INDEX sends_outcomes_kept ON sends (updated_at) \
+                WHERE outcomes_deleted_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
+                """,
+                """
+                CREATE INDEX sends_receipts_kept ON sends (updated_at) \
+                WHERE receipts_deleted_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
+                """,
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

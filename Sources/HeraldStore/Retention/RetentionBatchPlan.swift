@@ -1,0 +1,97 @@
+package import Foundation
+
+/// One batch of ``RetentionStore/deleteExpired(_:before:limit:)`` as statements both backends run in one transaction,
+/// in order: ``next(_:)`` gives the first statement, then each next one from the rows of the one before, until it
+/// gives `nil`; ``result`` says what the batch did.
+///
+/// Outcomes and receipt events are deleted per send, oldest finished send first: up to ``sendsPerBatch`` sends are
+/// picked from a partial index of the finished sends that still have them, up to `limit` of their rows are deleted by
+/// key, and the sends left with none are marked (`outcomes_deleted_at`, `receipts_deleted_at`), so that the next
+/// batch starts where this one stopped instead of scanning the sends already done. A send is deleted only once both
+/// marks are set, so its delete cascades to a few rows (shards, receipt counts), never to its outcomes.
+package struct RetentionBatchPlan {
+    /// The most sends whose outcomes or events one batch looks at: inline sends have a few outcomes each.
+    package static let sendsPerBatch = 200
+
+    private enum Step {
+        case start
+        case pickedSends
+        case deleted(sends: [String])
+        case marked(sends: [String], deleted: Int)
+        case deletedSessions
+        case done
+        case finished
+    }
+
+    private let kind: RetentionKind
+    private let cutoff: Int64
+    private let now: Int64
+    private let limit: Int
+    private let dialect: SQLStatement.Dialect
+    private var step = Step.start
+    package private(set) var result = RetentionBatch(deleted: 0, finished: true)
+
+    package init(_ kind: RetentionKind, before cutoff: Date, limit: Int, at now: Date, _ dialect: SQLStatement.Dialect) {
+        self.kind = kind
+        self.cutoff = StoreTime.microseconds(cutoff)
+        self.now = StoreTime.microseconds(now)
+        self.limit = max(1, limit)
+        self.dialect = dialect
+    }
+
+    /// The next statement, given the rows the previous one returned (`nil` for the first); `nil` once the batch is
+    /// done.
+    package mutating func next(_ rows: [some StoredRow]?) throws -> SQLStatement? {
+        switch (step, kind) {
+        case (.start, .outcomes), (.start, .receiptEvents):
+            step = .pickedSends
+            return StoreSQL.sendsKeeping(kind, finishedBefore: cutoff, limit: Self.sendsPerBatch, dialect)
+        case (.pickedSends, _):
+            let sends = try (rows ?? []).map { try $0.text(0) }
+            guard !sends.isEmpty else { return finish(deleted: 0, finished: true) }
+            step = .deleted(sends: sends)
+            return StoreSQL.deleteRows(kind, ofSends: sends, limit: limit, dialect)
+        case (.deleted(let sends), _):
+            let deleted = rows?.count ?? 0
+            step = .marked(sends: sends, deleted: deleted)
+            return StoreSQL.markSends(sends, without: kind, at: now, dialect)
+        case (.marked(let sends, let deleted), _):
+            // Fewer sends than asked for, all of whose rows fitted in the batch: none is left.
+            return finish(deleted: deleted, finished: sends.count < Self.sendsPerBatch && deleted < limit)
+        case (.start, .sends):
+            step = .done
+            return StoreSQL.deleteFinishedSends(before: cutoff, limit: limit, dialect)
+        case (.start, .consoleSessions):
+            step = .deletedSessions
+            return StoreSQL.deleteConsoleSessions(lastSeenBefore: cutoff, limit: limit, dialect)
+        case (.deletedSessions, _):
+            // The links share the batch's limit with the sessions.
+            let sessions = rows?.count ?? 0
+            guard sessions < limit else { return finish(deleted: sessions, finished: false) }
+            step = .done
+            result = RetentionBatch(deleted: sessions, finished: true)
+            return StoreSQL.deleteSignInLinks(expiredBefore: cutoff, limit: limit - sessions, dialect)
+        case (.start, .invalidatedTokens):
+            step = .done
+            return StoreSQL.deleteInvalidatedTokens(before: cutoff, limit: limit, dialect)
+        case (.finished, _):
+            return nil
+        case (.done, _):
+            let deleted = rows?.count ?? 0
+            step = .finished
+            if kind == .consoleSessions {
+                result.finished = deleted < limit - result.deleted
+                result.deleted += deleted
+            } else {
+                result = RetentionBatch(deleted: deleted, finished: deleted < limit)
+            }
+            return nil
+        }
+    }
+
+    private mutating func finish(deleted: Int, finished: Bool) -> SQLStatement? {
+        step = .finished
+        result = RetentionBatch(deleted: deleted, finished: finished)
+        return nil
+    }
+}

@@ -1,0 +1,121 @@
+/// The statements of retention, for both backends (see ``StoreSQL`` and ``RetentionBatchPlan``).
+extension StoreSQL {
+    /// The statuses of a send that has finished: its outcomes, events and row may go once old enough.
+    static let finishedStatuses = "status IN ('completed', 'failed', 'cancelled')"
+
+    /// The column that marks a send whose rows of a kind are deleted, and the table and key of those rows.
+    private static func perSend(_ kind: RetentionKind) -> (mark: String, table: String, key: String) {
+        switch kind {
+        case .receiptEvents: ("receipts_deleted_at", "receipt_events", "send_id, token, kind, action")
+        default: ("outcomes_deleted_at", "send_outcomes", "send_id, seq")
+        }
+    }
+
+    /// The oldest finished sends (by the time they finished) that still have rows of a kind, finished before a moment:
+    /// their ids, from the partial index of such sends (migration 17).
+    static func sendsKeeping(_ kind: RetentionKind, finishedBefore cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            """
+            SELECT id FROM sends WHERE \(perSend(kind).mark) IS NULL AND \(finishedStatuses) AND updated_at < $1 \
+            ORDER BY updated_at LIMIT $2
+            """, [.integer(cutoff), .integer(Int64(limit))])
+    }
+
+    /// Deletes up to `limit` rows of a kind of some sends, in key order; returns a row for each.
+    static func deleteRows(_ kind: RetentionKind, ofSends sends: [String], limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        let (_, table, key) = perSend(kind)
+        var statement = SQLStatement(dialect)
+        let list = statement.bindList(sends)
+        let limitPlaceholder = statement.bind(.integer(Int64(limit)))
+        // By key, through the table's primary key: a range of it per send.
+        statement.sql = """
+            DELETE FROM \(table) WHERE (\(key)) IN (SELECT \(key) FROM \(table) WHERE send_id IN (\(list)) \
+            ORDER BY \(key) LIMIT \(limitPlaceholder)) RETURNING send_id
+            """
+        return statement
+    }
+
+    /// Marks those of some sends that have no rows of a kind left.
+    static func markSends(_ sends: [String], without kind: RetentionKind, at now: Int64, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        let (mark, table, _) = perSend(kind)
+        var statement = SQLStatement(dialect)
+        let nowPlaceholder = statement.bind(.integer(now))
+        let list = statement.bindList(sends)
+        statement.sql = """
+            UPDATE sends SET \(mark) = \(nowPlaceholder) WHERE id IN (\(list)) \
+            AND NOT EXISTS (SELECT 1 FROM \(table) r WHERE r.send_id = sends.id) RETURNING id
+            """
+        return statement
+    }
+
+    /// Deletes up to `limit` sends that finished before a moment and whose outcomes and receipt events are deleted,
+    /// oldest first (their shards and receipt counts go with them); returns their ids.
+    static func deleteFinishedSends(before cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            DELETE FROM sends WHERE id IN (SELECT id FROM sends WHERE created_at < $1 AND updated_at < $1 \
+            AND \(finishedStatuses) AND outcomes_deleted_at IS NOT NULL AND receipts_deleted_at IS NOT NULL \
+            ORDER BY created_at, id LIMIT $2\(skipLocked(dialect))) RETURNING id
+            """, [.integer(cutoff), .integer(Int64(limit))])
+    }
+
+    /// Deletes up to `limit` console sessions last used before a moment; returns their id hashes.
+    static func deleteConsoleSessions(lastSeenBefore cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            """
+            DELETE FROM console_sessions WHERE id_hash IN (SELECT id_hash FROM console_sessions \
+            WHERE last_seen_at < $1 ORDER BY last_seen_at LIMIT $2\(skipLocked(dialect))) RETURNING id_hash
+            """, [.integer(cutoff), .integer(Int64(limit))])
+    }
+
+    /// Deletes up to `limit` one-time sign-in links that expired before a moment; returns their hashes.
+    static func deleteSignInLinks(expiredBefore cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        // A link is made per start of a server without an admin key: few rows, no index needed.
+        SQLStatement(
+            dialect,
+            """
+            DELETE FROM console_sign_in_links WHERE token_hash IN (SELECT token_hash FROM console_sign_in_links \
+            WHERE expires_at < $1 LIMIT $2\(skipLocked(dialect))) RETURNING token_hash
+            """, [.integer(cutoff), .integer(Int64(limit))])
+    }
+
+    /// Deletes up to `limit` tokens invalidated before a moment, oldest first, skipping (on PostgreSQL) those a
+    /// registration holds; returns them.
+    static func deleteInvalidatedTokens(before cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        SQLStatement(
+            dialect,
+            """
+            DELETE FROM devices WHERE token IN (SELECT token FROM devices WHERE invalidated_at IS NOT NULL \
+            AND invalidated_at < $1 ORDER BY invalidated_at LIMIT $2\(skipLocked(dialect))) RETURNING token
+            """, [.integer(cutoff), .integer(Int64(limit))])
+    }
+
+    /// PostgreSQL: takes the retention lock of a schema for the transaction, without waiting; one row, 1 when taken.
+    /// The first key is the bytes of "hrlr"; the second the schema's `hashtext`, as for migrations.
+    package static func tryRetentionLock(schema: String) -> SQLStatement {
+        SQLStatement(
+            .postgres, "SELECT CASE WHEN pg_try_advisory_xact_lock(1752329330, hashtext($1)) THEN 1 ELSE 0 END",
+            [.text(schema)])
+    }
+
+    /// `FOR UPDATE SKIP LOCKED` on PostgreSQL: the rows another transaction holds are left for a later batch, so a
+    /// batch never waits for a registration or a sign-in. SQLite has one writer: nothing to skip.
+    private static func skipLocked(_ dialect: SQLStatement.Dialect) -> String {
+        dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+    }
+}
