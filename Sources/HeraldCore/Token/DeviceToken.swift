@@ -101,14 +101,9 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
     public init(data: some Collection<UInt8>) throws(DeviceTokenError) {
         var digits = [UInt8]()
         digits.reserveCapacity(data.count * 2)
-        for byte in data {
-            digits.append(Self.hexDigits[Int(byte >> 4)])
-            digits.append(Self.hexDigits[Int(byte & 0x0F)])
-        }
+        Hex.appendDigits(of: data, to: &digits)
         try self.init(validatedDigits: digits)
     }
-
-    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// The raw token bytes.
     public var data: Data {

@@ -121,7 +121,7 @@ final class ConsoleAuthority: Sendable {
 
     /// SHA-256 as lowercase hex.
     static func hash(_ text: String) -> String {
-        SHA256.hash(data: Array(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        Hex.string(SHA256.hash(data: Array(text.utf8)))
     }
 
     /// Compares secrets in constant time.

@@ -112,7 +112,7 @@ struct IdempotencyMiddleware: RouterMiddleware {
         var hash = SHA256()
         hash.update(data: Array(method.utf8) + [0] + Array(path.utf8) + [0])
         hash.update(data: body)
-        return hash.finalize().map { String(format: "%02x", $0) }.joined()
+        return Hex.string(hash.finalize())
     }
 
     static func seconds(_ duration: Duration) -> TimeInterval { TimeInterval(duration.components.seconds) }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldCore
 
 /// What the store keeps to check a key's secret: a per-key random salt and HMAC-SHA256(salt, secret).
 ///
@@ -38,8 +39,8 @@ public struct APIKeyCredential: Sendable, Hashable {
         var generator = SystemRandomNumberGenerator()
         let salt = (0..<16).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         return APIKeyCredential(
-            scheme: .hmacSHA256, lookupID: secret.lookupID, salt: APIKeySecret.hex(salt),
-            hash: APIKeySecret.hex(Self.digest(secret, scheme: .hmacSHA256, salt: salt)))
+            scheme: .hmacSHA256, lookupID: secret.lookupID, salt: Hex.string(salt),
+            hash: Hex.string(Self.digest(secret, scheme: .hmacSHA256, salt: salt)))
     }
 
     /// Whether a presented secret is this key's, compared in constant time.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HeraldCore
 
 /// The secret half of an API key: generated once, shown once, never stored.
 ///
@@ -29,7 +30,7 @@ public struct APIKeySecret: Sendable, Hashable, CustomStringConvertible {
         let encoded = Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
-        return APIKeySecret(prefix + hex(id) + "_" + encoded)
+        return APIKeySecret(prefix + Hex.string(id) + "_" + encoded)
     }
 
     /// The lookup id of a `hrld_<8 hex digits>_<secret>` secret; `nil` for any other form.
@@ -58,10 +59,4 @@ public struct APIKeySecret: Sendable, Hashable, CustomStringConvertible {
     /// Never the secret.
     public var description: String { "APIKeySecret(\(displayPrefix)…)" }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-    }
 }

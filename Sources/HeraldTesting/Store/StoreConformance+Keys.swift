@@ -48,7 +48,7 @@ extension StoreConformance {
     static func legacyKeys(_ context: Context) async throws {
         let store = context.store
         let secret = APIKeySecret("hrld_" + String(repeating: "Ab9-", count: 11))
-        let legacyHash = SHA256.hash(data: Data(secret.value.utf8)).map { String(format: "%02x", $0) }.joined()
+        let legacyHash = Hex.string(SHA256.hash(data: Data(secret.value.utf8)))
         let key = APIKey(
             id: UUID(), name: "old", scopes: [.send], prefix: "", createdAt: context.clock.now(), revokedAt: nil)
         try await store.insertAPIKey(
