@@ -175,6 +175,9 @@ public func buildApplication(
                 limits: configuration.limits, clock: dependencies.clock
             ).addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
+            PreferenceController(
+                store: store, apps: apps, keys: keys, rateLimiter: rateLimiter, clock: dependencies.clock
+            ).addRoutes(to: router)
             OperationsController(
                 store: store, registry: dependencies.metrics, beforeScrape: { metrics.budget(budget.snapshot) }
             ).addRoutes(to: router)

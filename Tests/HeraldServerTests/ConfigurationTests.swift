@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldSending
 import HeraldStore
 import HeraldTesting
 import Testing
@@ -53,6 +54,26 @@ struct ConfigurationTests {
             try ServerConfiguration(environment: ["HERALD_RECEIPTS": "maybe"])
         }
         #expect(error?.message.contains("HERALD_RECEIPTS") == true)
+    }
+
+    @Test("preference categories come from the variable or the file, with the default category; variables win")
+    func preferenceCategories() throws {
+        let configuration = try ServerConfiguration(environment: [
+            "HERALD_PREFERENCE_CATEGORIES": "orders:mandatory, social,marketing:OFF",
+            "HERALD_DEFAULT_PREFERENCE_CATEGORY": "orders",
+        ])
+        #expect(configuration.apps[0].preferenceCategories.map(\.description) == ["orders:mandatory", "social", "marketing:off"])
+        #expect(configuration.apps[0].defaultPreferenceCategory == "orders")
+        #expect(try ServerConfiguration(environment: [:]).apps[0].preferenceCategories.isEmpty)
+        let file = try write(
+            #"{"apps": [{"topic": "com.acme.a", "preferenceCategories": ["news:off", "chat"]}, {"topic": "com.acme.b"}]}"#,
+            to: "categories.json")
+        // The file declares the categories, the variables name the default for its app.
+        let merged = try ServerConfiguration(environment: [
+            "HERALD_CONFIG": file, "HERALD_TOPIC": "com.acme.a", "HERALD_DEFAULT_PREFERENCE_CATEGORY": "chat",
+        ])
+        #expect(merged.apps[0].preferenceCategories.map(\.description) == ["news:off", "chat"])
+        #expect(merged.apps[0].defaultPreferenceCategory == "chat" && merged.apps[1].preferenceCategories.isEmpty)
     }
 
     @Test("variables set the listen address, database, limits, a .p8 app, registration and content keys")
@@ -157,6 +178,10 @@ struct ConfigurationTests {
             (["HERALD_INSTANCE_ID": String(repeating: "a", count: 65)], "HERALD_INSTANCE_ID"),
             (["HERALD_RETENTION_OUTCOMES_DAYS": "-1"], "HERALD_RETENTION_OUTCOMES_DAYS"),
             (["HERALD_RETENTION_INTERVAL": "5"], "HERALD_RETENTION_INTERVAL"),
+            (["HERALD_PREFERENCE_CATEGORIES": "orders:maybe"], "HERALD_PREFERENCE_CATEGORIES"),
+            (["HERALD_PREFERENCE_CATEGORIES": "or ders"], "HERALD_PREFERENCE_CATEGORIES"),
+            (["HERALD_PREFERENCE_CATEGORIES": "orders,orders:off"], "HERALD_PREFERENCE_CATEGORIES"),
+            (["HERALD_DEFAULT_PREFERENCE_CATEGORY": "orders"], "HERALD_DEFAULT_PREFERENCE_CATEGORY"),
             (
                 ["HERALD_RETENTION_CONSOLE_SESSIONS_DAYS": "1", "HERALD_CONSOLE_IDLE_TIMEOUT": "172800"],
                 "HERALD_RETENTION_CONSOLE_SESSIONS_DAYS"

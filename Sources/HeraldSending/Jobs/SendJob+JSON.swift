@@ -11,7 +11,8 @@ extension SendJob {
     /// ```json
     /// {"v": 2, "kind": "send", "app": "com.example.app", "pushType": "alert", "rate": 100,
     ///  "query": {"select": {"user": "alice"}, "topic": "com.example.app", "environment": "production",
-    ///            "kinds": ["device"], "activityType": "…"},
+    ///            "kinds": ["device"], "activityType": "…",
+    ///            "preference": {"category": "marketing", "enabledByDefault": true}},
     ///  "sendAt": "2026-12-24T18:00:00Z" | "localTime": "2026-12-24T09:00:00", "timeZone": "Europe/Paris",
     ///  "notifications": {"": {"body": "<base64>", "pushType": "alert", "topic": "com.example.app", "priority": 10,
     ///                         "expiration": 0, "collapseId": "…"}, "fr": {…}},
@@ -65,6 +66,11 @@ extension SendJob {
         if let kinds = query.sortedKindNames { members["kinds"] = .array(kinds.map(JSONValue.string)) }
         if let activityType = query.activityType { members["activityType"] = .string(activityType) }
         if query.includesInvalidated { members["includesInvalidated"] = true }
+        if let preference = query.preference {
+            members["preference"] = .object([
+                "category": .string(preference.category), "enabledByDefault": .bool(preference.enabledByDefault),
+            ])
+        }
         return .object(members)
     }
 
@@ -105,8 +111,14 @@ extension SendJob {
             }
             query = query.kinds(kinds)
         }
+        var preference: PreferenceFilter?
+        if reader["preference"] != nil {
+            let rule = try reader.object("preference")
+            preference = PreferenceFilter(
+                category: try rule.string("category"), enabledByDefault: try rule.flag("enabledByDefault"))
+        }
         return query.activityType(try reader.optionalString("activityType"))
-            .includingInvalidated(try reader.flag("includesInvalidated"))
+            .includingInvalidated(try reader.flag("includesInvalidated")).preference(preference)
     }
 
     private static func json(_ notification: PreparedNotification) -> JSONValue {

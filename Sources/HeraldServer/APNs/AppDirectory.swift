@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HTTPTypes
 import HeraldCore
+import HeraldSending
 
 /// The apps a deployment serves, and the rules that depend on them: the default topic and registration keys.
 struct AppDirectory: Sendable {
@@ -13,6 +14,9 @@ struct AppDirectory: Sendable {
         let receipts: Bool
         /// SHA-256 of each registration key: compared in constant time, never logged.
         let registrationKeyDigests: [SHA256.Digest]
+        /// The kinds of notification people may turn off, and the one of a send that names none.
+        let preferenceCategories: [PreferenceCategory]
+        let defaultPreferenceCategory: String?
     }
 
     let apps: [String: App]
@@ -25,7 +29,9 @@ struct AppDirectory: Sendable {
             apps[configuration.bundleID] = App(
                 bundleID: configuration.bundleID, contentKey: configuration.contentKey,
                 receipts: configuration.receipts,
-                registrationKeyDigests: configuration.registrationKeys.map { SHA256.hash(data: Data($0.utf8)) })
+                registrationKeyDigests: configuration.registrationKeys.map { SHA256.hash(data: Data($0.utf8)) },
+                preferenceCategories: configuration.preferenceCategories,
+                defaultPreferenceCategory: configuration.defaultPreferenceCategory)
         }
         self.apps = apps
         requiresRegistrationKey = apps.values.contains { !$0.registrationKeyDigests.isEmpty }

@@ -39,6 +39,8 @@ extension ServerConfiguration {
     /// | `HERALD_CONTENT_KEY` [`contentKey`] | `id:base64` of 32 bytes | none |
     /// | `HERALD_RECEIPTS` [`receipts`] | Boolean: the send id in a `herald` key, for delivery receipts | `true` |
     /// | `HERALD_SEND_WEIGHT` [`sendWeight`] | the app's share of the in-flight budget against other apps, 1–1000 | 1 |
+    /// | `HERALD_PREFERENCE_CATEGORIES` [`preferenceCategories`] | comma-separated `name`, `name:off` or `name:mandatory` | none: no preferences |
+    /// | `HERALD_DEFAULT_PREFERENCE_CATEGORY` [`defaultPreferenceCategory`] | the category of a send that names none | none: such sends ignore preferences |
     /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
@@ -205,7 +207,7 @@ extension ServerConfiguration {
         let perAppVariables = [
             "HERALD_TOPIC", "HERALD_TEAM_ID", "HERALD_KEY_ID", "HERALD_KEY_FILE", "HERALD_CERTIFICATE_FILE",
             "HERALD_PRIVATE_KEY_FILE", "HERALD_P12_FILE", "HERALD_REGISTRATION_KEYS", "HERALD_CONTENT_KEY",
-            "HERALD_RECEIPTS", "HERALD_SEND_WEIGHT",
+            "HERALD_RECEIPTS", "HERALD_SEND_WEIGHT", "HERALD_PREFERENCE_CATEGORIES", "HERALD_DEFAULT_PREFERENCE_CATEGORY",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -222,6 +224,10 @@ extension ServerConfiguration {
                 if reader.environment["HERALD_SEND_WEIGHT"].map({ !$0.isEmpty }) ?? false {
                     merged.sendWeight = app.sendWeight
                 }
+                if !app.preferenceCategories.isEmpty { merged.preferenceCategories = app.preferenceCategories }
+                if app.defaultPreferenceCategory != nil {
+                    merged.defaultPreferenceCategory = app.defaultPreferenceCategory
+                }
                 apps[index] = merged
             } else {
                 apps.append(app)
@@ -231,6 +237,8 @@ extension ServerConfiguration {
         for app in apps where !seen.insert(app.bundleID).inserted {
             throw ConfigurationError("The app \(app.bundleID) is configured twice: keep one entry per topic.")
         }
+        // Once the file's apps and the variables are merged: the variables may name a default the file declares.
+        for app in apps { try checkDefaultCategory(of: app) }
         return apps
     }
 
@@ -287,6 +295,9 @@ extension ServerConfiguration {
         app.registrationKeys = try reader.list("HERALD_REGISTRATION_KEYS", "registrationKeys")
         app.receipts = try reader.bool("HERALD_RECEIPTS", "receipts") ?? true
         app.sendWeight = try reader.integer("HERALD_SEND_WEIGHT", "sendWeight", in: 1...1000) ?? 1
+        app.preferenceCategories = try readPreferenceCategories(reader: reader)
+        app.defaultPreferenceCategory = try reader.string(
+            "HERALD_DEFAULT_PREFERENCE_CATEGORY", "defaultPreferenceCategory")
         if let text = try reader.string("HERALD_CONTENT_KEY", "contentKey") {
             guard let colon = text.firstIndex(of: ":") else {
                 throw ConfigurationError(
@@ -301,6 +312,43 @@ extension ServerConfiguration {
             }
         }
         return app
+    }
+
+    /// `name` (on unless turned off), `name:off` (off unless turned on) or `name:mandatory`, each name once.
+    private static func readPreferenceCategories(reader: SettingReader) throws(ConfigurationError)
+        -> [PreferenceCategory]
+    {
+        let setting = reader.name("HERALD_PREFERENCE_CATEGORIES", "preferenceCategories")
+        var categories: [PreferenceCategory] = []
+        for declaration in try reader.list("HERALD_PREFERENCE_CATEGORIES", "preferenceCategories") {
+            let parts = declaration.split(separator: ":", maxSplits: 1).map(String.init)
+            let modeName = parts.count == 2 ? parts[1].lowercased() : "on"
+            guard let mode = PreferenceCategory.Mode(rawValue: modeName) else {
+                throw ConfigurationError(
+                    "\(setting) has \"\(declaration)\": write name, name:off or name:mandatory, such as marketing:off.")
+            }
+            let category: PreferenceCategory
+            do {
+                category = try PreferenceCategory(name: parts.first ?? "", mode: mode)
+            } catch {
+                throw ConfigurationError("\(setting): \(error.description)")
+            }
+            guard !categories.contains(where: { $0.name == category.name }) else {
+                throw ConfigurationError("\(setting) declares \(category.name) twice: keep one.")
+            }
+            categories.append(category)
+        }
+        return categories
+    }
+
+    private static func checkDefaultCategory(of app: AppConfiguration) throws(ConfigurationError) {
+        guard let name = app.defaultPreferenceCategory, app.preferenceCategories.named(name) == nil else { return }
+        let declared = app.preferenceCategories.map(\.name)
+        throw ConfigurationError(
+            "HERALD_DEFAULT_PREFERENCE_CATEGORY (\"defaultPreferenceCategory\") of \(app.bundleID) is \(name), which it does not declare: "
+                + (declared.isEmpty
+                    ? "declare it in HERALD_PREFERENCE_CATEGORIES (\"preferenceCategories\")."
+                    : "use one of \(declared.joined(separator: ", ")), or declare it."))
     }
 
     private static func readText(_ path: String) throws(ConfigurationError) -> String {

@@ -271,13 +271,21 @@ public struct AppConfiguration: Sendable {
     /// The app's weight in each instance's shared in-flight budget: while two apps' sends of one lane both want
     /// more, they get it in proportion to their weights. Default 1.
     public var sendWeight: Int
+    /// The kinds of notification the app sends, which people may turn off unless mandatory (docs/preferences.md).
+    /// Empty: no preferences; every send reaches every device it targets.
+    public var preferenceCategories: [PreferenceCategory]
+    /// The category of a send that names none; `nil`: such sends are not subject to preferences.
+    public var defaultPreferenceCategory: String?
 
     /// - Parameters: see the properties; only the bundle id is required.
     public init(
         bundleID: String, credentials: Credentials? = nil, registrationKeys: [String] = [],
-        contentKey: ContentEncryptionKey? = nil, receipts: Bool = true, sendWeight: Int = 1
+        contentKey: ContentEncryptionKey? = nil, receipts: Bool = true, sendWeight: Int = 1,
+        preferenceCategories: [PreferenceCategory] = [], defaultPreferenceCategory: String? = nil
     ) {
         self.sendWeight = sendWeight
+        self.preferenceCategories = preferenceCategories
+        self.defaultPreferenceCategory = defaultPreferenceCategory
         self.bundleID = bundleID
         self.credentials = credentials
         self.registrationKeys = registrationKeys

@@ -112,6 +112,7 @@ extension SendPlan {
             }
             selection = selection.environment(environment)
         }
+        selection = selection.preference(try Self.preferenceCategory(fields, app: app)?.filter)
 
         // Payload.
         let raw = try fields.object("payload")
@@ -241,6 +242,25 @@ extension SendPlan {
                 + (encrypt ? ", encrypted" : ""),
             notifications: prepared, stampsTimestamp: stampsTimestamp)
         self.init(validated: job, sendID: sendID, singleToken: single)
+    }
+
+    /// The send's `preferenceCategory`, else the app's default one; `nil` when the send is not subject to preferences.
+    private static func preferenceCategory(_ fields: JSONFields, app: AppDirectory.App) throws(APIError)
+        -> PreferenceCategory?
+    {
+        guard
+            let name = try fields.string("preferenceCategory", bytes: 1...PreferenceCategory.maximumNameBytes)
+                ?? app.defaultPreferenceCategory
+        else { return nil }
+        guard let category = app.preferenceCategories.named(name) else {
+            let declared = app.preferenceCategories.map(\.name)
+            throw APIError.invalidField(
+                "preferenceCategory",
+                declared.isEmpty
+                    ? "\(app.bundleID) declares no preference categories: declare them (HERALD_PREFERENCE_CATEGORIES), or leave the field out"
+                    : "\(app.bundleID) has no category \(name): use one of \(declared.joined(separator: ", "))")
+        }
+        return category
     }
 
     private static func validationFailure(_ error: NotificationValidationError) -> APIError {

@@ -204,6 +204,39 @@ components:
             title: { type: [string, "null"], pattern: "^[^\\x00]*$" }
             subtitle: { type: [string, "null"], pattern: "^[^\\x00]*$" }
             body: { type: [string, "null"], pattern: "^[^\\x00]*$" }
+    PreferenceChange:
+      type: object
+      required: [categories]
+      additionalProperties: false
+      properties:
+        categories:
+          type: object
+          description: >
+            Category name to true (on), false (off) or null (the app's default again). A mandatory category cannot be
+            turned off; a name the app does not declare is refused.
+          additionalProperties: { type: [boolean, "null"] }
+    Preferences:
+      type: object
+      required: [topic, subject, categories, updatedAt]
+      properties:
+        topic: { type: string }
+        subject:
+          type: string
+          enum: [user, installation, token]
+          description: Whose choices these are; a user's hold on all their devices of the app.
+        categories:
+          type: array
+          description: In the order the app declares them.
+          items:
+            type: object
+            required: [name, mode, enabled, chosen]
+            properties:
+              name: { type: string }
+              mode: { type: string, enum: [mandatory, "on", "off"], description: "mandatory, or the default of a person who made no choice" }
+              enabled: { type: boolean, description: Whether sends of this category reach the person. }
+              chosen: { type: boolean, description: Whether the person chose (else the default applies). }
+        defaultCategory: { type: string, description: The category of a send that names none, when the app has one. }
+        updatedAt: { type: [string, "null"], format: date-time }
     SendRequest:
       type: object
       required: [target]
@@ -247,6 +280,14 @@ components:
           description: >
             Only with pushType liveactivity: narrows the target to its push-to-start tokens of this ActivityAttributes
             type (a raw start payload). POST /api/activities does this for you.
+        preferenceCategory:
+          type: [string, "null"]
+          minLength: 1
+          maxLength: 64
+          pattern: "^[A-Za-z0-9._-]+$"
+          description: >
+            The kind of notification (one of the app's declared preference categories, docs/preferences.md): devices
+            whose person turned it off are left out. Default: the app's default category; none declared, leave it out.
         sendAt:
           type: [string, "null"]
           format: date-time
@@ -597,6 +638,44 @@ paths:
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/RateLimited" }
+  /api/preferences/{token}:
+    get:
+      summary: The notification preferences of the token's person (its user, else its installation, else the token).
+      description: Authenticated and rate-limited like POST /api/token. docs/preferences.md.
+      security: [{}, { registrationKey: [] }]
+      parameters: [{ $ref: "#/components/parameters/token" }]
+      responses:
+        "200":
+          description: Every category of the app, with what applies.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Preferences" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/RateLimited" }
+    put:
+      summary: Turn categories on or off for the token's person; categories not named keep their choice.
+      security: [{}, { registrationKey: [] }]
+      parameters: [{ $ref: "#/components/parameters/token" }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/PreferenceChange" }
+      responses:
+        "200":
+          description: The preferences after the change.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Preferences" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
         "429": { $ref: "#/components/responses/RateLimited" }
   /api/events:
     post:
@@ -1073,6 +1152,41 @@ paths:
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
+  /api/devices/{token}/preferences:
+    get:
+      summary: A device's person's notification preferences, for support.
+      security: [{ apiKey: [admin] }]
+      parameters: [{ $ref: "#/components/parameters/token" }]
+      responses:
+        "200":
+          description: Every category of the app, with what applies.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Preferences" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+    put:
+      summary: Change a device's person's notification preferences, for support.
+      security: [{ apiKey: [admin] }]
+      parameters: [{ $ref: "#/components/parameters/token" }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/PreferenceChange" }
+      responses:
+        "200":
+          description: The preferences after the change.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/Preferences" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+        "413": { $ref: "#/components/responses/Error" }
   /health:
     get:
       summary: Liveness.

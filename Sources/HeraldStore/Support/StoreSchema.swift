@@ -374,6 +374,22 @@ package enum StoreSchema {
                 WHERE receipts_deleted_at IS NULL AND status IN ('completed', 'failed', 'cancelled')
                 """,
             ]),
+        Migration(
+            version: 18, name: "a person's choices of which notification categories an app may send them",
+            statements: [
+                // The subject is 'u:' and a user id, 'i:' and an installation id, or 't:' and a token: DeviceQuery's
+                // preference filter computes the same key from a device row and probes this primary key.
+                """
+                CREATE TABLE preference_choices (
+                    topic TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    category TEXT NOT NULL,
+                    enabled BIGINT NOT NULL CHECK (enabled IN (0, 1)),
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (topic, subject, category)
+                )
+                """
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

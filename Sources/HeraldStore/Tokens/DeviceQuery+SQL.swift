@@ -8,6 +8,9 @@ extension DeviceQuery {
         d.invalidation_reason, d.apns_timestamp, d.time_zone, d.activity_type, d.activity_id
         """
 
+    /// A device row's ``PreferenceSubject/key``: its user, else its installation, else its token.
+    package static let preferenceSubjectKey = "COALESCE('u:' || d.user_id, 'i:' || d.installation_id, 't:' || d.token)"
+
     /// The most explicit tokens one statement binds; longer lists are walked in chunks.
     package static let tokenChunk = 1_000
 
@@ -147,6 +150,15 @@ extension DeviceQuery {
             conditions.append(alternatives.isEmpty ? "1 = 0" : "(" + alternatives.joined(separator: " OR ") + ")")
         }
         if !includesInvalidated { conditions.append("d.invalidated_at IS NULL") }
+        if let preference {
+            // One primary-key probe per device, in the same statement: no lookup per device from Swift.
+            let choice = preference.enabledByDefault ? 0 : 1
+            conditions.append(
+                (preference.enabledByDefault ? "NOT EXISTS" : "EXISTS")
+                    + " (SELECT 1 FROM preference_choices p WHERE p.topic = d.topic AND p.subject = "
+                    + Self.preferenceSubjectKey + " AND p.category = \(statement.bind(preference.category))"
+                    + " AND p.enabled = \(choice))")
+        }
         if conditions.isEmpty { conditions.append("1 = 1") }
         return conditions
     }

@@ -33,6 +33,8 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var activityType: String?
     /// Only registrations up to this position of the query's order, inclusive: the end of a shard of a large send.
     public private(set) var upperBound: DeviceCursor?
+    /// Only registrations whose subject lets a preference category through, when set.
+    public private(set) var preference: PreferenceFilter?
 
     /// Registrations by their `timeZone`.
     public struct TimeZoneFilter: Sendable, Hashable {
@@ -107,6 +109,14 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
+    /// The same query, narrowed to the registrations whose subject (``PreferenceSubject``) lets a category through:
+    /// chose it on, or made no choice and the category is on by default (`nil`: no preference rule).
+    public func preference(_ filter: PreferenceFilter?) -> DeviceQuery {
+        var copy = self
+        copy.preference = filter
+        return copy
+    }
+
     /// The same query, with invalidated tokens included (admin lookups).
     public func includingInvalidated(_ include: Bool = true) -> DeviceQuery {
         var copy = self
@@ -144,6 +154,9 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
             parts.append(
                 "time zones " + (timeZones.zones.sorted() + (timeZones.includesUnset ? ["(none)"] : []))
                     .joined(separator: ","))
+        }
+        if let preference {
+            parts.append("category \(preference.category) (\(preference.enabledByDefault ? "on" : "off") by default)")
         }
         if includesInvalidated { parts.append("including invalidated") }
         if upperBound != nil { parts.append("up to a shard's end") }

@@ -1,0 +1,140 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldSending
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// A person's notification preferences (docs/preferences.md):
+/// - `GET` and `PUT /api/preferences/{token}`: the app, proving it holds the token, with its registration key, like
+///   `POST /api/token`;
+/// - `GET` and `PUT /api/devices/{token}/preferences`: an admin (API key with the `admin` scope), for support.
+///
+/// Both read and change the choices of the token's subject: its user, else its installation, else the token itself.
+struct PreferenceController: Sendable {
+    let store: any Store
+    let apps: AppDirectory
+    let keys: APIKeyVerifier
+    let rateLimiter: RateLimiter?
+    let clock: any WallClock
+
+    /// The body's only field.
+    private static let fields: Set<String> = ["categories"]
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        router.get("/api/preferences/{token}") { try await show($0, context: $1, asAdmin: false) }
+        router.put("/api/preferences/{token}") { try await update($0, context: $1, asAdmin: false) }
+        let admin = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .admin))
+        admin.get("/api/devices/{token}/preferences") { try await show($0, context: $1, asAdmin: true) }
+        admin.put("/api/devices/{token}/preferences") { try await update($0, context: $1, asAdmin: true) }
+    }
+
+    private func show(_ request: Request, context: ServerRequestContext, asAdmin: Bool) async throws -> Response {
+        let (device, app) = try await asAdmin ? device(request, context: context) : deviceForApp(request, context: context)
+        return .json(try await answer(device, app: app))
+    }
+
+    private func update(_ request: Request, context: ServerRequestContext, asAdmin: Bool) async throws -> Response {
+        let (device, app) = try await asAdmin ? device(request, context: context) : deviceForApp(request, context: context)
+        return .json(try await update(device, app: app, request: request, context: context))
+    }
+
+    /// The device of the path's token, admitted by the rate limit and the app's registration key.
+    private func deviceForApp(_ request: Request, context: ServerRequestContext) async throws
+        -> (DeviceRegistration, AppDirectory.App)
+    {
+        try rateLimiter?.admit(context.remoteAddress?.ipAddress ?? "local")
+        let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
+        let (device, app) = try await device(request, context: context)
+        try allowed.check(device.topic)
+        return (device, app)
+    }
+
+    private func device(_ request: Request, context: ServerRequestContext) async throws
+        -> (DeviceRegistration, AppDirectory.App)
+    {
+        let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
+        guard let device = try await store.device(token), device.isActive else {
+            throw APIError(
+                .notFound, reason: "unknownToken",
+                "This token is not registered: register it (POST /api/token) before setting its preferences.")
+        }
+        return (device, try apps.app(named: device.topic))
+    }
+
+    private func update(
+        _ device: DeviceRegistration, app: AppDirectory.App, request: Request, context: ServerRequestContext
+    ) async throws -> JSONValue {
+        let body = try await RequestFields.read(
+            request, limit: ServerConfiguration.Limits.registrationBodyBytes, allowed: Self.fields)
+        guard let members = try body.object("categories") else {
+            throw APIError.invalidField(
+                "categories", "give the categories to change, such as {\"marketing\": false}")
+        }
+        let choices = try Self.choices(members, app: app)
+        let subject = PreferenceSubject(of: device.registration)
+        _ = try await store.updatePreferences(topic: app.bundleID, subject: subject, choices: choices, at: clock.now())
+        context.logger.info(
+            "Changed notification preferences",
+            metadata: [LogKey.topic: "\(app.bundleID)", "subject": "\(subject)", LogKey.count: "\(choices.count)"])
+        return try await answer(device, app: app)
+    }
+
+    /// Each named category on, off, or back to its default (`null`); mandatory ones cannot be turned off.
+    private static func choices(_ members: [String: JSONValue], app: AppDirectory.App) throws(APIError)
+        -> [String: Bool?]
+    {
+        var choices: [String: Bool?] = [:]
+        for name in members.keys.sorted() {
+            let field = "categories.\(name)"
+            guard let category = app.preferenceCategories.named(name) else {
+                let declared = app.preferenceCategories.map(\.name)
+                throw APIError.invalidField(
+                    field,
+                    declared.isEmpty
+                        ? "\(app.bundleID) declares no preference categories"
+                        : "\(app.bundleID) has no such category: use \(declared.joined(separator: ", "))")
+            }
+            let choice: Bool?
+            switch members[name] {
+            case .bool(let enabled): choice = enabled
+            case .null: choice = nil
+            default: throw APIError.invalidField(field, "use true, false, or null for the app's default")
+            }
+            if category.mode == .mandatory {
+                guard choice != false else {
+                    throw APIError.invalidField(field, "\(name) is mandatory: it cannot be turned off")
+                }
+                continue
+            }
+            choices[name] = .some(choice)
+        }
+        return choices
+    }
+
+    /// Every category of the app, in declared order, with what applies to this device's subject.
+    private func answer(_ device: DeviceRegistration, app: AppDirectory.App) async throws -> JSONValue {
+        let subject = PreferenceSubject(of: device.registration)
+        let stored = try await store.preferences(topic: app.bundleID, subject: subject)
+        let categories = app.preferenceCategories.map { category -> JSONValue in
+            let chosen = category.mode == .mandatory ? nil : stored.choices[category.name]
+            return .object([
+                "name": .string(category.name), "mode": .string(category.mode.rawValue),
+                "enabled": .bool(chosen ?? category.enabledByDefault), "chosen": .bool(chosen != nil),
+            ])
+        }
+        let subjectKind: String =
+            switch subject {
+            case .user: "user"
+            case .installation: "installation"
+            case .token: "token"
+            }
+        var members: [String: JSONValue] = [
+            "topic": .string(app.bundleID), "subject": .string(subjectKind), "categories": .array(categories),
+            "updatedAt": stored.updatedAt.map { .string(RFC3339.string($0)) } ?? .null,
+        ]
+        if let name = app.defaultPreferenceCategory { members["defaultCategory"] = .string(name) }
+        return .object(members)
+    }
+}
