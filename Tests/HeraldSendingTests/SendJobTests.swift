@@ -85,6 +85,8 @@ import Testing
             DeviceQuery.activity("order-7").inTopic(app).kinds([.liveActivity]),
             DeviceQuery.topic(app).environment(.production).kinds([.liveActivityStart]).activityType("Match"),
             DeviceQuery.topic(app).includingInvalidated(),
+            DeviceQuery.topic(app).preference(PreferenceFilter(category: "marketing", enabledByDefault: false)),
+            DeviceQuery.user("alice").inTopic(app).preference(PreferenceFilter(category: "social", enabledByDefault: true)),
         ])
     func selectors(query: DeviceQuery) throws {
         let job = Self.job(query: query, notifications: ["": try Self.prepared(Payload(aps: APS(alert: .body("x"))))])

@@ -72,19 +72,39 @@ struct PreferenceTests {
                 #expect(answer.status == .ok, "\(answer)")
                 return answer
             }
-            #expect(try await send("orders").json["targetCount"]?.intValue == 4, "mandatory: every device")
-            #expect(try await send(nil).json["targetCount"]?.intValue == 2, "the default category, social: not alice")
-            #expect(try await send("marketing").json["targetCount"]?.intValue == 1, "off by default: the installation")
+            func counts(_ answer: ServerClient.Answer) -> [Int?] {
+                [answer.json["targetCount"]?.intValue, answer.json["suppressed"]?["preference"]?.intValue]
+            }
+            #expect(counts(try await send("orders")) == [4, 0], "mandatory: every device")
+            #expect(counts(try await send(nil)) == [2, 2], "the default category, social: not alice")
+            let marketing = try await send("marketing")
+            #expect(counts(marketing) == [1, 3], "off by default: the installation")
+            let id = try #require(marketing.json["id"]?.stringValue)
+            let status = try await client.call(.get, "/api/sends/\(id)", bearer: bearer)
+            #expect(counts(status) == [1, 3], "\(status)")
+            let metrics = try await client.call(.get, "/metrics")
+            #expect(metrics.body.contains(#"herald_notifications_suppressed_total{reason="preference"} 5"#), "\(metrics.body)")
             #expect(try emulator.inbox(for: aliceA).count == 1 && emulator.inbox(for: aliceB).count == 1)
             #expect(try emulator.inbox(for: installationOnly).count == 3)
             #expect(try emulator.inbox(for: bare).count == 2)
+
+            // A background send counts the same when accepted, and its worker applies the rule.
+            let paced = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"topic": "\#(Self.topic)"}, "alert": "paced", "rate": 1000, "preferenceCategory": "marketing"}"#,
+                bearer: bearer)
+            #expect(paced.status == .accepted && counts(paced) == [1, 3], "\(paced)")
+            let pacedID = try #require(paced.json["id"]?.stringValue.flatMap(SendID.init))
+            let finished = try await app.worker.waitUntilFinished(pacedID)
+            #expect(finished.counts.accepted == 1 && finished.suppressed.preference == 3, "\(finished)")
+            #expect(try emulator.inbox(for: installationOnly).count == 4 && emulator.inbox(for: bare).count == 2)
 
             // The dry run counts what each rule leaves.
             let dry = try await client.call(
                 .post, "/api/send?dryRun=true",
                 body: #"{"target": {"topic": "\#(Self.topic)"}, "alert": "hi", "preferenceCategory": "marketing"}"#,
                 bearer: bearer)
-            #expect(dry.status == .ok && dry.json["targetCount"]?.intValue == 1, "\(dry)")
+            #expect(dry.status == .ok && counts(dry) == [1, 3], "\(dry)")
 
             // Back to the default with null; the admin route reads the same.
             let reset = try await client.call(

@@ -59,22 +59,26 @@ public struct SendEngine: Sendable {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
         if !plan.mustRunInBackground, let devices = try await inlineTargets(of: plan) {
+            let suppressed = try await suppressed(by: plan, targetCount: devices.count)
             let new = NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
-                targetCount: devices.count)
+                targetCount: devices.count, suppressed: suppressed)
             metrics.sendStarted(background: false)
+            metrics.suppressed(suppressed)
             let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
             let record = try await store.recordFinishedSend(new, outcomes: outcomes.map(\.outcome))
             logger.info("Sent", metadata: [LogKey.count: "\(record.counts)"])
             return .sent(record, outcomes)
         }
         let count = try await store.count(matching: plan.query)
+        let suppressed = try await suppressed(by: plan, targetCount: count)
         let record = try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
                 status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
-                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold)))
+                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold), suppressed: suppressed))
         metrics.sendStarted(background: true)
+        metrics.suppressed(suppressed)
         worker.wake()
         logger.info(
             plan.schedule == nil ? "Queued a background send" : "Scheduled a send",
@@ -119,6 +123,14 @@ public struct SendEngine: Sendable {
 
     /// Refuses a send to a single token that is not registered, or was removed after APNs rejected it.
     /// - Throws: ``SendError`` `unknownToken`.
+    /// The devices of the target that the plan's rules about their person leave out, given how many it reaches: one
+    /// count of the target without the rules (none when the plan has none).
+    public func suppressed(by plan: SendPlan, targetCount: Int) async throws -> SuppressedCounts {
+        guard plan.query.preference != nil else { return SuppressedCounts() }
+        let unfiltered = try await store.count(matching: plan.query.preference(nil))
+        return SuppressedCounts(preference: max(0, unfiltered - targetCount))
+    }
+
     public func checkSingleToken(of plan: SendPlan) async throws {
         if let token = plan.singleToken, try await store.device(token)?.isActive != true {
             throw SendError(

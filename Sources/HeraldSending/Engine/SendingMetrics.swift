@@ -25,6 +25,8 @@ public protocol SendingMetrics: Sendable {
     func sendClaimed(lane: SendLane, shard: Bool, resumed: Bool)
     /// A send accepted: sent while its request waited, or queued for a worker.
     func sendStarted(background: Bool)
+    /// Devices a send accepted now left out by a rule about their person, by rule.
+    func suppressed(_ counts: SuppressedCounts)
 }
 
 /// How a Live Activity push reached its devices: one request per device token, or one broadcast on a channel.

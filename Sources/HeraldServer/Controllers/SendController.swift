@@ -46,7 +46,8 @@ struct SendController: Sendable {
         let plan = try SendPlan(json: value, apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
         if dryRun {
             try await engine.checkSingleToken(of: plan)
-            return dryRunAnswer(plan, count: try await store.count(matching: plan.query))
+            let count = try await store.count(matching: plan.query)
+            return dryRunAnswer(plan, count: count, suppressed: try await engine.suppressed(by: plan, targetCount: count))
         }
         let answer = try await perform(plan, context: context)
         return .json(
@@ -181,11 +182,17 @@ struct SendController: Sendable {
             ]),
         ]
         members["lane"] = .string(record.lane.rawValue)
+        members["suppressed"] = suppressedJSON(record.suppressed)
         if record.status == .running, let worker = record.worker { members["worker"] = .string(worker) }
         if let count = record.targetCount { members["targetCount"] = .integer(count) }
         if let message = record.message { members["message"] = .string(message) }
         if let sendAt = record.sendAt { members["sendAt"] = .string(RFC3339.string(sendAt)) }
         return .object(members)
+    }
+
+    /// The devices a send left out, by rule: `{"preference": 12}`.
+    static func suppressedJSON(_ counts: SuppressedCounts) -> JSONValue {
+        .object(["preference": .integer(counts.preference)])
     }
 
     /// A shard of a large send as the API shows it: its place, status, the worker running it, its size and progress.

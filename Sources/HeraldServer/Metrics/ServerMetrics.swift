@@ -45,6 +45,9 @@ struct ServerMetrics: SendingMetrics {
             "retention_last_run_timestamp", "When the retention service last finished a run, in seconds since 1970."
         )
         static let retentionLastRunDuration = ("retention_last_run_duration", "How long the last retention run took.")
+        static let suppressed = (
+            "notifications_suppressed", "Devices that sends left out because of a rule about their person, by rule (preference)."
+        )
         static let activityPushes = (
             "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
         )
@@ -183,5 +186,10 @@ struct ServerMetrics: SendingMetrics {
 
     func sendStarted(background: Bool) {
         Self.counter(registry, Name.sends, [("mode", background ? "background" : "inline")]).increment()
+    }
+
+    func suppressed(_ counts: SuppressedCounts) {
+        guard counts.preference > 0 else { return }
+        Self.counter(registry, Name.suppressed, [("reason", "preference")]).increment(by: Int64(counts.preference))
     }
 }

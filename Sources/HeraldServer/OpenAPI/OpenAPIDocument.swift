@@ -444,6 +444,7 @@ components:
         target: { type: string, description: The target in words. }
         summary: { type: string, description: The notification in words (no alert text). }
         targetCount: { type: integer, minimum: 0, description: The devices the send would go to now. }
+        suppressed: { $ref: "#/components/schemas/Suppressed" }
         background:
           type: boolean
           description: Whether the send would run as a background job (more than HERALD_INLINE_SEND_LIMIT devices).
@@ -549,9 +550,17 @@ components:
         localTime: { type: [string, "null"], description: "Start or update only: as in SendRequest." }
         timeZone: { type: [string, "null"], description: "Start or update only: as in SendRequest." }
         rate: { type: [integer, "null"], description: "Start or update only: as in SendRequest." }
+    Suppressed:
+      type: object
+      required: [preference]
+      description: >
+        The devices of the target that a rule about their person left out, by rule, counted when the send was accepted
+        (docs/preferences.md): targetCount plus these is the whole target.
+      properties:
+        preference: { type: integer, minimum: 0, description: Their person opted out of the send's preferenceCategory. }
     Send:
       type: object
-      required: [id, status, lane, target, summary, counts, receipts, createdAt, updatedAt]
+      required: [id, status, lane, target, summary, counts, suppressed, receipts, createdAt, updatedAt]
       properties:
         id: { type: string, format: uuid, description: "A time-ordered (version 7) UUID: sends made later have ids that sort later." }
         status: { type: string, enum: [queued, running, completed, failed, cancelled] }
@@ -582,7 +591,8 @@ components:
               recorded: { type: integer, minimum: 0, description: Outcomes its runs recorded. }
         target: { type: string }
         summary: { type: string }
-        targetCount: { type: integer }
+        targetCount: { type: integer, description: The devices it goes to, after the rules about their person. }
+        suppressed: { $ref: "#/components/schemas/Suppressed" }
         sendAt:
           type: string
           format: date-time

@@ -25,12 +25,16 @@ public struct NewSend: Sendable, Hashable {
     /// The scheduler lane a queued send waits in. ``DeliveryStore/recordFinishedSend(_:outcomes:)`` records every
     /// send as ``SendLane/inline`` whatever this says.
     public var lane: SendLane
+    /// The devices of the target left out by a rule about their person (a preference), counted when the send was
+    /// accepted.
+    public var suppressed: SuppressedCounts
 
     public init(
         id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
         targetCount: Int? = nil, sendAt: Date? = nil, counts: OutcomeCounts = OutcomeCounts(), message: String? = nil,
-        lane: SendLane = .background
+        lane: SendLane = .background, suppressed: SuppressedCounts = SuppressedCounts()
     ) {
+        self.suppressed = suppressed
         self.id = id
         self.target = target
         self.summary = summary

@@ -36,13 +36,16 @@ public struct SendRecord: Sendable, Hashable {
     public var lane: SendLane
     /// How many shards it was cut into (``SendShard``); `nil` while it runs whole.
     public var shardCount: Int?
+    /// The devices of the target left out by a rule about their person, counted when it was accepted.
+    public var suppressed: SuppressedCounts
 
     public init(
         id: SendID, createdAt: Date, updatedAt: Date, target: String, summary: String, job: String?,
         status: SendStatus, targetCount: Int?, counts: OutcomeCounts, checkpoint: DeviceCursor?, worker: String?,
         leaseUntil: Date?, message: String?, sendAt: Date? = nil, sentThrough: Date? = nil,
-        lane: SendLane = .background, shardCount: Int? = nil
+        lane: SendLane = .background, shardCount: Int? = nil, suppressed: SuppressedCounts = SuppressedCounts()
     ) {
+        self.suppressed = suppressed
         self.id = id
         self.createdAt = createdAt
         self.updatedAt = updatedAt

@@ -200,7 +200,7 @@ package enum StoreSQL {
     /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
-        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count
+        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference
         """
 
     /// Inserts a send unless its id exists; returns it.
@@ -209,8 +209,8 @@ package enum StoreSQL {
             dialect,
             """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at, \
-            accepted, rejected, failed, message, lane) \
-            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+            accepted, rejected, failed, message, lane, suppressed_preference) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
@@ -219,6 +219,7 @@ package enum StoreSQL {
                 .integerOrNull(send.targetCount), .integerOrNull(send.sendAt.map(StoreTime.microseconds)),
                 .integer(Int64(send.counts.accepted)), .integer(Int64(send.counts.rejected)),
                 .integer(Int64(send.counts.failed)), .textOrNull(send.message), .text(send.lane.rawValue),
+                .integer(Int64(send.suppressed.preference)),
             ])
     }
 
@@ -359,7 +360,7 @@ package enum StoreSQL {
         let created = placeholders[1]
         let insertSend = """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
-            rejected, failed, message) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
+            rejected, failed, message, suppressed_preference) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """
         guard !outcomes.isEmpty else {
@@ -401,7 +402,7 @@ package enum StoreSQL {
             .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target), .text(send.summary),
             .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
             .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
-            .textOrNull(send.message),
+            .textOrNull(send.message), .integer(Int64(send.suppressed.preference)),
         ]
     }
 
@@ -409,7 +410,7 @@ package enum StoreSQL {
     private static let finishedSendColumns = [
         ("id", "text"), ("created_at", "bigint"), ("target", "text"), ("summary", "text"), ("job", "text"),
         ("status", "text"), ("target_count", "bigint"), ("accepted", "bigint"), ("rejected", "bigint"),
-        ("failed", "bigint"), ("message", "text"),
+        ("failed", "bigint"), ("message", "text"), ("suppressed_preference", "bigint"),
     ]
     private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
 

@@ -388,7 +388,9 @@ package enum StoreSchema {
                     updated_at BIGINT NOT NULL,
                     PRIMARY KEY (topic, subject, category)
                 )
-                """
+                """,
+                // The devices a send left out because their person opted out of its category.
+                "ALTER TABLE sends ADD COLUMN suppressed_preference BIGINT NOT NULL DEFAULT 0",
             ]),
     ]
 

@@ -57,7 +57,7 @@ extension StoredRow {
             accepted: Int(integer(8)), rejected: Int(integer(9)), failed: Int(integer(10)),
             checkpoint: optionalText(11), worker: optionalText(12), leaseUntil: optionalInteger(13),
             message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16), lane: text(17),
-            shardCount: optionalInteger(18).map(Int.init))
+            shardCount: optionalInteger(18).map(Int.init), suppressedByPreference: Int(integer(19)))
     }
 
     /// An outcome from the columns of ``StoreSQL/outcomeColumns``, with its sequence number.
