@@ -3,6 +3,7 @@ import HTTPTypes
 import HummingbirdTesting
 import HeraldClient
 import HeraldCore
+import HeraldSending
 import HeraldEmulator
 import HeraldStore
 import HeraldTesting
@@ -60,6 +61,67 @@ struct ClientSDKEndToEndTests {
             #expect(try counter.count() == 0)
             #expect(try await sdk.unregister(token))
             #expect(try await app.store.device(token) == nil)
+        }
+    }
+
+    @Test("preferences: the SDK reads and changes the person's choices, a change made offline is kept, shown and sent later, and sends follow them")
+    func preferences() async throws {
+        let configure: (inout ServerConfiguration) -> Void = {
+            $0.apps[0].preferenceCategories = [
+                try! PreferenceCategory(name: "orders", mode: .mandatory), try! PreferenceCategory(name: "social", mode: .on),
+                try! PreferenceCategory(name: "marketing", mode: .off),
+            ]
+        }
+        try await ServerHarness.withServer(testing: .live, configure: configure) { client, app in
+            let port = try #require(client.client.port)
+            let storage = InMemoryStorage()
+            let sdk = RegistrationClient(
+                configuration: try .init(serverURL: URL(string: "http://127.0.0.1:\(port)")!, allowsInsecureHTTP: true),
+                storage: storage)
+            let unregistered = await #expect(throws: RegistrationError.self) { try await sdk.preferences() }
+            #expect(unregistered?.code == .invalidRegistration, "no token registered yet")
+            let tokenBytes = Data((0..<32).map { UInt8($0 &* 3 &+ 1) })
+            try await sdk.register(
+                Registration(deviceToken: tokenBytes, environment: .development, topic: ServerHarness.topic, userID: "pat"))
+            let token = try DeviceToken(data: tokenBytes)
+
+            let initial = try await sdk.preferences()
+            #expect(initial.subject == .user && initial.categories.map(\.name) == ["orders", "social", "marketing"])
+            #expect(initial["marketing"]?.isEnabled == false && initial["social"]?.isEnabled == true)
+            let changed = try await sdk.updatePreferences(["marketing": true])
+            #expect(changed["marketing"]?.isEnabled == true && changed["marketing"]?.isChosen == true)
+            let refused = await #expect(throws: RegistrationError.self) { try await sdk.updatePreferences(["orders": false]) }
+            #expect(refused?.code == .rejected && refused?.reason == "invalidField" && refused?.isPendingSaved == false)
+
+            // Offline: the same storage behind a server that does not answer (a port nothing listens on).
+            let offline = RegistrationClient(
+                configuration: try .init(
+                    serverURL: URL(string: "http://127.0.0.1:9")!, allowsInsecureHTTP: true, retry: .never),
+                storage: storage)
+            let saved = await #expect(throws: RegistrationError.self) { try await offline.updatePreferences(["social": false]) }
+            #expect(saved?.code == .gaveUp && saved?.isPendingSaved == true, "\(String(describing: saved))")
+            let shown = try #require(offline.cachedPreferences())
+            #expect(shown["social"]?.isEnabled == false && shown["marketing"]?.isEnabled == true, "the change shows at once")
+            #expect(try await app.store.preferences(topic: ServerHarness.topic, subject: .user("pat")).choices == ["marketing": true])
+
+            // Back online: the pending change goes, and sends follow the choices.
+            let sent = try #require(try await sdk.sendPendingPreferences())
+            #expect(sent["social"]?.isEnabled == false)
+            #expect(try await sdk.sendPendingPreferences() == nil, "nothing left")
+            #expect(
+                try await app.store.preferences(topic: ServerHarness.topic, subject: .user("pat")).choices
+                    == ["marketing": true, "social": false])
+            let secret = try await app.store.createAPIKey(name: "e2e", scopes: [.send]).secret.value
+            for category in ["social", "marketing", "orders"] {
+                let answer = try await client.call(
+                    .post, "/api/send",
+                    body: #"{"target": {"user": "pat"}, "alert": "\#(category)", "preferenceCategory": "\#(category)"}"#,
+                    bearer: secret)
+                #expect(answer.status.code == 200, "\(answer)")
+            }
+            let inbox = try #require(app.emulator).inbox(for: token)
+            #expect(
+                inbox.compactMap { try? JSONValue(parsing: $0.payload)["aps"]?["alert"]?.stringValue } == ["marketing", "orders"])
         }
     }
 

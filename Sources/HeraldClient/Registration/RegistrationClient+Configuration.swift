@@ -57,6 +57,11 @@ extension RegistrationClient {
         /// `DELETE` here to unregister a token.
         func unregistrationURL(for hex: String) -> URL { registrationURL.appendingPathComponent(hex) }
 
+        /// `GET` and `PUT` a token's person's notification preferences here.
+        func preferencesURL(for hex: String) -> URL {
+            serverURL.appendingPathComponent("api").appendingPathComponent("preferences").appendingPathComponent(hex)
+        }
+
         /// `POST` delivery receipts here.
         var eventsURL: URL { serverURL.appendingPathComponent("api").appendingPathComponent("events") }
     }

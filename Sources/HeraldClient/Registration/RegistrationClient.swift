@@ -233,7 +233,7 @@ public struct RegistrationClient: Sendable {
                     throw RegistrationError(
                         .rejected,
                         Self.rejectionMessage(
-                            what, status: http.statusCode, problem: problem, path: request.url?.path.hasSuffix("/api/events") == true ? "/api/events" : "/api/token"),
+                            what, status: http.statusCode, problem: problem, path: Self.endpoint(of: request.url)),
                         status: http.statusCode, reason: problem.reason, serverMessage: problem.message,
                         attempts: attempt)
                 }
@@ -266,6 +266,14 @@ public struct RegistrationClient: Sendable {
         }
     }
 
+    /// The API path a request went to, for messages: from `/api/`, with a token as `{token}`.
+    static func endpoint(of url: URL?) -> String {
+        guard let path = url?.path, let start = path.range(of: "/api/") else { return "/api/token" }
+        return path[start.lowerBound...].split(separator: "/", omittingEmptySubsequences: true)
+            .map { (try? DeviceToken(hex: String($0))) != nil ? "{token}" : String($0) }
+            .reduce("") { $0 + "/" + $1 }
+    }
+
     private static func rejectionMessage(_ what: String, status: Int, problem: ServerProblem, path: String) -> String {
         var message = "The server refused the \(what) with \(status)"
         if let reason = problem.reason { message += " (\(reason))" }
@@ -276,6 +284,7 @@ public struct RegistrationClient: Sendable {
             case 400: "Fix the field the server names; sending it again unchanged will not help."
             case 401: "Check the registration key the app was configured with."
             case 403: "The registration key is not allowed for this app: check the key and the topic."
+            case 404 where problem.reason == "unknownToken": "Register the token first."
             case 404: "Check the server URL: it should be the server's base URL, the SDK adds \(path)."
             case 413: "The request is too large: send fewer tags, languages or events."
             default: "Sending it again unchanged will not help."
