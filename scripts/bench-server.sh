@@ -32,6 +32,9 @@
 #   scripts/bench-server.sh instances postgres [DEVICES]                       default: 300000
 #       One send to DEVICES devices with LATENCY (100ms) of emulated APNs latency, run by one `herald serve` and then
 #       by two on one PostgreSQL database (a fresh schema each): the wall time of each and their ratio.
+#   scripts/bench-server.sh preferences [sqlite|postgres] [DEVICES]             default: 1000000
+#       One send to every one of DEVICES devices with no preference rule, then one of a category OPTED_OUT (10) percent
+#       of the people turned off, alternately, ROUNDS (3) times each: the wall times, their medians and ratio.
 #   scripts/bench-server.sh retention [sqlite|postgres] [DEVICES]               default: 100000
 #       SENDS (10) sends to every one of DEVICES devices, the server stopped, the sends made 40 days older, the server
 #       started again: its first retention run deletes their outcomes (the sends stay, with their counts) while
@@ -259,6 +262,20 @@ start_server() {  # DATABASE_URL: herald serve pushing to the emulator; sets por
     wait_for "http://127.0.0.1:$port/ready"
 }
 
+# One send through the API, then its record polled once a second until it completed or failed: prints the record.
+send_and_wait() {  # PORT BODY
+    local answer id record status
+    answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$1/api/send" -d "$2")
+    id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
+    while true; do
+        record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$1/api/sends/$id?limit=1")
+        status=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$record")
+        [ "$status" = completed ] || [ "$status" = failed ] && break
+        sleep 1
+    done
+    printf '%s\n' "$record"
+}
+
 # `herald send` alone against the emulator's production port: prints its JSON summary line.
 bare_sender() {  # COUNT CONCURRENCY CONNECTIONS TOKEN
     "$herald" send --key "$work/AuthKey_$key_id.p8" --key-id "$key_id" --team-id "$team_id" \
@@ -344,15 +361,7 @@ fanout)
     log "One send to every device of the app"
     server_cpu=$(cpu_micros "$server_pid")
     emulator_cpu=$(sink_cpu_micros)
-    answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
-        -d '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
-    id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
-    while true; do
-        record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$id?limit=1")
-        status=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$record")
-        [ "$status" = completed ] || [ "$status" = failed ] && break
-        sleep 1
-    done
+    record=$(send_and_wait "$port" '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
     emulator_cpu=$(( $(sink_cpu_micros) - emulator_cpu ))
     stop_perf
@@ -582,15 +591,8 @@ instances)
         done
         log "One send to $devices devices, $count instance(s)"
         read -r -a cpu_before < <(head -n 1 /proc/stat)
-        answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:${ports[0]}/api/send" \
-            -d '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
-        id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
-        while true; do
-            record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:${ports[0]}/api/sends/$id?limit=1")
-            status=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$record")
-            [ "$status" = completed ] || [ "$status" = failed ] && break
-            sleep 1
-        done
+        record=$(send_and_wait "${ports[0]}" \
+            '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
         read -r -a cpu_after < <(head -n 1 /proc/stat)
         # The machine's busy share during the send (every process: servers, emulator, PostgreSQL): user through
         # steal, against the whole.
@@ -620,6 +622,67 @@ for count, (record, seconds) in enumerate(zip(records, times), start=1):
           f"{record['counts']['accepted']:,} | {record['counts']['failed']:,} | {len(shards)} | {record['machineBusy']:.0%} |")
 print()
 print(f"two instances / one = {times[1] / times[0]:.2f} (aim ≤ 0.6)")
+PY
+    ;;
+preferences)
+    # Issue 27's cost of a preference rule: the same send to every device with no rule, then with a category that
+    # OPTED_OUT (10) percent of the people turned off, alternately, ROUNDS (3) times each; the rule runs in the device
+    # query, so the send with it should take no longer (it sends fewer).
+    devices=${3:-1000000}
+    opted_out=${OPTED_OUT:-10}
+    rounds=${ROUNDS:-3}
+    url=$(database_url)
+    start_emulator
+    seed_devices "$url" "$devices" com.example.app 1
+    log "Turning marketing off for $opted_out % of the devices' people (their tokens: no user or installation)"
+    now=$(($(date +%s) * 1000000))
+    choices="INSERT INTO preference_choices (topic, subject, category, enabled, updated_at)"
+    case "$backend" in
+        sqlite)
+            python3 - "$work/herald.sqlite" "$devices" "$opted_out" "$now" "$choices" <<'PY'
+import sqlite3, sys
+path, devices, percent, now, insert = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+db = sqlite3.connect(path)
+step = 100 // percent
+db.executemany(insert + " VALUES ('com.example.app', ?, 'marketing', 0, ?)",
+               ((f"t:{i:064x}", now) for i in range(1, devices + 1, step)))
+db.commit()
+PY
+            ;;
+        postgres)
+            schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema; $choices
+                SELECT 'com.example.app', 't:' || lpad(to_hex(i), 64, '0'), 'marketing', 0, $now
+                FROM generate_series(1, $devices, 100 / $opted_out) AS i; ANALYZE preference_choices"
+            ;;
+    esac
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    HERALD_PREFERENCE_CATEGORIES=marketing start_server "$url"
+    records=()
+    for round in $(seq 1 "$rounds"); do
+        for category in none marketing; do
+            log "Round $round: one send to every device, category $category"
+            rule=""
+            [ "$category" = none ] || rule=", \"preferenceCategory\": \"$category\""
+            records+=("$(send_and_wait "$port" "{\"target\": {\"topic\": \"com.example.app\"}, \"alert\": \"sale\"$rule}")")
+        done
+    done
+    python3 - "$devices" "$backend" "${records[@]}" <<'PY'
+import json, statistics, sys
+from datetime import datetime
+devices, backend, records = int(sys.argv[1]), sys.argv[2], [json.loads(a) for a in sys.argv[3:]]
+parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
+seconds = lambda r: (parse(r["updatedAt"]) - parse(r["createdAt"])).total_seconds()
+plain, ruled = [seconds(r) for r in records[0::2]], [seconds(r) for r in records[1::2]]
+print("| Send to every device | Devices | Sent | Suppressed | Wall times | Median |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+for name, runs, record in (("no rule", plain, records[0]), ("preferenceCategory marketing", ruled, records[1])):
+    print(f"| {backend}, {name} | {devices:,} | {record['counts']['accepted']:,} | "
+          f"{record.get('suppressed', {}).get('preference', 0):,} | {', '.join(f'{t:.1f}' for t in runs)} s | "
+          f"{statistics.median(runs):.1f} s |")
+print()
+print(f"the send with the rule runs at {statistics.median(plain) / statistics.median(ruled):.2f} × the speed of the one "
+      f"without, over the same target (aim ≥ 0.9)")
 PY
     ;;
 retention)
@@ -654,15 +717,7 @@ retention)
     run_sends() {
         log "$sends sends to every one of $devices devices"
         for _ in $(seq 1 "$sends"); do
-        id=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
-            -d '{"target": {"topic": "com.example.app"}, "alert": "campaign"}' |
-            python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
-        while true; do
-            status=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$id?limit=1" |
-                python3 -c 'import json, sys; print(json.load(sys.stdin)["status"])')
-            [ "$status" = completed ] || [ "$status" = failed ] && break
-            sleep 1
-        done
+            send_and_wait "$port" '{"target": {"topic": "com.example.app"}, "alert": "campaign"}' >/dev/null
         done
     }
     seeded=$(database_size)
