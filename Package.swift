@@ -159,8 +159,9 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
-            // The console's templates, style sheet and scripts: embedded as Swift strings by scripts/embed-console.sh.
-            exclude: ["Console/Assets"],
+            // The console's templates, style sheet, scripts and icon, and docs/openapi.yaml (through a link in
+            // OpenAPI/), embedded in the binary as bytes: no resource bundle to ship, no generated copy to keep in step.
+            resources: [.embedInCode("Console/Assets"), .embedInCode("OpenAPI/openapi.yaml")],
             swiftSettings: upcomingFeatures
         ),
         // The `herald` command: thin commands over the libraries.

@@ -1,7 +1,6 @@
 import Foundation
 import HeraldCore
 import HeraldStore
-import Synchronization
 
 /// Group commit: writes that arrive while one batch is being stored are stored together in the next, with one call —
 /// one round trip, one transaction and one WAL flush for the batch instead of one each. Each write is durable when
@@ -31,7 +30,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     static var maximumBatch: Int { 256 }
 
     private let queue = BatchQueue<Pending>()
-    private let counters = Mutex(GroupCommitStatistics())
+    private let counters = WatchedState(GroupCommitStatistics(), readyWhen: { _ in false })
     private let order: @Sendable ([Item]) -> [Int]
     private let stopped: StoreError
     private let stoppedInFlight: StoreError
@@ -46,8 +45,8 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
         self.stoppedInFlight = StoreError(.closed, stoppedInFlight)
     }
 
-    /// What the group commit did so far.
-    var statistics: GroupCommitStatistics { counters.withLock { $0 } }
+    /// What the group commit did so far, for tests to read and to wait on (`wait(until:)`) instead of polling.
+    var statistics: WatchedState<GroupCommitStatistics> { counters }
 
     /// Stores a write with the next batch; returns once that batch is committed.
     ///
@@ -61,7 +60,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
                 reply.resume(throwing: stopped)
                 return
             }
-            counters.withLock { $0.submitted += 1 }
+            counters.update { $0.submitted += 1 }
         }
     }
 
@@ -89,7 +88,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
         _ batch: [Pending], storeBatch: @Sendable ([Item]) async throws -> [Output],
         storeOne: @Sendable (Item) async throws -> Output
     ) async {
-        counters.withLock { counters in
+        counters.update { counters in
             counters.batches += 1
             counters.largestBatch = max(counters.largestBatch, batch.count)
         }
@@ -100,7 +99,7 @@ package final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
             return
         } catch let error as StoreError where error.code == .backend && batch.count > 1 {
             // The server refused the call, and rolled all of it back: find out whose write it was.
-            counters.withLock { $0.batchesStoredOneByOne += 1 }
+            counters.update { $0.batchesStoredOneByOne += 1 }
         } catch {
             for pending in batch { pending.reply.resume(throwing: callerError(error)) }
             return

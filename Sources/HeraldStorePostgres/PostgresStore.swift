@@ -133,14 +133,14 @@ public final class PostgresStore: Store, VersionedMigrations {
         await pool.value
     }
 
-    /// What the group commit of registrations did so far.
-    package var registrationStatistics: GroupCommitStatistics { registrations.statistics }
+    /// What the group commit of registrations did so far; tests wait on it.
+    package var registrationCommits: WatchedState<GroupCommitStatistics> { registrations.statistics }
 
-    /// What the batched reads of devices by token did so far.
-    package var deviceReadStatistics: GroupCommitStatistics { deviceReads.statistics }
+    /// What the batched reads of devices by token did so far; tests wait on it.
+    package var deviceReadCommits: WatchedState<GroupCommitStatistics> { deviceReads.statistics }
 
-    /// What the group commit of inline sends did so far.
-    package var finishedSendStatistics: GroupCommitStatistics { finishedSends.statistics }
+    /// What the group commit of inline sends did so far; tests wait on it.
+    package var finishedSendCommits: WatchedState<GroupCommitStatistics> { finishedSends.statistics }
 
     public func migrate() async throws {
         try await migrate(through: StoreSchema.latestVersion)
@@ -314,7 +314,7 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
         defer { deadlines.remove(deadline) }
         let result = await withTaskCancellationHandler {
-            await answer.wait()
+            await answer.waitEvenIfCancelled()
         } onCancel: {
             if lease.abandon(.cancelled) { answer.fulfil(.failure(CancellationError())) }
             lease.callerCancelled()

@@ -126,7 +126,7 @@ public final class ChildProcess: Sendable {
     public func exit() async -> Termination {
         let pid = processIdentifier
         return await withTaskCancellationHandler {
-            await termination.wait()
+            await termination.waitEvenIfCancelled()
         } onCancel: { [termination] in
             if termination.value == nil { kill(pid, SIGKILL) }
         }
@@ -241,8 +241,9 @@ extension ChildProcess {
 
         /// Waits until the text written so far satisfies `condition` or the output ends, and returns the text.
         ///
-        /// A cancelled wait (a test's time limit) kills the child, so that its output ends and the wait returns.
-        /// - Returns: `nil` when the output ended (the child closed it, or exited) without satisfying `condition`.
+        /// A cancelled wait (a test's time limit) returns `nil` at once and kills the child, which would otherwise run on.
+        /// - Returns: `nil` when the output ended (the child closed it, or exited) without satisfying `condition`, or
+        ///   the wait was cancelled.
         public func wait(until condition: (String) -> Bool) async -> String? {
             let pid = processIdentifier
             return await withTaskCancellationHandler {
@@ -250,7 +251,7 @@ extension ChildProcess {
                     let (generation, ended) = changes.snapshot
                     let text = self.text
                     if condition(text) { return text }
-                    if ended { return nil }
+                    if ended || Task.isCancelled { return nil }
                     await changes.wait(after: generation)
                 }
             } onCancel: {
@@ -267,40 +268,18 @@ extension ChildProcess {
 
 /// Counts the chunks an output reader appended, and says when it reached the end, to `async` waiters.
 final class OutputSignal: Sendable {
-    private struct State {
-        var generation = 0
-        var finished = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state = Mutex(State())
+    private let state = WatchedState((generation: 0, finished: false), readyWhen: { _ in false })
 
     /// The number of chunks so far and whether the output ended.
-    var snapshot: (generation: Int, finished: Bool) { state.withLock { ($0.generation, $0.finished) } }
+    var snapshot: (generation: Int, finished: Bool) { state.value }
 
-    func signal() { resume { $0.generation += 1 } }
+    func signal() { state.update { $0.generation += 1 } }
 
-    func finish() { resume { $0.finished = true } }
+    func finish() { state.update { $0.finished = true } }
 
-    private func resume(_ change: (inout State) -> Void) {
-        let ready = state.withLock { state in
-            change(&state)
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in ready { waiter.resume() }
-    }
-
-    /// Returns once there was a chunk after `generation`, or the output ended.
+    /// Returns once there was a chunk after `generation`, the output ended, or the task is cancelled.
     func wait(after generation: Int) async {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state in
-                if state.generation != generation || state.finished { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if ready { continuation.resume() }
-        }
+        await state.wait(until: { $0.generation != generation || $0.finished })
     }
 }
 

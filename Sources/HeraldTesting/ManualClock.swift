@@ -1,3 +1,4 @@
+import HeraldCore
 import Synchronization
 
 /// A `Clock` whose time moves only when a test moves it, so backoff waits and time limits are exact and tests never
@@ -33,11 +34,12 @@ public final class ManualClock: Clock, Sendable {
         var nextID: UInt64 = 0
         var sleepers: [UInt64: Sleeper] = [:]
         var cancelledBeforeSuspending: Set<UInt64> = []
-        var requestedSleeps: [Duration] = []
     }
 
     private let state = Mutex(State())
     private let sleepers = CountSignal()
+    /// Appended under `state`'s lock, so that concurrent sleepers' requests keep their order.
+    private let requests = WatchedState<[Duration]>([], readyWhen: { _ in false })
     private let advancesAutomatically: Bool
 
     /// - Parameter advancesAutomatically: whether every sleep returns at once, moving the clock to its deadline.
@@ -50,7 +52,14 @@ public final class ManualClock: Clock, Sendable {
     public var minimumResolution: Duration { .zero }
 
     /// How long each sleep asked to wait, measured from the clock's time when it was called, in order.
-    public var requestedSleeps: [Duration] { state.withLock { $0.requestedSleeps } }
+    public var requestedSleeps: [Duration] { requests.value }
+
+    /// Returns the waits asked for so far once they satisfy `condition` ("the last one is a second"), waking on each
+    /// new sleep instead of polling; `nil` when the task is cancelled first.
+    @discardableResult
+    public func waitForRequestedSleeps(where condition: @escaping @Sendable ([Duration]) -> Bool) async -> [Duration]? {
+        await requests.wait(until: condition)
+    }
 
     /// How many sleepers are suspended now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
@@ -58,7 +67,8 @@ public final class ManualClock: Clock, Sendable {
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = state.withLock { state in
             state.nextID += 1
-            state.requestedSleeps.append(state.now.duration(to: deadline))
+            let requested = state.now.duration(to: deadline)
+            requests.update { $0.append(requested) }
             if advancesAutomatically, state.now < deadline { state.now = deadline }
             return state.nextID
         }

@@ -71,9 +71,22 @@ struct ChildProcessTests {
     func cancellationKills() async throws {
         let child = try ChildProcess("sleep", ["30"])
         let waiting = Task { await child.exit() }
-        try await Task.sleep(for: .milliseconds(50))
         waiting.cancel()
         #expect(await waiting.value == .signalled(SIGKILL))
+    }
+
+    // Hung before: a cancelled wait killed the child and waited for its output to end, which a grandchild holding the
+    // pipe kept open for as long as it ran.
+    @Test("a cancelled wait for output returns at once, even while a grandchild keeps the output open",
+          .timeLimit(.minutes(1)))
+    func cancelledOutputWait() async throws {
+        let child = try ChildProcess("sh", ["-c", "sleep 600 & echo started; wait"])
+        defer { kill(-child.processIdentifier, SIGKILL) }
+        #expect(await child.standardOutput.wait { $0.contains("started") } != nil)
+        let waiting = Task { await child.standardOutput.wait { $0.contains("never printed") } }
+        waiting.cancel()
+        #expect(await waiting.value == nil)
+        #expect(await child.exit() == .signalled(SIGKILL), "the cancelled wait killed the child")
     }
 
     @Test("a child still running when the test process exits is killed, with its process group")

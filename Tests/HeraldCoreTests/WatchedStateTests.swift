@@ -37,3 +37,22 @@ struct WatchedStateTests {
         #expect(gate.value == false)
     }
 }
+
+@Suite("Watched state: waits for conditions of their own")
+struct WatchedStateConditionTests {
+    @Test("each waiter is let through once its own condition holds, with the value it saw; a cancelled one with nil",
+          .timeLimit(.minutes(1)))
+    func ownConditions() async {
+        let count = WatchedState(0, readyWhen: { _ in false })
+        let atTwo = Task { await count.wait(until: { $0 >= 2 }) }
+        let atFive = Task { await count.wait(until: { $0 >= 5 }) }
+        let never = Task { await count.wait(until: { $0 < 0 }) }
+        count.update { $0 = 3 }
+        #expect(await atTwo.value == 3)
+        never.cancel()
+        #expect(await never.value == nil)
+        count.update { $0 = 5 }
+        #expect(await atFive.value == 5)
+        #expect(await count.wait(until: { $0 == 5 }) == 5, "at once when it holds")
+    }
+}

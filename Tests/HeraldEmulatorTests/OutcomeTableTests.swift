@@ -12,23 +12,24 @@ struct OutcomeTableTests {
     func outcome(_ testCase: APNSOutcomeTable.Case) async throws {
         try await fixture.run { emulator in
             let client = try await fixture.connect(emulator)
-            defer { Task { await client.close() } }
-            let response = try await fixture.send(testCase, on: client)
-            #expect(response.status == testCase.status)
-            #expect(response.reason == testCase.reason?.rawValue)
-            #expect(response.headers["apns-id"] != nil, "every response carries an apns-id")
-            #expect(response.headers["apns-unique-id"] != nil, "the development side sends apns-unique-id")
-            if let supplied = testCase.headers["apns-id"] ?? nil, testCase.status == 200 {
-                #expect(response.headers["apns-id"] == supplied, "the caller's apns-id is echoed byte for byte")
-            }
-            if testCase.reason == .unregistered {
-                #expect(response.json?["timestamp"] as? Int == APNSOutcomeTable.unregisteredAtMilliseconds)
-            } else {
-                #expect(response.json?["timestamp"] == nil)
-            }
-            if testCase.status != 200 {
-                #expect(response.headers["content-type"] == "application/json")
-                #expect(emulator.counters.rejected[testCase.reason!.rawValue] == 1)
+            try await withCleanup({ await client.close() }) {
+                let response = try await fixture.send(testCase, on: client)
+                #expect(response.status == testCase.status)
+                #expect(response.reason == testCase.reason?.rawValue)
+                #expect(response.headers["apns-id"] != nil, "every response carries an apns-id")
+                #expect(response.headers["apns-unique-id"] != nil, "the development side sends apns-unique-id")
+                if let supplied = testCase.headers["apns-id"] ?? nil, testCase.status == 200 {
+                    #expect(response.headers["apns-id"] == supplied, "the caller's apns-id is echoed byte for byte")
+                }
+                if testCase.reason == .unregistered {
+                    #expect(response.json?["timestamp"] as? Int == APNSOutcomeTable.unregisteredAtMilliseconds)
+                } else {
+                    #expect(response.json?["timestamp"] == nil)
+                }
+                if testCase.status != 200 {
+                    #expect(response.headers["content-type"] == "application/json")
+                    #expect(emulator.counters.rejected[testCase.reason!.rawValue] == 1)
+                }
             }
         }
     }

@@ -343,7 +343,7 @@ struct DoctorInServeTests {
                         bundleID: "com.example.cert", credentials: .certificate(chainPEM: pem.certificate, privateKeyPEM: pem.key)))
             }
         ) { client, app in
-            let summary = await capture.waitForLine { $0.contains("Deployment checks, as herald doctor runs them") }
+            let summary = try await capture.waitForLine { $0.contains("Deployment checks, as herald doctor runs them") }
             #expect(summary.contains("1 warning, 0 failures"), "\(summary)")
             #expect(capture.all.contains { $0.contains("Deployment check credentials com.example.cert (warning)") && $0.contains("expires in") })
             let metrics = try await client.call(.get, "/metrics")

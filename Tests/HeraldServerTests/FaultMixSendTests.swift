@@ -25,39 +25,40 @@ struct FaultMixSendTests {
                     tooManyRequests: 0.01, serviceUnavailable: 0.02, goAwayAfterStreams: 1500,
                     resetProbability: 0.002, refusedStreamProbability: 0.01, closeAfterStreams: 1000)))
         try await emulator.start()
-        defer { Task { await emulator.shutdown() } }
-        let host = try APNSMode.CustomHost.devicePush(of: emulator)
-        let count = 20_000
-        try await ServerHarness.withServer(
-            configure: {
-                $0.apns = .custom(host)
-                $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
-                // Backoffs of milliseconds: the retry window (10 minutes) is far beyond the run.
-                $0.sending.retry = RetryPolicy(initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(50))
-            },
-            prepare: { store in
-                for n in 1...count {
-                    _ = try await store.upsert(
-                        TokenRegistration(
-                            token: StoreConformance.token(n), topic: ServerHarness.topic,
-                            environment: n % 2 == 0 ? .production : .development))
+        try await withCleanup({ await emulator.shutdown() }) {
+            let host = try APNSMode.CustomHost.devicePush(of: emulator)
+            let count = 20_000
+            try await ServerHarness.withServer(
+                configure: {
+                    $0.apns = .custom(host)
+                    $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                    // Backoffs of milliseconds: the retry window (10 minutes) is far beyond the run.
+                    $0.sending.retry = RetryPolicy(initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(50))
+                },
+                prepare: { store in
+                    for n in 1...count {
+                        _ = try await store.upsert(
+                            TokenRegistration(
+                                token: StoreConformance.token(n), topic: ServerHarness.topic,
+                                environment: n % 2 == 0 ? .production : .development))
+                    }
                 }
-            }
-        ) { client, app in
-            let secret = try await SendTests.key(app)
-            let answer = try await client.call(
-                .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "through it all"}"#,
-                bearer: secret)
-            let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""), "\(answer)")
-            let finished = try await app.worker.waitUntilFinished(id)
-            #expect(finished.status == .completed, "\(finished)")
-            #expect(finished.counts.accepted == count && finished.counts.failed == 0, "\(finished.counts)")
-            let counters = emulator.counters
-            #expect(
-                counters.accepted - counters.duplicateAPNSIDs == count,
-                "every notification reached APNs once under its own apns-id: \(counters)")
-            for fault in ["ServiceUnavailable", "TooManyRequests", "refusedStream", "reset", "closeAfterStreams"] {
-                #expect(counters.faults[fault, default: 0] > 0, "\(fault) was injected")
+            ) { client, app in
+                let secret = try await SendTests.key(app)
+                let answer = try await client.call(
+                    .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "through it all"}"#,
+                    bearer: secret)
+                let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""), "\(answer)")
+                let finished = try await app.worker.waitUntilFinished(id)
+                #expect(finished.status == .completed, "\(finished)")
+                #expect(finished.counts.accepted == count && finished.counts.failed == 0, "\(finished.counts)")
+                let counters = emulator.counters
+                #expect(
+                    counters.accepted - counters.duplicateAPNSIDs == count,
+                    "every notification reached APNs once under its own apns-id: \(counters)")
+                for fault in ["ServiceUnavailable", "TooManyRequests", "refusedStream", "reset", "closeAfterStreams"] {
+                    #expect(counters.faults[fault, default: 0] > 0, "\(fault) was injected")
+                }
             }
         }
     }

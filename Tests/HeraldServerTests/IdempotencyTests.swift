@@ -94,61 +94,62 @@ struct IdempotencyTests {
                 configuration: EmulatorConfiguration(
                     adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(signingKey)]))
             try await emulator.start()
-            defer { Task { await emulator.shutdown() } }
-            let host = try APNSMode.CustomHost.devicePush(of: emulator)
-            var servers: [HeraldApplication] = []
-            for index in 0..<(backend == .postgres ? 2 : 1) {
-                servers.append(
-                    try await ServerHarness.build(databaseURL: databaseURL, logger: nil) { configuration in
-                        configuration.apns = .custom(host)
-                        configuration.apps = [
-                            AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(signingKey))
-                        ]
-                        configuration.instanceID = "api-\(index)"
-                    })
-            }
-            let built = servers
-            let devices = 3
-            try await built[0].test(.router) { first in
-                // The store is migrated once the server runs.
-                for n in 1...devices {
-                    _ = try await built[0].store.upsert(
-                        TokenRegistration(
-                            token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .development,
-                            userID: "buyer"))
+            try await withCleanup({ await emulator.shutdown() }) {
+                let host = try APNSMode.CustomHost.devicePush(of: emulator)
+                var servers: [HeraldApplication] = []
+                for index in 0..<(backend == .postgres ? 2 : 1) {
+                    servers.append(
+                        try await ServerHarness.build(databaseURL: databaseURL, logger: nil) { configuration in
+                            configuration.apns = .custom(host)
+                            configuration.apps = [
+                                AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(signingKey))
+                            ]
+                            configuration.instanceID = "api-\(index)"
+                        })
                 }
-                let bearer = try await SendTests.key(built[0])
-                try await Self.withSecond(built, first) { second in
-                    let clients = [ServerClient(client: first), second.map(ServerClient.init(client:))].compactMap { $0 }
-                    let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-                        for request in 0..<1_000 {
-                            let client = clients[request % clients.count]
-                            let order = request % 100
-                            group.addTask {
-                                // A duplicate that finds the first still running is told to retry.
-                                while true {
-                                    let answer = try await client.call(
-                                        .post, "/api/send",
-                                        body: #"{"target": {"user": "buyer"}, "alert": "Order \#(order) shipped"}"#,
-                                        bearer: bearer, headers: Self.headers("order-\(order)"))
-                                    if answer.status == .conflict, answer.reason == "idempotencyKeyInProgress" {
-                                        await Task.yield()
-                                        continue
+                let built = servers
+                let devices = 3
+                try await built[0].test(.router) { first in
+                    // The store is migrated once the server runs.
+                    for n in 1...devices {
+                        _ = try await built[0].store.upsert(
+                            TokenRegistration(
+                                token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .development,
+                                userID: "buyer"))
+                    }
+                    let bearer = try await SendTests.key(built[0])
+                    try await Self.withSecond(built, first) { second in
+                        let clients = [ServerClient(client: first), second.map(ServerClient.init(client:))].compactMap { $0 }
+                        let answers = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+                            for request in 0..<1_000 {
+                                let client = clients[request % clients.count]
+                                let order = request % 100
+                                group.addTask {
+                                    // A duplicate that finds the first still running is told to retry.
+                                    while true {
+                                        let answer = try await client.call(
+                                            .post, "/api/send",
+                                            body: #"{"target": {"user": "buyer"}, "alert": "Order \#(order) shipped"}"#,
+                                            bearer: bearer, headers: Self.headers("order-\(order)"))
+                                        if answer.status == .conflict, answer.reason == "idempotencyKeyInProgress" {
+                                            await Task.yield()
+                                            continue
+                                        }
+                                        #expect(answer.status == .ok, "\(answer)")
+                                        return (order, answer.json["id"]?.stringValue ?? "")
                                     }
-                                    #expect(answer.status == .ok, "\(answer)")
-                                    return (order, answer.json["id"]?.stringValue ?? "")
                                 }
                             }
+                            var ids: [Int: Set<String>] = [:]
+                            for try await (order, id) in group { ids[order, default: []].insert(id) }
+                            return ids
                         }
-                        var ids: [Int: Set<String>] = [:]
-                        for try await (order, id) in group { ids[order, default: []].insert(id) }
-                        return ids
+                        #expect(answers.count == 100 && answers.values.allSatisfy { $0.count == 1 }, "one send id per key")
+                        #expect(Set(answers.values.flatMap { $0 }).count == 100)
+                        let page = try await built[0].store.recentSends(after: nil, limit: 1_000)
+                        #expect(page.sends.count == 100)
+                        #expect(emulator.counters.accepted == 100 * devices, "\(emulator.counters)")
                     }
-                    #expect(answers.count == 100 && answers.values.allSatisfy { $0.count == 1 }, "one send id per key")
-                    #expect(Set(answers.values.flatMap { $0 }).count == 100)
-                    let page = try await built[0].store.recentSends(after: nil, limit: 1_000)
-                    #expect(page.sends.count == 100)
-                    #expect(emulator.counters.accepted == 100 * devices, "\(emulator.counters)")
                 }
             }
         }

@@ -66,7 +66,7 @@ struct MalformedHTTPTests {
             let client = try await RawHTTPConnection.connect(port: server.port)
             try await client.write(Self.start + "Content-Length: 100\r\n\r\n{\"token\": ")
             await client.close()
-            let line = await capture.waitForLine {
+            let line = try await capture.waitForLine {
                 $0.contains("went away") || $0.contains("Malformed request body") || $0.contains("Request failed")
             }
             #expect(!line.hasPrefix("error") && !line.hasPrefix("critical"), "\(line)")

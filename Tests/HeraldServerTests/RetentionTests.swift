@@ -45,13 +45,13 @@ struct RetentionTests {
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask { try await service.run() }
                     ready.open()
-                    let first = await service.report(ofRun: 1)
+                    let first = try await service.report(ofRun: 1)
                     #expect(first.deleted == [.outcomes: 5, .receiptEvents: 0, .sends: 0, .invalidatedTokens: 1])
                     #expect(try await store.send(old.id)?.counts.accepted == 5, "the send keeps its counts")
                     #expect(try await store.outcomes(of: running.id, after: nil, limit: 10).outcomes.count == 1)
                     #expect(try await store.device(StoreConformance.token(20)) == nil)
                     if backend == .sqlite { #expect(first.reclaimedBytes != nil, "a new SQLite database shrinks") }
-                    let line = await logs.waitForLine { $0.contains("Retention deleted") }
+                    let line = try await logs.waitForLine { $0.contains("Retention deleted") }
                     #expect(line.contains("5 outcomes, 0 receipt events, 0 sends, 1 invalidated tokens"), "\(line)")
 
                     let metrics = Self.metrics(registry)
@@ -66,7 +66,7 @@ struct RetentionTests {
                     _ = try await store.updateSend(running.id, SendUpdate(status: .completed))
                     clock.advance(by: .seconds(100 * Self.day))
                     sleepClock.advance(by: settings.interval)
-                    let second = await service.report(ofRun: 2)
+                    let second = try await service.report(ofRun: 2)
                     #expect(second.deleted[.outcomes] == 1, "the send that finished since is old now")
                     #expect(second.deleted[.sends] == 2, "both sends are older than 90 days, their outcomes gone")
                     #expect(try await store.send(old.id) == nil)
@@ -94,6 +94,19 @@ struct RetentionTests {
             await group.triggerGracefulShutdown()
             try await tasks.waitForAll()
         }
+    }
+
+    // Hung before: report(ofRun:) ignored cancellation, so a run that never came held the test past its time limit.
+    @Test("a wait for a run that never comes ends when its task is cancelled")
+    func cancelledReportWait() async throws {
+        let store = try StoreFactory.open(url: "sqlite::memory:")
+        let service = RetentionService(
+            store: store, settings: ServerConfiguration.Retention(), clock: ManualWallClock(), sleepClock: ManualClock(),
+            storeReady: Gate(), metrics: ServerMetrics(registry: PrometheusCollectorRegistry()),
+            logger: ServerHarness.quietLogger())
+        let waiting = Task { try await service.report(ofRun: 1) }
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { try await waiting.value }
     }
 
     @Test("outcomes and receipt events are kept no longer than their sends")

@@ -24,11 +24,6 @@ struct ScheduleTests {
     }
 
     /// Waits, in real time but bounded, for what another task does next: the worker sleeps after it reports idle.
-    static func eventually(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        for _ in 0..<1000 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(condition(), "not within 10 s", sourceLocation: sourceLocation)
-    }
-
     @Test("a send at a future instant waits, then fires once at its time: the worker wakes for it", arguments: Backend.available)
     func sendAt(backend: Backend) async throws {
         let wall = ManualWallClock(Self.start)
@@ -55,7 +50,7 @@ struct ScheduleTests {
             await app.worker.waitUntilIdle()
             #expect(emulator.device(one) == nil, "a second early is still early")
             // The idle worker sleeps exactly until the send is due: the wall clock says one second.
-            try await Self.eventually { sleep.requestedSleeps.last == .seconds(1) }
+            try #require(await sleep.waitForRequestedSleeps(where: { $0.last == .seconds(1) }) != nil)
 
             wall.advance(by: .seconds(1))
             sleep.advance(by: .seconds(1))
@@ -163,46 +158,47 @@ struct ScheduleTests {
         let emulator = try APNSEmulator(
             configuration: EmulatorConfiguration(adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)]))
         try await emulator.start()
-        defer { Task { await emulator.shutdown() } }
-        let host = APNSMode.CustomHost(
-            host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production)),
-            developmentPort: try #require(emulator.port(for: .development)), trustPEM: emulator.certificateAuthorityPEM)
-        func server() async throws -> HeraldApplication {
-            try await ServerHarness.build(databaseURL: databaseURL, clock: wall, logger: nil) { configuration in
-                configuration.apns = .custom(host)
-                configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
-                configuration.sending.catchUpLimit = .seconds(7200)
+        try await withCleanup({ await emulator.shutdown() }) {
+            let host = APNSMode.CustomHost(
+                host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production)),
+                developmentPort: try #require(emulator.port(for: .development)), trustPEM: emulator.certificateAuthorityPEM)
+            func server() async throws -> HeraldApplication {
+                try await ServerHarness.build(databaseURL: databaseURL, clock: wall, logger: nil) { configuration in
+                    configuration.apns = .custom(host)
+                    configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                    configuration.sending.catchUpLimit = .seconds(7200)
+                }
             }
-        }
-        let (late, missed) = (testToken(0x65), testToken(0x66))
-        let before = try await server()
-        let ids = try await before.test(.router) { test in
-            let client = ServerClient(client: test)
-            let key = try await SendTests.key(before)
-            try await client.register(late, debug: true, extra: #", "tags": ["late"]"#)
-            try await client.register(missed, debug: true, extra: #", "tags": ["missed"]"#)
-            var ids: [SendID] = []
-            for (at, tag) in [("2026-01-01T03:00:00Z", "late"), ("2026-01-01T00:30:00Z", "missed")] {
-                let answer = try await Self.send(
-                    client, key, #", "sendAt": "\#(at)""#, target: #"{"tag": "\#(tag)"}"#)
-                ids.append(try #require(answer.json["id"]?.stringValue.flatMap(SendID.init)))
+            let (late, missed) = (testToken(0x65), testToken(0x66))
+            let before = try await server()
+            let ids = try await before.test(.router) { test in
+                let client = ServerClient(client: test)
+                let key = try await SendTests.key(before)
+                try await client.register(late, debug: true, extra: #", "tags": ["late"]"#)
+                try await client.register(missed, debug: true, extra: #", "tags": ["missed"]"#)
+                var ids: [SendID] = []
+                for (at, tag) in [("2026-01-01T03:00:00Z", "late"), ("2026-01-01T00:30:00Z", "missed")] {
+                    let answer = try await Self.send(
+                        client, key, #", "sendAt": "\#(at)""#, target: #"{"tag": "\#(tag)"}"#)
+                    ids.append(try #require(answer.json["id"]?.stringValue.flatMap(SendID.init)))
+                }
+                await before.worker.waitUntilIdle()
+                return ids
             }
-            await before.worker.waitUntilIdle()
-            return ids
-        }
-        #expect(emulator.device(late) == nil && emulator.device(missed) == nil, "stopped before either time")
+            #expect(emulator.device(late) == nil && emulator.device(missed) == nil, "stopped before either time")
 
-        // Down from 00:00 to 04:00: one send is an hour late, the other three and a half.
-        wall.set(to: try #require(RFC3339.date("2026-01-01T04:00:00Z")))
-        let after = try await server()
-        try await after.test(.router) { _ in
-            await after.worker.waitUntilIdle()
-            #expect(try await after.store.send(ids[0])?.status == .completed)
-            let skipped = try #require(try await after.store.send(ids[1]))
-            #expect(skipped.status == .failed && skipped.message?.contains("Missed its time") == true, "\(skipped)")
+            // Down from 00:00 to 04:00: one send is an hour late, the other three and a half.
+            wall.set(to: try #require(RFC3339.date("2026-01-01T04:00:00Z")))
+            let after = try await server()
+            try await after.test(.router) { _ in
+                await after.worker.waitUntilIdle()
+                #expect(try await after.store.send(ids[0])?.status == .completed)
+                let skipped = try #require(try await after.store.send(ids[1]))
+                #expect(skipped.status == .failed && skipped.message?.contains("Missed its time") == true, "\(skipped)")
+            }
+            #expect(try emulator.inbox(for: late).count == 1, "caught up, once")
+            #expect(emulator.device(missed) == nil, "skipped beyond the limit")
         }
-        #expect(try emulator.inbox(for: late).count == 1, "caught up, once")
-        #expect(emulator.device(missed) == nil, "skipped beyond the limit")
     }
 
     @Test(
@@ -222,33 +218,34 @@ struct ScheduleTests {
                 adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)]
             ).servingChannels())
         try await emulator.start()
-        defer { Task { await emulator.shutdown() } }
-        func port(_ environment: APNSEnvironment, _ service: EmulatorService) throws -> Int {
-            try #require(emulator.port(for: environment, service: service))
-        }
-        let host = APNSMode.CustomHost(
-            host: "127.0.0.1", productionPort: try port(.production, .devicePush),
-            developmentPort: try port(.development, .devicePush),
-            broadcastProductionPort: try port(.production, .broadcast),
-            broadcastDevelopmentPort: try port(.development, .broadcast),
-            channelsProductionPort: try port(.production, .channelManagement),
-            channelsDevelopmentPort: try port(.development, .channelManagement),
-            trustPEM: emulator.certificateAuthorityPEM)
-        var servers: [HeraldApplication] = []
-        for index in 0..<2 {
-            servers.append(
-                try await ServerHarness.build(databaseURL: databaseURL, clock: wall, logger: nil) { configuration in
-                    configuration.apns = .custom(host)
-                    configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
-                    configuration.instanceID = "api-\(index)"
-                })
-        }
-        let built = servers
-        try await built[0].test(.router) { first in
-            try await built[1].test(.router) { second in
-                try await self.fireOnce(
-                    clients: [ServerClient(client: first), ServerClient(client: second)], servers: built,
-                    emulator: emulator, wall: wall)
+        try await withCleanup({ await emulator.shutdown() }) {
+            func port(_ environment: APNSEnvironment, _ service: EmulatorService) throws -> Int {
+                try #require(emulator.port(for: environment, service: service))
+            }
+            let host = APNSMode.CustomHost(
+                host: "127.0.0.1", productionPort: try port(.production, .devicePush),
+                developmentPort: try port(.development, .devicePush),
+                broadcastProductionPort: try port(.production, .broadcast),
+                broadcastDevelopmentPort: try port(.development, .broadcast),
+                channelsProductionPort: try port(.production, .channelManagement),
+                channelsDevelopmentPort: try port(.development, .channelManagement),
+                trustPEM: emulator.certificateAuthorityPEM)
+            var servers: [HeraldApplication] = []
+            for index in 0..<2 {
+                servers.append(
+                    try await ServerHarness.build(databaseURL: databaseURL, clock: wall, logger: nil) { configuration in
+                        configuration.apns = .custom(host)
+                        configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                        configuration.instanceID = "api-\(index)"
+                    })
+            }
+            let built = servers
+            try await built[0].test(.router) { first in
+                try await built[1].test(.router) { second in
+                    try await self.fireOnce(
+                        clients: [ServerClient(client: first), ServerClient(client: second)], servers: built,
+                        emulator: emulator, wall: wall)
+                }
             }
         }
     }

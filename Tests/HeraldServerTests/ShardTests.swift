@@ -130,48 +130,49 @@ struct ShardTests {
                     adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)],
                     faults: FaultConfiguration(latency: .fixed(milliseconds: 20))))
             try await emulator.start()
-            defer { Task { await emulator.shutdown() } }
-            let host = try APNSMode.CustomHost.devicePush(of: emulator)
-            var servers: [HeraldApplication] = []
-            for index in 0..<2 {
-                servers.append(
-                    try await ServerHarness.build(databaseURL: databaseURL, logger: nil) { configuration in
-                        configuration.apns = .custom(host)
-                        configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
-                        configuration.instanceID = "api-\(index)"
-                        configuration.limits.inlineSendLimit = 3
-                        configuration.sending.shardSize = 10
-                        configuration.sending.maximumInFlight = 2
-                        configuration.sending.runningSendsPerLane = 1
-                        // Another instance learns of shards at its next look: soon, for this test.
-                        configuration.sending.pollInterval = .milliseconds(50)
-                    })
-            }
-            let built = servers
-            try await built[0].test(.router) { first in
-                try await built[1].test(.router) { second in
-                    let clients = [ServerClient(client: first), ServerClient(client: second)]
-                    let token = try await SendTests.key(built[0])
-                    let tokens = try await Self.register(built[0].store, 80)
-                    let answer = try await clients[0].call(
-                        .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "together"}"#,
-                        bearer: token)
-                    let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""), "\(answer)")
-                    // The first server cuts the send when it claims it; the second finds its shards at its next look.
-                    let finished = try await withThrowingTaskGroup(of: SendRecord.self) { group in
-                        for server in built { group.addTask { try await server.worker.waitUntilFinished(id) } }
-                        let finished = try await group.next()!
-                        group.cancelAll()
-                        return finished
-                    }
-                    #expect(finished.status == .completed && finished.counts.accepted == 80 && finished.shardCount == 8)
-                    for token in tokens { #expect(try emulator.inbox(for: token).count == 1) }
-                    for client in clients {
-                        let metrics = try await client.call(.get, "/metrics").body
-                        let claims = metrics.split(separator: "\n").first {
-                            $0.hasPrefix(#"herald_send_claims_total{lane="campaign",kind="shard",resumed="false"}"#)
+            try await withCleanup({ await emulator.shutdown() }) {
+                let host = try APNSMode.CustomHost.devicePush(of: emulator)
+                var servers: [HeraldApplication] = []
+                for index in 0..<2 {
+                    servers.append(
+                        try await ServerHarness.build(databaseURL: databaseURL, logger: nil) { configuration in
+                            configuration.apns = .custom(host)
+                            configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                            configuration.instanceID = "api-\(index)"
+                            configuration.limits.inlineSendLimit = 3
+                            configuration.sending.shardSize = 10
+                            configuration.sending.maximumInFlight = 2
+                            configuration.sending.runningSendsPerLane = 1
+                            // Another instance learns of shards at its next look: soon, for this test.
+                            configuration.sending.pollInterval = .milliseconds(50)
+                        })
+                }
+                let built = servers
+                try await built[0].test(.router) { first in
+                    try await built[1].test(.router) { second in
+                        let clients = [ServerClient(client: first), ServerClient(client: second)]
+                        let token = try await SendTests.key(built[0])
+                        let tokens = try await Self.register(built[0].store, 80)
+                        let answer = try await clients[0].call(
+                            .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "together"}"#,
+                            bearer: token)
+                        let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""), "\(answer)")
+                        // The first server cuts the send when it claims it; the second finds its shards at its next look.
+                        let finished = try await withThrowingTaskGroup(of: SendRecord.self) { group in
+                            for server in built { group.addTask { try await server.worker.waitUntilFinished(id) } }
+                            let finished = try await group.next()!
+                            group.cancelAll()
+                            return finished
                         }
-                        #expect(claims != nil, "each server ran shards: \(metrics)")
+                        #expect(finished.status == .completed && finished.counts.accepted == 80 && finished.shardCount == 8)
+                        for token in tokens { #expect(try emulator.inbox(for: token).count == 1) }
+                        for client in clients {
+                            let metrics = try await client.call(.get, "/metrics").body
+                            let claims = metrics.split(separator: "\n").first {
+                                $0.hasPrefix(#"herald_send_claims_total{lane="campaign",kind="shard",resumed="false"}"#)
+                            }
+                            #expect(claims != nil, "each server ran shards: \(metrics)")
+                        }
                     }
                 }
             }

@@ -33,10 +33,10 @@ struct FinishedSendGroupCommitTests {
                     }
                 )
             }
-            let before = store.finishedSendStatistics
+            let before = store.finishedSendCommits.value
             let results = try await recordInOneBatch(sends, on: store, gatheredBy: own)
 
-            let statistics = store.finishedSendStatistics
+            let statistics = store.finishedSendCommits.value
             #expect(statistics.batches - before.batches <= 2, "the first call waits for the lock, the rest gather")
             #expect(statistics.largestBatch >= 119)
             #expect(statistics.batchesStoredOneByOne == 0)
@@ -74,7 +74,7 @@ struct FinishedSendGroupCommitTests {
             ]
             let results = try await recordInOneBatch(sends, on: store, gatheredBy: own, inOrder: true)
 
-            #expect(store.finishedSendStatistics.largestBatch == 4, "one batch held all four")
+            #expect(store.finishedSendCommits.value.largestBatch == 4, "one batch held all four")
             #expect(try results[0].get().target == "twice")
             #expect(try results[2].get().counts == OutcomeCounts(failed: 1))
             for refused in [1, 3] {
@@ -93,14 +93,14 @@ struct FinishedSendGroupCommitTests {
             for n in 1...50 { _ = try await store.upsert(StoreConformance.registration(n, user: "user \(n)")) }
             _ = try await store.invalidate(token: StoreConformance.token(50), reason: .unregistered, at: nil)
             let tokens = (0..<150).map { StoreConformance.token(1 + $0 % 75) }
-            let before = store.deviceReadStatistics
+            let before = store.deviceReadCommits.value
             let results = try await RegistrationGroupCommitTests.inOneBatch(
                 tokens.count, lockedBy: own, table: "devices", mode: "ACCESS EXCLUSIVE",
-                statistics: { store.deviceReadStatistics },
+                statistics: store.deviceReadCommits,
                 blocker: { _ = try await store.device(StoreConformance.token(1)) }, inOrder: false,
                 submit: { try await store.device(tokens[$0]) })
 
-            let statistics = store.deviceReadStatistics
+            let statistics = store.deviceReadCommits.value
             #expect(statistics.batches - before.batches <= 2, "the first query waits for the lock, the rest gather")
             #expect(statistics.largestBatch >= 149)
             for (token, result) in zip(tokens, results) {
@@ -124,7 +124,7 @@ struct FinishedSendGroupCommitTests {
         inOrder: Bool = false
     ) async throws -> [Result<SendRecord, any Error>] {
         try await RegistrationGroupCommitTests.inOneBatch(
-            sends.count, lockedBy: own, table: "sends", statistics: { store.finishedSendStatistics },
+            sends.count, lockedBy: own, table: "sends", statistics: store.finishedSendCommits,
             blocker: {
                 _ = try await store.recordFinishedSend(
                     NewSend(target: "blocker", summary: "s", status: .completed), outcomes: [])

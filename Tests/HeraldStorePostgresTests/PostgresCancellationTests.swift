@@ -14,8 +14,9 @@ struct PostgresCancellationTests {
         "a caller cancelled at any moment of migrating, claiming, or holding two instance locks gets its answer, and the store stops",
         .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
     func cancelledAnywhere() async throws {
+        var random = TestSeed.generator(for: "PostgreSQL store: cancellation")
         for round in 0..<30 {
-            let delay = Duration.milliseconds(Int.random(in: 0...300))
+            let delay = Duration.milliseconds(Int.random(in: 0...300, using: &random))
             let fixture = try PostgresStoreTests.fixture()
             let work = Task {
                 let clock = ManualWallClock()

@@ -50,23 +50,24 @@ struct PreparedStatementTests {
     func oneConnectionReusesThem() async throws {
         let database = try PostgresStoreTests.caseDatabase()
         let store = try PostgresStore(url: database.url.replacingOccurrences(of: "pool=3", with: "pool=1"))
-        defer { Task { await database.fixture.cleanup() } }
-        try await StoreConformance.withRunning(store) { store in
-            _ = try await store.upsert(TokenRegistration(token: token, topic: "com.example.app", environment: .development))
-            let now = Date()
-            for round in 1...3 {
-                let page = try await store.devices(matching: .tokens([token]).inTopic("com.example.app"), after: nil, limit: 1)
-                #expect(page.devices.map(\.token) == [token], "round \(round)")
-                for result: DeliveryOutcome.Result in [
-                    .accepted(apnsID: APNSID()), .rejected(status: 400, reason: .badDeviceToken, timestamp: nil),
-                    .failed(message: "no answer"),
-                ] {
-                    let send = NewSend(target: "one token", summary: "alert push", status: .completed, targetCount: 1)
-                    let outcome = DeliveryOutcome(token: token, environment: .development, result: result, at: now)
-                    let record = try await store.recordFinishedSend(send, outcomes: [outcome])
-                    #expect(record.id == send.id && record.counts.total == 1)
-                    let stored = try await store.outcomes(of: send.id, after: nil, limit: 10).outcomes
-                    #expect(stored.map(\.result) == [result], "round \(round)")
+        try await withCleanup({ await database.fixture.cleanup() }) {
+            try await StoreConformance.withRunning(store) { store in
+                _ = try await store.upsert(TokenRegistration(token: token, topic: "com.example.app", environment: .development))
+                let now = Date()
+                for round in 1...3 {
+                    let page = try await store.devices(matching: .tokens([token]).inTopic("com.example.app"), after: nil, limit: 1)
+                    #expect(page.devices.map(\.token) == [token], "round \(round)")
+                    for result: DeliveryOutcome.Result in [
+                        .accepted(apnsID: APNSID()), .rejected(status: 400, reason: .badDeviceToken, timestamp: nil),
+                        .failed(message: "no answer"),
+                    ] {
+                        let send = NewSend(target: "one token", summary: "alert push", status: .completed, targetCount: 1)
+                        let outcome = DeliveryOutcome(token: token, environment: .development, result: result, at: now)
+                        let record = try await store.recordFinishedSend(send, outcomes: [outcome])
+                        #expect(record.id == send.id && record.counts.total == 1)
+                        let stored = try await store.outcomes(of: send.id, after: nil, limit: 10).outcomes
+                        #expect(stored.map(\.result) == [result], "round \(round)")
+                    }
                 }
             }
         }

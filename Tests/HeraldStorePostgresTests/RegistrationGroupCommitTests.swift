@@ -35,7 +35,7 @@ struct RegistrationGroupCommitTests {
                 default: registration(n, tags: ["new", "batch"])
                 }
             }
-            let before = store.registrationStatistics
+            let before = store.registrationCommits.value
             let results = try await registerInOneBatch(registrations, on: store, gatheredBy: own)
 
             for (offset, result) in results.enumerated() {
@@ -45,7 +45,7 @@ struct RegistrationGroupCommitTests {
                 #expect(result.change == (n <= 50 ? .updated : .created), "token \(n)")
                 #expect(result.movedAside == ((101...150).contains(n) ? [token(n + 100)] : []), "token \(n)")
             }
-            let statistics = store.registrationStatistics
+            let statistics = store.registrationCommits.value
             #expect(statistics.batches - before.batches <= 2, "the first call waits for the lock, the rest gather")
             #expect(statistics.largestBatch >= 199)
             #expect(statistics.batchesStoredOneByOne == 0)
@@ -87,7 +87,7 @@ struct RegistrationGroupCommitTests {
             }
             let results = try await registerInOneBatch(bodies, on: store, gatheredBy: own, inOrder: true)
 
-            #expect(store.registrationStatistics.largestBatch == 6, "one batch held all six")
+            #expect(store.registrationCommits.value.largestBatch == 6, "one batch held all six")
             #expect(results.map(\.change) == [.created, .created, .updated, .updated, .updated, .updated])
             #expect(try await store.device(token(9))?.userID == "u4")
             #expect(try await store.device(token(3))?.userID == "u5")
@@ -119,7 +119,7 @@ struct RegistrationGroupCommitTests {
             // concurrent submissions arrive in any order (on a loaded machine, the 16th before the 1st).
             let outcomes = try await outcomesInOneBatch(registrations, on: store, gatheredBy: own, inOrder: true)
 
-            #expect(store.registrationStatistics.batchesStoredOneByOne == 1)
+            #expect(store.registrationCommits.value.batchesStoredOneByOne == 1)
             for (offset, outcome) in outcomes.enumerated() {
                 switch outcome {
                 case .success(let result):
@@ -151,7 +151,7 @@ struct RegistrationGroupCommitTests {
                 }
                 try await group.waitForAll()
             }
-            #expect(store.registrationStatistics.largestBatch > 1, "some registrations shared a batch")
+            #expect(store.registrationCommits.value.largestBatch > 1, "some registrations shared a batch")
         }
     }
 
@@ -182,7 +182,7 @@ struct RegistrationGroupCommitTests {
     {
         try await own.lockDevices()
         let blocker = Task { try await store.upsert(registration(100)) }
-        try await Self.waitUntil { store.registrationStatistics.batches == 1 }
+        try await Self.wait(for: store.registrationCommits) { $0.batches == 1 }
         let answers = Answers()
         for n in 1...5 {
             Task {
@@ -194,13 +194,13 @@ struct RegistrationGroupCommitTests {
                 }
             }
         }
-        try await Self.waitUntil { store.registrationStatistics.submitted == 6 }
+        try await Self.wait(for: store.registrationCommits) { $0.submitted == 6 }
         running.cancel()
         // The call in flight ends, whether the pool's closing fails it or the lock's release lets it through.
         try await own.commit()
         _ = await blocker.result
-        try await Self.waitUntil { answers.errors.count == 5 }
-        for error in answers.errors {
+        try #require(await answers.errors.wait(until: { $0.count == 5 }) != nil, "cancelled")
+        for error in answers.errors.value {
             #expect((error as? StoreError)?.code == .closed, "\(error)")
         }
     }
@@ -248,7 +248,7 @@ struct RegistrationGroupCommitTests {
         // A first registration (of another app) takes the call that waits for the lock: every later one waits for
         // the next call.
         try await Self.inOneBatch(
-            registrations.count, lockedBy: own, table: "devices", statistics: { store.registrationStatistics },
+            registrations.count, lockedBy: own, table: "devices", statistics: store.registrationCommits,
             blocker: { _ = try await store.upsert(registration(1_000_000, topic: "com.example.blocker")) },
             inOrder: inOrder, submit: { try await store.upsert(registrations[$0]) })
     }
@@ -261,14 +261,14 @@ struct RegistrationGroupCommitTests {
     ///   - inOrder: Queue them one after the other, so the batch holds them in this order.
     static func inOneBatch<Output: Sendable>(
         _ count: Int, lockedBy own: OwnConnection, table: String, mode: String = "EXCLUSIVE",
-        statistics: @escaping @Sendable () -> GroupCommitStatistics,
+        statistics: WatchedState<GroupCommitStatistics>,
         blocker: @escaping @Sendable () async throws -> Void,
         inOrder: Bool, submit: @escaping @Sendable (Int) async throws -> Output
     ) async throws -> [Result<Output, any Error>] {
         try await own.lock(table, mode: mode)
-        let start = statistics()
+        let start = statistics.value
         let first = Task { try await blocker() }
-        try await waitUntil { statistics().batches > start.batches }
+        try await wait(for: statistics) { $0.batches > start.batches }
         var outcomes: [Int: Result<Output, any Error>] = [:]
         try await withThrowingTaskGroup(of: (Int, Result<Output, any Error>).self) { group in
             for offset in 0..<count {
@@ -277,9 +277,9 @@ struct RegistrationGroupCommitTests {
                         return (offset, .failure(error))
                     }
                 }
-                if inOrder { try await waitUntil { statistics().submitted == start.submitted + offset + 2 } }
+                if inOrder { try await wait(for: statistics) { $0.submitted == start.submitted + offset + 2 } }
             }
-            try await waitUntil { statistics().submitted == start.submitted + count + 1 }
+            try await wait(for: statistics) { $0.submitted == start.submitted + count + 1 }
             try await own.commit()
             for try await (offset, outcome) in group { outcomes[offset] = outcome }
         }
@@ -287,13 +287,13 @@ struct RegistrationGroupCommitTests {
         return (0..<count).map { outcomes[$0]! }
     }
 
-    /// Waits until `condition` holds, checking every 5 ms for 30 s at most.
-    static func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "waited 30 s for the group commit")
-            try await Task.sleep(for: .milliseconds(5))
-        }
+    /// Waits until the group commit's statistics satisfy `condition`: it wakes on each change, never polls. The suite's
+    /// time limit ends a wait that never comes.
+    static func wait(
+        for statistics: WatchedState<GroupCommitStatistics>,
+        until condition: @escaping @Sendable (GroupCommitStatistics) -> Bool
+    ) async throws {
+        try #require(await statistics.wait(until: condition) != nil, "cancelled while waiting for the group commit")
     }
 
     private func registration(
@@ -367,9 +367,7 @@ struct OwnConnection: Sendable {
 
 /// The errors callers got, gathered from their tasks.
 private final class Answers: Sendable {
-    private let gathered = Mutex<[any Error]>([])
+    let errors = WatchedState<[any Error]>([], readyWhen: { _ in false })
 
-    func add(_ error: any Error) { gathered.withLock { $0.append(error) } }
-
-    var errors: [any Error] { gathered.withLock { $0 } }
+    func add(_ error: any Error) { errors.update { $0.append(error) } }
 }

@@ -49,20 +49,21 @@ struct SQLiteStoreTests {
     @Test("the database file is in WAL mode; its writer commits with the synchronous level configured and journals savepoints in memory", arguments: [SQLiteStore.Configuration.Synchronous.full, .normal])
     func walFile(_ synchronous: SQLiteStore.Configuration.Synchronous) async throws {
         let (fixture, folder) = try Self.fixture(synchronous: synchronous)
-        defer { Task { await fixture.cleanup() } }
-        let store = try fixture.open(ManualWallClock())
-        try await StoreConformance.withRunning(store) { store in
-            _ = try await store.upsert(StoreConformance.registration(1))
-            // GRDB's pool sets NORMAL on its writer when it switches the file to WAL, after the connection's own setup.
-            let sqlite = try #require(store as? SQLiteStore)
-            #expect(try await sqlite.writerPragma("synchronous") == (synchronous == .full ? 2 : 1))
-            #expect(try await sqlite.writerPragma("temp_store") == 2, "savepoint journals in memory")
-            // While the store is open its commits go to the write-ahead log beside the file.
-            let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-            #expect(files.contains("herald.sqlite-wal") && files.contains("herald.sqlite"), "\(files)")
+        try await withCleanup({ await fixture.cleanup() }) {
+            let store = try fixture.open(ManualWallClock())
+            try await StoreConformance.withRunning(store) { store in
+                _ = try await store.upsert(StoreConformance.registration(1))
+                // GRDB's pool sets NORMAL on its writer when it switches the file to WAL, after the connection's own setup.
+                let sqlite = try #require(store as? SQLiteStore)
+                #expect(try await sqlite.writerPragma("synchronous") == (synchronous == .full ? 2 : 1))
+                #expect(try await sqlite.writerPragma("temp_store") == 2, "savepoint journals in memory")
+                // While the store is open its commits go to the write-ahead log beside the file.
+                let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+                #expect(files.contains("herald.sqlite-wal") && files.contains("herald.sqlite"), "\(files)")
+            }
+            let header = try Data(contentsOf: folder.appendingPathComponent("herald.sqlite")).prefix(20)
+            #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "WAL files carry format version 2")
         }
-        let header = try Data(contentsOf: folder.appendingPathComponent("herald.sqlite")).prefix(20)
-        #expect(header.count == 20 && header[18] == 2 && header[19] == 2, "WAL files carry format version 2")
     }
 
     @Test("rows read through SQLite's C API keep text exactly, and a column edited by hand to another type is a corrupt record, not a crash")
@@ -147,32 +148,33 @@ struct SQLiteStoreTests {
     @Test("the SQLite-alone benchmark writes registrations the store reads back as registrations")
     func sqliteAloneBenchmark() async throws {
         let (fixture, folder) = try Self.fixture()
-        defer { Task { await fixture.cleanup() } }
-        try await StoreConformance.withRunning(try fixture.open(ManualWallClock())) { _ in }
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
-            "../../scripts/bench/sqlite-registrations.py"
-        ).standardized.path
-        let database = folder.appendingPathComponent("herald.sqlite").path
-        let result = try await ProcessRunner.run("python3", [script, database, "--count", "300", "--batch", "16"])
-        #expect(result.status == 0, "\(result.standardError)")
-        let figures = result.standardOutput.split(separator: " ").compactMap { Double($0.filter { !$0.isWhitespace }) }
-        // The kernel accounts system time in ticks: 300 registrations may take less than one, so it may read 0.
-        #expect(
-            figures.count == 3 && figures[0] > 0 && figures[1] > 0 && figures[2] >= 0,
-            "rate, CPU and system time: \(result.standardOutput)")
+        try await withCleanup({ await fixture.cleanup() }) {
+            try await StoreConformance.withRunning(try fixture.open(ManualWallClock())) { _ in }
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+                "../../scripts/bench/sqlite-registrations.py"
+            ).standardized.path
+            let database = folder.appendingPathComponent("herald.sqlite").path
+            let result = try await ProcessRunner.run("python3", [script, database, "--count", "300", "--batch", "16"])
+            #expect(result.status == 0, "\(result.standardError)")
+            let figures = result.standardOutput.split(separator: " ").compactMap { Double($0.filter { !$0.isWhitespace }) }
+            // The kernel accounts system time in ticks: 300 registrations may take less than one, so it may read 0.
+            #expect(
+                figures.count == 3 && figures[0] > 0 && figures[1] > 0 && figures[2] >= 0,
+                "rate, CPU and system time: \(result.standardOutput)")
 
-        try await StoreConformance.withRunning(try fixture.open(ManualWallClock())) { store in
-            let app = DeviceQuery.topic("com.example.app")
-            #expect(try await store.count(matching: app) == 300)
-            let page = try await store.devices(matching: app, after: nil, limit: 300)
-            #expect(page.devices.count == 300)
-            #expect(page.devices.allSatisfy { $0.environment == .development && $0.tokenKind == .device })
-            let first = try #require(page.devices.first)
-            #expect(try await store.device(first.token) == first)
-            // A registration of the same token through the store is an update of the row the script wrote.
-            let again = try await store.upsert(
-                TokenRegistration(token: first.token, topic: first.topic, environment: .development))
-            #expect(again.change == .updated)
+            try await StoreConformance.withRunning(try fixture.open(ManualWallClock())) { store in
+                let app = DeviceQuery.topic("com.example.app")
+                #expect(try await store.count(matching: app) == 300)
+                let page = try await store.devices(matching: app, after: nil, limit: 300)
+                #expect(page.devices.count == 300)
+                #expect(page.devices.allSatisfy { $0.environment == .development && $0.tokenKind == .device })
+                let first = try #require(page.devices.first)
+                #expect(try await store.device(first.token) == first)
+                // A registration of the same token through the store is an update of the row the script wrote.
+                let again = try await store.upsert(
+                    TokenRegistration(token: first.token, topic: first.topic, environment: .development))
+                #expect(again.change == .updated)
+            }
         }
     }
 
@@ -218,41 +220,42 @@ struct SQLiteStoreErrorTests {
     @Test("a new database gives the space retention frees back to the file system; one made without incremental auto-vacuum says it cannot until vacuumed once")
     func reclaimSpace() async throws {
         let (fixture, folder) = try SQLiteStoreTests.fixture()
-        defer { Task { await fixture.cleanup() } }
-        let clock = ManualWallClock()
-        try await StoreConformance.withRunning(try fixture.open(clock)) { store in
-            let sqlite = try #require(store as? SQLiteStore)
-            #expect(try await sqlite.autoVacuumMode() == 2, "incremental from creation")
-            let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
-            let outcomes = (1...4_000).map { StoreConformance.outcome($0, .accepted(apnsID: APNSID()), at: clock.now()) }
-            for chunk in stride(from: 0, to: outcomes.count, by: 1_000) {
-                _ = try await store.recordOutcomes(
-                    Array(outcomes[chunk..<chunk + 1_000]), for: send.id, checkpoint: nil)
+        try await withCleanup({ await fixture.cleanup() }) {
+            let clock = ManualWallClock()
+            try await StoreConformance.withRunning(try fixture.open(clock)) { store in
+                let sqlite = try #require(store as? SQLiteStore)
+                #expect(try await sqlite.autoVacuumMode() == 2, "incremental from creation")
+                let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
+                let outcomes = (1...4_000).map { StoreConformance.outcome($0, .accepted(apnsID: APNSID()), at: clock.now()) }
+                for chunk in stride(from: 0, to: outcomes.count, by: 1_000) {
+                    _ = try await store.recordOutcomes(
+                        Array(outcomes[chunk..<chunk + 1_000]), for: send.id, checkpoint: nil)
+                }
+                _ = try await store.updateSend(send.id, SendUpdate(status: .completed))
+                clock.advance(by: .seconds(86_400))
+                _ = try await StoreConformance.deleteAll(.outcomes, before: clock.now(), limit: 1_000, on: store)
+                var reclaimed: Int64 = 0
+                while let bytes = try await store.reclaimSpace(maximumBytes: 256 * 1024), bytes > 0 { reclaimed += bytes }
+                #expect(reclaimed > 500_000, "4,000 outcomes' pages given back: \(reclaimed) bytes")
+                #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == 0, "nothing left to give back")
             }
-            _ = try await store.updateSend(send.id, SendUpdate(status: .completed))
-            clock.advance(by: .seconds(86_400))
-            _ = try await StoreConformance.deleteAll(.outcomes, before: clock.now(), limit: 1_000, on: store)
-            var reclaimed: Int64 = 0
-            while let bytes = try await store.reclaimSpace(maximumBytes: 256 * 1024), bytes > 0 { reclaimed += bytes }
-            #expect(reclaimed > 500_000, "4,000 outcomes' pages given back: \(reclaimed) bytes")
-            #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == 0, "nothing left to give back")
-        }
 
-        // A database whose first table came before incremental auto-vacuum was asked for.
-        let old = folder.appendingPathComponent("old.sqlite").path
-        let queue = try DatabaseQueue(path: old)
-        try await queue.write { db in try db.execute(sql: "CREATE TABLE leftover (x INTEGER)") }
-        try queue.close()
-        let oldFixture = StoreFixture(
-            open: { clock in try SQLiteStore(configuration: .init(location: .file(old), clock: clock)) }, cleanup: {})
-        try await StoreConformance.withRunning(try oldFixture.open(clock)) { store in
-            let sqlite = try #require(store as? SQLiteStore)
-            #expect(try await sqlite.autoVacuumMode() == 0)
-            #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == nil, "the file cannot shrink yet")
-            #expect(try await sqlite.vacuumIncrementally())
-            #expect(try await sqlite.autoVacuumMode() == 2)
-            #expect(try await !sqlite.vacuumIncrementally(), "once is enough")
-            #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == 0)
+            // A database whose first table came before incremental auto-vacuum was asked for.
+            let old = folder.appendingPathComponent("old.sqlite").path
+            let queue = try DatabaseQueue(path: old)
+            try await queue.write { db in try db.execute(sql: "CREATE TABLE leftover (x INTEGER)") }
+            try queue.close()
+            let oldFixture = StoreFixture(
+                open: { clock in try SQLiteStore(configuration: .init(location: .file(old), clock: clock)) }, cleanup: {})
+            try await StoreConformance.withRunning(try oldFixture.open(clock)) { store in
+                let sqlite = try #require(store as? SQLiteStore)
+                #expect(try await sqlite.autoVacuumMode() == 0)
+                #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == nil, "the file cannot shrink yet")
+                #expect(try await sqlite.vacuumIncrementally())
+                #expect(try await sqlite.autoVacuumMode() == 2)
+                #expect(try await !sqlite.vacuumIncrementally(), "once is enough")
+                #expect(try await store.reclaimSpace(maximumBytes: 1 << 20) == 0)
+            }
         }
     }
 }

@@ -2,55 +2,72 @@ import Synchronization
 
 /// A value behind a lock that tasks can wait on until a condition of it holds. The condition is checked under the
 /// same lock as every change, so a change made between a waiter's check and its suspension is never missed.
+///
+/// Every wait also returns when its task is cancelled, so a stuck wait never outlives a test's time limit or a shutdown.
 public final class WatchedState<Value: Sendable>: Sendable {
+    private struct Waiter {
+        let isReady: @Sendable (Value) -> Bool
+        let continuation: CheckedContinuation<Value?, Never>
+    }
+
     private struct State {
         var value: Value
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var waiters: [Int: Waiter] = [:]
         var nextID = 0
     }
 
     private let state: Mutex<State>
     private let isReady: @Sendable (Value) -> Bool
 
-    /// - Parameter isReady: The condition waiters wait for.
+    /// - Parameter isReady: The condition ``wait()`` waits for; ``wait(until:)`` takes its own.
     public init(_ value: Value, readyWhen isReady: @escaping @Sendable (Value) -> Bool) {
         state = Mutex(State(value: value))
         self.isReady = isReady
     }
 
-    /// Changes the value; once the condition holds after the change, every waiter is let through.
+    /// Changes the value; every waiter whose condition holds after the change is let through.
     @discardableResult
     public func update<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
-        let (result, waiters) = state.withLock { state in
+        let (result, ready) = state.withLock { state in
             let result = body(&state.value)
-            guard isReady(state.value) else { return (result, [CheckedContinuation<Void, Never>]()) }
-            defer { state.waiters = [:] }
-            return (result, Array(state.waiters.values))
+            let value = state.value
+            let ready = state.waiters.filter { $0.value.isReady(value) }
+            for id in ready.keys { state.waiters.removeValue(forKey: id) }
+            return (result, ready.values.map { ($0.continuation, value) })
         }
-        for waiter in waiters { waiter.resume() }
+        for (continuation, value) in ready { continuation.resume(returning: value) }
         return result
     }
 
     /// The value now.
     public var value: Value { state.withLock { $0.value } }
 
-    /// Returns once the condition holds, or when the task is cancelled: check ``value`` or `Task.isCancelled` after.
+    /// Returns once the condition given to `init` holds, or when the task is cancelled: check ``value`` or
+    /// `Task.isCancelled` after.
     public func wait() async {
+        await wait(until: isReady)
+    }
+
+    /// Returns the value once `condition` holds of it (at once if it holds now), or `nil` when the task is cancelled
+    /// first.
+    @discardableResult
+    public func wait(until condition: @escaping @Sendable (Value) -> Bool) async -> Value? {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let resumeNow = state.withLock { state in
-                    if isReady(state.value) || Task.isCancelled { return true }
-                    state.waiters[id] = continuation
-                    return false
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Value?, Never>) in
+                let answer = state.withLock { state -> Value?? in
+                    if condition(state.value) { return .some(state.value) }
+                    if Task.isCancelled { return .some(nil) }
+                    state.waiters[id] = Waiter(isReady: condition, continuation: continuation)
+                    return .none
                 }
-                if resumeNow { continuation.resume() }
+                if let answer { continuation.resume(returning: answer) }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: nil)
         }
     }
 }

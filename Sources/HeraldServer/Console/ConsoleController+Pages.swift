@@ -61,7 +61,8 @@ extension ConsoleController {
         let data: [String: Any] = [
             "devices": statistics.total,
             "noDevices": statistics.total == 0,
-            "devicesCountedAt": snapshot.fromCache ? RFC3339.string(snapshot.countedAt) : "",
+            // false, not "": Mustache renders a section for any string, the empty one too ("counted at : …").
+            "devicesCountedAt": snapshot.fromCache ? RFC3339.string(snapshot.countedAt) : false,
             "emptyDevices": emptyDevices(request),
             "day": figures(day), "week": figures(week),
             "deviceCharts": deviceCharts,

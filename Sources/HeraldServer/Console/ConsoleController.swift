@@ -40,6 +40,8 @@ struct ConsoleController: Sendable {
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/console/assets/{name}", use: asset)
+        // Browsers ask for it on any page without an icon link (the JSON answers, /metrics): not a 404 in their console.
+        router.get("/favicon.ico", use: favicon)
         router.get("/console/sign-in", use: signInForm)
         router.post("/console/sign-in", use: signIn)
         router.get("/console/sign-in/{token}", use: signInWithLink)
@@ -69,6 +71,11 @@ struct ConsoleController: Sendable {
         guard let name = context.parameters.get("name"), let response = renderer.asset(name) else {
             throw HTTPError(.notFound)
         }
+        return response
+    }
+
+    @Sendable func favicon(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard let response = renderer.asset("favicon.svg") else { throw HTTPError(.notFound) }
         return response
     }
 

@@ -90,7 +90,9 @@ struct ConsoleRenderer: Sendable {
     /// A static file of the console (style sheet, script), or `nil`.
     func asset(_ name: String) -> Response? {
         guard let text = ConsoleAssets.files[name] else { return nil }
-        let type = name.hasSuffix(".css") ? "text/css; charset=utf-8" : "text/javascript; charset=utf-8"
+        let type =
+            name.hasSuffix(".css")
+            ? "text/css; charset=utf-8" : name.hasSuffix(".svg") ? "image/svg+xml" : "text/javascript; charset=utf-8"
         return Response(
             status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
             body: .init(byteBuffer: ByteBuffer(string: text)))

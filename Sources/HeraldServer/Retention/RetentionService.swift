@@ -34,7 +34,8 @@ final class RetentionService: Service, Sendable {
     private let storeReady: Gate
     private let metrics: ServerMetrics
     private let logger: Logger
-    private let runs = Mutex<(reports: [Report], waiters: [(Int, CheckedContinuation<Report, Never>)])>(([], []))
+    /// Every run's report, in order.
+    private let runs = WatchedState<[Report]>([], readyWhen: { _ in false })
     private let warnedAboutVacuum = Mutex(false)
 
     init(
@@ -68,26 +69,14 @@ final class RetentionService: Service, Sendable {
 
     /// Returns the report of the `count`-th run (counting from 1) once it has ended: for tests, which wait on it
     /// instead of sleeping.
-    func report(ofRun count: Int) async -> Report {
-        await withCheckedContinuation { continuation in
-            let report = runs.withLock { runs -> Report? in
-                if runs.reports.count >= count { return runs.reports[count - 1] }
-                runs.waiters.append((count, continuation))
-                return nil
-            }
-            if let report { continuation.resume(returning: report) }
-        }
+    /// - Throws: `CancellationError` when the task is cancelled first.
+    func report(ofRun count: Int) async throws(CancellationError) -> Report {
+        guard let reports = await runs.wait(until: { $0.count >= count }) else { throw CancellationError() }
+        return reports[count - 1]
     }
 
     private func finished(_ report: Report) {
-        let ready = runs.withLock { runs in
-            runs.reports.append(report)
-            let count = runs.reports.count
-            let ready = runs.waiters.filter { $0.0 <= count }.map { ($0.1, runs.reports[$0.0 - 1]) }
-            runs.waiters.removeAll { $0.0 <= count }
-            return ready
-        }
-        for (continuation, report) in ready { continuation.resume(returning: report) }
+        runs.update { $0.append(report) }
     }
 
     /// Deletes each kind's expired rows, then gives the space back; logs what it did. Stops early when cancelled.

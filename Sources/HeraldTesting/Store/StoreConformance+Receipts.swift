@@ -72,10 +72,12 @@ extension StoreConformance {
         let events = [1, 2].flatMap { n in
             [ReceiptEvent.Kind.received, .opened].map { ReceiptEvent(kind: $0, token: token(n), sendID: send.id, at: at) }
         }
+        var random = TestSeed.generator(for: "conformance: concurrent receipts")
+        let orders = (0..<4).map { _ in events.shuffled(using: &random) }
         let results = try await context.withSecondInstance { other in
             try await withThrowingTaskGroup(of: [ReceiptResult].self) { group in
-                for instance in [store, other, store, other] {
-                    group.addTask { try await instance.recordReceipts(events.shuffled()) }
+                for (instance, order) in zip([store, other, store, other], orders) {
+                    group.addTask { try await instance.recordReceipts(order) }
                 }
                 return try await group.reduce(into: []) { $0 += $1 }
             }

@@ -1,38 +1,23 @@
+import HeraldCore
 import Logging
-import Synchronization
 
 /// Collects every log line (message and metadata) in memory, for tests that check what the server logs.
 final class LogCapture: Sendable {
-    private struct Waiter {
-        let matches: @Sendable (String) -> Bool
-        let continuation: CheckedContinuation<String, Never>
-    }
+    private let lines = WatchedState<[String]>([], readyWhen: { _ in false })
 
-    private let lines = Mutex<[String]>([])
-    private let waiters = Mutex<[Waiter]>([])
-
-    var all: [String] { lines.withLock { $0 } }
+    var all: [String] { lines.value }
 
     func append(_ line: String) {
-        lines.withLock { $0.append(line) }
-        let ready = waiters.withLock { waiters in
-            let ready = waiters.filter { $0.matches(line) }
-            waiters.removeAll { $0.matches(line) }
-            return ready
-        }
-        for waiter in ready { waiter.continuation.resume(returning: line) }
+        lines.update { $0.append(line) }
     }
 
     /// Returns the first line (logged before or after the call) that `matches` accepts.
-    func waitForLine(where matches: @escaping @Sendable (String) -> Bool) async -> String {
-        await withCheckedContinuation { continuation in
-            let found: String? = waiters.withLock { waiters in
-                if let line = lines.withLock({ $0.first(where: matches) }) { return line }
-                waiters.append(Waiter(matches: matches, continuation: continuation))
-                return nil
-            }
-            if let found { continuation.resume(returning: found) }
+    /// - Throws: `CancellationError` when the task is cancelled first (a test's time limit).
+    func waitForLine(where matches: @escaping @Sendable (String) -> Bool) async throws(CancellationError) -> String {
+        guard let line = await lines.wait(until: { $0.contains(where: matches) })?.first(where: matches) else {
+            throw CancellationError()
         }
+        return line
     }
 
     /// A logger that writes here at every level.

@@ -169,10 +169,11 @@
     return id ? fieldError(id, message) : new Error(message);
   }
 
+  // ok: true (ready), false (refused) or null (nothing to check yet: neither good nor bad).
   function setValidity(ok, message) {
     const validity = $("validity");
     validity.textContent = message;
-    validity.className = "validity " + (ok ? "ok" : "bad");
+    validity.className = ok === null ? "validity" : "validity " + (ok ? "ok" : "bad");
   }
 
   function showPreview(request) {
@@ -187,6 +188,12 @@
     const mine = ++generation;
     showWhen();
     clearFieldErrors();
+    // An empty form is not a mistake: until it names who to send to, there is nothing for a dry run to check.
+    if ($("target-kind").value !== "topic" && text("target-value") === "") {
+      setValidity(null, "Choose who to send to, then write the notification: it is checked as you type.");
+      $("target-count").textContent = "–";
+      return;
+    }
     let request;
     try { request = body(); } catch (e) { refuse(e); return; }
     showPreview(request);
