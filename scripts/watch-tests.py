@@ -95,6 +95,10 @@ def main():
     if len(sys.argv) < 4 or sys.argv[2] != "--":
         sys.exit("usage: watch-tests.py LOG -- COMMAND [ARGUMENTS]")
     log_path, command = sys.argv[1], sys.argv[3:]
+    # Into a pipe the test processes' output is block-buffered: lines would come in 4 KB bursts, and a test that ended
+    # could still look unfinished when the run hangs. stdbuf (coreutils) makes them write each line as it is done.
+    if shutil.which("stdbuf"):
+        command = ["stdbuf", "-oL", "-eL"] + command
     stall = float(os.environ.get("HERALD_TEST_STALL_SECONDS", "600"))
     with open(log_path, "wb") as log:
         child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
