@@ -471,6 +471,59 @@ enum ConsoleAssets {
 <p class="hint">Use a key with the <code>admin</code> scope: <code>herald keys create me --scope admin</code>. A server started without one prints a one-time sign-in link in its first log lines.</p>
 </section>
 """#,
+        "webhooks": #"""
+<h1>Webhooks</h1>
+{{#created}}
+<section class="card" aria-labelledby="new-endpoint" role="status">
+<h2 id="new-endpoint">Endpoint registered</h2>
+<p>Copy its signing secret now and give it to your receiver: this page will not show it again. Verify each delivery's <code>Herald-Signature</code> with it (docs/integrations.md).</p>
+<p class="secret" id="secret">{{secret}}</p>
+</section>
+{{/created}}
+{{#notice}}<p class="notice" role="status">{{notice}}</p>{{/notice}}
+{{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+<section class="card" aria-labelledby="endpoints"><h2 id="endpoints">Endpoints</h2>
+{{#hasEndpoints}}
+{{#endpoints}}
+<article class="webhook" aria-labelledby="endpoint-{{id}}">
+<h3 id="endpoint-{{id}}" class="mono">{{url}}</h3>
+<p>{{app}} · {{#active}}<span class="badge ok">active</span>{{/active}}{{^active}}<span class="badge bad">paused</span>{{/active}} · {{pending}} waiting{{#oldest}} since {{oldest}}{{/oldest}} · {{deadCount}} in the dead letter{{#failing}} · <span class="badge warn">{{failures}} failures in a row, next try {{nextAttempt}}</span>{{/failing}}</p>
+{{#pausedReason}}<p class="error" role="note">Why paused: {{pausedReason}}</p>{{/pausedReason}}
+<p class="muted">Events: {{events}}{{#description}} · {{description}}{{/description}}</p>
+<div class="actions">
+{{#active}}<form class="inline" method="post" action="/console/webhooks/{{id}}/pause"><input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit" class="secondary">Pause</button></form>{{/active}}
+{{^active}}<form class="inline" method="post" action="/console/webhooks/{{id}}/resume"><input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit">Resume</button></form>{{/active}}
+<form class="inline" method="post" action="/console/webhooks/{{id}}/test"><input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit" class="secondary">Send a test event</button></form>
+{{#hasDead}}<form class="inline" method="post" action="/console/webhooks/{{id}}/replay" data-confirm="Send the {{deadCount}} events of the dead letter again, and resume this endpoint?"><input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit">Replay dead letter</button></form>{{/hasDead}}
+<form class="inline" method="post" action="/console/webhooks/{{id}}/delete" data-confirm="Delete this endpoint with its waiting events and history?"><input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit" class="danger">Delete</button></form>
+</div>
+{{#hasDeliveries}}
+<div class="table-wrap"><table>
+<caption>Recent deliveries</caption>
+<thead><tr><th>When</th><th>Result</th><th>Events</th><th>Status</th><th>Latency</th><th class="optional">Error</th></tr></thead>
+<tbody>{{#deliveries}}<tr><td>{{at}}</td><td>{{#delivered}}<span class="badge ok">delivered</span>{{/delivered}}{{^delivered}}<span class="badge bad">failed</span>{{/delivered}}</td><td>{{events}}</td><td>{{status}}</td><td>{{latency}} ms</td><td class="optional">{{error}}</td></tr>
+{{/deliveries}}</tbody></table></div>
+{{/hasDeliveries}}
+{{^hasDeliveries}}<p class="muted">No deliveries yet.</p>{{/hasDeliveries}}
+</article>
+{{/endpoints}}
+{{/hasEndpoints}}
+{{^hasEndpoints}}<p class="muted">No webhook endpoints yet. Register one below to have Herald post outcomes, removed tokens and receipts to your backend.</p>{{/hasEndpoints}}
+</section>
+<section class="card" aria-labelledby="register"><h2 id="register">Register an endpoint</h2>
+<form method="post" action="/console/webhooks">
+<input type="hidden" name="_csrf" value="{{csrf}}">
+<label for="topic">App</label><select id="topic" name="topic">{{#apps}}<option>{{.}}</option>{{/apps}}</select>
+<label for="url">URL</label><input id="url" name="url" type="url" required maxlength="2048" placeholder="https://hooks.example.com/herald">
+<label for="description">Description</label><input id="description" name="description" type="text" maxlength="500" placeholder="CRM">
+<fieldset><legend>Events</legend>
+{{#eventTypes}}<label class="check"><input type="checkbox" name="event" value="{{.}}"> {{.}}</label>
+{{/eventTypes}}
+</fieldset>
+<button type="submit">Register endpoint</button>
+</form>
+</section>
+"""#,
     ]
 
     static let files: [String: String] = [
@@ -610,6 +663,7 @@ h2.section { margin: 1.75rem 0 .75rem; }
 .tabs a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); font-weight: 600; }
 .filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; }
 .filters label { margin: 0 0 .2rem; }
+article.webhook + article.webhook { margin-top: 1.5rem; padding-top: 1rem; border-top: 1px solid currentColor; border-top-color: color-mix(in srgb, currentColor 20%, transparent); }
 """#,
         "compose.js": #"""
 // Compose: builds the send body from the form, asks the send API for a dry run as you type, shows its verdict (next

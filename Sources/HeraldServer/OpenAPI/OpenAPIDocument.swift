@@ -508,6 +508,86 @@ components:
         localTime: { type: [string, "null"], description: "Start or update only: as in SendRequest." }
         timeZone: { type: [string, "null"], description: "Start or update only: as in SendRequest." }
         rate: { type: [integer, "null"], description: "Start or update only: as in SendRequest." }
+    WebhookEndpointRequest:
+      type: object
+      additionalProperties: false
+      required: [url, events]
+      properties:
+        topic: { type: string, description: "The app (bundle id); required when the server serves several." }
+        url:
+          type: string
+          maxLength: 2048
+          description: >
+            Where batches are POSTed: https in production (TLS verified); http for a receiver on the same host. No
+            user name, password or fragment. Redirects are not followed.
+        events:
+          type: array
+          minItems: 1
+          items: { $ref: "#/components/schemas/WebhookEventType" }
+        description: { type: string, maxLength: 500 }
+    WebhookEventType:
+      type: string
+      enum:
+        - send.completed
+        - send.failed
+        - notification.accepted
+        - notification.rejected
+        - token.removed
+        - token.corrected
+        - receipt.received
+        - receipt.opened
+        - receipt.action
+        - receipt.dismissed
+        - activity.ended
+    WebhookEndpoint:
+      type: object
+      description: Keys in alphabetical order. The secret is never part of it.
+      required: [consecutiveFailures, createdAt, description, events, id, status, topic, updatedAt, url]
+      properties:
+        consecutiveFailures: { type: integer, minimum: 0 }
+        createdAt: { type: string, format: date-time }
+        description: { type: string }
+        events: { type: array, items: { $ref: "#/components/schemas/WebhookEventType" } }
+        id: { type: string, format: uuid }
+        nextAttemptAt: { type: string, format: date-time, description: "While failing: when it is tried next." }
+        pausedAt: { type: string, format: date-time }
+        pausedReason:
+          type: string
+          description: Why it is paused — too many failures in a row (with the last one), or an administrator.
+        previousSecretExpiresAt:
+          type: string
+          format: date-time
+          description: After a rotation, until when the previous secret also signs.
+        status: { type: string, enum: [active, paused] }
+        topic: { type: string }
+        updatedAt: { type: string, format: date-time }
+        url: { type: string }
+    WebhookEndpointWithSecret:
+      type: object
+      required: [endpoint, secret]
+      properties:
+        endpoint: { $ref: "#/components/schemas/WebhookEndpoint" }
+        secret:
+          type: string
+          description: The signing secret (whsec_ and 64 hex digits). Shown only in this answer; keep it safe.
+    WebhookDelivery:
+      type: object
+      required: [at, delivered, events, id, latencyMs]
+      properties:
+        at: { type: string, format: date-time }
+        delivered: { type: boolean, description: The receiver answered 2xx. }
+        error: { type: string, description: What went wrong. }
+        events: { type: integer, minimum: 0 }
+        id: { type: string }
+        latencyMs: { type: number }
+        status: { type: integer, description: The receiver's HTTP status, when it answered. }
+    WebhookQueue:
+      type: object
+      required: [dead, pending]
+      properties:
+        dead: { type: integer, minimum: 0, description: Events in the dead letter (POST …/replay sends them again). }
+        oldestPendingAt: { type: string, format: date-time }
+        pending: { type: integer, minimum: 0 }
     Send:
       type: object
       required: [id, status, lane, target, summary, counts, receipts, createdAt, updatedAt]
@@ -1070,6 +1150,163 @@ paths:
             application/json:
               schema: { $ref: "#/components/schemas/Device" }
         "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/webhooks:
+    post:
+      summary: Registers a webhook endpoint for an app (docs/integrations.md); answers its secret, once.
+      security: [{ apiKey: [admin] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: { $ref: "#/components/schemas/WebhookEndpointRequest" }
+      responses:
+        "201":
+          description: The endpoint and its secret.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/WebhookEndpointWithSecret" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+    get:
+      summary: The webhook endpoints, oldest first; of one app with ?topic=.
+      security: [{ apiKey: [admin] }]
+      parameters:
+        - { name: topic, in: query, schema: { type: string } }
+      responses:
+        "200":
+          description: "{\"endpoints\": [...]}"
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [endpoints]
+                properties:
+                  endpoints: { type: array, items: { $ref: "#/components/schemas/WebhookEndpoint" } }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+  /api/webhooks/{id}:
+    parameters:
+      - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+    get:
+      summary: One endpoint, what waits in its outbox, and its 20 most recent deliveries (newest first).
+      security: [{ apiKey: [admin] }]
+      responses:
+        "200":
+          description: The endpoint.
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [deliveries, endpoint, queue]
+                properties:
+                  deliveries: { type: array, items: { $ref: "#/components/schemas/WebhookDelivery" } }
+                  endpoint: { $ref: "#/components/schemas/WebhookEndpoint" }
+                  queue: { $ref: "#/components/schemas/WebhookQueue" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+    patch:
+      summary: Changes the URL, events or description; pauses (events wait) or resumes (failures forgotten) it.
+      security: [{ apiKey: [admin] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              properties:
+                url: { type: string, maxLength: 2048 }
+                events: { type: array, minItems: 1, items: { $ref: "#/components/schemas/WebhookEventType" } }
+                description: { type: string, maxLength: 500 }
+                paused: { type: boolean }
+      responses:
+        "200":
+          description: "{\"endpoint\": {...}}"
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+    delete:
+      summary: Deletes the endpoint with its outbox and deliveries.
+      security: [{ apiKey: [admin] }]
+      responses:
+        "204": { description: Deleted. }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/webhooks/{id}/rotate-secret:
+    parameters:
+      - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+    post:
+      summary: >
+        Makes a new secret and answers it, once; the previous one keeps signing beside it (two v1 signatures) for
+        overlapSeconds (default HERALD_WEBHOOK_SECRET_OVERLAP, 24 h).
+      security: [{ apiKey: [admin] }]
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              properties:
+                overlapSeconds: { type: integer, minimum: 0, maximum: 2592000 }
+      responses:
+        "200":
+          description: The endpoint and its new secret.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/WebhookEndpointWithSecret" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/webhooks/{id}/test:
+    parameters:
+      - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+    post:
+      summary: Queues a webhook.test event for the endpoint, whatever it subscribes to.
+      security: [{ apiKey: [admin] }]
+      responses:
+        "202": { description: "{\"message\": \"Queued for delivery.\", \"queued\": true}" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/webhooks/{id}/deliveries:
+    parameters:
+      - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+    get:
+      summary: The endpoint's most recent deliveries, newest first.
+      security: [{ apiKey: [admin] }]
+      parameters:
+        - { name: limit, in: query, schema: { type: integer, minimum: 1, maximum: 200, default: 50 } }
+      responses:
+        "200":
+          description: "{\"deliveries\": [...]}"
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [deliveries]
+                properties:
+                  deliveries: { type: array, items: { $ref: "#/components/schemas/WebhookDelivery" } }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/webhooks/{id}/replay:
+    parameters:
+      - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+    post:
+      summary: Moves the dead letter back into the outbox, in order, and resumes the endpoint.
+      security: [{ apiKey: [admin] }]
+      responses:
+        "200": { description: "{\"endpoint\": {...}, \"replayed\": 12}" }
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }

@@ -21,7 +21,7 @@ struct ConsoleBrowserTests {
         .appendingPathComponent("../../..").standardized
 
     @Test(
-        "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, schedule a send and cancel it, find a device, create and revoke a key, end a Live Activity, create and delete a channel, sign out",
+        "sign in with the one-time link, compose with a mistake, send, watch a 5,000-device send reach 100 %, schedule a send and cancel it, find a device, create and revoke a key, register a webhook endpoint and see its test event delivered, end a Live Activity, create and delete a channel, sign out",
         .enabled("chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs this test)") {
             if isCI { return true }
             return await browserAvailable()
@@ -59,7 +59,7 @@ struct ConsoleBrowserTests {
             "browser flows failed:\n\(result.standardOutput)\n\(result.standardError.suffix(4000))")
         for name in [
             "overview", "compose", "compose-error", "compose-schedule", "send", "send-progress", "send-scheduled", "sends",
-            "device", "keys", "activities", "activity-ended", "channels", "sign-in",
+            "device", "keys", "webhooks", "activities", "activity-ended", "channels", "sign-in",
         ] {
             #expect(
                 FileManager.default.fileExists(atPath: screenshots.appendingPathComponent(name + ".png").path),
