@@ -602,7 +602,7 @@ dl.record dd { margin: 0; word-break: break-all; }
 form.inline { display: inline; }
 label { display: block; font-weight: 600; margin: .6rem 0 .2rem; }
 label.check { display: flex; gap: .4rem; align-items: center; font-weight: 400; }
-input[type=text], input[type=password], input[type=number], input[type=search], input[type=datetime-local], select, textarea {
+input[type=text], input[type=url], input[type=password], input[type=number], input[type=search], input[type=datetime-local], select, textarea {
   width: 100%; padding: .5rem .6rem; border: 1px solid var(--line); border-radius: 6px; background: var(--panel); color: var(--text); font: inherit;
 }
 textarea { font-family: var(--mono); font-size: .9em; min-height: 4.5rem; }
