@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "HeraldStorePostgres", targets: ["HeraldStorePostgres"]),
         .library(name: "HeraldSending", targets: ["HeraldSending"]),
         .library(name: "HeraldServer", targets: ["HeraldServer"]),
+        .library(name: "HeraldWebhooks", targets: ["HeraldWebhooks"]),
         .library(name: "HeraldFuzzing", targets: ["HeraldFuzzing"]),
     ],
     dependencies: [
@@ -129,6 +130,23 @@ let package = Package(
             ],
             swiftSettings: upcomingFeatures
         ),
+        // Signed webhooks: the deliverer of the store's outbox, its HTTP/1.1 client (NIO) and the signature. No
+        // Hummingbird: the server starts it as one of its services.
+        .target(
+            name: "HeraldWebhooks",
+            dependencies: [
+                "HeraldCore",
+                "HeraldStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: upcomingFeatures
+        ),
         // The provider server: registration, send API, background sends, operations. Hummingbird 2 over all of the above.
         .target(
             name: "HeraldServer",
@@ -140,6 +158,7 @@ let package = Package(
                 "HeraldStoreSQLite",
                 "HeraldStorePostgres",
                 "HeraldSending",
+                "HeraldWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -174,6 +193,7 @@ let package = Package(
                 "HeraldServer",
                 "HeraldStore",
                 "HeraldStoreSQLite",
+                "HeraldWebhooks",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -310,7 +330,7 @@ let package = Package(
             dependencies: [
                 "HeraldClient",
                 "HeraldServer", "HeraldCLI", "HeraldStore", "HeraldStoreSQLite", "HeraldStorePostgres", "HeraldEmulator",
-                "HeraldAPNS", "HeraldCore", "HeraldSending", "HeraldTesting",
+                "HeraldAPNS", "HeraldCore", "HeraldSending", "HeraldTesting", "HeraldWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -5,6 +5,7 @@ public import HeraldSending
 public import HeraldCore
 public import HeraldEmulator
 public import HeraldStore
+public import HeraldWebhooks
 public import Hummingbird
 public import HummingbirdCore
 public import Logging
@@ -23,6 +24,8 @@ public struct ServerDependencies: Sendable {
     /// The registry `/metrics` serves. To see the sender's `herald_apns_*` metrics there, bootstrap swift-metrics
     /// with a `PrometheusMetricsFactory` over the same registry (`herald serve` does).
     public var metrics: PrometheusCollectorRegistry
+    /// The jitter of webhook retries' backoff: random by default, seeded in tests.
+    public var webhookJitter = WebhookJitter()
 
     /// - Parameters: see the properties; each has its default (system clocks, a new registry).
     public init(
@@ -49,18 +52,21 @@ public struct HeraldApplication: ApplicationProtocol {
     public let emulator: APNSEmulator?
     /// The background send worker.
     public let worker: SendWorker
+    /// The webhook deliverer.
+    public let webhooks: WebhookDeliverer
     /// Every route of the HTTP API, as `METHOD /path/{parameter}`; the console's pages (`/console…`) are not listed.
     public let routes: [String]
     let console: ConsoleAuthority
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
-        routes: [String], console: ConsoleAuthority
+        webhooks: WebhookDeliverer, routes: [String], console: ConsoleAuthority
     ) {
         self.application = application
         self.store = store
         self.emulator = emulator
         self.worker = worker
+        self.webhooks = webhooks
         self.routes = routes
         self.console = console
     }
@@ -178,6 +184,9 @@ public func buildApplication(
             PreferenceController(
                 store: store, apps: apps, keys: keys, rateLimiter: rateLimiter, clock: dependencies.clock
             ).addRoutes(to: router)
+            WebhookController(
+                store: store, keys: keys, apps: apps, settings: configuration.webhooks, clock: dependencies.clock
+            ).addRoutes(to: router)
             OperationsController(
                 store: store, registry: dependencies.metrics, beforeScrape: { metrics.budget(budget.snapshot) }
             ).addRoutes(to: router)
@@ -216,6 +225,11 @@ public func buildApplication(
             RetentionService(
                 store: store, settings: configuration.retention, clock: dependencies.clock,
                 sleepClock: dependencies.sleepClock, storeReady: storeReady, metrics: metrics, logger: logger))
+        let webhooks = WebhookDeliverer(
+            store: store, settings: configuration.webhooks, instance: configuration.instanceID,
+            clock: dependencies.clock, sleepClock: dependencies.sleepClock, jitter: dependencies.webhookJitter,
+            metrics: WebhookServerMetrics(registry: dependencies.metrics), storeReady: storeReady, logger: logger)
+        services.append(webhooks)
 
         let listen = configuration.listen
         let limits = configuration.limits
@@ -254,8 +268,8 @@ public func buildApplication(
             storeReady.open()
         }
         return HeraldApplication(
-            application: application, store: store, emulator: destination.emulator, worker: worker, routes: routes,
-            console: console)
+            application: application, store: store, emulator: destination.emulator, worker: worker,
+            webhooks: webhooks, routes: routes, console: console)
     } catch {
         await destination.emulator?.shutdown()
         throw error

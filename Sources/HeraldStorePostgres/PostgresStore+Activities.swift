@@ -19,7 +19,10 @@ extension PostgresStore {
         let now = clock.now()
         return try await transaction("record an activity push") { session in
             let pushed = StoreSQL.recordActivityPush(topic: topic, id: id, ending: ending, at: now, .postgres)
-            if let row = try await session.rows(pushed).first { return .recorded(try row.activity()) }
+            if let row = try await session.rows(pushed).first {
+                if ending { try await session.writeWebhookEvents([.event(ofEndedActivity: id, app: topic, at: now)]) }
+                return .recorded(try row.activity())
+            }
             return try await session.rows(StoreSQL.selectActivity(topic: topic, id: id, .postgres)).first.map {
                 .ended(try $0.activity())
             } ?? .unknown

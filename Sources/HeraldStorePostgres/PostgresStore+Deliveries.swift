@@ -15,11 +15,15 @@ extension PostgresStore {
 
     public func updateSend(_ id: SendID, _ update: SendUpdate) async throws -> SendRecord {
         let now = clock.now()
-        return try await session("update a send") { session in
+        return try await transaction("update a send") { session in
             guard let row = try await session.rows(StoreSQL.updateSend(id, update, at: now, .postgres)).first else {
                 throw SendRecord.notFound(id)
             }
-            return try row.send()
+            let send = try row.send()
+            if update.status == send.status, let ended = WebhookEventDraft.event(ofEnded: send, at: now) {
+                try await session.writeWebhookEvents([ended])
+            }
+            return send
         }
     }
 
@@ -43,6 +47,7 @@ extension PostgresStore {
             let record = StoreSQL.recordOutcomes(
                 outcomes, of: id, checkpoint: shard == nil ? checkpoint : nil, at: now)
             guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
+            try await session.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             if let shard {
                 // What the shard recorded counts the outcomes given: the batch statement reports the send's totals.
                 try await session.execute(
@@ -67,8 +72,11 @@ extension PostgresStore {
         var queued = Set<SendID>()
         let firsts = batch.filter { queued.insert($0.send.id).inserted }
         let statement = StoreSQL.insertFinishedSends(firsts.map { ($0.send, $0.outcomes, $0.at) })
-        let stored = try await session("record \(firsts.count) finished sends") { session in
-            try await session.rows(statement).map { try $0.send() }
+        let types = Self.webhookTypes(of: firsts)
+        let stored = try await withWebhookEvents("record \(firsts.count) finished sends", types: types) { session in
+            let records = try await session.rows(statement).map { try $0.send() }
+            let outcomes = Dictionary(firsts.map { ($0.send.id, $0) }, uniquingKeysWith: { first, _ in first })
+            return (records, records.flatMap { Self.webhookEvents(of: $0, outcomes[$0.id]) })
         }
         var records = Dictionary(stored.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         return batch.map { finished in
@@ -83,11 +91,13 @@ extension PostgresStore {
     /// Stores one finished send on its own, a statement prepared once per connection.
     func storeFinishedSend(_ finished: FinishedSend) async throws -> Result<SendRecord, StoreError> {
         let statement = StoreSQL.insertFinishedSend(finished.send, outcomes: finished.outcomes, at: finished.at)
-        return try await session("record a finished send") { session in
+        return try await withWebhookEvents("record a finished send", types: Self.webhookTypes(of: [finished])) {
+            session -> (Result<SendRecord, StoreError>, [WebhookEventDraft]) in
             guard let row = try await session.rows(statement).first else {
-                return .failure(NewSend.alreadyExists(finished.send.id))
+                return (.failure(NewSend.alreadyExists(finished.send.id)), [])
             }
-            return .success(try row.send())
+            let record = try row.send()
+            return (.success(record), Self.webhookEvents(of: record, finished))
         }
     }
 
@@ -220,6 +230,25 @@ extension PostgresStore {
 }
 
 /// An inline send's record waiting for its batch: the send, its outcomes, and when it finished.
+extension PostgresStore {
+    /// The webhook event types finished sends may report.
+    fileprivate static func webhookTypes(of batch: [FinishedSend]) -> Set<WebhookEventType> {
+        var types: Set<WebhookEventType> = [.sendCompleted, .sendFailed]
+        for finished in batch {
+            for outcome in finished.outcomes {
+                for draft in WebhookEventDraft.events(of: outcome, in: finished.send.id) { types.insert(draft.type) }
+            }
+        }
+        return types
+    }
+
+    /// The outcome events of a finished send, and its end.
+    fileprivate static func webhookEvents(of record: SendRecord, _ finished: FinishedSend?) -> [WebhookEventDraft] {
+        (finished?.outcomes ?? []).flatMap { WebhookEventDraft.events(of: $0, in: record.id) }
+            + [WebhookEventDraft.event(ofEnded: record, at: finished?.at ?? record.updatedAt)].compactMap { $0 }
+    }
+}
+
 struct FinishedSend: Sendable {
     let send: NewSend
     let outcomes: [DeliveryOutcome]

@@ -15,6 +15,7 @@ extension PostgresStore {
                 recording.inserted(index, row: try await session.rows(insert).first)
             }
             for update in recording.countUpdates { try await session.execute(update) }
+            try await session.writeWebhookEvents(recording.webhookDrafts)
             return recording.results
         }
     }

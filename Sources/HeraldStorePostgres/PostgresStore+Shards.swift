@@ -66,7 +66,11 @@ extension PostgresStore {
                     StoreSQL.endShardRun(id, shard: shard, worker: worker, status: status, at: now, .postgres)
                 ).isEmpty
             else { return nil }
-            return try await session.rows(StoreSQL.completeShardedSend(id, at: now, .postgres)).first?.send()
+            let send = try await session.rows(StoreSQL.completeShardedSend(id, at: now, .postgres)).first?.send()
+            if let ended = send.flatMap({ WebhookEventDraft.event(ofEnded: $0, at: now) }) {
+                try await session.writeWebhookEvents([ended])
+            }
+            return send
         }
     }
 

@@ -21,6 +21,7 @@ extension SQLiteStore {
             if let row = try db.rows(StoreSQL.recordActivityPush(topic: topic, id: id, ending: ending, at: now, .sqlite))
                 .first
             {
+                if ending { try db.writeWebhookEvents([.event(ofEndedActivity: id, app: topic, at: now)]) }
                 return .recorded(try row.activity())
             }
             return try db.rows(StoreSQL.selectActivity(topic: topic, id: id, .sqlite)).first.map { .ended(try $0.activity()) }

@@ -21,7 +21,11 @@ extension SQLiteStore {
             guard let row = try db.rows(StoreSQL.updateSend(id, update, at: now, .sqlite)).first else {
                 throw SendRecord.notFound(id)
             }
-            return try row.send()
+            let send = try row.send()
+            if update.status == send.status, let ended = WebhookEventDraft.event(ofEnded: send, at: now) {
+                try db.writeWebhookEvents([ended])
+            }
+            return send
         }
     }
 
@@ -40,6 +44,7 @@ extension SQLiteStore {
             guard try db.rows(StoreSQL.lockSend(id, .sqlite)).first != nil else { throw SendRecord.notFound(id) }
             let last = try db.rows(StoreSQL.lastOutcomeSequence(of: id, .sqlite)).first?.integer(0) ?? 0
             let batch = try db.insertOutcomes(outcomes, of: id, firstSequence: last + 1)
+            try db.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             let update = StoreSQL.addCounts(batch, to: id, checkpoint: shard == nil ? checkpoint : nil, at: now, .sqlite)
             guard let row = try db.rows(update).first else { throw SendRecord.notFound(id) }
             if let shard {
@@ -64,7 +69,11 @@ extension SQLiteStore {
             guard let row = try db.rows(StoreSQL.selectSend(send.id, .sqlite)).first else {
                 throw SendRecord.notFound(send.id)
             }
-            return try row.send()
+            let record = try row.send()
+            try db.writeWebhookEvents(
+                outcomes.flatMap { WebhookEventDraft.events(of: $0, in: send.id) }
+                    + [WebhookEventDraft.event(ofEnded: record, at: now)].compactMap { $0 })
+            return record
         }
     }
 

@@ -15,6 +15,7 @@ extension SQLiteStore {
                 recording.inserted(index, row: try db.rows(insert).first)
             }
             for update in recording.countUpdates { try db.execute(update) }
+            try db.writeWebhookEvents(recording.webhookDrafts)
             return recording.results
         }
     }

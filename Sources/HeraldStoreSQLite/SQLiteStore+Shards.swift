@@ -57,7 +57,11 @@ extension SQLiteStore {
             guard try !db.rows(StoreSQL.endShardRun(id, shard: shard, worker: worker, status: status, at: now, .sqlite))
                 .isEmpty, status == .done
             else { return nil }
-            return try db.rows(StoreSQL.completeShardedSend(id, at: now, .sqlite)).first?.send()
+            let send = try db.rows(StoreSQL.completeShardedSend(id, at: now, .sqlite)).first?.send()
+            if let ended = send.flatMap({ WebhookEventDraft.event(ofEnded: $0, at: now) }) {
+                try db.writeWebhookEvents([ended])
+            }
+            return send
         }
     }
 

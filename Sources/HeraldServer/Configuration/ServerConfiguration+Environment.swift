@@ -3,6 +3,7 @@ import HeraldAPNS
 import HeraldCore
 import HeraldSending
 import HeraldStore
+import HeraldWebhooks
 
 /// A configuration value that cannot be used, with what to do about it.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
@@ -66,6 +67,11 @@ extension ServerConfiguration {
     /// | `HERALD_RETENTION_INVALIDATED_TOKENS_DAYS` [`retentionInvalidatedTokensDays`] | days an invalidated token is kept, 0 = forever | 30 |
     /// | `HERALD_RETENTION_INTERVAL` [`retentionInterval`] | seconds between retention runs | 3600 |
     /// | `HERALD_RETENTION_BATCH` [`retentionBatch`] | rows deleted per transaction | 100 |
+    /// | `HERALD_RETENTION_WEBHOOKS_DAYS` [`retentionWebhooksDays`] | days delivered webhook events and deliveries are kept, 0 = forever | 7 |
+    /// | `HERALD_WEBHOOKS` [`webhooks`] | Boolean: this instance delivers webhooks | `true` |
+    /// | `HERALD_WEBHOOK_CONCURRENCY`, `HERALD_WEBHOOK_BATCH`, `HERALD_WEBHOOK_POLL_INTERVAL_MS`, `HERALD_WEBHOOK_TIMEOUT` [`webhookConcurrency`, …] | endpoints at once, events per POST, ms between looks, seconds per POST | 4, 100, 1000, 10 |
+    /// | `HERALD_WEBHOOK_PAUSE_AFTER_FAILURES`, `HERALD_WEBHOOK_PAUSE_AFTER` [`webhookPauseAfterFailures`, `webhookPauseAfter`] | failures in a row, and seconds failing, before an endpoint is paused | 10, 3600 |
+    /// | `HERALD_WEBHOOK_SECRET_OVERLAP` [`webhookSecretOverlap`] | seconds a rotated-out secret still signs | 86400 |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -128,6 +134,7 @@ extension ServerConfiguration {
             try reader.integer("HERALD_CONSOLE_IDLE_TIMEOUT", "consoleIdleTimeout", in: 60...604_800).map { .seconds($0) }
             ?? console.idleTimeout
         try readRetention(reader: reader)
+        try readWebhooks(reader: reader)
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {
             if let problem = InstanceLock.problem(with: id) {
@@ -141,6 +148,36 @@ extension ServerConfiguration {
         apps = try Self.readApps(reader: reader, file: file)
         apns = try Self.readAPNSMode(reader: reader)
         apiKeys = try Self.readAPIKeys(reader.string("HERALD_API_KEYS", "apiKeys"))
+    }
+
+    private mutating func readWebhooks(reader: SettingReader) throws(ConfigurationError) {
+        if let days = try reader.integer("HERALD_RETENTION_WEBHOOKS_DAYS", "retentionWebhooksDays", in: 0...36_500) {
+            retention.webhookDeliveries = days == 0 ? nil : .seconds(days * 86_400)
+        }
+        webhooks.enabled = try reader.bool("HERALD_WEBHOOKS", "webhooks") ?? webhooks.enabled
+        webhooks.concurrency =
+            try reader.integer("HERALD_WEBHOOK_CONCURRENCY", "webhookConcurrency", in: 1...64) ?? webhooks.concurrency
+        webhooks.batchSize =
+            try reader.integer("HERALD_WEBHOOK_BATCH", "webhookBatch", in: 1...1000) ?? webhooks.batchSize
+        webhooks.pollInterval =
+            try reader.integer("HERALD_WEBHOOK_POLL_INTERVAL_MS", "webhookPollIntervalMs", in: 10...60_000).map {
+                .milliseconds($0)
+            } ?? webhooks.pollInterval
+        webhooks.timeout =
+            try reader.integer("HERALD_WEBHOOK_TIMEOUT", "webhookTimeout", in: 1...60).map { .seconds($0) }
+            ?? webhooks.timeout
+        webhooks.pauseAfterFailures =
+            try reader.integer("HERALD_WEBHOOK_PAUSE_AFTER_FAILURES", "webhookPauseAfterFailures", in: 1...1000)
+            ?? webhooks.pauseAfterFailures
+        webhooks.pauseAfter =
+            try reader.integer("HERALD_WEBHOOK_PAUSE_AFTER", "webhookPauseAfter", in: 0...604_800).map { .seconds($0) }
+            ?? webhooks.pauseAfter
+        webhooks.secretOverlap =
+            try reader.integer("HERALD_WEBHOOK_SECRET_OVERLAP", "webhookSecretOverlap", in: 0...2_592_000).map {
+                .seconds($0)
+            } ?? webhooks.secretOverlap
+        // A claim must outlive its POST, or a slow receiver's batch would be claimed again while it is being posted.
+        webhooks.lease = max(webhooks.lease, webhooks.timeout * 3)
     }
 
     private mutating func readRetention(reader: SettingReader) throws(ConfigurationError) {

@@ -3,6 +3,7 @@ import HeraldAPNS
 public import HeraldCore
 public import HeraldSending
 public import HeraldStore
+public import HeraldWebhooks
 
 /// Everything `herald serve` needs: where to listen, which database, which apps and how to reach APNs, bootstrap API
 /// keys, and limits.
@@ -32,6 +33,8 @@ public struct ServerConfiguration: Sendable {
     public var console = Console()
     /// How long records are kept before the retention service deletes them.
     public var retention = Retention()
+    /// How this instance delivers webhooks (docs/integrations.md).
+    public var webhooks = WebhookSettings()
     /// What names this server among the instances that share a database, stable across restarts: the background
     /// worker's sends are held under it, so a restarted instance resumes its own at once (docs/reliability.md).
     /// 1–64 bytes without `/` or white space. Default the host name; give each of several instances on one host
@@ -110,6 +113,9 @@ public struct ServerConfiguration: Sendable {
         public var invalidatedTokens: Duration?
         /// How long the service waits between runs: an hour by default. Each run deletes everything due.
         public var interval: Duration
+        /// Delivered webhook events and the record of deliveries, counted from their delivery: 7 days by default.
+        /// Events not delivered yet, and the dead letter, are never deleted.
+        public var webhookDeliveries: Duration? = .seconds(7 * 86_400)
         /// Rows deleted per transaction: 100 by default. Smaller batches hold the database for less time each.
         public var batchSize: Int
         /// How long the service waits after a full batch before the next: 10 ms by default, so that writes queued

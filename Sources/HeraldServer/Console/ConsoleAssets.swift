@@ -18,6 +18,7 @@ enum ConsoleAssets {
         "send": text(PackageResources.send_mustache),
         "sends": text(PackageResources.sends_mustache),
         "sign-in": text(PackageResources.sign_in_mustache),
+        "webhooks": text(PackageResources.webhooks_mustache),
     ]
 
     static let files: [String: String] = [

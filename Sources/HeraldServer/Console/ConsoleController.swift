@@ -63,6 +63,7 @@ struct ConsoleController: Sendable {
         router.post("/console/keys", use: createKey)
         router.post("/console/keys/{id}/revoke", use: revokeKey)
         router.get("/console/emulator", use: emulatorInboxes)
+        addWebhookRoutes(to: router)
     }
 
     // MARK: Assets

@@ -29,6 +29,7 @@ struct ConsoleRenderer: Sendable {
         case devices = "Devices"
         case activities = "Live Activities"
         case keys = "API keys"
+        case webhooks = "Webhooks"
         case emulator = "Emulator"
 
         var path: String {
@@ -39,6 +40,7 @@ struct ConsoleRenderer: Sendable {
             case .devices: "/console/devices"
             case .activities: "/console/activities"
             case .keys: "/console/keys"
+            case .webhooks: "/console/webhooks"
             case .emulator: "/console/emulator"
             }
         }

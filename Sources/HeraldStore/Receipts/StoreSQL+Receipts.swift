@@ -109,6 +109,8 @@ package struct ReceiptRecording {
     private var stored: [Bool]
     private var counts: [String: ReceiptCounts] = [:]
     private var plannedInserts: [(event: Int?, send: String, token: DeviceToken, kind: ReceiptEvent.Kind, action: String, at: Date)] = []
+    /// The `receipt.*` webhook events of the rows stored, for the outbox in the same transaction.
+    package private(set) var webhookDrafts: [WebhookEventDraft] = []
 
     package init(_ events: [ReceiptEvent], at now: Date, _ dialect: SQLStatement.Dialect) {
         self.events = events
@@ -163,6 +165,11 @@ package struct ReceiptRecording {
         let insert = plannedInserts[index]
         if let event = insert.event { stored[event] = true }
         counts[insert.send, default: ReceiptCounts()].add(insert.kind)
+        if let send = SendID(insert.send) {
+            let receipt = ReceiptEvent(
+                kind: insert.kind, token: insert.token, sendID: send, action: insert.action, at: insert.at)
+            webhookDrafts.append(WebhookEventDraft.event(of: receipt, in: send))
+        }
     }
 
     /// The count updates of the sends that gained events, sorted by send.

@@ -392,6 +392,75 @@ package enum StoreSchema {
                 // The devices a send left out because their person opted out of its category.
                 "ALTER TABLE sends ADD COLUMN suppressed_preference BIGINT NOT NULL DEFAULT 0",
             ]),
+        Migration(
+            version: 19, name: "signed webhooks: endpoints per app, their outbox of events, and their deliveries",
+            statements: [
+                // Events are listed as comma-separated names; secrets are kept as they are, since they sign.
+                """
+                CREATE TABLE webhook_endpoints (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    events TEXT NOT NULL,
+                    description TEXT NOT NULL DEFAULT '',
+                    secret TEXT NOT NULL,
+                    previous_secret TEXT,
+                    previous_secret_expires_at BIGINT,
+                    status TEXT NOT NULL CHECK (status IN ('active', 'paused')),
+                    paused_reason TEXT,
+                    paused_at BIGINT,
+                    consecutive_failures BIGINT NOT NULL DEFAULT 0,
+                    first_failure_at BIGINT,
+                    next_attempt_at BIGINT NOT NULL,
+                    lease_owner TEXT,
+                    lease_until BIGINT,
+                    created_at BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                // One row per endpoint and event. INTEGER PRIMARY KEY is SQLite's rowid, numbered as written;
+                // PostgreSQL numbers it from a sequence (below). No foreign key: an endpoint deleted while a send
+                // records its outcomes must not fail the outcomes' transaction; retention deletes such leftovers.
+                """
+                CREATE TABLE webhook_events (
+                    id INTEGER PRIMARY KEY,
+                    endpoint_id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    app TEXT NOT NULL,
+                    send_id TEXT,
+                    data TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'dead')),
+                    attempts BIGINT NOT NULL DEFAULT 0,
+                    delivered_at BIGINT
+                )
+                """,
+                "CREATE INDEX webhook_events_pending ON webhook_events (endpoint_id, id) WHERE status = 'pending'",
+                "CREATE INDEX webhook_events_dead ON webhook_events (endpoint_id, id) WHERE status = 'dead'",
+                "CREATE INDEX webhook_events_delivered ON webhook_events (delivered_at) WHERE status = 'delivered'",
+                """
+                CREATE TABLE webhook_deliveries (
+                    id INTEGER PRIMARY KEY,
+                    endpoint_id TEXT NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+                    at BIGINT NOT NULL,
+                    event_count BIGINT NOT NULL,
+                    status_code BIGINT,
+                    error TEXT,
+                    latency_us BIGINT NOT NULL,
+                    delivered BIGINT NOT NULL,
+                    worker TEXT NOT NULL
+                )
+                """,
+                "CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, id)",
+                "CREATE INDEX webhook_deliveries_at ON webhook_deliveries (at)",
+            ],
+            postgresStatements: ["webhook_events", "webhook_deliveries"].flatMap { table in
+                [
+                    "ALTER TABLE \(table) ALTER COLUMN id TYPE BIGINT",
+                    "CREATE SEQUENCE \(table)_id_seq OWNED BY \(table).id",
+                    "ALTER TABLE \(table) ALTER COLUMN id SET DEFAULT nextval('\(table)_id_seq')",
+                ]
+            }),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

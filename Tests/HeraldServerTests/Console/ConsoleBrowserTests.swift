@@ -44,11 +44,12 @@ struct ConsoleBrowserTests {
         Scenario(name: "keys", screenshots: ["keys-created", "keys"]),
         Scenario(name: "live-activities", screenshots: ["activities", "activity-ended"]),
         Scenario(name: "channels", screenshots: ["channels"]),
+        Scenario(name: "webhooks", screenshots: ["webhooks"]),
         Scenario(name: "sign-out", screenshots: ["sign-in"]),
     ]
 
     @Test(
-        "a console scenario in chromium: sign-in, compose (an empty form prompts, a mistake shows), a 5,000-device background send, scheduling, a device, the emulator and overview, keys, Live Activities, channels, sign-out",
+        "a console scenario in chromium: sign-in, compose (an empty form prompts, a mistake shows), a 5,000-device background send, scheduling, a device, the emulator and overview, keys, Live Activities, channels, webhooks, sign-out",
         .enabled("chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs these tests)") {
             if isCI { return true }
             return await browserAvailable()

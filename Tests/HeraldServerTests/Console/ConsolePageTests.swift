@@ -12,7 +12,7 @@ import Testing
 struct ConsolePageTests {
     static let pages = [
         "/console", "/console/compose", "/console/sends", "/console/devices", "/console/activities",
-        "/console/channels", "/console/keys", "/console/emulator",
+        "/console/channels", "/console/keys", "/console/webhooks", "/console/emulator",
     ]
 
     @Test("every console answer carries the security headers, with no inline script allowed")

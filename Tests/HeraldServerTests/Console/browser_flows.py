@@ -10,10 +10,12 @@ Exits non-zero with a message when the scenario fails, and keeps a screenshot of
 """
 import concurrent.futures
 import datetime
+import http.server
 import json
 import os
 import re
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -388,6 +390,57 @@ def channels(s):
         raise SystemExit("the channel is not deleted")
 
 
+def webhooks(s):
+    step("webhooks: register an endpoint (secret shown once), send a test event, see it delivered, pause and resume")
+    page = s.begin()
+    received = threading.Event()
+
+    class Receiver(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200 if b"webhook.test" in body else 500)
+            self.end_headers()
+            received.set()
+
+        def log_message(self, *args):
+            pass
+
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    try:
+        hook = f"http://127.0.0.1:{receiver.server_address[1]}/hook"
+        page.click("header nav a:has-text('Webhooks')")
+        expect(page.locator("h1")).to_have_text("Webhooks")
+        page.fill("#url", hook)
+        page.check("input[name=event][value='notification.rejected']")
+        page.check("input[name=event][value='token.removed']")
+        page.click("button:has-text('Register endpoint')")
+        webhook_secret = page.locator("#secret").inner_text()
+        if not webhook_secret.startswith("whsec_"):
+            raise SystemExit(f"the endpoint's secret is not shown: {webhook_secret!r}")
+        page.goto(BASE + "/console/webhooks")
+        if webhook_secret in page.content():
+            raise SystemExit("the webhook secret is shown again")
+        page.click("button:has-text('Send a test event')")
+        expect(page.get_by_role("status")).to_contain_text("test event is queued")
+        if not received.wait(30):
+            raise SystemExit("the test event never reached the receiver")
+        for _ in range(50):
+            page.goto(BASE + "/console/webhooks")
+            if page.locator("article.webhook table").count() > 0:
+                break
+            page.wait_for_timeout(100)
+        expect(page.locator("article.webhook tbody tr").first).to_contain_text("delivered")
+        expect(page.locator("article.webhook tbody tr").first).to_contain_text("200")
+        page.click("article.webhook button:has-text('Pause')")
+        expect(page.locator("article.webhook")).to_contain_text("Why paused: Paused by an administrator.")
+        shot(page, "webhooks")
+        page.click("article.webhook button:has-text('Resume')")
+        expect(page.locator("article.webhook")).to_contain_text("active")
+    finally:
+        receiver.shutdown()
+
+
 def sign_out(s):
     step("sign out; the old session is refused by pages and the API")
     page = s.begin()
@@ -417,6 +470,7 @@ SCENARIOS = {
     "keys": keys,
     "live-activities": live_activities,
     "channels": channels,
+    "webhooks": webhooks,
     "sign-out": sign_out,
 }
 

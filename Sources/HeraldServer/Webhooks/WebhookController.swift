@@ -1,0 +1,228 @@
+import Foundation
+import HTTPTypes
+import HeraldCore
+import HeraldStore
+import HeraldWebhooks
+import Hummingbird
+import Logging
+
+/// Webhook endpoints (docs/integrations.md), managed with an API key with the `admin` scope:
+/// `POST /api/webhooks` registers one for an app and answers its secret (once), `GET /api/webhooks` lists them,
+/// `GET /api/webhooks/{id}` shows one with its queue and recent deliveries, `PATCH` changes its URL, events or
+/// description or pauses and resumes it, `DELETE` deletes it with its outbox, `POST …/rotate-secret` makes a new
+/// secret (the old one signs beside it for an overlap), `POST …/test` queues a `webhook.test` event,
+/// `GET …/deliveries` lists its deliveries, and `POST …/replay` sends its dead letter again.
+struct WebhookController: Sendable {
+    let store: any Store
+    let keys: APIKeyVerifier
+    let apps: AppDirectory
+    let settings: WebhookSettings
+    let clock: any WallClock
+
+    static let createFields: Set<String> = ["topic", "url", "events", "description"]
+    static let updateFields: Set<String> = ["url", "events", "description", "paused"]
+    static let rotateFields: Set<String> = ["overlapSeconds"]
+    /// The largest page of deliveries.
+    static let maximumDeliveries = 200
+
+    func addRoutes(to router: Router<ServerRequestContext>) {
+        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .admin))
+        group.post("/api/webhooks", use: create)
+        group.get("/api/webhooks", use: list)
+        group.get("/api/webhooks/{id}", use: show)
+        group.patch("/api/webhooks/{id}", use: update)
+        group.delete("/api/webhooks/{id}", use: delete)
+        group.post("/api/webhooks/{id}/rotate-secret", use: rotate)
+        group.post("/api/webhooks/{id}/test", use: test)
+        group.get("/api/webhooks/{id}/deliveries", use: deliveries)
+        group.post("/api/webhooks/{id}/replay", use: replay)
+    }
+
+    @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.createFields)
+        let app = try apps.app(named: try fields.string("topic")).bundleID
+        guard let url = try fields.string("url") else { throw APIError.invalidField("url", "it is required") }
+        try Self.check(url: url)
+        guard fields["events"] != nil else {
+            throw APIError.invalidField(
+                "events", "it is required: a list of \(WebhookEventType.subscribable.map(\.rawValue).joined(separator: ", "))")
+        }
+        let events = try Self.events(fields)
+        let description = try fields.string("description", bytes: 0...WebhookEndpointRules.maximumDescriptionBytes) ?? ""
+        let secret = WebhookSecret.make()
+        let endpoint = try await store.createWebhookEndpoint(
+            NewWebhookEndpoint(app: app, url: url, events: events, description: description, secret: secret))
+        context.logger.info("Webhook endpoint \(endpoint.id) registered for \(app)")
+        return .json(.object(["endpoint": Self.json(endpoint), "secret": .string(secret)]), status: .created)
+    }
+
+    @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let app = try request.queryParameter("topic").map { topic throws(APIError) in
+            try apps.app(named: topic).bundleID
+        }
+        let endpoints = try await store.webhookEndpoints(app: app)
+        return .json(.object(["endpoints": .array(endpoints.map(Self.json))]))
+    }
+
+    @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let endpoint = try await endpoint(context)
+        let queue = try await store.webhookQueues()[endpoint.id] ?? WebhookQueue()
+        let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: 20)
+        return .json(
+            .object([
+                "endpoint": Self.json(endpoint), "queue": Self.json(queue),
+                "deliveries": .array(deliveries.map(Self.json)),
+            ]))
+    }
+
+    @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let id = try Self.pathID(context)
+        let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.updateFields)
+        let url = try fields.string("url")
+        if let url { try Self.check(url: url) }
+        let events = fields["events"] == nil ? nil : try Self.events(fields)
+        let description = try fields.string("description", bytes: 0...WebhookEndpointRules.maximumDescriptionBytes)
+        let paused = try fields.bool("paused")
+        guard url != nil || events != nil || description != nil || paused != nil else {
+            throw APIError.invalidField("url", "give at least one of url, events, description, paused")
+        }
+        var endpoint = try await store.updateWebhookEndpoint(
+            id, WebhookEndpointUpdate(url: url, events: events, description: description))
+        if let paused, let current = endpoint, paused != (current.status == .paused) {
+            endpoint = try await store.setWebhookEndpoint(id, paused: paused ? "Paused by an administrator." : nil)
+        }
+        guard let endpoint else { throw Self.unknown(id) }
+        return .json(.object(["endpoint": Self.json(endpoint)]))
+    }
+
+    @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let id = try Self.pathID(context)
+        guard try await store.deleteWebhookEndpoint(id) else { throw Self.unknown(id) }
+        context.logger.info("Webhook endpoint \(id) deleted")
+        return Response(status: .noContent)
+    }
+
+    @Sendable func rotate(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let id = try Self.pathID(context)
+        let fields = try await RequestFields.read(
+            request, limit: 1024, allowed: Self.rotateFields, emptyAllowed: true)
+        let overlap =
+            try fields.integer("overlapSeconds", in: 0...2_592_000).map { Duration.seconds($0) } ?? settings.secretOverlap
+        let secret = WebhookSecret.make()
+        let expires = clock.now().addingTimeInterval(Double(overlap.components.seconds))
+        guard let endpoint = try await store.rotateWebhookSecret(of: id, to: secret, previousExpiresAt: expires) else {
+            throw Self.unknown(id)
+        }
+        context.logger.info("Webhook endpoint \(id): secret rotated; the previous one signs until \(RFC3339.string(expires))")
+        return .json(.object(["endpoint": Self.json(endpoint), "secret": .string(secret)]))
+    }
+
+    @Sendable func test(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let endpoint = try await endpoint(context)
+        _ = try await store.enqueueWebhookEvent(
+            WebhookEndpointRules.testEvent(app: endpoint.app, at: clock.now()), for: endpoint.id)
+        return .json(
+            .object([
+                "queued": .bool(true),
+                "message": .string(
+                    endpoint.status == .paused
+                        ? "Queued; the endpoint is paused: resume it to deliver." : "Queued for delivery."),
+            ]), status: .accepted)
+    }
+
+    @Sendable func deliveries(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let endpoint = try await endpoint(context)
+        let limit = try request.queryParameter("limit").map { text throws(APIError) in
+            guard let number = Int(text), (1...Self.maximumDeliveries).contains(number) else {
+                throw APIError.invalidField("limit", "it must be a whole number from 1 to \(Self.maximumDeliveries)")
+            }
+            return number
+        } ?? 50
+        let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: limit)
+        return .json(.object(["deliveries": .array(deliveries.map(Self.json))]))
+    }
+
+    @Sendable func replay(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        let id = try Self.pathID(context)
+        guard let count = try await store.replayWebhookDeadLetter(of: id), let endpoint = try await store.webhookEndpoint(id)
+        else { throw Self.unknown(id) }
+        context.logger.info("Webhook endpoint \(id): \(count) dead-letter events replayed")
+        return .json(.object(["replayed": .integer(count), "endpoint": Self.json(endpoint)]))
+    }
+
+    // MARK: Helpers
+
+    private func endpoint(_ context: ServerRequestContext) async throws -> WebhookEndpoint {
+        let id = try Self.pathID(context)
+        guard let endpoint = try await store.webhookEndpoint(id) else { throw Self.unknown(id) }
+        return endpoint
+    }
+
+    static func pathID(_ context: ServerRequestContext) throws(APIError) -> UUID {
+        guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
+            throw APIError(.notFound, reason: "unknownWebhook", "There is no webhook endpoint with this id.")
+        }
+        return id
+    }
+
+    static func unknown(_ id: UUID) -> APIError {
+        APIError(.notFound, reason: "unknownWebhook", "There is no webhook endpoint \(id.uuidString.lowercased()).")
+    }
+
+    static func check(url: String) throws(APIError) {
+        if let problem = WebhookEndpointRules.problem(withURL: url) { throw APIError.invalidField("url", problem) }
+    }
+
+    static func events(_ fields: JSONFields) throws(APIError) -> [WebhookEventType] {
+        let names = try fields.strings("events", maximumCount: WebhookEventType.allCases.count)
+        guard !names.isEmpty else { throw APIError.invalidField("events", "name at least one event type") }
+        do {
+            return try WebhookEndpointRules.eventTypes(names)
+        } catch {
+            throw APIError.invalidField("events", error.description)
+        }
+    }
+
+    /// An endpoint: `createdAt, description, events, id, status, topic, updatedAt, url`, then when set
+    /// `consecutiveFailures`/`nextAttemptAt` (failing), `pausedAt`/`pausedReason` (paused) and
+    /// `previousSecretExpiresAt` (rotating) — keys sorted.
+    static func json(_ endpoint: WebhookEndpoint) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "id": .string(endpoint.id.uuidString.lowercased()), "topic": .string(endpoint.app),
+            "url": .string(endpoint.url), "events": .array(endpoint.events.map { .string($0.rawValue) }),
+            "description": .string(endpoint.description), "status": .string(endpoint.status.rawValue),
+            "createdAt": .string(RFC3339.string(endpoint.createdAt)),
+            "updatedAt": .string(RFC3339.string(endpoint.updatedAt)),
+            "consecutiveFailures": .integer(endpoint.consecutiveFailures),
+        ]
+        if endpoint.consecutiveFailures > 0 {
+            members["nextAttemptAt"] = .string(RFC3339.string(endpoint.nextAttemptAt))
+        }
+        if let reason = endpoint.pausedReason { members["pausedReason"] = .string(reason) }
+        if let at = endpoint.pausedAt { members["pausedAt"] = .string(RFC3339.string(at)) }
+        if let at = endpoint.previousSecretExpiresAt { members["previousSecretExpiresAt"] = .string(RFC3339.string(at)) }
+        return .object(members)
+    }
+
+    static func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+
+    static func json(_ queue: WebhookQueue) -> JSONValue {
+        var members: [String: JSONValue] = ["pending": .integer(queue.pending), "dead": .integer(queue.dead)]
+        if let oldest = queue.oldestPendingAt { members["oldestPendingAt"] = .string(RFC3339.string(oldest)) }
+        return .object(members)
+    }
+
+    /// A delivery: `at, delivered, events, id, latencyMs`, and `status` and `error` when there are.
+    static func json(_ delivery: WebhookDelivery) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "id": .string(String(delivery.id)), "at": .string(RFC3339.string(delivery.at)),
+            "events": .integer(delivery.eventCount), "delivered": .bool(delivery.delivered),
+            "latencyMs": .number((Self.milliseconds(delivery.latency) * 10).rounded() / 10),
+        ]
+        if let status = delivery.statusCode { members["status"] = .integer(status) }
+        if let error = delivery.error { members["error"] = .string(error) }
+        return .object(members)
+    }
+}

@@ -1,0 +1,168 @@
+public import Foundation
+import HeraldCore
+public import HeraldStore
+import PostgresNIO
+
+extension PostgresStore {
+    public func createWebhookEndpoint(_ endpoint: NewWebhookEndpoint) async throws -> WebhookEndpoint {
+        let now = clock.now()
+        return try await session("record a webhook endpoint") { session in
+            guard let row = try await session.rows(StoreSQL.insertWebhookEndpoint(endpoint, at: now, .postgres)).first
+            else { throw StoreError(.invalidRecord, "A webhook endpoint with id \(endpoint.id) exists already.") }
+            return try row.webhookEndpoint()
+        }
+    }
+
+    public func webhookEndpoints(app: String?) async throws -> [WebhookEndpoint] {
+        try await session("list webhook endpoints") { session in
+            try await session.rows(StoreSQL.webhookEndpoints(app: app, .postgres)).map { try $0.webhookEndpoint() }
+        }
+    }
+
+    public func webhookEndpoint(_ id: UUID) async throws -> WebhookEndpoint? {
+        try await session("read a webhook endpoint") { session in
+            try await session.rows(StoreSQL.webhookEndpoint(id, .postgres)).first?.webhookEndpoint()
+        }
+    }
+
+    public func updateWebhookEndpoint(_ id: UUID, _ update: WebhookEndpointUpdate) async throws -> WebhookEndpoint? {
+        let now = clock.now()
+        return try await session("change a webhook endpoint") { session in
+            try await session.rows(StoreSQL.updateWebhookEndpoint(id, update, at: now, .postgres)).first?
+                .webhookEndpoint()
+        }
+    }
+
+    public func setWebhookEndpoint(_ id: UUID, paused reason: String?) async throws -> WebhookEndpoint? {
+        let now = clock.now()
+        let statement =
+            reason.map { StoreSQL.pauseWebhookEndpoint(id, reason: $0, at: now, .postgres) }
+            ?? StoreSQL.resumeWebhookEndpoint(id, at: now, .postgres)
+        return try await session(reason == nil ? "resume a webhook endpoint" : "pause a webhook endpoint") { session in
+            try await session.rows(statement).first?.webhookEndpoint()
+        }
+    }
+
+    public func deleteWebhookEndpoint(_ id: UUID) async throws -> Bool {
+        try await transaction("delete a webhook endpoint") { session in
+            var deleted = false
+            for statement in StoreSQL.deleteWebhookEndpoint(id, .postgres) {
+                deleted = try await !session.rows(statement).isEmpty
+            }
+            return deleted
+        }
+    }
+
+    public func rotateWebhookSecret(of id: UUID, to secret: String, previousExpiresAt: Date) async throws
+        -> WebhookEndpoint?
+    {
+        let now = clock.now()
+        let statement = StoreSQL.rotateWebhookSecret(
+            id, to: secret, previousExpiresAt: previousExpiresAt, at: now, .postgres)
+        return try await session("rotate a webhook secret") { session in
+            try await session.rows(statement).first?.webhookEndpoint()
+        }
+    }
+
+    public func enqueueWebhookEvent(_ draft: WebhookEventDraft, for id: UUID) async throws -> Bool {
+        try await transaction("write a webhook test event") { session in
+            guard let endpoint = try await session.rows(StoreSQL.webhookEndpoint(id, .postgres)).first?.webhookEndpoint()
+            else { return false }
+            try await session.execute(StoreSQL.insertWebhookEvents([(id.storedText, draft, endpoint.app)], .postgres))
+            return true
+        }
+    }
+
+    public func claimWebhookBatch(worker: String, leaseUntil: Date, limit: Int) async throws -> WebhookBatch? {
+        let now = clock.now()
+        // The claim commits on its own (FOR UPDATE SKIP LOCKED: instances never wait on each other's claims); the
+        // lease then keeps the endpoint this worker's while it reads and posts.
+        return try await session("claim webhook events") { session in
+            guard
+                let claim = try await session.rows(
+                    StoreSQL.claimWebhookEndpoint(worker: worker, leaseUntil: leaseUntil, at: now, .postgres)
+                ).first?.webhookClaim(at: now)
+            else { return nil }
+            let events = try await session.rows(
+                StoreSQL.pendingWebhookEvents(of: claim.endpoint.id, limit: limit, .postgres)
+            ).map { try $0.webhookEvent() }
+            return WebhookBatch(endpoint: claim.endpoint, secrets: claim.secrets, events: events)
+        }
+    }
+
+    public func recordWebhookAttempt(_ attempt: WebhookAttempt) async throws -> Bool {
+        let now = clock.now()
+        let statements = StoreSQL.recordWebhookAttempt(attempt, at: now, .postgres)
+        return try await transaction("record a webhook delivery") { session in
+            let held = try await !session.rows(statements.lease).isEmpty
+            // Without the lease, the endpoint's state is its new holder's.
+            for statement in statements.always + (held ? statements.whenHeld : []) {
+                try await session.execute(statement)
+            }
+            return held
+        }
+    }
+
+    public func webhookDeliveries(of id: UUID, limit: Int) async throws -> [WebhookDelivery] {
+        try await session("read webhook deliveries") { session in
+            try await session.rows(StoreSQL.webhookDeliveries(of: id, limit: max(1, limit), .postgres)).map {
+                try $0.webhookDelivery()
+            }
+        }
+    }
+
+    public func replayWebhookDeadLetter(of id: UUID) async throws -> Int? {
+        let now = clock.now()
+        return try await transaction("replay a webhook dead letter") { session in
+            guard try await session.rows(StoreSQL.resumeWebhookEndpoint(id, at: now, .postgres)).first != nil else {
+                return nil
+            }
+            return try await session.rows(StoreSQL.replayWebhookDeadLetter(of: id, .postgres)).count
+        }
+    }
+
+    public func webhookQueues() async throws -> [UUID: WebhookQueue] {
+        try await session("count waiting webhook events") { session in
+            try StoreSQL.webhookQueues(await session.rows(StoreSQL.webhookQueues(.postgres)))
+        }
+    }
+
+    public func purgeWebhookHistory(before date: Date, limit: Int) async throws -> Int {
+        try await session("delete delivered webhook events") { session in
+            var deleted = 0
+            for statement in StoreSQL.purgeWebhookHistory(before: date, limit: limit, .postgres) {
+                deleted += try await session.rows(statement).count
+            }
+            return deleted
+        }
+    }
+
+    /// Runs `body` on one connection: on its own when no endpoint subscribes to any of `types` (the hot paths keep
+    /// their single statement), else in a transaction that also writes the events `body` returns to the outbox.
+    func withWebhookEvents<T: Sendable>(
+        _ action: String, types: Set<WebhookEventType>,
+        _ body: @escaping @Sendable (Session) async throws -> (T, [WebhookEventDraft])
+    ) async throws -> T {
+        try await session(action) { session in
+            let subscriptions = try await session.rows(WebhookOutbox.selectSubscriptions(.postgres))
+            guard try WebhookOutbox.anyWants(types, subscriptions) else { return try await body(session).0 }
+            return try await session.connection.withTransaction(logger: session.logger) { connection in
+                let inner = Session(connection: connection, logger: session.logger, lease: session.lease)
+                let (value, drafts) = try await body(inner)
+                try await inner.writeWebhookEvents(drafts)
+                return value
+            }
+        }
+    }
+}
+
+extension PostgresStore.Session {
+    /// Writes the events some endpoint wants to the outbox, in the caller's transaction (``WebhookOutbox``).
+    func writeWebhookEvents(_ drafts: [WebhookEventDraft]) async throws {
+        guard !drafts.isEmpty else { return }
+        var outbox = try WebhookOutbox(
+            subscriptions: await rows(WebhookOutbox.selectSubscriptions(.postgres)), drafts: drafts, .postgres)
+        while let lookup = outbox.nextLookup() { try outbox.resolve(await rows(lookup)) }
+        for insert in outbox.inserts() { try await execute(insert) }
+    }
+}

@@ -1,0 +1,140 @@
+public import Foundation
+import GRDB
+import HeraldCore
+public import HeraldStore
+
+extension SQLiteStore {
+    public func createWebhookEndpoint(_ endpoint: NewWebhookEndpoint) async throws -> WebhookEndpoint {
+        let now = clock.now()
+        return try await write("record a webhook endpoint") { db in
+            guard let row = try db.rows(StoreSQL.insertWebhookEndpoint(endpoint, at: now, .sqlite)).first else {
+                throw StoreError(.invalidRecord, "A webhook endpoint with id \(endpoint.id) exists already.")
+            }
+            return try row.webhookEndpoint()
+        }
+    }
+
+    public func webhookEndpoints(app: String?) async throws -> [WebhookEndpoint] {
+        try await read("list webhook endpoints") { db in
+            try db.rows(StoreSQL.webhookEndpoints(app: app, .sqlite)).map { try $0.webhookEndpoint() }
+        }
+    }
+
+    public func webhookEndpoint(_ id: UUID) async throws -> WebhookEndpoint? {
+        try await read("read a webhook endpoint") { db in
+            try db.rows(StoreSQL.webhookEndpoint(id, .sqlite)).first?.webhookEndpoint()
+        }
+    }
+
+    public func updateWebhookEndpoint(_ id: UUID, _ update: WebhookEndpointUpdate) async throws -> WebhookEndpoint? {
+        let now = clock.now()
+        return try await write("change a webhook endpoint") { db in
+            try db.rows(StoreSQL.updateWebhookEndpoint(id, update, at: now, .sqlite)).first?.webhookEndpoint()
+        }
+    }
+
+    public func setWebhookEndpoint(_ id: UUID, paused reason: String?) async throws -> WebhookEndpoint? {
+        let now = clock.now()
+        return try await write(reason == nil ? "resume a webhook endpoint" : "pause a webhook endpoint") { db in
+            let statement =
+                reason.map { StoreSQL.pauseWebhookEndpoint(id, reason: $0, at: now, .sqlite) }
+                ?? StoreSQL.resumeWebhookEndpoint(id, at: now, .sqlite)
+            return try db.rows(statement).first?.webhookEndpoint()
+        }
+    }
+
+    public func deleteWebhookEndpoint(_ id: UUID) async throws -> Bool {
+        try await write("delete a webhook endpoint") { db in
+            var deleted = false
+            for statement in StoreSQL.deleteWebhookEndpoint(id, .sqlite) { deleted = try !db.rows(statement).isEmpty }
+            return deleted
+        }
+    }
+
+    public func rotateWebhookSecret(of id: UUID, to secret: String, previousExpiresAt: Date) async throws
+        -> WebhookEndpoint?
+    {
+        let now = clock.now()
+        return try await write("rotate a webhook secret") { db in
+            try db.rows(
+                StoreSQL.rotateWebhookSecret(id, to: secret, previousExpiresAt: previousExpiresAt, at: now, .sqlite)
+            ).first?.webhookEndpoint()
+        }
+    }
+
+    public func enqueueWebhookEvent(_ draft: WebhookEventDraft, for id: UUID) async throws -> Bool {
+        try await write("write a webhook test event") { db in
+            guard let endpoint = try db.rows(StoreSQL.webhookEndpoint(id, .sqlite)).first?.webhookEndpoint() else {
+                return false
+            }
+            try db.execute(StoreSQL.insertWebhookEvents([(id.storedText, draft, endpoint.app)], .sqlite))
+            return true
+        }
+    }
+
+    public func claimWebhookBatch(worker: String, leaseUntil: Date, limit: Int) async throws -> WebhookBatch? {
+        let now = clock.now()
+        // One write: SQLite's single writer makes choosing the endpoint and taking it one step.
+        return try await write("claim webhook events") { db in
+            guard
+                let claim = try db.rows(
+                    StoreSQL.claimWebhookEndpoint(worker: worker, leaseUntil: leaseUntil, at: now, .sqlite)
+                ).first?.webhookClaim(at: now)
+            else { return nil }
+            let events = try db.rows(StoreSQL.pendingWebhookEvents(of: claim.endpoint.id, limit: limit, .sqlite)).map {
+                try $0.webhookEvent()
+            }
+            return WebhookBatch(endpoint: claim.endpoint, secrets: claim.secrets, events: events)
+        }
+    }
+
+    public func recordWebhookAttempt(_ attempt: WebhookAttempt) async throws -> Bool {
+        let now = clock.now()
+        return try await write("record a webhook delivery") { db in
+            let statements = StoreSQL.recordWebhookAttempt(attempt, at: now, .sqlite)
+            let held = try !db.rows(statements.lease).isEmpty
+            // Without the lease, the endpoint's state is its new holder's.
+            for statement in statements.always + (held ? statements.whenHeld : []) { try db.execute(statement) }
+            return held
+        }
+    }
+
+    public func webhookDeliveries(of id: UUID, limit: Int) async throws -> [WebhookDelivery] {
+        try await read("read webhook deliveries") { db in
+            try db.rows(StoreSQL.webhookDeliveries(of: id, limit: max(1, limit), .sqlite)).map { try $0.webhookDelivery() }
+        }
+    }
+
+    public func replayWebhookDeadLetter(of id: UUID) async throws -> Int? {
+        let now = clock.now()
+        return try await write("replay a webhook dead letter") { db in
+            guard try db.rows(StoreSQL.resumeWebhookEndpoint(id, at: now, .sqlite)).first != nil else { return nil }
+            return try db.rows(StoreSQL.replayWebhookDeadLetter(of: id, .sqlite)).count
+        }
+    }
+
+    public func webhookQueues() async throws -> [UUID: WebhookQueue] {
+        try await read("count waiting webhook events") { db in
+            try StoreSQL.webhookQueues(db.rows(StoreSQL.webhookQueues(.sqlite)))
+        }
+    }
+
+    public func purgeWebhookHistory(before date: Date, limit: Int) async throws -> Int {
+        try await write("delete delivered webhook events") { db in
+            try StoreSQL.purgeWebhookHistory(before: date, limit: limit, .sqlite).reduce(0) {
+                $0 + (try db.rows($1).count)
+            }
+        }
+    }
+}
+
+extension Database {
+    /// Writes the events some endpoint wants to the outbox, in the caller's transaction (``WebhookOutbox``).
+    func writeWebhookEvents(_ drafts: [WebhookEventDraft]) throws {
+        guard !drafts.isEmpty else { return }
+        var outbox = try WebhookOutbox(
+            subscriptions: rows(WebhookOutbox.selectSubscriptions(.sqlite)), drafts: drafts, .sqlite)
+        while let lookup = outbox.nextLookup() { try outbox.resolve(rows(lookup)) }
+        for insert in outbox.inserts() { try execute(insert) }
+    }
+}

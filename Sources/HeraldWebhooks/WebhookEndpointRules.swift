@@ -1,0 +1,52 @@
+public import Foundation
+public import HeraldStore
+import HeraldCore
+
+/// What an endpoint's URL and events must be, checked the same way by the API, the console and the CLI.
+public enum WebhookEndpointRules {
+    /// The longest URL accepted, in bytes.
+    public static let maximumURLBytes = 2048
+    /// The longest description, in bytes.
+    public static let maximumDescriptionBytes = 500
+
+    /// Why a URL is refused, or `nil` when it is fine: `http` or `https`, a host, no user name or password, no
+    /// fragment. `http` is for receivers on the same host; production receivers use `https` (verified TLS).
+    public static func problem(withURL text: String) -> String? {
+        guard text.utf8.count <= maximumURLBytes else { return "it must have at most \(maximumURLBytes) bytes" }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https"
+        else { return "it must be an http:// or https:// URL" }
+        guard let host = url.host, !host.isEmpty else { return "it must name a host" }
+        guard url.user == nil, url.password == nil else {
+            return "it must not carry a user name or password: the signature authenticates Herald"
+        }
+        guard url.fragment == nil else { return "it must not have a #fragment" }
+        return nil
+    }
+
+    /// Event types from their names.
+    /// - Throws: the first unknown name, and the ones known, as ``UnknownEventType``.
+    public static func eventTypes(_ names: [String]) throws(UnknownEventType) -> [WebhookEventType] {
+        try names.map { name throws(UnknownEventType) in
+            guard let type = WebhookEventType(rawValue: name), type != .test else { throw UnknownEventType(name: name) }
+            return type
+        }
+    }
+
+    /// A name that is not a subscribable event type.
+    public struct UnknownEventType: Error, Sendable, CustomStringConvertible {
+        public let name: String
+        public var description: String {
+            "\"\(name)\" is not an event type: use \(WebhookEventType.subscribable.map(\.rawValue).joined(separator: ", "))"
+        }
+    }
+
+    /// The `webhook.test` event "send a test event" writes.
+    public static func testEvent(app: String, at now: Date) -> WebhookEventDraft {
+        WebhookEventDraft(
+            type: .test, app: app,
+            data: .object([
+                "message": .string("A test event from Herald: this endpoint receives and verifies deliveries."),
+                "at": .string(RFC3339.string(now)),
+            ]), at: now)
+    }
+}
