@@ -104,6 +104,13 @@ struct WebhookTests {
                 #expect(deliveries.allSatisfy { $0["status"]?.intValue == 200 && $0["latencyMs"] != nil })
                 #expect(shown.body.range(of: endpoint.secret) == nil && shown.body.range(of: newSecret) == nil,
                     "secrets are shown once")
+
+                // Per-endpoint metrics.
+                let metrics = try await client.call(.get, "/metrics").body
+                #expect(metrics.contains(#"herald_webhook_events_delivered_total{endpoint="\#(endpoint.id)"} 8"#), "\(metrics)")
+                #expect(metrics.contains(#"herald_webhook_deliveries_total{endpoint="\#(endpoint.id)",result="delivered"}"#))
+                #expect(metrics.contains(#"herald_webhook_delivery_duration_seconds_count{endpoint="\#(endpoint.id)"}"#))
+                #expect(!metrics.contains(endpoint.secret) && !metrics.contains(newSecret))
             }
         }
     }

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+@testable import HeraldCLI
+import HeraldCore
+import HeraldStore
+import HeraldStoreSQLite
+import HeraldTesting
+import Testing
+
+@Suite("herald webhooks")
+struct WebhooksCommandTests {
+    let temporary: TemporaryDirectory
+    var url: String { "sqlite://" + temporary.url.appendingPathComponent("herald.sqlite").path }
+
+    init() throws { temporary = try TemporaryDirectory(prefix: "herald-webhooks") }
+
+    func run(_ arguments: [String]) async throws {
+        var command = try Herald.parseAsRoot(["webhooks"] + arguments + ["--database-url", url])
+        if var asynchronous = command as? any AsyncParsableCommand {
+            try await asynchronous.run()
+        } else {
+            try command.run()
+        }
+    }
+
+    func endpoints() async throws -> [WebhookEndpoint] {
+        try await StoreConformance.withRunning(try SQLiteStore(url: url)) { try await $0.webhookEndpoints(app: nil) }
+    }
+
+    @Test("create, pause, resume, test, replay, rotate and delete act on the database as the API does")
+    func lifecycle() async throws {
+        try await run([
+            "create", "--topic", "com.example.app", "--url", "https://hooks.example.com/h", "--events",
+            "send.completed, token.removed", "--description", "CRM",
+        ])
+        let created = try #require(try await endpoints().first)
+        #expect(created.app == "com.example.app" && created.events == [.sendCompleted, .tokenRemoved])
+        let id = created.id.uuidString.lowercased()
+        try await run(["pause", id])
+        #expect(try await endpoints().first?.pausedReason == "Paused by an administrator.")
+        try await run(["resume", id])
+        #expect(try await endpoints().first?.status == .active)
+        try await run(["test", id])
+        try await run(["rotate-secret", id, "--overlap", "60"])
+        #expect(try await endpoints().first?.previousSecretExpiresAt != nil)
+        try await run(["replay", id])
+        try await run(["list"])
+        try await run(["show", id])
+        let queues = try await StoreConformance.withRunning(try SQLiteStore(url: url)) { try await $0.webhookQueues() }
+        #expect(queues[created.id]?.pending == 1, "the test event waits for a running server")
+        try await run(["delete", id])
+        #expect(try await endpoints().isEmpty)
+        await #expect(throws: ExitCode.self) { try await run(["delete", id]) }
+    }
+
+    @Test("mistakes are refused before the database is touched", arguments: [
+        ["create", "--topic", "com.example.app", "--url", "ftp://x", "--events", "send.completed"],
+        ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", "send.sent"],
+        ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", ""],
+        ["create", "--url", "https://x.example", "--events", "send.completed"],
+        ["pause", "not-an-id"],
+        ["rotate-secret", "00000000-0000-0000-0000-000000000000", "--overlap", "-1"],
+    ])
+    func refused(arguments: [String]) async throws {
+        await #expect(throws: (any Error).self) { try await run(arguments) }
+        #expect(!FileManager.default.fileExists(atPath: temporary.url.appendingPathComponent("herald.sqlite").path))
+    }
+}
