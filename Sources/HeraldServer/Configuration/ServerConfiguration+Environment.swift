@@ -64,6 +64,7 @@ extension ServerConfiguration {
     /// | `HERALD_RETENTION_INVALIDATED_TOKENS_DAYS` [`retentionInvalidatedTokensDays`] | days an invalidated token is kept, 0 = forever | 30 |
     /// | `HERALD_RETENTION_INTERVAL` [`retentionInterval`] | seconds between retention runs | 3600 |
     /// | `HERALD_RETENTION_BATCH` [`retentionBatch`] | rows deleted per transaction | 100 |
+    /// | `HERALD_LIVE_ACTIVITY_BUDGET` [`liveActivityBudget`] | priority-10 updates per Live Activity and hour before later ones go at priority 5, 0 = no budget | 12 |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -126,6 +127,9 @@ extension ServerConfiguration {
             try reader.integer("HERALD_CONSOLE_IDLE_TIMEOUT", "consoleIdleTimeout", in: 60...604_800).map { .seconds($0) }
             ?? console.idleTimeout
         try readRetention(reader: reader)
+        liveActivities.updateBudget =
+            try reader.integer("HERALD_LIVE_ACTIVITY_BUDGET", "liveActivityBudget", in: 0...3600)
+            ?? liveActivities.updateBudget
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {
             if let problem = InstanceLock.problem(with: id) {

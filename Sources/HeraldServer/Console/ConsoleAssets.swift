@@ -16,8 +16,8 @@ enum ConsoleAssets {
 <section class="card" aria-labelledby="activities-title">
 <h2 id="activities-title">Activities of {{app}}, newest first</h2>
 <div class="table-wrap"><table id="activities">
-<thead><tr><th>Activity</th><th class="optional">Type</th><th>Status</th><th class="num">Updates</th><th class="num optional">Update tokens</th><th class="optional">Started</th><th class="optional">Ended</th><th><span class="skip">Action</span></th></tr></thead>
-<tbody>{{#rows}}<tr><td class="mono">{{id}}</td><td class="optional">{{type}}</td><td>{{#active}}<span class="badge ok">active</span>{{/active}}{{^active}}<span class="badge">ended</span>{{/active}}</td><td class="num">{{updates}}</td><td class="num optional">{{tokens}}</td><td class="optional">{{startedAt}}</td><td class="optional">{{endedAt}}</td>
+<thead><tr><th>Activity</th><th class="optional">Type</th><th>Status</th><th class="num">Updates</th><th class="num optional">Update tokens</th><th class="optional">Priority 10 this hour</th><th class="optional">Started</th><th class="optional">Ended</th><th><span class="skip">Action</span></th></tr></thead>
+<tbody>{{#rows}}<tr><td class="mono">{{id}}</td><td class="optional">{{type}}</td><td>{{#active}}<span class="badge ok">active</span>{{/active}}{{^active}}<span class="badge">ended</span>{{/active}}</td><td class="num">{{updates}}</td><td class="num optional">{{tokens}}</td><td class="optional budget">{{budget}}</td><td class="optional">{{startedAt}}</td><td class="optional">{{endedAt}}</td>
 <td>{{#active}}<form class="inline" method="post" action="/console/activities/end" data-confirm="End the activity “{{id}}”? Its devices get the end now, and it takes no more updates."><input type="hidden" name="_csrf" value="{{csrf}}"><input type="hidden" name="app" value="{{app}}"><input type="hidden" name="id" value="{{id}}"><button type="submit" class="danger" aria-label="End {{id}}">End</button></form>{{/active}}</td></tr>
 {{/rows}}</tbody></table></div>
 <div class="pager">{{#first}}<a href="{{first}}">← Newest</a>{{/first}}{{^first}}<span></span>{{/first}}{{#next}}<a href="{{next}}">Older activities →</a>{{/next}}</div>
@@ -156,6 +156,21 @@ enum ConsoleAssets {
 </aside>
 </div>
 """#,
+        "delivery": #"""
+<p><a href="/console/sends/{{sendID}}">← Send to {{target}}</a> · <a href="/console/devices/{{token}}">Device …{{suffix}}</a></p>
+<h1>Delivery to …{{suffix}}</h1>
+<p class="lede">{{summary}} · send <span class="mono">{{sendID}}</span></p>
+<section class="card verdict-{{verdictCode}}" id="trace-verdict" aria-labelledby="verdict-title">
+<h2 id="verdict-title">Verdict</h2>
+<p id="trace-verdict-text">{{verdict}}</p>
+{{#apnsUniqueID}}<p id="trace-unique-id">apns-unique-id <span class="mono">{{apnsUniqueID}}</span>: paste it into <a href="{{console}}" rel="noreferrer">Apple's Push Notifications Console</a> (Delivery Log) to see what APNs did with this development notification.</p>{{/apnsUniqueID}}
+</section>
+<section class="card" aria-labelledby="timeline-title"><h2 id="timeline-title">Timeline</h2>
+<ol class="timeline" id="trace-timeline">{{#steps}}<li data-event="{{event}}"><time>{{at}}</time> <strong>{{event}}</strong>: {{text}}</li>
+{{/steps}}</ol>
+<p class="hint">Attempt details are kept for notifications that needed more than one attempt; a notification APNs answered at once shows the answer its outcome recorded. All of it is deleted with the send's outcomes (HERALD_RETENTION_OUTCOMES_DAYS).</p>
+</section>
+"""#,
         "device": #"""
 <p><a href="/console/devices">← Devices</a></p>
 <h1>Device …{{suffix}}</h1>
@@ -192,7 +207,7 @@ enum ConsoleAssets {
 {{#hasDeliveries}}
 <div class="table-wrap"><table>
 <thead><tr><th>When</th><th>Send</th><th>Outcome</th><th>Detail</th></tr></thead>
-<tbody>{{#deliveries}}<tr><td>{{at}}</td><td><a href="/console/sends/{{sendID}}">{{target}}</a><br><span class="muted">{{summary}}</span></td><td><span class="status-{{status}}">{{status}}</span></td><td>{{detail}}</td></tr>
+<tbody>{{#deliveries}}<tr><td>{{at}}</td><td><a href="/console/sends/{{sendID}}">{{target}}</a><br><span class="muted">{{summary}}</span></td><td><span class="status-{{status}}">{{status}}</span></td><td>{{detail}} · <a href="/console/sends/{{sendID}}/devices/{{token}}">trace</a></td></tr>
 {{/deliveries}}</tbody></table></div>
 {{/hasDeliveries}}
 {{^deliveries}}<p class="muted">No push was sent to this device yet.</p>{{/deliveries}}
@@ -434,7 +449,7 @@ enum ConsoleAssets {
 {{#hasOutcomes}}
 <div class="table-wrap"><table>
 <thead><tr><th>Device</th><th class="optional">Environment</th><th>Outcome</th><th>Detail</th><th class="optional">At</th></tr></thead>
-<tbody>{{#outcomes}}<tr><td class="mono"><a href="/console/devices/{{token}}">…{{suffix}}</a></td><td class="optional">{{environment}}</td><td><span class="status-{{status}}">{{status}}</span></td><td>{{detail}}</td><td class="optional">{{at}}</td></tr>
+<tbody>{{#outcomes}}<tr><td class="mono"><a href="/console/devices/{{token}}">…{{suffix}}</a></td><td class="optional">{{environment}}</td><td><span class="status-{{status}}">{{status}}</span></td><td>{{detail}} · <a href="/console/sends/{{id}}/devices/{{token}}">trace</a></td><td class="optional">{{at}}</td></tr>
 {{/outcomes}}</tbody></table></div>
 <div class="pager">{{#first}}<a href="{{first}}">← First page</a>{{/first}}{{^first}}<span></span>{{/first}}{{#next}}<a href="{{next}}">Next page →</a>{{/next}}</div>
 {{/hasOutcomes}}
@@ -610,6 +625,8 @@ h2.section { margin: 1.75rem 0 .75rem; }
 .tabs a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); font-weight: 600; }
 .filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; }
 .filters label { margin: 0 0 .2rem; }
+
+ol.timeline li { margin: 0.35rem 0; }
 """#,
         "compose.js": #"""
 // Compose: builds the send body from the form, asks the send API for a dry run as you type, shows its verdict (next

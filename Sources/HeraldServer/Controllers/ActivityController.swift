@@ -39,7 +39,7 @@ struct ActivityController: Sendable {
         "staleDate", "relevanceScore", "priority", "inputPushToken", "inputPushChannel",
     ]).union(scheduleFields)
     private static let updateFields: Set<String> = Set<String>([
-        "topic", "contentState", "alert", "sound", "staleDate", "relevanceScore", "priority",
+        "topic", "contentState", "alert", "sound", "staleDate", "relevanceScore", "priority", "force",
     ]).union(scheduleFields)
     /// A start or an update can wait for its time and be paced like any send; an end cannot, since it ends the
     /// activity for the API at once.
@@ -87,6 +87,13 @@ struct ActivityController: Sendable {
         guard let activity = try await store.activity(topic: topic, id: id) else { throw ActivityOperations.unknown(id, topic) }
         var members = ActivityOperations.json(activity)
         members["devices"] = .integer(try await operations.updateTokens(of: activity))
+        if operations.updateBudget > 0 {
+            let use = try await store.activityBudgetUse(topic: topic, activityID: id, at: operations.clock.now())
+            members["budget"] = .object([
+                "limit": .integer(operations.updateBudget), "spentThisHour": .integer(use.spent),
+                "downgradedThisHour": .integer(use.downgraded), "hour": .string(RFC3339.string(use.hour)),
+            ])
+        }
         return .json(.object(members))
     }
 
@@ -96,6 +103,7 @@ struct ActivityController: Sendable {
         var body = answer.body
         if case .object(var members) = body {
             members["activity"] = .object(ActivityOperations.json(pushed.activity))
+            if let budget = pushed.budget { members["budget"] = ActivityOperations.json(budget) }
             body = .object(members)
         }
         return .json(body, status: answer.status)

@@ -431,6 +431,17 @@ components:
         status: { type: string, enum: [active, ended] }
         updates: { type: integer, description: "Updates sent (an end is not one)." }
         devices: { type: integer, description: "GET /api/activities/{id} only: update tokens registered for it." }
+        budget:
+          type: object
+          description: >
+            GET /api/activities/{id} only, while HERALD_LIVE_ACTIVITY_BUDGET is not 0: the activity's priority-10
+            updates in the current hour (UTC) against its budget, and the updates sent at priority 5 instead.
+          required: [limit, spentThisHour, downgradedThisHour, hour]
+          properties:
+            limit: { type: integer }
+            spentThisHour: { type: integer }
+            downgradedThisHour: { type: integer }
+            hour: { type: string, format: date-time }
         createdAt: { type: string, format: date-time }
         updatedAt: { type: string, format: date-time }
         endedAt: { type: string, format: date-time }
@@ -443,6 +454,82 @@ components:
           required: [activity]
           properties:
             activity: { $ref: "#/components/schemas/Activity" }
+            budget: { $ref: "#/components/schemas/BudgetDecision" }
+    BudgetDecision:
+      type: object
+      description: >
+        An update that asked for priority 10 while HERALD_LIVE_ACTIVITY_BUDGET is not 0: how it was counted against
+        its activity's hourly budget (shared by every instance). Beyond the budget it went at priority 5
+        (downgraded) unless the request had "priority": 10 with "force": true (forced).
+      required: [priority, downgraded, forced, limit, spentThisHour, downgradedThisHour, hour]
+      properties:
+        priority: { type: integer, enum: [5, 10], description: The priority it was sent at. }
+        downgraded: { type: boolean }
+        forced: { type: boolean, description: Sent at 10 beyond the budget because the request insisted. }
+        limit: { type: integer, description: Priority-10 updates per activity and hour. }
+        spentThisHour: { type: integer, description: "Priority-10 updates this hour, this one and forced ones included." }
+        downgradedThisHour: { type: integer }
+        hour: { type: string, format: date-time, description: The start of the hour counted (UTC). }
+    DeliveryTrace:
+      type: object
+      description: >
+        One notification's way to one device (docs/delivery-trace.md): a timeline joined from the send, the device's
+        outcome and attempts, its receipt events and the token's removal, with a verdict in plain words.
+      required: [send, token, verdict, timeline]
+      properties:
+        send:
+          type: object
+          required: [id, status, target, summary, createdAt]
+          properties:
+            id: { type: string, format: uuid }
+            status: { type: string, enum: [queued, running, completed, failed, cancelled] }
+            target: { type: string }
+            summary: { type: string }
+            createdAt: { type: string, format: date-time }
+        token: { type: string, description: "Whole for a key with the admin scope, else … and its last 8 hex digits." }
+        environment: { type: string, enum: [production, development], description: Where it was last sent. }
+        status: { type: string, enum: [accepted, rejected, failed] }
+        attempts: { type: integer, minimum: 1, description: Attempts made, counted across both environments. }
+        apnsId: { type: string }
+        apnsUniqueId:
+          type: string
+          description: >
+            Development only: the sandbox's apns-unique-id, to paste into Apple's Push Notifications Console
+            (pushNotificationsConsole) to see what APNs did with it.
+        pushNotificationsConsole: { type: string, format: uri }
+        verdict:
+          type: object
+          required: [code, text]
+          properties:
+            code:
+              type: string
+              enum: [pending, notTargeted, failed, rejected, removed, acceptedNotReported, received, opened]
+            text: { type: string, description: What happened and what to do, in plain words. }
+        timeline:
+          type: array
+          description: >
+            In the order things happened to the notification: accepted, its attempts, what Herald did about the
+            answer, the device's receipt events (their at is the device's clock), a later removal.
+          items:
+            type: object
+            required: [event, at, text]
+            properties:
+              event:
+                type: string
+                enum: [accepted, pending, attempt, environmentCorrected, tokenRemoved, tokenKept, received, opened, action, dismissed]
+              at: { type: string, format: date-time }
+              text: { type: string }
+              number: { type: integer, description: "attempt: 1 for the first." }
+              environment: { type: string }
+              connection: { type: integer, description: "attempt: the APNs client's number of the HTTP/2 connection." }
+              httpStatus: { type: integer }
+              reason: { type: string, description: "APNs's reason, or the client's error code when no answer came." }
+              message: { type: string }
+              apnsId: { type: string }
+              apnsUniqueId: { type: string }
+              retryAfterMs: { type: integer, description: "attempt: the wait before the next attempt." }
+              action: { type: string, description: "action: the action's identifier." }
+              recordedAt: { type: string, format: date-time, description: "Receipt events: when Herald recorded it." }
     ChannelRequest:
       type: object
       required: [environment]
@@ -749,6 +836,29 @@ paths:
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
+  /api/sends/{id}/devices/{token}:
+    get:
+      summary: One notification's delivery trace to one device, with a verdict in plain words.
+      description: >
+        The send's acceptance, each APNs attempt (those of notifications that needed more than one are kept one by
+        one; a notification answered at once shows its outcome), retries and why, an environment correction, the
+        receipt events the device reported and the token's removal. A device the send never reached answers with the
+        verdict notTargeted (pending while the send runs); an unknown send is 404 unknownSend. Kept as long as the
+        send's outcomes (HERALD_RETENTION_OUTCOMES_DAYS).
+      security: [{ apiKey: [send] }]
+      parameters:
+        - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+        - { $ref: "#/components/parameters/token" }
+      responses:
+        "200":
+          description: The trace.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/DeliveryTrace" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
   /api/activities:
     post:
       summary: Start a Live Activity on a target's devices through their push-to-start tokens.
@@ -830,7 +940,10 @@ paths:
         "404": { $ref: "#/components/responses/Error" }
     patch:
       summary: Update a running activity on every device that registered its update token.
-      description: An ended activity is 409 activityEnded; an unknown one 404 unknownActivity.
+      description: >
+        An ended activity is 409 activityEnded; an unknown one 404 unknownActivity. A priority-10 update beyond the
+        activity's hourly budget (HERALD_LIVE_ACTIVITY_BUDGET, counted by every instance) goes at priority 5 unless
+        the request has "priority": 10 and "force": true; the answer's budget says which.
       security: [{ apiKey: [send] }]
       parameters: [{ $ref: "#/components/parameters/idempotencyKey" }]
       requestBody:
@@ -840,7 +953,14 @@ paths:
             schema:
               allOf:
                 - $ref: "#/components/schemas/ActivityContent"
-                - { type: object, required: [contentState] }
+                - type: object
+                  required: [contentState]
+                  properties:
+                    force:
+                      type: [boolean, "null"]
+                      description: >
+                        With "priority": 10, send at priority 10 even beyond the activity's hourly budget
+                        (HERALD_LIVE_ACTIVITY_BUDGET); without it, 400 invalidField.
       responses:
         "200": { $ref: "#/components/responses/ActivityPushSent" }
         "202": { $ref: "#/components/responses/ActivityPushQueued" }
