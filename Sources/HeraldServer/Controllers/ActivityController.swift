@@ -68,8 +68,8 @@ struct ActivityController: Sendable {
     }
 
     /// An app's activities, newest first, one page at a time (`?topic=&status=active|ended&after=<cursor>&limit=`,
-    /// default 100). Each is shown as by `GET /api/activities/{id}` but without `devices`: a count per listed
-    /// activity would make a page cost as many counts as rows.
+    /// default 100). Each is shown as by `GET /api/activities/{id}` but without `devices` and `budget`: a count and
+    /// a budget read per listed activity would make a page cost as many reads as rows.
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
         let active = try ActivityOperations.status(request.queryParameter("status"))

@@ -897,8 +897,8 @@ paths:
     get:
       summary: One page of an app's activities, newest first.
       description: >
-        Each activity as GET /api/activities/{id} shows it, without devices (a count per listed activity would make
-        a page cost as many counts as rows). next is there when another page follows: pass it as after. A bad
+        Each activity as GET /api/activities/{id} shows it, without devices and budget (a count and a budget read
+        per listed activity would make a page cost as many reads as rows). next is there when another page follows: pass it as after. A bad
         parameter is 400 invalidField naming it.
       security: [{ apiKey: [send] }]
       parameters:
