@@ -343,6 +343,7 @@ public final class APNSClient: Service, Sendable {
             return .failure(APNSClientError(.shutdown, "The send was cancelled before a connection was free."))
         }
         metrics.attempt()
+        progress.connection = lease.connection.id
         let started = ContinuousClock.now
         let result = await lease.connection.execute(template: template, target: target, requestID: requestID, body: body)
         finish(lease, of: pool, started: started, result)
@@ -357,6 +358,7 @@ public final class APNSClient: Service, Sendable {
         attempting.progress.begin(at: clockTime())
         if attempting.attempts > 1 { metrics.retry() }
         metrics.attempt()
+        attempting.progress.connection = lease.connection.id
         let started = ContinuousClock.now
         let sent = attempting
         lease.connection.submit(APNSStreamRequest(template: sent.template, token: sent.token, apnsID: sent.apnsID, body: sent.body) { result in
@@ -393,6 +395,11 @@ public final class APNSClient: Service, Sendable {
     /// The retry policy applied to one attempt's result.
     func judge(_ result: Result<APNSResponse, APNSClientError>, _ send: inout Send) -> Verdict {
         let judgement = judgeAttempt(result, &send.progress, expiration: send.notification.expiration)
+        if case .retry(let delay, _) = judgement {
+            send.progress.trace(result, retryAfter: delay) { wallClock.now() }
+        } else {
+            send.progress.trace(result, retryAfter: nil) { wallClock.now() }
+        }
         let outcome: APNSOutcome
         switch (judgement, result) {
         case (.gaveUp(let stop), _):
@@ -406,7 +413,7 @@ public final class APNSClient: Service, Sendable {
         }
         let delivery = APNSDelivery(
             token: send.token, apnsID: send.apnsID, outcome: outcome, attempts: send.attempts,
-            unprocessedAttempts: send.progress.unprocessed)
+            unprocessedAttempts: send.progress.unprocessed, trail: send.progress.trail)
         switch judgement {
         case .final, .gaveUp:
             return .final(delivery)

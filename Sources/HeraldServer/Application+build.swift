@@ -171,7 +171,8 @@ public func buildApplication(
                 clock: dependencies.clock
             ).addRoutes(to: router)
             let activities = ActivityOperations(
-                store: store, apps: apps, engine: engine, clock: dependencies.clock, metrics: metrics)
+                store: store, apps: apps, engine: engine, clock: dependencies.clock, metrics: metrics,
+                updateBudget: configuration.liveActivities.updateBudget)
             ActivityController(
                 store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities, limits: configuration.limits
             ).addRoutes(to: router)

@@ -48,6 +48,7 @@ extension PostgresStore {
                 outcomes, of: id, checkpoint: shard == nil ? checkpoint : nil, at: now)
             guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
             try await session.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
+            try await self.insertAttempts(outcomes, of: id, in: session)
             if let shard {
                 // What the shard recorded counts the outcomes given: the batch statement reports the send's totals.
                 try await session.execute(
@@ -62,7 +63,15 @@ extension PostgresStore {
     /// statement for the batch (`StoreSQL.insertFinishedSends`); a lone one is sent at once, prepared.
     public func recordFinishedSend(_ send: NewSend, outcomes: [DeliveryOutcome]) async throws -> SendRecord {
         try ensureOpen()
-        return try await finishedSends.submit(FinishedSend(send: send, outcomes: outcomes, at: clock.now())).get()
+        let record = try await finishedSends.submit(FinishedSend(send: send, outcomes: outcomes, at: clock.now())).get()
+        // After the send's own commit (the group commit's statement has no room for them): a crash in between loses
+        // the attempts of a retried notification, never its outcome.
+        if outcomes.contains(where: { !$0.attempts.isEmpty }) {
+            try await session("record delivery attempts") { session in
+                try await self.insertAttempts(outcomes, of: send.id, in: session)
+            }
+        }
+        return record
     }
 
     /// Stores a batch of the group commit with one statement, in one transaction; the records in the batch's order.

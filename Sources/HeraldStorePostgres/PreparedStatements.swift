@@ -100,7 +100,9 @@ private enum FinishedSendToOneDevice: PreparedShape {
                 StoreSQL.insertFinishedSend(
                     send,
                     outcomes: [
-                        DeliveryOutcome(token: sampleToken, environment: .production, result: $0, at: now, action: .kept)
+                        DeliveryOutcome(
+                            token: sampleToken, environment: .production, result: $0, at: now, action: .kept,
+                            apnsUniqueID: "sample")
                     ], at: now)
             })
     }()

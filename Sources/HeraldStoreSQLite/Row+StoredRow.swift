@@ -61,6 +61,7 @@ extension Database {
             { _ in }
             if sqlite3_changes(sqliteConnection) > 0 { counts.add(kinds: CollectionOfOne(outcome.result.kind)) }
         }
+        try insertAttempts(outcomes, of: id)
         return counts
     }
 

@@ -32,11 +32,11 @@ struct FanOutTests {
         }
 
         func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
-            -> DeliveryOutcome.Result
+            -> PushResult
         {
             let n = Self.number(token)
             log.withLock { $0.sent.append(n) }
-            return Self.result(n)
+            return PushResult(Self.result(n))
         }
 
         func start(
@@ -53,9 +53,9 @@ struct FanOutTests {
             answers.async {
                 self.log.withLock { $0.inFlight -= 1 }
                 if n.isMultiple(of: 5) {
-                    answered(.continuing { Self.result(n) })
+                    answered(.continuing { PushResult(Self.result(n)) })
                 } else {
-                    answered(.finished(Self.result(n)))
+                    answered(.finished(PushResult(Self.result(n))))
                 }
             }
             return true

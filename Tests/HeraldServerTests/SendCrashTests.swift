@@ -32,19 +32,19 @@ struct SendCrashTests {
         func release() { released.open() }
 
         func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
-            -> DeliveryOutcome.Result
+            -> PushResult
         {
             let (number, heldNow) = log.withLock { log in
                 log.sent.append((token, notification.apnsID))
                 if log.sent.count > answering { log.held += 1 }
                 return (log.sent.count, log.held)
             }
-            if number <= answering { return .accepted(apnsID: notification.apnsID ?? APNSID()) }
+            if number <= answering { return PushResult(.accepted(apnsID: notification.apnsID ?? APNSID())) }
             held.update(heldNow)
             // Held until released, or until the run is cancelled (the process died).
             await released.wait()
-            if Task.isCancelled { return .failed(message: "the process died") }
-            return .accepted(apnsID: notification.apnsID ?? APNSID())
+            if Task.isCancelled { return PushResult(.failed(message: "the process died")) }
+            return PushResult(.accepted(apnsID: notification.apnsID ?? APNSID()))
         }
     }
 

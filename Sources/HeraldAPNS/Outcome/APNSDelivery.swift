@@ -13,13 +13,19 @@ public struct APNSDelivery: Sendable, CustomStringConvertible {
     /// How many of ``attempts`` APNs never processed (streams above a GOAWAY's last-stream-id, refused streams,
     /// requests a closing connection never wrote): they were safe to repeat, the first of a streak at once.
     public let unprocessedAttempts: Int
+    /// Every attempt, when there was more than one (``APNSAttempt``); empty when the first attempt decided.
+    public let trail: [APNSAttempt]
 
-    public init(token: DeviceToken, apnsID: String, outcome: APNSOutcome, attempts: Int, unprocessedAttempts: Int = 0) {
+    public init(
+        token: DeviceToken, apnsID: String, outcome: APNSOutcome, attempts: Int, unprocessedAttempts: Int = 0,
+        trail: [APNSAttempt] = []
+    ) {
         self.token = token
         self.apnsID = apnsID
         self.outcome = outcome
         self.attempts = attempts
         self.unprocessedAttempts = unprocessedAttempts
+        self.trail = trail
     }
 
     public var description: String { "\(token.redacted) \(apnsID): \(outcome) after \(attempts) attempt\(attempts == 1 ? "" : "s")" }

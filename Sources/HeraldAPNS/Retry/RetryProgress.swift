@@ -17,11 +17,35 @@ struct RetryProgress: Sendable {
     var startedAt = Duration.zero
     /// The attempts that asked for another, by kind.
     var log = AttemptLog()
+    /// The connection the current attempt went out on (the client's number for it).
+    var connection: Int?
+    /// Every attempt so far, once there is a second one (the delivery trace); empty while the first may decide.
+    var trail: [APNSAttempt] = []
 
     /// Counts an attempt about to begin; the first one starts the retry window at `now`.
     mutating func begin(at now: @autoclosure () -> Duration) {
         attempts += 1
+        connection = nil
         if attempts == 1 { startedAt = now() }
+    }
+
+    /// Adds the current attempt to ``trail`` when it is not the only one: it asked for another (`retryAfter`), or
+    /// an earlier one did.
+    mutating func trace(_ result: Result<APNSResponse, APNSClientError>, retryAfter: Duration?, at now: () -> Date) {
+        guard retryAfter != nil || attempts > 1 else { return }
+        let attempt: APNSAttempt
+        switch result {
+        case .success(let response):
+            attempt = APNSAttempt(
+                number: attempts, at: now(), connection: connection, status: response.status,
+                reason: response.status == 200 ? nil : APNSClient.reason(in: response), error: nil,
+                uniqueID: response.uniqueID, retryAfter: retryAfter)
+        case .failure(let error):
+            attempt = APNSAttempt(
+                number: attempts, at: now(), connection: connection, status: nil, reason: nil, error: error,
+                uniqueID: nil, retryAfter: retryAfter)
+        }
+        trail.append(attempt)
     }
 }
 

@@ -74,11 +74,11 @@ public struct Delivery: Sendable {
     ) -> Bool {
         sender.start(notification, to: device.token, in: device.environment) { started in
             switch started {
-            case .finished(let result):
-                if case .rejected = result {
-                    answered(.continuing { await self.settle(result, notification, device) })
+            case .finished(let pushed):
+                if case .rejected = pushed.result {
+                    answered(.continuing { await self.settle(pushed, notification, device) })
                 } else {
-                    answered(.finished(self.settle(result, device)))
+                    answered(.finished(self.settle(pushed, device)))
                 }
             case .continuing(let rest):
                 answered(.continuing { await self.settle(await rest(), notification, device) })
@@ -87,32 +87,40 @@ public struct Delivery: Sendable {
     }
 
     /// The outcome of an answer that needs nothing from the registry (accepted, failed).
-    private func settle(_ result: DeliveryOutcome.Result, _ device: DeviceRegistration) -> ReportedOutcome {
-        metrics.outcome(result)
-        return ReportedOutcome(
-            outcome: DeliveryOutcome(token: device.token, environment: device.environment, result: result, at: clock.now()),
-            action: nil)
+    private func settle(_ pushed: PushResult, _ device: DeviceRegistration) -> ReportedOutcome {
+        metrics.outcome(pushed.result)
+        return ReportedOutcome(outcome: outcome(pushed, device.token, device.environment), action: nil)
+    }
+
+    private func outcome(_ pushed: PushResult, _ token: DeviceToken, _ environment: APNSEnvironment) -> DeliveryOutcome {
+        DeliveryOutcome(
+            token: token, environment: environment, result: pushed.result, at: clock.now(),
+            apnsUniqueID: pushed.apnsUniqueID, attempts: pushed.attempts)
     }
 
     /// Applies APNs's answer to the registry and returns the outcome with what was done.
     private func settle(
-        _ result: DeliveryOutcome.Result, _ notification: PreparedNotification, _ device: DeviceRegistration
+        _ pushed: PushResult, _ notification: PreparedNotification, _ device: DeviceRegistration
     ) async -> ReportedOutcome {
         let token = device.token
         let environment = device.environment
-        guard case .rejected(_, let reason, let timestamp) = result else { return settle(result, device) }
-        var reported = ReportedOutcome(
-            outcome: DeliveryOutcome(token: token, environment: environment, result: result, at: clock.now()),
-            action: nil)
+        let result = pushed.result
+        guard case .rejected(_, let reason, let timestamp) = result else { return settle(pushed, device) }
+        var reported = ReportedOutcome(outcome: outcome(pushed, token, environment), action: nil)
         if reason == .badDeviceToken {
             let other = environment.other
-            let retry = await sender.send(notification, to: token, in: other)
+            let second = await sender.send(notification, to: token, in: other)
+            let retry = second.result
+            // The trace shows both hosts' attempts: the correction is a second attempt of the same notification.
+            let attempts = DeliveryAttempt.joined(
+                pushed, in: environment, at: reported.outcome.at, then: second, in: other, at: clock.now())
+            reported.outcome.attempts = attempts
             if case .accepted = retry {
                 do {
                     _ = try await store.updateEnvironment(token: token, to: other)
-                    reported = ReportedOutcome(
-                        outcome: DeliveryOutcome(token: token, environment: other, result: retry, at: clock.now()),
-                        action: .environmentCorrected)
+                    var corrected = outcome(second, token, other)
+                    corrected.attempts = attempts
+                    reported = ReportedOutcome(outcome: corrected, action: .environmentCorrected)
                     metrics.environmentCorrected()
                     logger.notice(
                         "Corrected a token's environment: the other host accepted it",

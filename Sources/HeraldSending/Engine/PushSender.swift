@@ -1,3 +1,4 @@
+import Foundation
 public import HeraldCore
 public import HeraldStore
 
@@ -13,7 +14,7 @@ public protocol PushSender: Sendable {
     ///   - environment: The host to send to: the token's recorded environment, or the other one when correcting a
     ///     `BadDeviceToken`.
     func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
-        -> DeliveryOutcome.Result
+        -> PushResult
 
     /// Starts a send without a task when that is possible right now, for the fan-out's bulk loop.
     ///
@@ -37,7 +38,54 @@ extension PushSender {
 /// How a send started with ``PushSender/start(_:to:in:answered:)`` went.
 public enum StartedSend: Sendable {
     /// It ended.
-    case finished(DeliveryOutcome.Result)
+    case finished(PushResult)
     /// It goes on (a retry): run this in a task for its end.
-    case continuing(@Sendable () async -> DeliveryOutcome.Result)
+    case continuing(@Sendable () async -> PushResult)
+}
+
+/// How one notification to one device ended, with what the delivery trace keeps of it.
+public struct PushResult: Sendable {
+    /// The answer, or the lack of one.
+    public var result: DeliveryOutcome.Result
+    /// The sandbox's `apns-unique-id` of the last answer (development only).
+    public var apnsUniqueID: String?
+    /// Every attempt when there was more than one; empty when the first decided (no allocation on the usual path).
+    public var attempts: [DeliveryAttempt]
+
+    public init(_ result: DeliveryOutcome.Result, apnsUniqueID: String? = nil, attempts: [DeliveryAttempt] = []) {
+        self.result = result
+        self.apnsUniqueID = apnsUniqueID
+        self.attempts = attempts
+    }
+}
+
+extension DeliveryAttempt {
+    /// The attempts of a notification sent to one host and then to the other (an environment correction), numbered
+    /// one after the other; a result whose first attempt decided counts as that one attempt.
+    static func joined(
+        _ first: PushResult, in environment: APNSEnvironment, at firstAt: Date, then second: PushResult,
+        in other: APNSEnvironment, at secondAt: Date
+    ) -> [DeliveryAttempt] {
+        let before = first.attempts.isEmpty ? [single(first, in: environment, at: firstAt)] : first.attempts
+        let after = second.attempts.isEmpty ? [single(second, in: other, at: secondAt)] : second.attempts
+        return before + after.enumerated().map { offset, attempt in
+            var renumbered = attempt
+            renumbered.number = before.count + offset + 1
+            return renumbered
+        }
+    }
+
+    /// The one attempt of a result whose first attempt decided.
+    private static func single(_ pushed: PushResult, in environment: APNSEnvironment, at: Date) -> DeliveryAttempt {
+        switch pushed.result {
+        case .accepted:
+            DeliveryAttempt(number: 1, at: at, environment: environment, status: 200, apnsUniqueID: pushed.apnsUniqueID)
+        case .rejected(let status, let reason, _):
+            DeliveryAttempt(
+                number: 1, at: at, environment: environment, status: status, reason: reason.rawValue,
+                apnsUniqueID: pushed.apnsUniqueID)
+        case .failed(let message):
+            DeliveryAttempt(number: 1, at: at, environment: environment, message: message)
+        }
+    }
 }

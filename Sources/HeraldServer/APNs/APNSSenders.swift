@@ -39,13 +39,13 @@ final class APNSSenders: PushSender {
     }
 
     func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
-        -> DeliveryOutcome.Result
+        -> PushResult
     {
         guard let client = client(for: notification, in: environment) else {
             let bundleID = notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic
-            return .failed(message: "No APNs client is configured for \(bundleID) in \(environment).")
+            return PushResult(.failed(message: "No APNs client is configured for \(bundleID) in \(environment)."))
         }
-        return Self.result(of: await client.send(notification, to: token))
+        return Self.pushed(await client.send(notification, to: token), in: environment)
     }
 
     func start(
@@ -55,8 +55,8 @@ final class APNSSenders: PushSender {
         guard let client = client(for: notification, in: environment) else { return false }
         return client.startSending(notification, to: token) { started in
             switch started {
-            case .finished(let delivery): answered(.finished(Self.result(of: delivery)))
-            case .retry(let retry): answered(.continuing { Self.result(of: await retry.run()) })
+            case .finished(let delivery): answered(.finished(Self.pushed(delivery, in: environment)))
+            case .retry(let retry): answered(.continuing { Self.pushed(await retry.run(), in: environment) })
             }
         }
     }
@@ -69,7 +69,24 @@ final class APNSSenders: PushSender {
         clients[notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic]?[environment]
     }
 
-    /// How the server records what the sender says.
+    /// How the server records what the sender says, with the delivery trace's part of it.
+    private static func pushed(_ delivery: APNSDelivery, in environment: APNSEnvironment) -> PushResult {
+        let uniqueID: String?
+        switch delivery.outcome {
+        case .accepted(_, let id): uniqueID = id
+        case .rejected(let rejection): uniqueID = rejection.uniqueID
+        case .failed(let error): uniqueID = error.rejection?.uniqueID
+        }
+        guard !delivery.trail.isEmpty else { return PushResult(result(of: delivery), apnsUniqueID: uniqueID) }
+        let attempts = delivery.trail.map { attempt in
+            DeliveryAttempt(
+                number: attempt.number, at: attempt.at, environment: environment, connection: attempt.connection,
+                status: attempt.status, reason: attempt.reason?.rawValue ?? attempt.error.map { "\($0.code)" },
+                message: attempt.error?.message, apnsUniqueID: attempt.uniqueID, retryAfter: attempt.retryAfter)
+        }
+        return PushResult(result(of: delivery), apnsUniqueID: uniqueID, attempts: attempts)
+    }
+
     private static func result(of delivery: APNSDelivery) -> DeliveryOutcome.Result {
         switch delivery.outcome {
         case .accepted(let apnsID, _):

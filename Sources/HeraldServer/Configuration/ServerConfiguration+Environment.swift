@@ -72,6 +72,7 @@ extension ServerConfiguration {
     /// | `HERALD_WEBHOOK_CONCURRENCY`, `HERALD_WEBHOOK_BATCH`, `HERALD_WEBHOOK_POLL_INTERVAL_MS`, `HERALD_WEBHOOK_TIMEOUT` [`webhookConcurrency`, …] | endpoints at once, events per POST, ms between looks, seconds per POST | 4, 100, 1000, 10 |
     /// | `HERALD_WEBHOOK_PAUSE_AFTER_FAILURES`, `HERALD_WEBHOOK_PAUSE_AFTER` [`webhookPauseAfterFailures`, `webhookPauseAfter`] | failures in a row, and seconds failing, before an endpoint is paused | 10, 3600 |
     /// | `HERALD_WEBHOOK_SECRET_OVERLAP` [`webhookSecretOverlap`] | seconds a rotated-out secret still signs | 86400 |
+    /// | `HERALD_LIVE_ACTIVITY_BUDGET` [`liveActivityBudget`] | priority-10 updates per Live Activity and hour before later ones go at priority 5, 0 = no budget | 12 |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -135,6 +136,9 @@ extension ServerConfiguration {
             ?? console.idleTimeout
         try readRetention(reader: reader)
         try readWebhooks(reader: reader)
+        liveActivities.updateBudget =
+            try reader.integer("HERALD_LIVE_ACTIVITY_BUDGET", "liveActivityBudget", in: 0...3600)
+            ?? liveActivities.updateBudget
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {
             if let problem = InstanceLock.problem(with: id) {

@@ -35,6 +35,8 @@ public struct ServerConfiguration: Sendable {
     public var retention = Retention()
     /// How this instance delivers webhooks (docs/integrations.md).
     public var webhooks = WebhookSettings()
+    /// Live Activity update budgets.
+    public var liveActivities = LiveActivities()
     /// What names this server among the instances that share a database, stable across restarts: the background
     /// worker's sends are held under it, so a restarted instance resumes its own at once (docs/reliability.md).
     /// 1–64 bytes without `/` or white space. Default the host name; give each of several instances on one host

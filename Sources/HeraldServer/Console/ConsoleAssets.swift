@@ -7,6 +7,7 @@ enum ConsoleAssets {
         "activities": text(PackageResources.activities_mustache),
         "channels": text(PackageResources.channels_mustache),
         "compose": text(PackageResources.compose_mustache),
+        "delivery": text(PackageResources.delivery_mustache),
         "device": text(PackageResources.device_mustache),
         "devices": text(PackageResources.devices_mustache),
         "empty-devices": text(PackageResources.empty_devices_mustache),

@@ -40,6 +40,7 @@ extension ConsoleController {
                 "id": activity.id, "type": activity.activityType, "active": activity.isActive,
                 "updates": activity.updates, "tokens": tokens, "startedAt": Self.display(activity.createdAt),
                 "endedAt": activity.endedAt.map(Self.display) ?? "—",
+                "budget": try await budgetText(of: activity),
             ])
         }
         var data: [String: Any] = [
@@ -60,6 +61,17 @@ extension ConsoleController {
         }
         return renderer.page(
             "activities", title: "Live Activities", section: .activities, data: data, context: context)
+    }
+
+    /// An activity's priority-10 updates this hour against its budget, and how many went at 5 instead: "3 of 12",
+    /// "12 of 12 · 4 sent at priority 5".
+    private func budgetText(of activity: ActivityRecord) async throws -> String {
+        let limit = activities.updateBudget
+        guard limit > 0 else { return "no budget" }
+        let use = try await store.activityBudgetUse(topic: activity.topic, activityID: activity.id, at: clock.now())
+        var text = "\(use.spent) of \(limit)"
+        if use.downgraded > 0 { text += " · \(use.downgraded) sent at priority 5" }
+        return text
     }
 
     /// Ends a running activity from the list (a form with the session's CSRF token, `app` and `id`), then shows the

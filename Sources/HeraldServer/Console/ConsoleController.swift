@@ -50,6 +50,7 @@ struct ConsoleController: Sendable {
         router.get("/console/compose", use: compose)
         router.get("/console/sends", use: sends)
         router.get("/console/sends/{id}", use: send)
+        router.get("/console/sends/{id}/devices/{token}", use: delivery)
         router.post("/console/sends/{id}/cancel", use: cancelSend)
         router.get("/console/devices", use: devices)
         router.get("/console/devices/{token}", use: device)

@@ -39,7 +39,7 @@ struct ActivityController: Sendable {
         "staleDate", "relevanceScore", "priority", "inputPushToken", "inputPushChannel",
     ]).union(scheduleFields)
     private static let updateFields: Set<String> = Set<String>([
-        "topic", "contentState", "alert", "sound", "staleDate", "relevanceScore", "priority",
+        "topic", "contentState", "alert", "sound", "staleDate", "relevanceScore", "priority", "force",
     ]).union(scheduleFields)
     /// A start or an update can wait for its time and be paced like any send; an end cannot, since it ends the
     /// activity for the API at once.
@@ -68,8 +68,8 @@ struct ActivityController: Sendable {
     }
 
     /// An app's activities, newest first, one page at a time (`?topic=&status=active|ended&after=<cursor>&limit=`,
-    /// default 100). Each is shown as by `GET /api/activities/{id}` but without `devices`: a count per listed
-    /// activity would make a page cost as many counts as rows.
+    /// default 100). Each is shown as by `GET /api/activities/{id}` but without `devices` and `budget`: a count and
+    /// a budget read per listed activity would make a page cost as many reads as rows.
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
         let active = try ActivityOperations.status(request.queryParameter("status"))
@@ -87,6 +87,13 @@ struct ActivityController: Sendable {
         guard let activity = try await store.activity(topic: topic, id: id) else { throw ActivityOperations.unknown(id, topic) }
         var members = ActivityOperations.json(activity)
         members["devices"] = .integer(try await operations.updateTokens(of: activity))
+        if operations.updateBudget > 0 {
+            let use = try await store.activityBudgetUse(topic: topic, activityID: id, at: operations.clock.now())
+            members["budget"] = .object([
+                "limit": .integer(operations.updateBudget), "spentThisHour": .integer(use.spent),
+                "downgradedThisHour": .integer(use.downgraded), "hour": .string(RFC3339.string(use.hour)),
+            ])
+        }
         return .json(.object(members))
     }
 
@@ -96,6 +103,7 @@ struct ActivityController: Sendable {
         var body = answer.body
         if case .object(var members) = body {
             members["activity"] = .object(ActivityOperations.json(pushed.activity))
+            if let budget = pushed.budget { members["budget"] = ActivityOperations.json(budget) }
             body = .object(members)
         }
         return .json(body, status: answer.status)

@@ -30,6 +30,7 @@ struct SendController: Sendable {
         group.post("/api/send", use: send)
         group.get("/api/sends", use: list)
         group.get("/api/sends/{id}", use: status)
+        group.get("/api/sends/{id}/devices/{token}", use: trace)
         group.delete("/api/sends/{id}", use: cancel)
     }
 

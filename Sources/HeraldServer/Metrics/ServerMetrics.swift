@@ -106,6 +106,24 @@ struct ServerMetrics: SendingMetrics {
         }
     }
 
+    /// A Live Activity update sent at priority 5 because its activity's hourly budget was spent.
+    func activityUpdateDowngraded(app: String) {
+        Self.counter(
+            registry,
+            ("live_activity_updates_downgraded", "Live Activity updates sent at priority 5 instead of 10: the activity's hourly budget (HERALD_LIVE_ACTIVITY_BUDGET) was spent."),
+            [("app", app)]
+        ).increment()
+    }
+
+    /// A Live Activity update sent at priority 10 beyond its activity's budget because the caller forced it.
+    func activityUpdateForced(app: String) {
+        Self.counter(
+            registry,
+            ("live_activity_updates_forced", "Live Activity updates sent at priority 10 beyond the activity's hourly budget because the request had \"force\": true."),
+            [("app", app)]
+        ).increment()
+    }
+
     func activityPush(event: String, priority: Int, via route: ActivityRoute) {
         Self.counter(
             registry, Name.activityPushes, [("event", event), ("priority", "\(priority)"), ("via", route.rawValue)]

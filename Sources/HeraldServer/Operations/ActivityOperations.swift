@@ -18,6 +18,8 @@ struct ActivityOperations: Sendable {
     let engine: SendEngine
     let clock: any WallClock
     let metrics: ServerMetrics
+    /// Priority-10 updates an activity may have per hour before later ones go at priority 5 (0: no budget).
+    var updateBudget = ServerConfiguration.LiveActivities().updateBudget
 
     /// The keys a start, update or end shares with a send: it can wait for its time and be paced like any send.
     static let scheduleFields: Set<String> = ["sendAt", "localTime", "timeZone", "rate"]
@@ -74,9 +76,16 @@ struct ActivityOperations: Sendable {
     }
 
     /// Updates a running activity on its update tokens, from the fields of `PATCH /api/activities/{id}`: priority 10
-    /// with an alert, else 5.
+    /// with an alert, else 5. A priority-10 update beyond the activity's hourly budget goes at priority 5 unless the
+    /// request has `"priority": 10` and `"force": true` (docs/live-activities.md, "Update budget").
     func update(_ id: String, fields: JSONFields, logger: Logger) async throws -> Pushed {
-        try await push(id, fields: fields, event: "update", priority: fields["alert"] != nil ? 10 : 5, logger: logger)
+        let force = try fields.bool("force") ?? false
+        if force, try fields.integer("priority") != 10 {
+            throw APIError.invalidField(
+                "force", "\"force\": true insists on priority 10 beyond the budget: give it with \"priority\": 10")
+        }
+        return try await push(
+            id, fields: fields, event: "update", priority: fields["alert"] != nil ? 10 : 5, force: force, logger: logger)
     }
 
     /// The `status` filter of a list: `active` (running only), `ended`, or absent (`nil`: both).
@@ -98,19 +107,35 @@ struct ActivityOperations: Sendable {
     struct Pushed {
         var accepted: SendEngine.Accepted
         var activity: ActivityRecord
+        /// For a priority-10 update under a budget: how it was counted.
+        var budget: BudgetDecision? = nil
+    }
+
+    /// How a priority-10 update was counted against its activity's hourly budget.
+    struct BudgetDecision {
+        /// The priority it went at: 10, or 5 when it was downgraded.
+        var priority: Int
+        /// It went at 10 beyond the budget because the caller insisted.
+        var forced: Bool
+        /// Priority-10 updates the activity may have per hour.
+        var limit: Int
+        /// The activity's hour so far, this update included.
+        var use: ActivityBudgetUse
+
+        var downgraded: Bool { priority != 10 }
     }
 
     /// An update or the end: refused for an unknown or ended activity, else sent to its update tokens.
-    private func push(_ id: String, fields: JSONFields, event: String, priority: Int, logger: Logger)
-        async throws -> Pushed
-    {
+    private func push(
+        _ id: String, fields: JSONFields, event: String, priority: Int, force: Bool = false, logger: Logger
+    ) async throws -> Pushed {
         var aps = try Self.content(fields, event: event, requiringState: event == "update")
         if event == "end", let dismissal = try fields.integer("dismissalDate", in: 0...Int(Int32.max)) {
             aps["dismissal-date"] = .integer(dismissal)
         }
         var send = Self.send(aps: aps, fields: fields, priority: priority)
         send["target"] = .object(["activity": .string(id)])
-        let plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
+        var plan = try SendPlan(json: .object(send), apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
         let activity: ActivityRecord
         switch try await store.recordActivityPush(topic: plan.bundleID, id: id, ending: event == "end") {
         case .recorded(let recorded):
@@ -122,8 +147,36 @@ struct ActivityOperations: Sendable {
         case .unknown:
             throw Self.unknown(id, plan.bundleID)
         }
+        var budget: BudgetDecision?
+        if event == "update", updateBudget > 0, Self.priority(of: plan) == 10 {
+            let use = try await store.spendActivityBudget(
+                topic: plan.bundleID, activityID: id, budget: updateBudget, force: force, at: clock.now())
+            budget = BudgetDecision(
+                priority: use.fitted ? 10 : 5, forced: force && use.spent > updateBudget, limit: updateBudget, use: use)
+            if !use.fitted {
+                // Over budget: the same update at priority 5, which ActivityKit delivers when the device sees fit.
+                send["priority"] = .integer(5)
+                plan = try SendPlan(json: .object(send), apps: apps, sendID: plan.sendID, at: clock.now())
+                metrics.activityUpdateDowngraded(app: plan.bundleID)
+                logger.info(
+                    "Sent a Live Activity update at priority 5: its hourly budget of priority-10 updates is spent",
+                    metadata: ["herald.activity": "\(id)", "herald.budget": "\(updateBudget)"])
+            } else if budget?.forced == true {
+                metrics.activityUpdateForced(app: plan.bundleID)
+            }
+        }
         metrics.activityPush(event: event, priority: Self.priority(of: plan), via: .devices)
-        return Pushed(accepted: try await engine.accept(plan, logger: logger), activity: activity)
+        return Pushed(accepted: try await engine.accept(plan, logger: logger), activity: activity, budget: budget)
+    }
+
+    /// A budget decision as the API shows it.
+    static func json(_ decision: BudgetDecision) -> JSONValue {
+        .object([
+            "priority": .integer(decision.priority), "downgraded": .bool(decision.downgraded),
+            "forced": .bool(decision.forced), "limit": .integer(decision.limit),
+            "spentThisHour": .integer(decision.use.spent), "downgradedThisHour": .integer(decision.use.downgraded),
+            "hour": .string(RFC3339.string(decision.use.hour)),
+        ])
     }
 
     /// The `aps` of an activity push: its event, content state and the optional presentation keys.

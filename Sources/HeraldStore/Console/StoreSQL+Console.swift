@@ -232,10 +232,10 @@ extension StoredRow {
 
     /// A delivery from ``StoreSQL/deliveries(to:limit:_:)``.
     package func delivery() throws -> DeviceDelivery {
-        guard let id = SendID(try text(11)) else {
+        guard let id = SendID(try text(12)) else {
             throw StoreError(.corruptRecord, "A stored send has an unreadable id: repair or delete the row.")
         }
-        return DeviceDelivery(sendID: id, target: try text(12), summary: try text(13), outcome: try outcome().outcome)
+        return DeviceDelivery(sendID: id, target: try text(13), summary: try text(14), outcome: try outcome().outcome)
     }
 
     /// An outcome group from ``StoreSQL/outcomeGroups(of:_:)``.

@@ -42,13 +42,24 @@ public struct DeliveryOutcome: Sendable, Hashable, CustomStringConvertible {
     public var at: Date
     /// What the server did about it, if anything.
     public var action: Action?
+    /// The sandbox's `apns-unique-id` of the last attempt (development only): what Apple's Push Notifications Console
+    /// looks a notification up by.
+    public var apnsUniqueID: String?
+    /// Every attempt, when there was more than one (``DeliveryAttempt``); empty when the first attempt decided. Only
+    /// ``DeliveryTraceStore`` reads them back: outcome pages leave them out.
+    public var attempts: [DeliveryAttempt]
 
-    public init(token: DeviceToken, environment: APNSEnvironment, result: Result, at: Date, action: Action? = nil) {
+    public init(
+        token: DeviceToken, environment: APNSEnvironment, result: Result, at: Date, action: Action? = nil,
+        apnsUniqueID: String? = nil, attempts: [DeliveryAttempt] = []
+    ) {
         self.token = token
         self.environment = environment
         self.result = result
         self.at = at
         self.action = action
+        self.apnsUniqueID = apnsUniqueID
+        self.attempts = attempts
     }
 
     /// Safe to log: the token is redacted.
@@ -60,7 +71,7 @@ extension DeliveryOutcome {
     /// - Throws: ``StoreError`` `.corruptRecord` when a column holds something no store writes.
     package init(
         token: String, environment: String, kind: String, apnsID: String?, status: Int?, reason: String?,
-        apnsTimestamp: Int64?, message: String?, at: Int64, action: String?
+        apnsTimestamp: Int64?, message: String?, at: Int64, action: String?, apnsUniqueID: String? = nil
     ) throws {
         guard let parsedToken = try? DeviceToken(hex: token), let parsedEnvironment = APNSEnvironment(name: environment)
         else { throw StoreError(.corruptRecord, "A stored delivery outcome has an unreadable token or environment.") }
@@ -88,7 +99,7 @@ extension DeliveryOutcome {
         }
         self.init(
             token: parsedToken, environment: parsedEnvironment, result: result, at: StoreTime.date(at),
-            action: parsedAction)
+            action: parsedAction, apnsUniqueID: apnsUniqueID)
     }
 
     /// The stored columns that depend on the result: apns-id, status, reason, timestamp (µs), message.

@@ -18,6 +18,7 @@ package struct RetentionBatchPlan {
         case pickedSends
         case deleted(sends: [String])
         case marked(sends: [String], deleted: Int)
+        case deletedAttempts(sends: [String], deleted: Int)
         case deletedSessions
         case done
         case finished
@@ -55,7 +56,14 @@ package struct RetentionBatchPlan {
             let deleted = rows?.count ?? 0
             step = .marked(sends: sends, deleted: deleted)
             return StoreSQL.markSends(sends, without: kind, at: now, dialect)
-        case (.marked(let sends, let deleted), _):
+        case (.marked(let sends, let deleted), .outcomes):
+            // The delivery trace's attempts (migration 22) go with the last of a send's outcomes: a few rows, only
+            // for notifications that needed more than one attempt.
+            let marked = try (rows ?? []).map { try $0.text(0) }
+            step = .deletedAttempts(sends: sends, deleted: deleted)
+            if !marked.isEmpty { return StoreSQL.deleteAttempts(ofSends: marked, dialect) }
+            return try next(rows)
+        case (.marked(let sends, let deleted), _), (.deletedAttempts(let sends, let deleted), _):
             // Fewer sends than asked for, all of whose rows fitted in the batch: none is left.
             return finish(deleted: deleted, finished: sends.count < Self.sendsPerBatch && deleted < limit)
         case (.start, .sends):

@@ -289,23 +289,25 @@ package enum StoreSQL {
 
     /// The PostgreSQL type of each of ``outcomeColumns``.
     private static let outcomeColumnTypes = [
-        "bigint", "text", "text", "text", "text", "bigint", "text", "bigint", "text", "bigint", "text",
+        "bigint", "text", "text", "text", "text", "bigint", "text", "bigint", "text", "bigint", "text", "text",
     ]
 
-    /// The text of ``recordOutcomes(_:of:checkpoint:at:)``: `$1…$11` the columns, `$12` the send, `$13` the checkpoint,
-    /// `$14` the time.
+    /// The text of ``recordOutcomes(_:of:checkpoint:at:)``: `$1…$12` the columns, `$13` the send, `$14` the
+    /// checkpoint, `$15` the time.
     private static let recordOutcomesSQL: String = {
         let arrays = outcomeColumnTypes.enumerated().map { "$\($0 + 1)::\($1)[]" }.joined(separator: ", ")
+        let (send, checkpoint, time) = ("$13", "$14", "$15")
         let selected = outcomeColumnNames.map { $0 == "seq" ? "last.seq + v.seq" : "v.\($0)" }.joined(separator: ", ")
         return """
-            WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_id = $12), \
+            WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_id = \(send)), \
             inserted AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) \
-            SELECT $12, \(selected) FROM last, unnest(\(arrays)) AS v(\(outcomeColumns)) \
+            SELECT \(send), \(selected) FROM last, unnest(\(arrays)) AS v(\(outcomeColumns)) \
             ON CONFLICT (send_id, token) DO NOTHING RETURNING outcome) \
             UPDATE sends SET accepted = accepted + (SELECT count(*) FROM inserted WHERE outcome = 'accepted'), \
             rejected = rejected + (SELECT count(*) FROM inserted WHERE outcome = 'rejected'), \
             failed = failed + (SELECT count(*) FROM inserted WHERE outcome NOT IN ('accepted', 'rejected')), \
-            checkpoint = coalesce($13, checkpoint), updated_at = $14 WHERE id = $12 RETURNING accepted, rejected, failed
+            checkpoint = coalesce(\(checkpoint), checkpoint), updated_at = \(time) WHERE id = \(send) \
+            RETURNING accepted, rejected, failed
             """
     }()
 
@@ -314,7 +316,7 @@ package enum StoreSQL {
     /// only rebound: in process, a statement per row costs less than multi-row statements, which SQLite journals per
     /// statement and whose binding looks placeholders up linearly.
     package static let insertOneOutcomeSQL =
-        "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+        "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
         + "ON CONFLICT (send_id, token) DO NOTHING"
 
     /// A send's id, locked on PostgreSQL so that its batches are numbered one after the other (SQLite's single writer
@@ -347,7 +349,7 @@ package enum StoreSQL {
             .textOrNull(columns.apnsID), .integerOrNull(columns.status), .textOrNull(columns.reason),
             .integerOrNull(columns.timestamp), .textOrNull(columns.message),
             .integer(StoreTime.microseconds(outcome.at)),
-            .textOrNull(outcome.action?.rawValue),
+            .textOrNull(outcome.action?.rawValue), .textOrNull(outcome.apnsUniqueID),
         ]
     }
 
@@ -371,7 +373,7 @@ package enum StoreSQL {
         statement.sql = """
             WITH created AS (\(insertSend)), recorded AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) \
             SELECT created.id, v.seq::bigint, v.token, v.environment, v.outcome, v.apns_id, v.status::bigint, v.reason, \
-            v.apns_timestamp::bigint, v.message, v.at::bigint, v.action FROM created, (VALUES \(rows.map { "(\($0))" }.joined(separator: ", "))) \
+            v.apns_timestamp::bigint, v.message, v.at::bigint, v.action, v.apns_unique_id FROM created, (VALUES \(rows.map { "(\($0))" }.joined(separator: ", "))) \
             AS v(\(outcomeColumns))) SELECT * FROM created
             """
         return statement
@@ -479,7 +481,7 @@ package enum StoreSQL {
 
     /// The columns of `send_outcomes` after `send_id`, in the order ``StoredRow/outcome()`` reads them.
     package static let outcomeColumns =
-        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at, action"
+        "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at, action, apns_unique_id"
 
     /// ``outcomeColumns`` one by one.
     private static let outcomeColumnNames = outcomeColumns.split(separator: ",").map {

@@ -461,6 +461,46 @@ package enum StoreSchema {
                     "ALTER TABLE \(table) ALTER COLUMN id SET DEFAULT nextval('\(table)_id_seq')",
                 ]
             }),
+        Migration(
+            version: 20, name: "delivery trace: the sandbox's apns-unique-id, and the attempts of retried notifications",
+            statements: [
+                "ALTER TABLE send_outcomes ADD COLUMN apns_unique_id TEXT",
+                // Only notifications that needed more than one attempt have rows (DeliveryAttempt): a fan-out whose
+                // notifications APNs accepts at once writes none. Retention deletes them with the send's outcomes.
+                """
+                CREATE TABLE delivery_attempts (
+                    send_id TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    attempt BIGINT NOT NULL,
+                    at BIGINT NOT NULL,
+                    environment TEXT NOT NULL,
+                    connection BIGINT,
+                    status BIGINT,
+                    reason TEXT,
+                    message TEXT,
+                    apns_unique_id TEXT,
+                    retry_after_ms BIGINT,
+                    PRIMARY KEY (send_id, token, attempt)
+                )
+                """,
+            ]),
+        Migration(
+            version: 21, name: "Live Activity update budgets: priority-10 updates per activity and hour",
+            statements: [
+                // One row per activity (or, for push-to-start, per app: activity_id '') and hour; counted by every
+                // instance (ActivityBudgetStore). Old hours are deleted as they are passed.
+                """
+                CREATE TABLE activity_budgets (
+                    topic TEXT NOT NULL,
+                    activity_id TEXT NOT NULL,
+                    hour BIGINT NOT NULL,
+                    spent BIGINT NOT NULL,
+                    downgraded BIGINT NOT NULL,
+                    last_fit BIGINT NOT NULL,
+                    PRIMARY KEY (topic, activity_id, hour)
+                )
+                """
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

@@ -65,7 +65,7 @@ extension StoredRow {
         let outcome = try DeliveryOutcome(
             token: text(1), environment: text(2), kind: text(3), apnsID: optionalText(4),
             status: optionalInteger(5).map(Int.init), reason: optionalText(6), apnsTimestamp: optionalInteger(7),
-            message: optionalText(8), at: integer(9), action: optionalText(10))
+            message: optionalText(8), at: integer(9), action: optionalText(10), apnsUniqueID: optionalText(11))
         return (try integer(0), outcome)
     }
 

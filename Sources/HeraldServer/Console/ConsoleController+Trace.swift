@@ -1,0 +1,34 @@
+import Foundation
+import HeraldCore
+import HeraldStore
+import Hummingbird
+
+extension ConsoleController {
+    /// One notification's delivery trace (``DeliveryTrace``): what `GET /api/sends/{id}/devices/{token}` answers, for
+    /// people. Linked from a send's devices and a device's deliveries.
+    @Sendable func delivery(_ request: Request, context: ServerRequestContext) async throws -> Response {
+        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        guard let id = context.parameters.get("id").flatMap(SendID.init), let record = try await store.send(id) else {
+            throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
+        }
+        guard let hex = context.parameters.get("token"), let token = try? DeviceToken(hex: hex) else {
+            throw APIError(.notFound, reason: "unknownToken", "There is no such device: search for it by token.")
+        }
+        async let device = store.device(token)
+        let stored = try await store.deliveryTrace(of: id, to: token)
+        let trace = DeliveryTrace(send: record, token: token, stored: stored, device: try await device)
+        var data: [String: Any] = [
+            "sendID": id.description, "target": record.target, "summary": record.summary, "token": token.hex,
+            "suffix": String(token.hex.suffix(8)), "verdict": trace.verdict.text, "verdictCode": trace.verdict.code,
+            "steps": trace.steps.map { step -> [String: Any] in
+                ["event": step.event, "at": Self.display(step.at), "text": step.text]
+            },
+        ]
+        if let unique = trace.apnsUniqueID {
+            data["apnsUniqueID"] = unique
+            data["console"] = DeliveryTrace.pushNotificationsConsole
+        }
+        return renderer.page(
+            "delivery", title: "Delivery to …\(token.hex.suffix(8))", section: .sends, data: data, context: context)
+    }
+}

@@ -1,0 +1,43 @@
+public import Foundation
+
+/// Live Activity update budgets (docs/live-activities.md, "Update budget"): priority-10 updates counted per activity
+/// and hour, by every instance on one database.
+public protocol ActivityBudgetStore: Sendable {
+    /// Counts one priority-10 update of an activity in the hour of `now`, if it fits the budget or is forced; else
+    /// counts it as downgraded (to priority 5). Atomic across instances: of concurrent updates, exactly `budget` fit.
+    ///
+    /// Rows of the activity's earlier hours are deleted on the way, so an activity keeps one row.
+    /// - Parameters:
+    ///   - budget: Priority-10 updates an activity may have per hour.
+    ///   - force: The caller insists on priority 10: counted as spent even beyond the budget.
+    func spendActivityBudget(topic: String, activityID: String, budget: Int, force: Bool, at now: Date) async throws
+        -> ActivityBudgetUse
+
+    /// An activity's use of its budget in the hour of `now`: zeros when it has none.
+    func activityBudgetUse(topic: String, activityID: String, at now: Date) async throws -> ActivityBudgetUse
+}
+
+/// An activity's priority-10 updates in one hour.
+public struct ActivityBudgetUse: Sendable, Hashable {
+    /// The start of the hour counted (UTC, on the hour).
+    public var hour: Date
+    /// Priority-10 updates sent in the hour, forced ones included.
+    public var spent: Int
+    /// Updates sent at priority 5 instead because the budget was spent.
+    public var downgraded: Int
+    /// Whether the hour's last update went at priority 10 (it fitted, or was forced): for
+    /// ``ActivityBudgetStore/spendActivityBudget(topic:activityID:budget:force:at:)``, the update it counted.
+    public var fitted: Bool
+
+    public init(hour: Date, spent: Int = 0, downgraded: Int = 0, fitted: Bool = true) {
+        self.hour = hour
+        self.spent = spent
+        self.downgraded = downgraded
+        self.fitted = fitted
+    }
+
+    /// The start of the hour `date` is in.
+    public static func hour(of date: Date) -> Date {
+        Date(timeIntervalSince1970: (date.timeIntervalSince1970 / 3600).rounded(.down) * 3600)
+    }
+}

@@ -1,0 +1,28 @@
+public import Foundation
+public import HeraldStore
+
+extension PostgresStore {
+    public func spendActivityBudget(topic: String, activityID: String, budget: Int, force: Bool, at now: Date)
+        async throws -> ActivityBudgetUse
+    {
+        let hour = ActivityBudgetUse.hour(of: now)
+        return try await transaction("count a Live Activity update") { session in
+            try await session.execute(
+                StoreSQL.deleteActivityBudgets(topic: topic, activityID: activityID, before: hour, .postgres))
+            let statement = StoreSQL.spendActivityBudget(
+                topic: topic, activityID: activityID, hour: hour, budget: budget, force: force, .postgres)
+            guard let row = try await session.rows(statement).first else {
+                throw StoreError(.corruptRecord, "Counting a Live Activity update returned no row.")
+            }
+            return try row.activityBudgetUse(hour: hour)
+        }
+    }
+
+    public func activityBudgetUse(topic: String, activityID: String, at now: Date) async throws -> ActivityBudgetUse {
+        let hour = ActivityBudgetUse.hour(of: now)
+        return try await session("read a Live Activity's budget") { session in
+            try await session.rows(StoreSQL.activityBudgetUse(topic: topic, activityID: activityID, hour: hour, .postgres))
+                .first?.activityBudgetUse(hour: hour) ?? ActivityBudgetUse(hour: hour)
+        }
+    }
+}
