@@ -61,7 +61,7 @@ public struct SendEngine: Sendable {
         if !plan.mustRunInBackground, let devices = try await inlineTargets(of: plan) {
             let new = NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
-                targetCount: devices.count)
+                targetCount: devices.count, topic: plan.bundleID)
             metrics.sendStarted(background: false)
             let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
             let record = try await store.recordFinishedSend(new, outcomes: outcomes.map(\.outcome))
@@ -73,7 +73,7 @@ public struct SendEngine: Sendable {
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
                 status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
-                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold)))
+                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold), topic: plan.bundleID))
         metrics.sendStarted(background: true)
         worker.wake()
         logger.info(

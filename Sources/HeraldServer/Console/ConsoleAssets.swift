@@ -27,6 +27,25 @@ enum ConsoleAssets {
 <div class="empty"><h2>No Live Activities here</h2><p>Start one with <code>POST /api/activities</code> and an API key with the <code>send</code> scope; each device then registers the activity's update token (docs/live-activities.md).</p></div>
 {{/hasRows}}
 """#,
+        "audit": #"""
+<h1>Audit log</h1>
+<p class="muted">Every change made through the API, this console and the command line: who, when, from where, what. Kept for HERALD_RETENTION_AUDIT_DAYS (365 days unless set).</p>
+<form method="get" action="/console/audit" class="inline">
+<label for="kind">Kind</label><select id="kind" name="kind"><option value="">every kind</option>{{#kinds}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/kinds}}</select>
+<label for="app">App</label><select id="app" name="app"><option value="">every app</option>{{#apps}}<option value="{{value}}"{{#selected}} selected{{/selected}}>{{value}}</option>{{/apps}}</select>
+<button type="submit">Show</button>
+</form>
+{{#hasEntries}}
+<section class="card">
+<div class="table-wrap"><table>
+<thead><tr><th>When</th><th>Who</th><th class="optional">From</th><th>What</th><th>App</th><th>Subject</th><th class="optional">Detail</th></tr></thead>
+<tbody>{{#entries}}<tr><td>{{at}}</td><td>{{actor}}</td><td class="optional mono">{{address}}</td><td>{{kind}}</td><td>{{app}}</td><td class="mono">{{subject}}</td><td class="optional">{{detail}}</td></tr>
+{{/entries}}</tbody></table></div>
+{{#next}}<div class="pager"><span></span><a href="{{next}}">Older entries →</a></div>{{/next}}
+</section>
+{{/hasEntries}}
+{{^hasEntries}}<div class="empty"><h2>Nothing recorded</h2><p>Changes appear here as they are made.</p></div>{{/hasEntries}}
+"""#,
         "channels": #"""
 <h1>Live Activities</h1>
 <nav class="tabs" aria-label="Live Activities">{{#tabs}}<a href="{{href}}"{{#current}} aria-current="page"{{/current}}>{{label}}</a>{{/tabs}}</nav>
@@ -271,6 +290,7 @@ enum ConsoleAssets {
 {{/created}}
 {{#notice}}<p class="notice" role="status">{{notice}}</p>{{/notice}}
 {{#error}}<p class="error" role="alert">{{error}}</p>{{/error}}
+{{#unscopedWarning}}<p class="warning" role="status" id="unscoped-warning">{{unscopedWarning}}</p>{{/unscopedWarning}}
 <div class="grid">
 <section class="card" aria-labelledby="create"><h2 id="create">Create a key</h2>
 <form method="post" action="/console/keys">
@@ -280,7 +300,13 @@ enum ConsoleAssets {
 <label class="check"><input type="checkbox" name="scope" value="send" checked> send — send pushes, read their records</label>
 <label class="check"><input type="checkbox" name="scope" value="admin"> admin — devices, keys, the console</label>
 <label class="check"><input type="checkbox" name="scope" value="register"> register — register tokens</label>
+<label class="check"><input type="checkbox" name="scope" value="read"> read — read sends, devices, activities; the console's viewer</label>
 </fieldset>
+<fieldset><legend>Apps (none: every app)</legend>
+{{#apps}}<label class="check"><input type="checkbox" name="app" value="{{.}}"> {{.}}</label>
+{{/apps}}</fieldset>
+<label for="environment">Environment</label><select id="environment" name="environment"><option value="">both</option><option value="production">production</option><option value="development">development</option></select>
+<label for="expires">Expires</label><input id="expires" name="expires" type="text" maxlength="40" placeholder="90d, 12h, or 2027-01-31T00:00:00Z (empty: never)">
 <button type="submit">Create key</button>
 </form>
 </section>
@@ -288,10 +314,10 @@ enum ConsoleAssets {
 <section class="card" aria-labelledby="list"><h2 id="list">Keys</h2>
 {{#hasKeys}}
 <div class="table-wrap"><table>
-<thead><tr><th>Name</th><th>Prefix</th><th>Scopes</th><th class="optional">Created</th><th>State</th><th><span class="skip">Action</span></th></tr></thead>
-<tbody>{{#keys}}<tr><td>{{name}}</td><td class="mono">{{prefix}}</td><td>{{scopes}}</td><td class="optional">{{createdAt}}</td>
-<td>{{#active}}<span class="badge ok">active</span>{{/active}}{{^active}}<span class="badge bad">revoked {{revokedAt}}</span>{{/active}}</td>
-<td>{{#active}}<form class="inline" method="post" action="/console/keys/{{id}}/revoke" data-confirm="Revoke this key? Anything using it stops working at once."><input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit" class="danger" aria-label="Revoke {{name}}">Revoke</button></form>{{/active}}</td></tr>
+<thead><tr><th>Name</th><th>Prefix</th><th>Scopes</th><th>Apps</th><th class="optional">Created</th><th class="optional">Last used</th><th>State</th><th><span class="skip">Action</span></th></tr></thead>
+<tbody>{{#keys}}<tr><td>{{name}}</td><td class="mono">{{prefix}}</td><td>{{scopes}}</td><td>{{limits}}</td><td class="optional">{{createdAt}}</td><td class="optional">{{lastUsedAt}}</td>
+<td>{{#active}}<span class="badge ok">active</span>{{#expiresAt}} until {{expiresAt}}{{/expiresAt}}{{/active}}{{#expired}}<span class="badge bad">expired {{expiresAt}}</span>{{/expired}}{{#revoked}}<span class="badge bad">revoked {{revokedAt}}</span>{{/revoked}}</td>
+<td>{{^revoked}}<form class="inline" method="post" action="/console/keys/{{id}}/revoke" data-confirm="Revoke this key? Anything using it stops working at once."><input type="hidden" name="_csrf" value="{{csrf}}"><button type="submit" class="danger" aria-label="Revoke {{name}}">Revoke</button></form>{{/revoked}}</td></tr>
 {{/keys}}</tbody></table></div>
 {{/hasKeys}}
 {{^hasKeys}}<p class="muted">No API keys yet. Create one above for your backend (<code>send</code>) or for signing in here (<code>admin</code>).</p>{{/hasKeys}}
@@ -326,6 +352,20 @@ enum ConsoleAssets {
 </main>
 </body>
 </html>
+"""#,
+        "overview-scoped": #"""
+<h1>Overview</h1>
+<section class="card" aria-labelledby="limits"><h2 id="limits">This session</h2>
+<p>You are signed in with <strong>{{keyName}}</strong>, a key for {{#apps}}<code>{{.}}</code> {{/apps}}{{#environment}}in {{environment}} only{{/environment}}: every page shows those apps only.</p>
+<p class="muted">The deployment's figures and charts count every app, so they are shown to sessions of keys without app limits.</p>
+</section>
+<section class="card" aria-labelledby="recent"><h2 id="recent">Recent sends</h2>
+{{#hasSends}}<div class="table-wrap"><table>
+<thead><tr><th>Created</th><th>Target</th><th>Status</th><th class="num">Accepted</th><th class="num">Rejected</th></tr></thead>
+<tbody>{{#sends}}<tr><td><a href="/console/sends/{{id}}">{{createdAt}}</a></td><td>{{target}}</td><td>{{status}}</td><td class="num">{{accepted}}</td><td class="num">{{rejected}}</td></tr>
+{{/sends}}</tbody></table></div>{{/hasSends}}
+{{^hasSends}}<p class="muted">No sends of these apps yet.</p>{{/hasSends}}
+</section>
 """#,
         "overview": #"""
 <h1>Overview</h1>
@@ -610,6 +650,7 @@ h2.section { margin: 1.75rem 0 .75rem; }
 .tabs a[aria-current="page"] { color: var(--text); border-bottom-color: var(--accent); font-weight: 600; }
 .filters { display: flex; flex-wrap: wrap; gap: .5rem 1rem; align-items: end; }
 .filters label { margin: 0 0 .2rem; }
+.warning { border-left: 4px solid var(--warn); padding: .5rem 1rem; background: var(--panel); }
 """#,
         "compose.js": #"""
 // Compose: builds the send body from the form, asks the send API for a dry run as you type, shows its verdict (next

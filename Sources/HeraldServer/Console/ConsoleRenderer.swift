@@ -29,6 +29,7 @@ struct ConsoleRenderer: Sendable {
         case devices = "Devices"
         case activities = "Live Activities"
         case keys = "API keys"
+        case audit = "Audit log"
         case emulator = "Emulator"
 
         var path: String {
@@ -39,7 +40,17 @@ struct ConsoleRenderer: Sendable {
             case .devices: "/console/devices"
             case .activities: "/console/activities"
             case .keys: "/console/keys"
+            case .audit: "/console/audit"
             case .emulator: "/console/emulator"
+            }
+        }
+
+        /// The least role that sees the section.
+        var role: ConsoleRole {
+            switch self {
+            case .compose: .operator
+            case .keys, .audit: .admin
+            default: .viewer
             }
         }
     }
@@ -64,7 +75,11 @@ struct ConsoleRenderer: Sendable {
         let session = context.consoleSession
         data["csrf"] = session?.csrfToken
         let content = fragment(template, data)
-        let nav: [[String: Any]] = Section.allCases.filter { $0 != .emulator || hasEmulator }.map {
+        let role = session.map(ConsoleRole.init) ?? .viewer
+        let scoped = session?.apiKey.map { $0.isScoped || $0.environment != nil } ?? false
+        let nav: [[String: Any]] = Section.allCases.filter {
+            ($0 != .emulator || hasEmulator) && role >= $0.role && !(scoped && [.emulator, .keys].contains($0))
+        }.map {
             ["href": $0.path, "label": $0.rawValue, "current": $0 == section]
         }
         let layout: [String: Any] = [

@@ -10,12 +10,15 @@ import Synchronization
 /// of a one-device send. A verified secret is remembered by its SHA-256 for ``lifetime``, so a key revoked with
 /// `herald keys revoke` or by another instance stops working within that time; a revocation through this server
 /// calls ``forget(_:)`` and takes effect at once. Only keys that verified are remembered, so unknown secrets cannot
-/// fill the memory, and there are at most ``capacity`` of them.
+/// fill the memory, and there are at most ``capacity`` of them. An expired key is returned, never remembered: the
+/// caller refuses it with its own reason. A key's use is recorded at most once a ``lastUseResolution``.
 final class APIKeyVerifier: Sendable {
     /// How long a verified key is trusted without asking the store again.
     static let lifetime: TimeInterval = 5
     /// The most keys remembered; when full, the oldest are dropped.
     static let capacity = 1_000
+    /// How precisely a key's last use is recorded: a busy key writes once a minute, not on every request.
+    static let lastUseResolution: TimeInterval = 60
 
     private struct Entry {
         let key: APIKey
@@ -31,14 +34,22 @@ final class APIKeyVerifier: Sendable {
         self.clock = clock
     }
 
-    /// The active key with this secret, or `nil`.
+    /// The active key with this secret, expired or not, or `nil`.
     func key(forSecret secret: String) async throws -> APIKey? {
         let digest = SHA256.hash(data: Array(secret.utf8))
         let now = clock.now()
-        if let entry = verified.withLock({ $0[digest] }), entry.until > now { return entry.key }
-        guard let key = try await store.apiKey(forSecret: secret) else {
+        if let entry = verified.withLock({ $0[digest] }), entry.until > now, !entry.key.isExpired(at: now) {
+            return entry.key
+        }
+        let found = try await store.apiKey(forSecret: secret)
+        guard let key = found, !key.isExpired(at: now) else {
             verified.withLock { _ = $0.removeValue(forKey: digest) }
-            return nil
+            return found
+        }
+        if key.lastUsedAt.map({ now.timeIntervalSince($0) >= Self.lastUseResolution }) ?? true {
+            // When a key was last used is for people deciding whether to revoke it: a failed write of it must not
+            // fail the request it authenticated.
+            _ = try? await store.recordAPIKeyUse(key.id, at: now, resolution: Self.lastUseResolution)
         }
         verified.withLock { verified in
             if verified.count >= Self.capacity {
@@ -49,6 +60,9 @@ final class APIKeyVerifier: Sendable {
         }
         return key
     }
+
+    /// The time keys' expiry is judged by.
+    func now() -> Date { clock.now() }
 
     /// Stops trusting a key at once (it was revoked here).
     func forget(_ id: UUID) {

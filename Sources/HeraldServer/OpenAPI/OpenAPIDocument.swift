@@ -20,7 +20,12 @@ components:
     apiKey:
       type: http
       scheme: bearer
-      description: An API key from `herald keys create` (stored hashed). Scopes `send`, `admin`, `register`.
+      description: >
+        An API key from `herald keys create` (stored hashed). Scopes `send`, `admin`, `register`. A key may be
+        limited to some apps (--app) and one environment (--environment), and expire (--expires): another app's
+        resource named by the request (a topic) is 403 appNotAllowed, one found by its id alone (a send, channel,
+        device) 404 as if it did not exist, another environment 403 environmentNotAllowed, an expired key 401
+        expiredAPIKey (docs/security.md).
     consoleSession:
       type: apiKey
       in: cookie
@@ -86,6 +91,38 @@ components:
         application/json:
           schema: { $ref: "#/components/schemas/Error" }
   schemas:
+    APIKey:
+      type: object
+      description: An API key; never its secret or hash. Keys are listed in this key order.
+      properties:
+        id: { type: string, format: uuid }
+        name: { type: string }
+        prefix: { type: string, description: "hrld_<lookup id>: no character of the secret." }
+        scopes: { type: array, items: { type: string } }
+        apps: { type: array, items: { type: string }, description: "Empty: every app." }
+        environment: { type: string, enum: [production, development], description: "Absent: both." }
+        createdAt: { type: string, format: date-time }
+        expiresAt: { type: string, format: date-time }
+        lastUsedAt: { type: string, format: date-time, description: "To the minute." }
+        revokedAt: { type: string, format: date-time }
+        state: { type: string, enum: [active, expired, revoked] }
+    AuditEntry:
+      type: object
+      description: One change; never a secret, a whole device token or a notification's text.
+      properties:
+        id: { type: string, format: uuid }
+        at: { type: string, format: date-time }
+        actor:
+          type: object
+          properties:
+            kind: { type: string, enum: [api-key, console, cli] }
+            keyId: { type: string, format: uuid }
+            name: { type: string }
+        address: { type: string, description: "The client's IP address; absent for the CLI." }
+        kind: { type: string }
+        app: { type: string }
+        subject: { type: string, description: "A send, key, channel or activity id, or a redacted token (…1a2b3c4d)." }
+        detail: { type: string }
     Error:
       type: object
       required: [error, reason]
@@ -1073,6 +1110,93 @@ paths:
         "401": { $ref: "#/components/responses/Error" }
         "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
+  /api/keys:
+    get:
+      summary: Every API key, revoked and expired ones included; never a secret or hash.
+      description: Needs an admin key without apps or environment (403 unscopedKeyRequired), docs/security.md.
+      security: [{ apiKey: [admin] }]
+      responses:
+        "200":
+          description: The keys, oldest first.
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  keys: { type: array, items: { $ref: "#/components/schemas/APIKey" } }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+    post:
+      summary: Makes a key, limited to some apps, one environment and a lifetime if asked; its secret is in the answer, once.
+      description: Needs an admin key without apps or environment (403 unscopedKeyRequired). Recorded in the audit log.
+      security: [{ apiKey: [admin] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              additionalProperties: false
+              required: [name]
+              properties:
+                name: { type: string, minLength: 1, maxLength: 200 }
+                scopes: { type: array, maxItems: 10, items: { type: string, enum: [send, admin, register] }, description: "Default [send]." }
+                apps: { type: array, maxItems: 100, items: { type: string }, description: "Bundle ids this server serves (400 unknownTopic otherwise); none: every app." }
+                environment: { type: string, enum: [production, development, sandbox] }
+                expires: { type: string, description: "90d, 12h, 30m from now, or an RFC 3339 instant in the future." }
+      responses:
+        "201":
+          description: The key and its secret.
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  key: { $ref: "#/components/schemas/APIKey" }
+                  secret: { type: string }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+  /api/keys/{id}:
+    delete:
+      summary: Revokes a key; it stops authenticating at once. Revoking a revoked key answers it again.
+      description: Needs an admin key without apps or environment (403 unscopedKeyRequired). Recorded in the audit log.
+      security: [{ apiKey: [admin] }]
+      parameters:
+        - { name: id, in: path, required: true, schema: { type: string, format: uuid } }
+      responses:
+        "200":
+          description: The key, revoked.
+          content:
+            application/json:
+              schema: { $ref: "#/components/schemas/APIKey" }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/audit:
+    get:
+      summary: The audit log, newest first (docs/security.md); a key limited to apps reads its apps' entries only.
+      security: [{ apiKey: [admin] }]
+      parameters:
+        - { name: app, in: query, schema: { type: string }, description: "Entries about this app (403 appNotAllowed outside the key's apps)." }
+        - { name: key, in: query, schema: { type: string, format: uuid }, description: "Entries by this key, through the API or a console session." }
+        - { name: kind, in: query, schema: { type: string }, description: "key.created, key.revoked, send.created, send.cancelled, device.removed, activity.started, activity.ended, channel.created, channel.deleted, channel.broadcast, console.signed-in, console.signed-out." }
+        - { $ref: "#/components/parameters/after" }
+        - { $ref: "#/components/parameters/limit" }
+      responses:
+        "200":
+          description: One page of entries.
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  entries: { type: array, items: { $ref: "#/components/schemas/AuditEntry" } }
+                  next: { type: string }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
   /health:
     get:
       summary: Liveness.
@@ -1087,11 +1211,18 @@ paths:
   /metrics:
     get:
       summary: Prometheus metrics (herald_* and herald_apns_*).
+      description: >
+        Not public (docs/security.md, "Metrics"). With HERALD_METRICS_LISTEN set, served on that listener only and
+        answered 404 metricsNotHere here; without it, served here only when the API listens on loopback or
+        HERALD_METRICS_KEY is set, else 404 metricsNotHere. With HERALD_METRICS_KEY, a request without
+        `Authorization: Bearer <key>` is 401 invalidMetricsKey.
       responses:
         "200":
           description: Prometheus text format.
           content:
             text/plain: { schema: { type: string } }
+        "401": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
   /openapi.yaml:
     get:
       summary: This document.

@@ -25,12 +25,15 @@ public struct NewSend: Sendable, Hashable {
     /// The scheduler lane a queued send waits in. ``DeliveryStore/recordFinishedSend(_:outcomes:)`` records every
     /// send as ``SendLane/inline`` whatever this says.
     public var lane: SendLane
+    /// The app (bundle id) the send is for; `nil` when it has none to name. Keys scoped to apps see only theirs.
+    public var topic: String?
 
     public init(
         id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
         targetCount: Int? = nil, sendAt: Date? = nil, counts: OutcomeCounts = OutcomeCounts(), message: String? = nil,
-        lane: SendLane = .background
+        lane: SendLane = .background, topic: String? = nil
     ) {
+        self.topic = topic
         self.id = id
         self.target = target
         self.summary = summary

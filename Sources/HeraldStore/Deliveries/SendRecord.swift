@@ -36,13 +36,16 @@ public struct SendRecord: Sendable, Hashable {
     public var lane: SendLane
     /// How many shards it was cut into (``SendShard``); `nil` while it runs whole.
     public var shardCount: Int?
+    /// The app (bundle id) the send is for; `nil` for sends recorded before sends knew it (schema 20).
+    public var topic: String?
 
     public init(
         id: SendID, createdAt: Date, updatedAt: Date, target: String, summary: String, job: String?,
         status: SendStatus, targetCount: Int?, counts: OutcomeCounts, checkpoint: DeviceCursor?, worker: String?,
         leaseUntil: Date?, message: String?, sendAt: Date? = nil, sentThrough: Date? = nil,
-        lane: SendLane = .background, shardCount: Int? = nil
+        lane: SendLane = .background, shardCount: Int? = nil, topic: String? = nil
     ) {
+        self.topic = topic
         self.id = id
         self.createdAt = createdAt
         self.updatedAt = updatedAt

@@ -48,7 +48,7 @@ public enum StoreConformance {
     /// Every case.
     public static var cases: [Case] {
         tokenCases + deliveryCases + keyCases + lifecycleCases + consoleCases + receiptCases + activityCases
-            + channelCases + shardCases + idempotencyCases + retentionCases
+            + channelCases + shardCases + idempotencyCases + retentionCases + accessCases
     }
 
     /// Runs one case on a fresh database: opens a store, runs and migrates it, runs the case, then cleans up.
