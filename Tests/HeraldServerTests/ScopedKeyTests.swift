@@ -158,4 +158,24 @@ struct ScopedKeyTests {
             #expect(try await client.call(.delete, "/api/keys/\(UUID())", bearer: admin.secret.value).status == .notFound)
         }
     }
+
+    @Test("herald doctor warns about send keys without apps on a server of several apps, and only then")
+    func doctorWarns() async throws {
+        let store = try StoreFactory.open(url: "sqlite::memory:")
+        try await StoreConformance.withRunning(store) { store in
+            var configuration = ServerConfiguration(databaseURL: "sqlite::memory:")
+            Self.twoApps(&configuration)
+            let doctor = Doctor(configuration: configuration)
+            #expect(await doctor.unscopedKeysCheck(store) == nil, "no key: nothing to say")
+            _ = try await store.createAPIKey(name: "alpha-backend", scopes: [.send], apps: [Self.alpha])
+            _ = try await store.createAPIKey(name: "ops", scopes: [.admin])
+            #expect(await doctor.unscopedKeysCheck(store) == nil, "a scoped send key and an admin key are as meant")
+            _ = try await store.createAPIKey(name: "old-backend", scopes: [.send])
+            let check = try #require(await doctor.unscopedKeysCheck(store))
+            #expect(check.name == "api keys" && check.status == .warning, "\(check)")
+            #expect(check.message.contains("old-backend") && !check.message.contains("alpha-backend"))
+            configuration.apps = [AppConfiguration(bundleID: Self.alpha)]
+            #expect(await Doctor(configuration: configuration).unscopedKeysCheck(store) == nil, "one app: every key is its")
+        }
+    }
 }

@@ -28,6 +28,9 @@ final class APIKeyVerifier: Sendable {
     private let store: any APIKeyStore
     private let clock: any WallClock
     private let verified = Mutex<[SHA256Digest: Entry]>([:])
+    /// When this process last recorded each key's use: many requests that find the key at once (a burst on a new
+    /// key) write it once, not each, which would queue them all on the key's row.
+    private let recordedUse = Mutex<[UUID: Date]>([:])
 
     init(store: any APIKeyStore, clock: any WallClock) {
         self.store = store
@@ -46,7 +49,14 @@ final class APIKeyVerifier: Sendable {
             verified.withLock { _ = $0.removeValue(forKey: digest) }
             return found
         }
-        if key.lastUsedAt.map({ now.timeIntervalSince($0) >= Self.lastUseResolution }) ?? true {
+        let due = key.lastUsedAt.map { now.timeIntervalSince($0) >= Self.lastUseResolution } ?? true
+        let mine = due && recordedUse.withLock { recorded in
+            if let last = recorded[key.id], now.timeIntervalSince(last) < Self.lastUseResolution { return false }
+            if recorded.count >= Self.capacity { recorded.removeAll() }
+            recorded[key.id] = now
+            return true
+        }
+        if mine {
             // When a key was last used is for people deciding whether to revoke it: a failed write of it must not
             // fail the request it authenticated.
             _ = try? await store.recordAPIKeyUse(key.id, at: now, resolution: Self.lastUseResolution)
