@@ -48,3 +48,18 @@ struct KeysCommandTests {
         }
     }
 }
+
+extension KeysCommandTests {
+    @Test("the built binary: the first hrld_ text create prints is the whole secret (scripts take it), and list keeps its first five columns")
+    func output() async throws {
+        let binary = ProcessRunner.productsDirectory.appendingPathComponent("herald").path
+        let created = try await ProcessRunner.run(binary, ["keys", "create", "ct", "--scope", "send", "--app", "com.alpha.app", "--database-url", url])
+        #expect(created.status == 0, "\(created.standardError)")
+        let secret = try #require(created.standardOutput.firstMatch(of: /hrld_[A-Za-z0-9_-]+/)).output
+        #expect(secret.count > 40, "the first match is the secret, not its display prefix: \(created.standardOutput)")
+        let listed = try await ProcessRunner.run(binary, ["keys", "list", "--database-url", url])
+        let columns = listed.standardOutput.split(separator: " ")
+        #expect(columns.count >= 7 && columns[1] == "ct" && columns[3] == "send" && columns[4] == "active", "\(listed.standardOutput)")
+        #expect(columns[5] == "com.alpha.app" && !listed.standardOutput.contains(String(secret)))
+    }
+}

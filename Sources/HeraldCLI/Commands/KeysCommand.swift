@@ -53,14 +53,18 @@ struct KeysCommand: AsyncParsableCommand {
                         subject: created.key.id.lowercasedText, detail: APIKeyLimits.describe(created.key)))
                 return created
             }
-            Output.line("Created the API key \(APIKeyLimits.describe(created.key)); id \(created.key.id.uuidString.lowercased()).")
+            // The secret's line is the only one with the whole secret; scripts take it from there (the display
+            // prefix, hrld_<lookup id>, is left out of this line so that the first hrld_ match is the secret's).
+            Output.line(
+                "Created the API key \(created.key.name) (\(created.key.id.uuidString.lowercased())) with scopes \(scopes.sorted().map(\.rawValue).joined(separator: ", "))\(APIKeyLimits.describeLimits(created.key))."
+            )
             Output.line("Its secret, shown only now: \(created.secret.value)")
         }
     }
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List keys: id, name, secret prefix, scopes, apps, environment, state, last use. Never secrets.")
+            abstract: "List keys: id, name, secret prefix, scopes, state, apps, environment, expiry, last use. Never secrets.")
 
         @OptionGroup var database: DatabaseOptions
 
@@ -75,7 +79,7 @@ struct KeysCommand: AsyncParsableCommand {
                 let expiry = key.expiresAt.map { " expires \($0.formatted(.iso8601))" } ?? ""
                 let used = key.lastUsedAt.map { " last-used \($0.formatted(.iso8601))" } ?? " never-used"
                 Output.line(
-                    "\(key.id.uuidString.lowercased()) \(key.name) \(key.prefix)… \(key.scopes.sorted().map(\.rawValue).joined(separator: ",")) \(apps) \(key.environment?.name ?? "both") \(state)\(expiry)\(used)"
+                    "\(key.id.uuidString.lowercased()) \(key.name) \(key.prefix)… \(key.scopes.sorted().map(\.rawValue).joined(separator: ",")) \(state) \(apps) \(key.environment?.name ?? "both")\(expiry)\(used)"
                 )
             }
         }

@@ -73,8 +73,13 @@ public struct APIKeyLimitsError: Error, Sendable, CustomStringConvertible {
 extension APIKeyLimits {
     /// A key with its scopes and limits in words, never its secret: what the CLI prints and the audit log keeps.
     public static func describe(_ key: APIKey) -> String {
-        var words = "\(key.name) (\(key.prefix.isEmpty ? "no prefix" : key.prefix + "…")), scopes \(key.scopes.sorted().map(\.rawValue).joined(separator: ","))"
-        words += key.apps.isEmpty ? ", every app" : ", apps \(key.apps.sorted().joined(separator: ","))"
+        "\(key.name) (\(key.prefix.isEmpty ? "no prefix" : key.prefix + "…")), scopes \(key.scopes.sorted().map(\.rawValue).joined(separator: ","))"
+            + describeLimits(key)
+    }
+
+    /// A key's apps, environment and expiry in words: `, apps com.alpha.app, production only, expires …`.
+    public static func describeLimits(_ key: APIKey) -> String {
+        var words = key.apps.isEmpty ? ", every app" : ", apps \(key.apps.sorted().joined(separator: ","))"
         if let environment = key.environment { words += ", \(environment.name) only" }
         if let expiresAt = key.expiresAt { words += ", expires \(RFC3339.string(expiresAt))" }
         return words
