@@ -356,7 +356,7 @@ enum ConsoleAssets {
         "overview-scoped": #"""
 <h1>Overview</h1>
 <section class="card" aria-labelledby="limits"><h2 id="limits">This session</h2>
-<p>You are signed in with <strong>{{keyName}}</strong>, a key for {{#apps}}<code>{{.}}</code> {{/apps}}{{#environment}}in {{environment}} only{{/environment}}: every page shows those apps only.</p>
+<p>You are signed in with <strong>{{keyName}}</strong>, a key for <code>{{appList}}</code>{{#environment}} in {{environment}} only{{/environment}}: every page shows {{#single}}that app{{/single}}{{^single}}those apps{{/single}} only.</p>
 <p class="muted">The deployment's figures and charts count every app, so they are shown to sessions of keys without app limits.</p>
 </section>
 <section class="card" aria-labelledby="recent"><h2 id="recent">Recent sends</h2>

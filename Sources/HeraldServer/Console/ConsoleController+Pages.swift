@@ -96,7 +96,8 @@ extension ConsoleController {
             ]
         }
         var data: [String: Any] = [
-            "keyName": key.name, "apps": visibleApps(context), "sends": rows, "hasSends": !rows.isEmpty,
+            "keyName": key.name, "appList": visibleApps(context).joined(separator: ", "),
+            "single": visibleApps(context).count == 1, "sends": rows, "hasSends": !rows.isEmpty,
         ]
         if let environment = key.environment { data["environment"] = environment.name }
         return renderer.page("overview-scoped", title: "Overview", section: .overview, data: data, context: context)
