@@ -22,15 +22,18 @@ COPY dist/herald/ /opt/herald/
 # Inside a container the server must listen on every interface to be reached; publish the port on the host's
 # loopback (-p 127.0.0.1:8080:8080) or behind a proxy. The SQLite database and the in-process emulator's CA go to
 # the volume. XDG_STATE_HOME is where `herald emulator` writes its CA and key when given no --ca-file.
+# /metrics has a listener of its own (9464), which the API's port does not answer for: publish 8080 to the apps,
+# never 9464; Prometheus reaches 9464 over the container network (docs/security.md, "Metrics").
 ENV PATH=/opt/herald:$PATH \
     HERALD_LISTEN=0.0.0.0:8080 \
+    HERALD_METRICS_LISTEN=0.0.0.0:9464 \
     HERALD_DATABASE_URL=sqlite:///var/lib/herald/herald.sqlite \
     HERALD_EMULATOR_CA_FILE=/var/lib/herald/herald-emulator-ca.pem \
     XDG_STATE_HOME=/var/lib/herald
 WORKDIR /var/lib/herald
 VOLUME /var/lib/herald
 USER 10001:10001
-EXPOSE 8080
+EXPOSE 8080 9464
 
 HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 CMD ["herald-healthcheck"]
 # herald handles SIGTERM itself (graceful shutdown: background sends are put back in the queue), so it can be PID 1.

@@ -343,7 +343,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             // The console's browser flows (Playwright), run by ConsoleBrowserTests.
-            exclude: ["Console/browser_flows.py", "Console/trace_flows.py"],
+            exclude: ["Console/browser_flows.py", "Console/trace_flows.py", "Console/viewer_walk.py"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

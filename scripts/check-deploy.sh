@@ -186,10 +186,12 @@ server_environment=(
     HERALD_API_KEYS="check:send+admin:$secret" HERALD_INLINE_SEND_LIMIT=5 HERALD_RATE_LIMIT=0 HERALD_LOG_LEVEL=notice
 )
 server_port=$(free_port)
+metrics_port=$(free_port)
 # --keep-privileges: the filters only, as root; step 5 adds the unprivileged user. A refused call fails with the
 # unit's EPERM here: as root (never under the unit) SQLite gives its journal the database's owner with fchown, which
 # ~@privileged refuses and SQLite ignores.
 (cd "$work/state" && exec env -u HERALD_LISTEN "${server_environment[@]}" HERALD_LISTEN="127.0.0.1:$server_port" \
+    HERALD_METRICS_LISTEN="127.0.0.1:$metrics_port" \
     /usr/bin/python3 "$work/bin/run-hardened.py" "$work/unit/hardened.service" --keep-privileges -- \
     "$work/bin/herald" serve) >"$work/serve.log" 2>&1 &
 pids+=($!)
@@ -197,13 +199,21 @@ server="http://127.0.0.1:$server_port"
 wait_for "$server/ready" 60
 step "$(head -n 1 "$work/serve.log")"
 
+code=$(curl -s -o /dev/null -w '%{http_code}' "$server/metrics")
+[ "$code" = 404 ] || fail "the API's port answers /metrics $code with HERALD_METRICS_LISTEN set: it must be 404"
+step "/metrics is served on its own listener (127.0.0.1:$metrics_port); the API's port answers it 404"
+
 prometheus_port=$(free_port)
-cat >"$work/prometheus.yml" <<EOF
-global: {scrape_interval: 1s, evaluation_interval: 1s}
-rule_files: ["$root/deploy/prometheus/herald-rules.yml"]
-scrape_configs:
-  - job_name: herald
-    static_configs: [{targets: ["127.0.0.1:$server_port"]}]
+# deploy/prometheus/scrape-config.yml's job, its targets replaced by this server's metrics listener.
+python3 - "$work/prometheus.yml" "$root/deploy/prometheus/herald-rules.yml" "127.0.0.1:$metrics_port" <<'EOF'
+import sys, yaml
+output, rules, target = sys.argv[1:4]
+config = yaml.safe_load(open("deploy/prometheus/scrape-config.yml"))
+job = config["scrape_configs"][0]
+assert job["job_name"] == "herald", job
+job["static_configs"] = [{"targets": [target]}]
+yaml.safe_dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [rules],
+                "scrape_configs": [job]}, open(output, "w"))
 EOF
 prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prometheus" \
     --web.listen-address="127.0.0.1:$prometheus_port" --log.level=warn >"$work/prometheus.log" 2>&1 &
@@ -271,7 +281,7 @@ for _ in $(seq 1 60); do
     [ "${samples%.*}" -ge 20 ] && break
     sleep 1
 done
-curl -sf "$server/metrics" >"$work/metrics.txt"
+curl -sf "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics.txt"
 python3 scripts/deploy/check-live.py "$prometheus_url" "$work/metrics.txt" deploy/grafana/herald.json \
     deploy/prometheus/herald-rules.yml deploy/prometheus/herald-rules.test.yml ||
     fail "the dashboard or the rules do not fit the server's real metrics (above)"

@@ -255,6 +255,14 @@ test_image() {
         timeout 10 cat <&3' inbox "$token")
     grep -q "$title" <<<"$inbox" || fail "the emulator's inbox does not hold the notification: $inbox"
     log "image: the notification is in the emulator's inbox"
+    # /metrics is on the image's private listener (HERALD_METRICS_LISTEN, 9464, not published), not the API's port.
+    status=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/metrics")
+    [ "$status" = 404 ] || fail "the published API port answers /metrics $status, not 404"
+    local scraped
+    scraped=$(pm exec "$container" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464 &&
+        printf "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" >&3 && timeout 10 cat <&3')
+    grep -q '^herald_' <<<"$scraped" || fail "the private metrics listener (9464) did not answer with metrics"
+    log "image: /metrics answers on the private listener 9464 only; the published port answers 404"
 
     pm healthcheck run "$container" || fail "podman healthcheck run failed"
     [ "$(podman inspect --format '{{.State.Health.Status}}' "$container")" = healthy ] || fail "the container is not healthy"

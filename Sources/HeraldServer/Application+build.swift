@@ -57,11 +57,14 @@ public struct HeraldApplication: ApplicationProtocol {
     /// Every route of the HTTP API, as `METHOD /path/{parameter}`; the console's pages (`/console…`) are not listed.
     public let routes: [String]
     let console: ConsoleAuthority
+    /// The port of `/metrics`'s own listener once it listens; 0 when it has none.
+    let metricsListener: OneShot<Int>
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
-        webhooks: WebhookDeliverer, routes: [String], console: ConsoleAuthority
+        webhooks: WebhookDeliverer, routes: [String], console: ConsoleAuthority, metricsListener: OneShot<Int>
     ) {
+        self.metricsListener = metricsListener
         self.application = application
         self.store = store
         self.emulator = emulator
@@ -74,6 +77,13 @@ public struct HeraldApplication: ApplicationProtocol {
     /// The path of the one-time console sign-in link (`/console/sign-in/<token>`) made at start because no active API
     /// key has the `admin` scope; `nil` before the application starts, or when an admin key exists. It works once.
     public var consoleSignInLinkPath: String? { console.signInLinkPath }
+
+    /// The port `/metrics` listens on apart from the API (`HERALD_METRICS_LISTEN`), once it listens; `nil` when it
+    /// has no listener of its own. Waits for the listener while the application starts.
+    public func metricsPort() async -> Int? {
+        let port = await metricsListener.wait()
+        return port == 0 ? nil : port
+    }
 
     public var responder: Responder { get async throws { application.responder } }
     public var server: HTTPServerBuilder { application.server }
@@ -152,6 +162,7 @@ public func buildApplication(
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute, subject: "event reports") : nil
         let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
+        let audit = AuditTrail(store: store, clock: dependencies.clock)
         // A request may take as long as its sends' retries: a claim is only abandoned well after that.
         let idempotency = IdempotencyMiddleware(
             store: store, clock: dependencies.clock, window: configuration.limits.idempotencyWindow,
@@ -161,6 +172,10 @@ public func buildApplication(
         let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
         let deviceFigures = DeviceFigures(
             store: store, clock: dependencies.clock, sleepClock: dependencies.sleepClock, logger: logger)
+        let metricsPlacement = configuration.metrics.placement(api: configuration.listen)
+        let metricsEndpoint = MetricsEndpoint(
+            registry: dependencies.metrics, bearerKey: configuration.metrics.bearerKey,
+            beforeScrape: { metrics.budget(budget.snapshot) })
         let addRoutes = { (router: Router<ServerRequestContext>) in
             RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
                 to: router)
@@ -168,18 +183,19 @@ public func buildApplication(
                 to: router)
             SendController(
                 store: store, keys: keys, idempotency: idempotency, apps: apps, engine: engine, limits: configuration.limits,
-                clock: dependencies.clock
+                clock: dependencies.clock, audit: audit
             ).addRoutes(to: router)
             let activities = ActivityOperations(
                 store: store, apps: apps, engine: engine, clock: dependencies.clock, metrics: metrics,
                 updateBudget: configuration.liveActivities.updateBudget)
             ActivityController(
-                store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities, limits: configuration.limits
+                store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities, limits: configuration.limits,
+                audit: audit
             ).addRoutes(to: router)
             let channels = ChannelOperations(store: store, apps: apps, senders: senders)
             ChannelController(
                 store: store, keys: keys, idempotency: idempotency, apps: apps, operations: channels, engine: engine,
-                limits: configuration.limits, clock: dependencies.clock
+                limits: configuration.limits, clock: dependencies.clock, audit: audit
             ).addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             PreferenceController(
@@ -188,14 +204,16 @@ public func buildApplication(
             WebhookController(
                 store: store, keys: keys, apps: apps, settings: configuration.webhooks, clock: dependencies.clock
             ).addRoutes(to: router)
+            AccessController(store: store, keys: keys, apps: apps, audit: audit, clock: dependencies.clock).addRoutes(
+                to: router)
             OperationsController(
-                store: store, registry: dependencies.metrics, beforeScrape: { metrics.budget(budget.snapshot) }
+                store: store, metricsEndpoint: metricsEndpoint, servesMetrics: metricsPlacement == .api
             ).addRoutes(to: router)
             ConsoleController(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, engine: engine,
                 apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
-                activities: activities, channels: channels, deploymentChecks: { checks.report }
+                activities: activities, channels: channels, deploymentChecks: { checks.report }, audit: audit
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
@@ -231,6 +249,19 @@ public func buildApplication(
             clock: dependencies.clock, sleepClock: dependencies.sleepClock, jitter: dependencies.webhookJitter,
             metrics: WebhookServerMetrics(registry: dependencies.metrics), storeReady: storeReady, logger: logger)
         services.append(webhooks)
+
+        let metricsListener = OneShot<Int>()
+        switch metricsPlacement {
+        case .own(let address):
+            services.append(metricsEndpoint.application(listening: address, logger: logger, port: metricsListener))
+        case .api:
+            metricsListener.fulfil(0)
+        case .off:
+            metricsListener.fulfil(0)
+            logger.warning(
+                "/metrics is not served: the API listens on \(configuration.listen.host), beyond loopback. Set HERALD_METRICS_LISTEN to a private address, or HERALD_METRICS_KEY to serve it behind a bearer key (docs/security.md)"
+            )
+        }
 
         let listen = configuration.listen
         let limits = configuration.limits
@@ -270,7 +301,7 @@ public func buildApplication(
         }
         return HeraldApplication(
             application: application, store: store, emulator: destination.emulator, worker: worker,
-            webhooks: webhooks, routes: routes, console: console)
+            webhooks: webhooks, routes: routes, console: console, metricsListener: metricsListener)
     } catch {
         await destination.emulator?.shutdown()
         throw error

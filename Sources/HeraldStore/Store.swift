@@ -14,7 +14,8 @@ public import ServiceLifecycle
 /// cancellation of `run()` closes it.
 public protocol Store:
     TokenStore, DeliveryStore, ReceiptStore, ActivityStore, ChannelStore, APIKeyStore, ProviderTokenStore, ConsoleStore,
-    IdempotencyStore, RetentionStore, PreferenceStore, WebhookStore, DeliveryTraceStore, ActivityBudgetStore, Service
+    IdempotencyStore, RetentionStore, PreferenceStore, WebhookStore, DeliveryTraceStore, ActivityBudgetStore,
+    AuditStore, Service
 {
     /// Brings the schema up to date by applying, in order, each versioned migration the database lacks.
     ///

@@ -76,9 +76,12 @@ extension PostgresStore {
         }
     }
 
-    public func recentSends(after cursor: SendListCursor?, limit: Int) async throws -> SendListPage {
+    public func recentSends(after cursor: SendListCursor?, limit: Int, topics: Set<String>?) async throws
+        -> SendListPage
+    {
         try await session("list sends") { session in
-            let rows = try await session.rows(StoreSQL.recentSends(after: cursor, limit: limit, .postgres))
+            let rows = try await session.rows(
+                StoreSQL.recentSends(after: cursor, limit: limit, topics: topics, .postgres))
             return SendListPage(try rows.map { try $0.send() }, limit: limit)
         }
     }

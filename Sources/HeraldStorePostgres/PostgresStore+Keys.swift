@@ -34,6 +34,12 @@ extension PostgresStore {
         }
     }
 
+    public func recordAPIKeyUse(_ id: UUID, at now: Date, resolution: TimeInterval) async throws -> Bool {
+        try await session("record an API key's use") { session in
+            try await !session.rows(StoreSQL.recordAPIKeyUse(id, at: now, resolution: resolution, .postgres)).isEmpty
+        }
+    }
+
     public func latestProviderToken(keyID: String) async throws -> ProviderToken? {
         try await session("read a provider token") { session in
             try await session.rows(StoreSQL.latestProviderToken(keyID: keyID, .postgres)).first?.providerToken()

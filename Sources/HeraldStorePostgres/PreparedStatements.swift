@@ -90,7 +90,8 @@ private enum FinishedSendToOneDevice: PreparedShape {
     static let text: PreparedText = {
         let now = Date(timeIntervalSince1970: 0)
         let send = NewSend(
-            target: "sample", summary: "sample", job: "sample", status: .completed, targetCount: 1, message: "sample")
+            target: "sample", summary: "sample", job: "sample", status: .completed, targetCount: 1, message: "sample",
+            topic: "sample")
         let results: [DeliveryOutcome.Result] = [
             .accepted(apnsID: APNSID()), .rejected(status: 410, reason: .unregistered, timestamp: now),
             .failed(message: "sample"),

@@ -77,10 +77,14 @@ extension SQLiteStore {
         }
     }
 
-    public func recentSends(after cursor: SendListCursor?, limit: Int) async throws -> SendListPage {
+    public func recentSends(after cursor: SendListCursor?, limit: Int, topics: Set<String>?) async throws
+        -> SendListPage
+    {
         try await read("list sends") { db in
             SendListPage(
-                try db.rows(StoreSQL.recentSends(after: cursor, limit: limit, .sqlite)).map { try $0.send() },
+                try db.rows(StoreSQL.recentSends(after: cursor, limit: limit, topics: topics, .sqlite)).map {
+                    try $0.send()
+                },
                 limit: limit)
         }
     }

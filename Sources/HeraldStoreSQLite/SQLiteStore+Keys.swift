@@ -35,6 +35,12 @@ extension SQLiteStore {
         }
     }
 
+    public func recordAPIKeyUse(_ id: UUID, at now: Date, resolution: TimeInterval) async throws -> Bool {
+        try await write("record an API key's use") { db in
+            try !db.rows(StoreSQL.recordAPIKeyUse(id, at: now, resolution: resolution, .sqlite)).isEmpty
+        }
+    }
+
     public func latestProviderToken(keyID: String) async throws -> ProviderToken? {
         try await read("read a provider token") { db in
             try db.rows(StoreSQL.latestProviderToken(keyID: keyID, .sqlite)).first?.providerToken()

@@ -209,7 +209,11 @@ struct ConfigurationTests {
         #expect(set.outcomes == .seconds(7 * 86_400) && set.receiptEvents == nil && set.invalidatedTokens == nil)
         #expect(set.sends == .seconds(365 * 86_400) && set.consoleSessions == .seconds(86_400))
         #expect(set.interval == .seconds(600) && set.batchSize == 100)
-        #expect(set.ages.map(\.kind) == [.outcomes, .receiptEvents, .sends, .consoleSessions])
+        #expect(set.ages.map(\.kind) == [.outcomes, .receiptEvents, .sends, .consoleSessions, .auditLog])
+        #expect(defaults.auditLog == .seconds(365 * 86_400))
+        let audit = try ServerConfiguration(environment: ["HERALD_RETENTION_AUDIT_DAYS": "30"]).retention.auditLog
+        #expect(audit == .seconds(30 * 86_400))
+        #expect(try ServerConfiguration(environment: ["HERALD_RETENTION_AUDIT_DAYS": "0"]).retention.auditLog == nil)
     }
 
     @Test("some apps with credentials and some without is refused unless pushes go to the emulator")

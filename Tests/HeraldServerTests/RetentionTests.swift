@@ -46,7 +46,8 @@ struct RetentionTests {
                     group.addTask { try await service.run() }
                     ready.open()
                     let first = try await service.report(ofRun: 1)
-                    #expect(first.deleted == [.outcomes: 5, .receiptEvents: 0, .sends: 0, .invalidatedTokens: 1])
+                    #expect(
+                        first.deleted == [.outcomes: 5, .receiptEvents: 0, .sends: 0, .invalidatedTokens: 1, .auditLog: 0])
                     #expect(try await store.send(old.id)?.counts.accepted == 5, "the send keeps its counts")
                     #expect(try await store.outcomes(of: running.id, after: nil, limit: 10).outcomes.count == 1)
                     #expect(try await store.device(StoreConformance.token(20)) == nil)
@@ -82,7 +83,7 @@ struct RetentionTests {
     @Test("with everything kept forever the service deletes nothing and ends with the service group")
     func keepForever() async throws {
         let settings = ServerConfiguration.Retention(
-            outcomes: nil, receiptEvents: nil, sends: nil, consoleSessions: nil, invalidatedTokens: nil)
+            outcomes: nil, receiptEvents: nil, sends: nil, consoleSessions: nil, invalidatedTokens: nil, auditLog: nil)
         #expect(settings.ages.isEmpty)
         let store = try StoreFactory.open(url: "sqlite::memory:")
         let service = RetentionService(

@@ -112,6 +112,14 @@ def main():
     if deployment["spec"]["replicas"] > 1 or hpa["spec"]["minReplicas"] > 1:
         check(database.startswith("postgres"), "several replicas need PostgreSQL, the database URL is " + database)
     print(f"  listens on {environment['HERALD_LISTEN']}; {deployment['spec']['replicas']} replicas on PostgreSQL")
+    metrics_listen = environment.get("HERALD_METRICS_LISTEN", "")
+    check(metrics_listen.startswith("0.0.0.0:"),
+          "HERALD_METRICS_LISTEN must be 0.0.0.0:PORT in a pod: /metrics on a listener of its own (docs/security.md)")
+    metrics_port = int(metrics_listen.rsplit(":", 1)[1])
+    check(ports.get("metrics") == metrics_port,
+          f"the container's port named metrics must be HERALD_METRICS_LISTEN's {metrics_port}: {ports}")
+    check(metrics_port != listen_port, "HERALD_METRICS_LISTEN must not be the API's port")
+    print(f"  /metrics on its own listener, {metrics_listen} (port metrics)")
 
     probes = {kind: container.get(kind, {}).get("httpGet", {}).get("path")
               for kind in ["startupProbe", "livenessProbe", "readinessProbe"]}
@@ -139,6 +147,7 @@ def main():
     for endpoint in monitor["spec"]["endpoints"]:
         check(endpoint.get("port") in service_ports, f"the ServiceMonitor scrapes the port {endpoint.get('port')}")
         check(endpoint.get("path") == "/metrics", "the ServiceMonitor must scrape /metrics")
+        check(endpoint.get("port") == "metrics", "the ServiceMonitor must scrape the private metrics port, not the API's")
     job = service["metadata"]["labels"].get(monitor["spec"].get("jobLabel", ""), service["metadata"]["name"])
     check(job == "herald", f"the rules and dashboard expect job=\"herald\"; the ServiceMonitor makes job=\"{job}\"")
     print(f"  ServiceMonitor (no schema bundled for its CRD): selects the Service, scrapes /metrics as job=\"{job}\"")

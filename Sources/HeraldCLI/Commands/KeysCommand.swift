@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HeraldCore
 import HeraldServer
 import HeraldStore
 
@@ -17,22 +18,45 @@ struct KeysCommand: AsyncParsableCommand {
         @Argument(help: "A name for people, such as backend or ci.") var name: String
         @Option(name: .customLong("scope"), help: "send, admin or register (repeatable; default send).") var scopes:
             [String] = []
+        @Option(name: .customLong("app"), help: "An app (bundle id) the key is for (repeatable; default every app).")
+        var apps: [String] = []
+        @Option(help: "The one APNs environment the key acts in: production or development (default both).")
+        var environment: String?
+        @Option(help: "When the key stops working: 90d, 12h, 30m from now, or an RFC 3339 instant (default never).")
+        var expires: String?
         @OptionGroup var database: DatabaseOptions
 
         func validate() throws {
             for scope in scopes where !APIKeyScope.known.contains(APIKeyScope(rawValue: scope)) {
                 throw ValidationError("--scope \(scope) is not a scope: use send, admin or register.")
             }
+            do {
+                _ = try APIKeyLimits(apps: apps, environment: environment, expires: expires, now: Date())
+            } catch {
+                throw ValidationError("--\(error.field): \(error.message)")
+            }
         }
 
         func run() async throws {
             let scopes = Set((self.scopes.isEmpty ? ["send"] : self.scopes).map { APIKeyScope(rawValue: $0) })
             let name = self.name
+            let now = Date()
+            let limits = try APIKeyLimits(apps: apps, environment: environment, expires: expires, now: now)
             let created = try await database.withStore { store in
-                try await store.createAPIKey(name: name, scopes: scopes)
+                let created = try await store.createAPIKey(
+                    name: name, scopes: scopes, apps: limits.apps, environment: limits.environment,
+                    expiresAt: limits.expiresAt, at: now)
+                try await store.recordAudit(
+                    AuditEntry(
+                        at: now, actor: .commandLine, action: .keyCreated,
+                        app: created.key.apps.count == 1 ? created.key.apps.first : nil,
+                        subject: created.key.id.lowercasedText, detail: APIKeyLimits.describe(created.key)))
+                return created
             }
+            // The secret's line is the only one with the whole secret; scripts take it from there (the display
+            // prefix, hrld_<lookup id>, is left out of this line so that the first hrld_ match is the secret's).
             Output.line(
-                "Created the API key \(created.key.name) (\(created.key.id.uuidString.lowercased())) with scopes \(scopes.sorted().map(\.rawValue).joined(separator: ", "))."
+                "Created the API key \(created.key.name) (\(created.key.id.uuidString.lowercased())) with scopes \(scopes.sorted().map(\.rawValue).joined(separator: ", "))\(APIKeyLimits.describeLimits(created.key))."
             )
             Output.line("Its secret, shown only now: \(created.secret.value)")
         }
@@ -40,16 +64,22 @@ struct KeysCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List keys: id, name, secret prefix, scopes, state. Never secrets.")
+            abstract: "List keys: id, name, secret prefix, scopes, state, apps, environment, expiry, last use. Never secrets.")
 
         @OptionGroup var database: DatabaseOptions
 
         func run() async throws {
             let keys = try await database.withStore { store in try await store.apiKeys() }
+            let now = Date()
             for key in keys {
-                let state = key.revokedAt.map { "revoked \($0.formatted(.iso8601))" } ?? "active"
+                let state =
+                    key.revokedAt.map { "revoked \($0.formatted(.iso8601))" }
+                    ?? (key.isExpired(at: now) ? "expired" : "active")
+                let apps = key.apps.isEmpty ? "every-app" : key.apps.sorted().joined(separator: ",")
+                let expiry = key.expiresAt.map { " expires \($0.formatted(.iso8601))" } ?? ""
+                let used = key.lastUsedAt.map { " last-used \($0.formatted(.iso8601))" } ?? " never-used"
                 Output.line(
-                    "\(key.id.uuidString.lowercased()) \(key.name) \(key.prefix)… \(key.scopes.sorted().map(\.rawValue).joined(separator: ",")) \(state)"
+                    "\(key.id.uuidString.lowercased()) \(key.name) \(key.prefix)… \(key.scopes.sorted().map(\.rawValue).joined(separator: ",")) \(state) \(apps) \(key.environment?.name ?? "both")\(expiry)\(used)"
                 )
             }
         }
@@ -65,11 +95,28 @@ struct KeysCommand: AsyncParsableCommand {
             guard let uuid = UUID(uuidString: id) else {
                 throw ValidationError("\(id) is not a key id: copy it from herald keys list.")
             }
-            guard try await database.withStore({ store in try await store.revokeAPIKey(uuid) }) else {
+            let revoked = try await database.withStore { store in
+                guard try await store.revokeAPIKey(uuid) else { return false }
+                let key = try await store.apiKeys().first { $0.id == uuid }
+                try await store.recordAudit(
+                    AuditEntry(
+                        at: Date(), actor: .commandLine, action: .keyRevoked, subject: uuid.uuidString.lowercased(),
+                        detail: key.map { "\($0.name) (\($0.prefix)…)" } ?? ""))
+                return true
+            }
+            guard revoked else {
                 Output.error("There is no active key \(id).")
                 throw ExitCode(1)
             }
             Output.line("revoked \(id)")
         }
+    }
+}
+
+extension AuditActor {
+    /// The command line, named by the user who ran it.
+    static var commandLine: AuditActor {
+        let user = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "unknown user"
+        return AuditActor(kind: .cli, keyID: nil, name: "herald CLI (\(user))")
     }
 }

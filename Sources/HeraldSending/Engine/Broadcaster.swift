@@ -79,7 +79,7 @@ public struct Broadcaster: Sendable {
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary,
                 status: outcome.accepted ? .completed : .failed, targetCount: 1, counts: outcome.counts,
-                message: outcome.message),
+                message: outcome.message, topic: plan.topic),
             outcomes: [])
         return (outcome, record)
     }
@@ -89,7 +89,7 @@ public struct Broadcaster: Sendable {
         try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
-                status: .queued, targetCount: 1, sendAt: plan.sendAt, lane: .broadcast))
+                status: .queued, targetCount: 1, sendAt: plan.sendAt, lane: .broadcast, topic: plan.topic))
     }
 
     /// Sends a scheduled broadcast a worker claimed, and records how it ended: `completed`, or `failed` with why

@@ -62,7 +62,7 @@ public struct SendEngine: Sendable {
             let suppressed = try await suppressed(by: plan, targetCount: devices.count)
             let new = NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
-                targetCount: devices.count, suppressed: suppressed)
+                targetCount: devices.count, suppressed: suppressed, topic: plan.bundleID)
             metrics.sendStarted(background: false)
             metrics.suppressed(suppressed)
             let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
@@ -76,7 +76,7 @@ public struct SendEngine: Sendable {
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
                 status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
-                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold), suppressed: suppressed))
+                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold), suppressed: suppressed, topic: plan.bundleID))
         metrics.sendStarted(background: true)
         metrics.suppressed(suppressed)
         worker.wake()

@@ -65,6 +65,7 @@ extension ServerConfiguration {
     /// | `HERALD_RETENTION_SENDS_DAYS` [`retentionSendsDays`] | days a finished send is kept (its counts, then the row), 0 = forever | 90 |
     /// | `HERALD_RETENTION_CONSOLE_SESSIONS_DAYS` [`retentionConsoleSessionsDays`] | days an unused console session is kept, 0 = forever | 7 |
     /// | `HERALD_RETENTION_INVALIDATED_TOKENS_DAYS` [`retentionInvalidatedTokensDays`] | days an invalidated token is kept, 0 = forever | 30 |
+    /// | `HERALD_RETENTION_AUDIT_DAYS` [`retentionAuditDays`] | days an audit log entry is kept, 0 = forever | 365 |
     /// | `HERALD_RETENTION_INTERVAL` [`retentionInterval`] | seconds between retention runs | 3600 |
     /// | `HERALD_RETENTION_BATCH` [`retentionBatch`] | rows deleted per transaction | 100 |
     /// | `HERALD_RETENTION_WEBHOOKS_DAYS` [`retentionWebhooksDays`] | days delivered webhook events and deliveries are kept, 0 = forever | 7 |
@@ -73,6 +74,8 @@ extension ServerConfiguration {
     /// | `HERALD_WEBHOOK_PAUSE_AFTER_FAILURES`, `HERALD_WEBHOOK_PAUSE_AFTER` [`webhookPauseAfterFailures`, `webhookPauseAfter`] | failures in a row, and seconds failing, before an endpoint is paused | 10, 3600 |
     /// | `HERALD_WEBHOOK_SECRET_OVERLAP` [`webhookSecretOverlap`] | seconds a rotated-out secret still signs | 86400 |
     /// | `HERALD_LIVE_ACTIVITY_BUDGET` [`liveActivityBudget`] | priority-10 updates per Live Activity and hour before later ones go at priority 5, 0 = no budget | 12 |
+    /// | `HERALD_METRICS_LISTEN` [`metricsListen`] | `host:port` of a listener for `/metrics` alone | none: the API's, on loopback only |
+    /// | `HERALD_METRICS_KEY` [`metricsKey`] | bearer secret `/metrics` asks for, 32+ characters | none |
     ///
     /// The file's `apps` array describes several apps, each with the per-app keys above; `HERALD_TOPIC` and the
     /// per-app variables then add or replace the app of that topic.
@@ -139,6 +142,7 @@ extension ServerConfiguration {
         liveActivities.updateBudget =
             try reader.integer("HERALD_LIVE_ACTIVITY_BUDGET", "liveActivityBudget", in: 0...3600)
             ?? liveActivities.updateBudget
+        try readMetrics(reader: reader)
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {
             if let problem = InstanceLock.problem(with: id) {
@@ -195,6 +199,7 @@ extension ServerConfiguration {
         try days("HERALD_RETENTION_CONSOLE_SESSIONS_DAYS", "retentionConsoleSessionsDays", &retention.consoleSessions)
         try days(
             "HERALD_RETENTION_INVALIDATED_TOKENS_DAYS", "retentionInvalidatedTokensDays", &retention.invalidatedTokens)
+        try days("HERALD_RETENTION_AUDIT_DAYS", "retentionAuditDays", &retention.auditLog)
         retention.interval =
             try reader.integer("HERALD_RETENTION_INTERVAL", "retentionInterval", in: 60...604_800).map { .seconds($0) }
             ?? retention.interval

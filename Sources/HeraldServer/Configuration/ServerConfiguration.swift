@@ -37,6 +37,8 @@ public struct ServerConfiguration: Sendable {
     public var webhooks = WebhookSettings()
     /// Live Activity update budgets.
     public var liveActivities = LiveActivities()
+    /// Where `/metrics` is served and whether it asks for a key.
+    public var metrics = Metrics()
     /// What names this server among the instances that share a database, stable across restarts: the background
     /// worker's sends are held under it, so a restarted instance resumes its own at once (docs/reliability.md).
     /// 1–64 bytes without `/` or white space. Default the host name; give each of several instances on one host
@@ -113,6 +115,8 @@ public struct ServerConfiguration: Sendable {
         /// Tokens taken out of sends after APNs's answer (invalidated), counted from then: 30 days by default. Until
         /// then the device page shows why; a token the app registers again is active and never deleted.
         public var invalidatedTokens: Duration?
+        /// Audit log entries, counted from the change: 365 days by default.
+        public var auditLog: Duration?
         /// How long the service waits between runs: an hour by default. Each run deletes everything due.
         public var interval: Duration
         /// Delivered webhook events and the record of deliveries, counted from their delivery: 7 days by default.
@@ -128,7 +132,8 @@ public struct ServerConfiguration: Sendable {
         public init(
             outcomes: Duration? = .seconds(30 * 86_400), receiptEvents: Duration? = .seconds(30 * 86_400),
             sends: Duration? = .seconds(90 * 86_400), consoleSessions: Duration? = .seconds(7 * 86_400),
-            invalidatedTokens: Duration? = .seconds(30 * 86_400), interval: Duration = .seconds(3600),
+            invalidatedTokens: Duration? = .seconds(30 * 86_400), auditLog: Duration? = .seconds(365 * 86_400),
+            interval: Duration = .seconds(3600),
             batchSize: Int = 100, batchPause: Duration = .milliseconds(10)
         ) {
             self.outcomes = outcomes
@@ -136,6 +141,7 @@ public struct ServerConfiguration: Sendable {
             self.sends = sends
             self.consoleSessions = consoleSessions
             self.invalidatedTokens = invalidatedTokens
+            self.auditLog = auditLog
             self.interval = interval
             self.batchSize = batchSize
             self.batchPause = batchPause
@@ -149,7 +155,7 @@ public struct ServerConfiguration: Sendable {
             }
             let ages: [(RetentionKind, Duration?)] = [
                 (.outcomes, atMost(outcomes, sends)), (.receiptEvents, atMost(receiptEvents, sends)), (.sends, sends),
-                (.consoleSessions, consoleSessions), (.invalidatedTokens, invalidatedTokens),
+                (.consoleSessions, consoleSessions), (.invalidatedTokens, invalidatedTokens), (.auditLog, auditLog),
             ]
             return ages.compactMap { kind, age in age.map { (kind, $0) } }
         }

@@ -5,6 +5,7 @@
 enum ConsoleAssets {
     static let templates: [String: String] = [
         "activities": text(PackageResources.activities_mustache),
+        "audit": text(PackageResources.audit_mustache),
         "channels": text(PackageResources.channels_mustache),
         "compose": text(PackageResources.compose_mustache),
         "delivery": text(PackageResources.delivery_mustache),
@@ -16,6 +17,7 @@ enum ConsoleAssets {
         "keys": text(PackageResources.keys_mustache),
         "layout": text(PackageResources.layout_mustache),
         "overview": text(PackageResources.overview_mustache),
+        "overview-scoped": text(PackageResources.overview_scoped_mustache),
         "send": text(PackageResources.send_mustache),
         "sends": text(PackageResources.sends_mustache),
         "sign-in": text(PackageResources.sign_in_mustache),

@@ -46,7 +46,10 @@ final class ConsoleAuthority: Sendable {
         let hash = Self.hash(id)
         guard let session = try await store.consoleSession(idHash: hash) else { return nil }
         let now = clock.now()
-        if now.timeIntervalSince(session.lastSeenAt) > settings.idleTimeout.seconds {
+        // A session ends when its key expires, as the key stops working through the API.
+        if now.timeIntervalSince(session.lastSeenAt) > settings.idleTimeout.seconds
+            || session.apiKey?.isExpired(at: now) == true
+        {
             _ = try await store.deleteConsoleSession(idHash: hash)
             return nil
         }
@@ -79,14 +82,20 @@ final class ConsoleAuthority: Sendable {
         return Self.clearCookie(Self.sessionCookie, secure: Self.isSecure(request))
     }
 
-    /// What an API call authenticated by a session may do: what an `admin` + `send` key may.
+    /// What an API call authenticated by a session may do: what its role may (``ConsoleRole``). An admin (the key
+    /// signed in with has `admin`, or the one-time link) may what an `admin` + `send` key may; an operator what its
+    /// `send` key may; a viewer only read.
     static func apiKey(of session: ConsoleSession) -> APIKey {
         var key =
             session.apiKey
             ?? APIKey(
                 id: UUID(uuidString: "00000000-0000-0000-0000-000000000000")!, name: "console sign-in link", scopes: [], prefix: "",
                 createdAt: session.createdAt, revokedAt: nil)
-        key.scopes.formUnion([.admin, .send])
+        switch ConsoleRole(session) {
+        case .admin: key.scopes.formUnion([.admin, .send])
+        case .operator: key.scopes = [.send]
+        case .viewer: key.scopes = [.read]
+        }
         return key
     }
 

@@ -21,7 +21,7 @@ extension ConsoleController {
 
     @Sendable func activities(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
-        let app = try chosenApp(request.queryParameter("app"))
+        let app = try chosenApp(request.queryParameter("app"), context)
         let status = try request.queryParameter("status") ?? ""
         let active = try ActivityOperations.status(status.isEmpty ? nil : status)
         var cursor: ActivityCursor?
@@ -44,7 +44,7 @@ extension ConsoleController {
             ])
         }
         var data: [String: Any] = [
-            "app": app, "apps": appChoices(app), "rows": rows, "hasRows": !rows.isEmpty,
+            "app": app, "apps": appChoices(app, context), "rows": rows, "hasRows": !rows.isEmpty,
             "statuses": [("", "All"), ("active", "Active"), ("ended", "Ended")].map { value, label in
                 ["value": value, "label": label, "selected": value == status] as [String: Any]
             },
@@ -78,10 +78,13 @@ extension ConsoleController {
     /// list.
     @Sendable func endActivity(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.operator, session)
         let form = try await ConsoleForm.read(request, session: session)
         let id = try ActivityOperations.activityID(form["id"])
         let fields = JSONFields(form["app"].map { ["topic": .string($0)] } ?? [:])
+        try Self.access(context).check(app: chosenApp(form["app"], context))
         let pushed = try await activities.end(id, fields: fields, logger: context.logger)
+        await audit.record(.activityEnded, context, app: pushed.activity.topic, subject: id)
         context.logger.notice("Console ended a Live Activity", metadata: ["herald.activity": "\(id)"])
         var query = [("app", pushed.activity.topic), ("ended", id)]
         query.append(("send", pushed.accepted.record.id.description))
@@ -92,7 +95,7 @@ extension ConsoleController {
 
     @Sendable func channels(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
-        let app = try chosenApp(request.queryParameter("app"))
+        let app = try chosenApp(request.queryParameter("app"), context)
         var notice: [String: Any] = [:]
         if let created = try request.queryParameter("created"), APNSChannelID(created) != nil {
             notice["created"] = created
@@ -111,7 +114,8 @@ extension ConsoleController {
         app: String, environment: String, after: String, extra: [String: Any], context: ServerRequestContext,
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let filter = environment.isEmpty ? nil : try ChannelOperations.environment(environment, field: "environment")
+        let asked = environment.isEmpty ? nil : try ChannelOperations.environment(environment, field: "environment")
+        let filter = Self.access(context).environment ?? asked
         let cursor = after.isEmpty ? nil : try ChannelOperations.channelID(after, field: "after").rawValue
         // One more than a page tells whether another follows.
         let found = try await store.liveChannels(
@@ -126,7 +130,7 @@ extension ConsoleController {
         }
         var data = extra
         data["app"] = app
-        data["apps"] = appChoices(app)
+        data["apps"] = appChoices(app, context)
         data["rows"] = rows
         data["hasRows"] = !rows.isEmpty
         data["environments"] = [("", "Both"), ("development", "Development"), ("production", "Production")].map {
@@ -148,6 +152,7 @@ extension ConsoleController {
     /// APNs's) is shown above the form with its status, and nothing is created.
     @Sendable func createChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.operator, session)
         let form = try await ConsoleForm.read(request, session: session)
         // The API's body, so the API's checks refuse what they refuse there: a policy that is not a number stays a
         // string, which `storagePolicy` does not take.
@@ -156,14 +161,18 @@ extension ConsoleController {
         if let environment = form["environment"] { fields["environment"] = .string(environment) }
         if let policy = form["storagePolicy"] { fields["storagePolicy"] = Int(policy).map(JSONValue.integer) ?? .string(policy) }
         do {
+            try Self.access(context).check(app: form["app"] ?? chosenApp(nil, context))
             let created = try await channels.createChannel(JSONFields(fields), logger: context.logger)
+            await audit.record(
+                .channelCreated, context, app: created.channel.topic, subject: created.channel.id,
+                detail: created.channel.environment.name)
             context.logger.notice(
                 "Console created a broadcast channel", metadata: [LogKey.channelID: "\(created.channel.id)"])
             return Self.redirect(
                 Self.link("/console/channels", [("app", created.channel.topic), ("created", created.channel.id)]))
         } catch let error as APIError {
             return try await channelsPage(
-                app: chosenApp(form["app"]), environment: "", after: "", extra: ["error": error.message],
+                app: chosenApp(form["app"], context), environment: "", after: "", extra: ["error": error.message],
                 context: context, status: error.status)
         }
     }
@@ -171,8 +180,15 @@ extension ConsoleController {
     /// Deletes a live channel (a form with the session's CSRF token and `id`) on APNs and here, then shows the list.
     @Sendable func deleteChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.operator, session)
         let form = try await ConsoleForm.read(request, session: session)
+        if Self.isScoped(context) {
+            let channel = try await channels.recorded(form["id"] ?? "")
+            guard Self.access(context).sees(app: channel.topic), Self.access(context).sees(environment: channel.environment)
+            else { throw ChannelOperations.unknown(channel.id) }
+        }
         let deleted = try await channels.deleteChannel(form["id"] ?? "", logger: context.logger)
+        await audit.record(.channelDeleted, context, app: deleted.channel.topic, subject: deleted.channel.id)
         context.logger.notice(
             "Console deleted a broadcast channel", metadata: [LogKey.channelID: "\(deleted.channel.id)"])
         var query = [("app", deleted.channel.topic), ("deleted", deleted.channel.id)]

@@ -13,7 +13,8 @@ extension ConsoleController {
     // MARK: Overview
 
     @Sendable func overview(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        if Self.isScoped(context), let key = session.apiKey { return try await scopedOverview(key, context: context) }
         let now = clock.now()
         let today = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / Self.day).rounded(.down) * Self.day)
         async let counted = deviceFigures.snapshot()
@@ -85,6 +86,24 @@ extension ConsoleController {
         return renderer.page("overview", title: "Overview", section: .overview, data: data, context: context)
     }
 
+    /// The overview of a session limited to some apps: its limits and its apps' latest sends. The deployment's
+    /// figures count every app (their store queries have no app filter), so they are not shown.
+    private func scopedOverview(_ key: APIKey, context: ServerRequestContext) async throws -> Response {
+        let page = try await store.recentSends(after: nil, limit: 10, topics: Self.access(context).topics)
+        let rows: [[String: Any]] = page.sends.map { send in
+            [
+                "id": send.id.description, "createdAt": Self.display(send.createdAt), "target": send.target,
+                "status": send.status.rawValue, "accepted": send.counts.accepted, "rejected": send.counts.rejected,
+            ]
+        }
+        var data: [String: Any] = [
+            "keyName": key.name, "appList": visibleApps(context).joined(separator: ", "),
+            "single": visibleApps(context).count == 1, "sends": rows, "hasSends": !rows.isEmpty,
+        ]
+        if let environment = key.environment { data["environment"] = environment.name }
+        return renderer.page("overview-scoped", title: "Overview", section: .overview, data: data, context: context)
+    }
+
     /// `herald doctor`'s checks as the server ran them at start, for the overview.
     private func deploymentChecksData() -> [String: Any] {
         guard let report = deploymentChecks() else { return ["ran": false] }
@@ -103,11 +122,12 @@ extension ConsoleController {
     // MARK: Compose
 
     @Sendable func compose(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.operator, session)
         let token = try request.queryParameter("token").flatMap { try? DeviceToken(hex: $0) }?.hex
         let kind = token == nil ? "user" : "token"
         let data: [String: Any] = [
-            "apps": appIDs, "firstApp": appIDs.first ?? "",
+            "apps": visibleApps(context), "firstApp": visibleApps(context).first ?? "",
             "pushTypes": APNSPushType.allCases.filter { $0 != .mdm }.map(\.rawValue),
             "kindToken": kind == "token", "kindUser": kind == "user", "kindTag": false, "kindTopic": false,
             "targetValue": token ?? "", "testToken": token ?? "",
@@ -129,7 +149,7 @@ extension ConsoleController {
             }
             cursor = parsed
         }
-        let page = try await store.recentSends(after: cursor, limit: 25)
+        let page = try await store.recentSends(after: cursor, limit: 25, topics: Self.access(context).topics)
         let now = clock.now()
         let rows: [[String: Any]] = page.sends.map { send in
             var row = Self.progress(send)
@@ -178,7 +198,9 @@ extension ConsoleController {
 
     @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
-        guard let id = context.parameters.get("id").flatMap(SendID.init), let send = try await store.send(id) else {
+        guard let id = context.parameters.get("id").flatMap(SendID.init), let send = try await store.send(id),
+            Self.access(context).sees(app: send.topic)
+        else {
             throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
         }
         var cursor: OutcomeCursor?
@@ -248,13 +270,18 @@ extension ConsoleController {
     /// Cancels a queued or running send from its page (a form with the session's CSRF token), then shows the page.
     @Sendable func cancelSend(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.operator, session)
         _ = try await ConsoleForm.read(request, session: session)
         let unknown = APIError(
             .notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
         guard let id = context.parameters.get("id").flatMap(SendID.init) else { throw unknown }
+        if Self.isScoped(context) {
+            guard let existing = try await store.send(id), Self.access(context).sees(app: existing.topic) else { throw unknown }
+        }
         do {
-            _ = try await engine.cancel(id)
+            let record = try await engine.cancel(id)
             context.logger.notice("Console cancelled a send", metadata: [LogKey.sendID: "\(id)"])
+            await audit.record(.sendCancelled, context, app: record.topic, subject: id.description, detail: record.target)
         } catch let error as SendError where error.code == .sendFinished {
             // It ended meanwhile: its page shows how.
         } catch let error as SendError where error.code == .unknownSend {
@@ -290,8 +317,8 @@ extension ConsoleController {
         let search = (try request.queryParameter("q") ?? "").trimmingCharacters(in: .whitespaces)
         let user = (try request.queryParameter("user") ?? "").trimmingCharacters(in: .whitespaces)
         let tag = (try request.queryParameter("tag") ?? "").trimmingCharacters(in: .whitespaces)
-        let app = try chosenApp(request.queryParameter("app"))
-        var data: [String: Any] = ["q": search, "user": user, "tag": tag, "apps": appChoices(app)]
+        let app = try chosenApp(request.queryParameter("app"), context)
+        var data: [String: Any] = ["q": search, "user": user, "tag": tag, "apps": appChoices(app, context)]
         if let removed = try request.queryParameter("removed") {
             data["notice"] = "Device …\(removed) removed: it gets no pushes until its app registers it again."
         }
@@ -304,7 +331,10 @@ extension ConsoleController {
                 data["error"] = "Search a token by at least 4 of its hex digits, such as its last 8."
                 return renderer.page("devices", title: "Devices", section: .devices, data: data, context: context)
             }
-            found = try await store.devices(withTokenSuffix: hex, limit: 50)
+            let access = Self.access(context)
+            found = try await store.devices(withTokenSuffix: hex, limit: 50).filter {
+                access.sees(app: $0.topic) && access.sees(environment: $0.environment)
+            }
             description = "Tokens ending in \(hex)"
         } else {
             var query: DeviceQuery
@@ -319,6 +349,7 @@ extension ConsoleController {
                 description = "Devices of \(app)"
             }
             query = query.inTopic(app).includingInvalidated()
+            if let environment = Self.access(context).environment { query = query.environment(environment) }
             var cursor: DeviceCursor?
             if let after = try request.queryParameter("after"), !after.isEmpty { cursor = DeviceCursor(after) }
             let page = try await store.devices(matching: query, after: cursor, limit: 50)
@@ -364,7 +395,9 @@ extension ConsoleController {
     @Sendable func device(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let token = try deviceToken(context)
-        guard let device = try await store.device(token) else {
+        guard let device = try await store.device(token), Self.access(context).sees(app: device.topic),
+            Self.access(context).sees(environment: device.environment)
+        else {
             throw APIError(
                 .notFound, reason: "unknownToken",
                 "No device has this token: it was never registered, or it was removed.")
@@ -407,17 +440,27 @@ extension ConsoleController {
 
     @Sendable func removeDevice(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.admin, session)
         _ = try await ConsoleForm.read(request, session: session)
         let token = try deviceToken(context)
+        let removed = try await store.device(token)
+        if Self.isScoped(context) {
+            guard let removed, Self.access(context).sees(app: removed.topic) else {
+                throw APIError(.notFound, reason: "unknownToken", "No device has this token: search for it by token.")
+            }
+        }
         _ = try await store.remove(token)
         context.logger.notice("Console removed a device", metadata: [LogKey.tokenSuffix: "\(token.redacted)"])
+        await audit.record(.deviceRemoved, context, app: removed?.topic, subject: token.redacted)
         return Self.redirect("/console/devices?removed=\(token.hex.suffix(8))")
     }
 
     // MARK: API keys
 
     @Sendable func keys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.admin, session)
+        try Self.access(context).requireUnscoped("managing keys")
         var data: [String: Any] = [:]
         if try request.queryParameter("revoked") != nil { data["notice"] = "The key was revoked: it no longer works." }
         return try await keysPage(data, context: context)
@@ -426,15 +469,29 @@ extension ConsoleController {
     private func keysPage(
         _ extra: [String: Any], context: ServerRequestContext, status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let keys = try await store.apiKeys().reversed().map { key -> [String: Any] in
-            [
+        let now = clock.now()
+        let stored = try await store.apiKeys()
+        let keys = stored.reversed().map { key -> [String: Any] in
+            let apps = key.apps.isEmpty ? "every app" : key.apps.sorted().joined(separator: ", ")
+            var row: [String: Any] = [
                 "id": key.id.lowercasedText, "name": key.name, "prefix": key.prefix.isEmpty ? "—" : key.prefix,
                 "scopes": key.scopes.sorted().map(\.rawValue).joined(separator: ", "),
-                "createdAt": Self.display(key.createdAt), "active": key.isActive,
+                "limits": apps + (key.environment.map { " (\($0.name))" } ?? ""),
+                "createdAt": Self.display(key.createdAt), "active": key.isUsable(at: now),
+                "expired": key.isActive && key.isExpired(at: now), "revoked": !key.isActive,
+                "lastUsedAt": key.lastUsedAt == nil ? "never" : Self.display(key.lastUsedAt),
                 "revokedAt": Self.display(key.revokedAt), "csrf": context.consoleSession?.csrfToken ?? "",
             ]
+            if let expiresAt = key.expiresAt { row["expiresAt"] = Self.display(expiresAt) }
+            return row
         }
         var data = extra
+        data["apps"] = appIDs
+        let unscoped = stored.filter { $0.isUsable(at: now) && !$0.isScoped && !$0.allows(.admin) }
+        if appIDs.count > 1, !unscoped.isEmpty {
+            data["unscopedWarning"] =
+                "This server has \(appIDs.count) apps, and \(unscoped.count) active key\(unscoped.count == 1 ? "" : "s") without apps (\(unscoped.map(\.name).sorted().joined(separator: ", "))) may send to all of them: make one key per app and revoke these."
+        }
         data["keys"] = keys
         data["hasKeys"] = !keys.isEmpty
         return renderer.page("keys", title: "API keys", section: .keys, data: data, context: context, status: status)
@@ -442,6 +499,8 @@ extension ConsoleController {
 
     @Sendable func createKey(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.admin, session)
+        try Self.access(context).requireUnscoped("making a key")
         let form = try await ConsoleForm.read(request, session: session)
         let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
         let scopes = Set(form.all("scope").compactMap { value in APIKeyScope.known.first { $0.rawValue == value } })
@@ -454,9 +513,23 @@ extension ConsoleController {
             return try await keysPage(
                 ["error": "Give the key at least one scope."], context: context, status: .badRequest)
         }
-        let created = try await store.createAPIKey(name: name, scopes: scopes, at: clock.now())
+        let limits: APIKeyLimits
+        do {
+            limits = try APIKeyLimits(
+                apps: form.all("app"), environment: form["environment"].flatMap { $0.isEmpty ? nil : $0 },
+                expires: form["expires"].flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 },
+                now: clock.now())
+        } catch {
+            return try await keysPage(["error": error.message], context: context, status: .badRequest)
+        }
+        let created = try await store.createAPIKey(
+            name: name, scopes: scopes, apps: limits.apps.intersection(appIDs), environment: limits.environment,
+            expiresAt: limits.expiresAt, at: clock.now())
         context.logger.notice(
             "Console created an API key", metadata: [LogKey.apiKey: "\(created.key.name) \(created.key.prefix)…"])
+        await audit.record(
+            .keyCreated, context, app: created.key.apps.count == 1 ? created.key.apps.first : nil,
+            subject: created.key.id.lowercasedText, detail: APIKeyLimits.describe(created.key))
         return try await keysPage(
             ["created": ["name": created.key.name, "secret": created.secret.value]], context: context,
             status: .created)
@@ -464,11 +537,16 @@ extension ConsoleController {
 
     @Sendable func revokeKey(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.admin, session)
+        try Self.access(context).requireUnscoped("revoking a key")
         _ = try await ConsoleForm.read(request, session: session)
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
             throw APIError(.notFound, reason: "unknownAPIKey", "There is no such API key: pick one from the list.")
         }
-        _ = try await store.revokeAPIKey(id)
+        if try await store.revokeAPIKey(id) {
+            let name = try await store.apiKeys().first { $0.id == id }.map { "\($0.name) (\($0.prefix)…)" } ?? ""
+            await audit.record(.keyRevoked, context, subject: id.lowercasedText, detail: name)
+        }
         keys.forget(id)
         context.logger.notice("Console revoked an API key", metadata: [LogKey.apiKey: "\(id)"])
         return Self.redirect("/console/keys?revoked=1")
@@ -478,6 +556,8 @@ extension ConsoleController {
 
     @Sendable func emulatorInboxes(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        // The inboxes hold every app's devices.
+        try Self.access(context).requireUnscoped("the emulator's inboxes")
         guard let emulator else {
             throw APIError(
                 .notFound, reason: "noEmulator", "This server sends to APNs, not to the in-process emulator.")

@@ -37,6 +37,8 @@ struct ConsoleController: Sendable {
     let endedSendGroups = EndedSendGroups()
     /// `herald doctor`'s checks as the server ran them at start; `nil` until they have run.
     var deploymentChecks: @Sendable () -> DeploymentReport? = { nil }
+    /// Records each change the console makes, and each sign-in and sign-out.
+    let audit: AuditTrail
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/console/assets/{name}", use: asset)
@@ -63,6 +65,7 @@ struct ConsoleController: Sendable {
         router.get("/console/keys", use: keys)
         router.post("/console/keys", use: createKey)
         router.post("/console/keys/{id}/revoke", use: revokeKey)
+        router.get("/console/audit", use: audit)
         router.get("/console/emulator", use: emulatorInboxes)
         addWebhookRoutes(to: router)
     }
@@ -112,16 +115,22 @@ struct ConsoleController: Sendable {
         }
         let secret = (form["key"] ?? "").trimmingCharacters(in: .whitespaces)
         guard !secret.isEmpty, secret.utf8.count <= 512, let key = try await store.apiKey(forSecret: secret),
-            key.allows(.admin)
+            ConsoleRole.signsIn(key), key.isUsable(at: clock.now())
         else {
             context.logger.notice("Console sign-in refused", metadata: [LogKey.path: "/console/sign-in"])
             return signInPage(
                 error:
-                    "That key is unknown, revoked, or lacks the admin scope: use a key made with herald keys create <name> --scope admin.",
+                    "That key is unknown, revoked, expired, or has none of the admin, send or read scopes: use a key made with herald keys create <name> --scope admin (or send, or read).",
                 status: .unauthorized, request: request, context: context)
         }
         let cookieValue = try await authority.open(for: key, replacing: request)
         context.logger.info("Console sign-in", metadata: [LogKey.apiKey: "\(key.name) \(key.prefix)…"])
+        await audit.record(
+            AuditEntry(
+                at: clock.now(), actor: AuditActor(kind: .console, keyID: key.id, name: key.name),
+                address: AuditTrail.address(context), action: .signedIn, subject: key.id.lowercasedText,
+                detail: "with the key \(key.name) (\(key.prefix)…)"),
+            logger: context.logger)
         var response = Self.redirect("/console")
         response.headers.append(HTTPField(name: .setCookie, value: cookieValue))
         response.headers.append(
@@ -142,6 +151,11 @@ struct ConsoleController: Sendable {
         }
         let cookieValue = try await authority.open(for: nil, replacing: request)
         context.logger.notice("Console sign-in with the one-time link")
+        await audit.record(
+            AuditEntry(
+                at: clock.now(), actor: AuditActor(kind: .console, keyID: nil, name: "one-time link"),
+                address: AuditTrail.address(context), action: .signedIn, detail: "with the one-time link"),
+            logger: context.logger)
         var response = Self.redirect("/console")
         response.headers.append(HTTPField(name: .setCookie, value: cookieValue))
         return response
@@ -151,12 +165,24 @@ struct ConsoleController: Sendable {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
         _ = try await ConsoleForm.read(request, session: session)
         let cookieValue = try await authority.close(request)
+        await audit.record(.signedOut, context)
         var response = Self.redirect("/console/sign-in")
         response.headers.append(HTTPField(name: .setCookie, value: cookieValue))
         return response
     }
 
     // MARK: Helpers
+
+    /// Refuses a console request the session's role may not make (docs/security.md, "The console").
+    /// - Throws: ``APIError`` `403 consoleRoleTooLow`, shown as the console's error page.
+    static func require(_ role: ConsoleRole, _ session: ConsoleSession) throws(APIError) {
+        let actual = ConsoleRole(session)
+        guard actual < role else { return }
+        throw APIError(
+            .forbidden, reason: "consoleRoleTooLow",
+            "You are signed in as a \(actual.rawValue), and this needs an \(role.rawValue): sign in with a key that has the \(role == .admin ? "admin" : "send") scope."
+        )
+    }
 
     /// `303 See Other` to a path of the console.
     static func redirect(_ path: String) -> Response {
@@ -197,13 +223,29 @@ struct ConsoleController: Sendable {
     }
 
     /// The app a page shows: the one asked for when this server serves it, else the first.
-    func chosenApp(_ asked: String?) -> String {
-        asked.flatMap { appIDs.contains($0) ? $0 : nil } ?? appIDs.first ?? ""
+    func chosenApp(_ asked: String?, _ context: ServerRequestContext) -> String {
+        let apps = visibleApps(context)
+        return asked.flatMap { apps.contains($0) ? $0 : nil } ?? apps.first ?? ""
     }
 
     /// The app picker's options, with the shown app selected.
-    func appChoices(_ app: String) -> [[String: Any]] {
-        appIDs.map { ["name": $0, "selected": $0 == app] }
+    func appChoices(_ app: String, _ context: ServerRequestContext) -> [[String: Any]] {
+        visibleApps(context).map { ["name": $0, "selected": $0 == app] }
+    }
+
+    /// What the session's key may see: its apps and environment (``KeyAccess``); everything for the one-time link.
+    static func access(_ context: ServerRequestContext) -> KeyAccess { KeyAccess(key: context.consoleSession?.apiKey) }
+
+    /// The apps the session sees, in configuration order: a session of a key limited to apps sees only those, on
+    /// every page (docs/security.md, "The console").
+    func visibleApps(_ context: ServerRequestContext) -> [String] {
+        let access = Self.access(context)
+        return appIDs.filter { access.sees(app: $0) }
+    }
+
+    /// Whether the session is limited to some apps or an environment.
+    static func isScoped(_ context: ServerRequestContext) -> Bool {
+        access(context).topics != nil || access(context).environment != nil
     }
 
     /// The empty state of the device lists.

@@ -30,6 +30,7 @@ struct ConsoleRenderer: Sendable {
         case activities = "Live Activities"
         case keys = "API keys"
         case webhooks = "Webhooks"
+        case audit = "Audit log"
         case emulator = "Emulator"
 
         var path: String {
@@ -41,7 +42,17 @@ struct ConsoleRenderer: Sendable {
             case .activities: "/console/activities"
             case .keys: "/console/keys"
             case .webhooks: "/console/webhooks"
+            case .audit: "/console/audit"
             case .emulator: "/console/emulator"
+            }
+        }
+
+        /// The least role that sees the section.
+        var role: ConsoleRole {
+            switch self {
+            case .compose: .operator
+            case .keys, .audit, .webhooks: .admin
+            default: .viewer
             }
         }
     }
@@ -66,7 +77,11 @@ struct ConsoleRenderer: Sendable {
         let session = context.consoleSession
         data["csrf"] = session?.csrfToken
         let content = fragment(template, data)
-        let nav: [[String: Any]] = Section.allCases.filter { $0 != .emulator || hasEmulator }.map {
+        let role = session.map(ConsoleRole.init) ?? .viewer
+        let scoped = session?.apiKey.map { $0.isScoped || $0.environment != nil } ?? false
+        let nav: [[String: Any]] = Section.allCases.filter {
+            ($0 != .emulator || hasEmulator) && role >= $0.role && !(scoped && [.emulator, .keys].contains($0))
+        }.map {
             ["href": $0.path, "label": $0.rawValue, "current": $0 == section]
         }
         let layout: [String: Any] = [

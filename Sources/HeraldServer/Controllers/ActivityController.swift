@@ -9,7 +9,9 @@ import Logging
 /// Live Activities by the app's own activity id (API key with the `send` scope): `POST /api/activities` starts one on
 /// a target's devices through their push-to-start tokens, `PATCH /api/activities/{id}` updates it on every device
 /// that registered its update token, `DELETE /api/activities/{id}` ends it, `GET /api/activities/{id}` shows it, and
-/// `GET /api/activities` lists an app's activities newest first.
+/// `GET /api/activities` lists an app's activities newest first. A key scoped to apps is refused another app's
+/// (`403 appNotAllowed`); one scoped to an environment starts activities in it only, and cannot update or end one,
+/// which pushes to both environments' devices.
 ///
 /// Each push is a send of push type `liveactivity` through the send path (validated, recorded, inline or queued, with
 /// its outcomes and receipts): the answer is the send, plus the activity. Updates default to priority 5, which
@@ -22,6 +24,7 @@ struct ActivityController: Sendable {
     let apps: AppDirectory
     let operations: ActivityOperations
     let limits: ServerConfiguration.Limits
+    let audit: AuditTrail
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
@@ -50,12 +53,20 @@ struct ActivityController: Sendable {
 
     @Sendable func start(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: limits.sendBodyBytes, allowed: Self.startFields)
+        try checkAccess(fields, context: context)
+        try context.access.check(
+            environment: try fields.string("environment").flatMap { APNSEnvironment(name: $0) })
         let started = try await operations.start(fields, logger: context.logger)
+        await audit.record(
+            .activityStarted, context, app: started.activity.topic, subject: started.activity.id,
+            detail: started.activity.activityType)
         return answer(started, context: context)
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: limits.sendBodyBytes, allowed: Self.updateFields)
+        try checkAccess(fields, context: context)
+        try context.access.check(environment: nil)
         let pushed = try await operations.update(try Self.pathActivityID(context), fields: fields, logger: context.logger)
         return answer(pushed, context: context)
     }
@@ -63,8 +74,12 @@ struct ActivityController: Sendable {
     @Sendable func end(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(
             request, limit: limits.sendBodyBytes, allowed: Self.endFields, emptyAllowed: true)
+        try checkAccess(fields, context: context)
+        try context.access.check(environment: nil)
         let id = try Self.pathActivityID(context)
-        return answer(try await operations.end(id, fields: fields, logger: context.logger), context: context)
+        let ended = try await operations.end(id, fields: fields, logger: context.logger)
+        await audit.record(.activityEnded, context, app: ended.activity.topic, subject: id)
+        return answer(ended, context: context)
     }
 
     /// An app's activities, newest first, one page at a time (`?topic=&status=active|ended&after=<cursor>&limit=`,
@@ -72,6 +87,7 @@ struct ActivityController: Sendable {
     /// a budget read per listed activity would make a page cost as many reads as rows.
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
+        try context.access.check(app: topic)
         let active = try ActivityOperations.status(request.queryParameter("status"))
         let cursor: ActivityCursor? = try SendController.cursor(request)
         let limit = try SendController.limit(request.queryParameter("limit"))
@@ -84,6 +100,7 @@ struct ActivityController: Sendable {
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let id = try Self.pathActivityID(context)
         let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
+        try context.access.check(app: topic)
         guard let activity = try await store.activity(topic: topic, id: id) else { throw ActivityOperations.unknown(id, topic) }
         var members = ActivityOperations.json(activity)
         members["devices"] = .integer(try await operations.updateTokens(of: activity))
@@ -95,6 +112,13 @@ struct ActivityController: Sendable {
             ])
         }
         return .json(.object(members))
+    }
+
+    /// Refuses a request for an app the key is not for: an activity is named by its app and id, so the caller named
+    /// the app (or the server has one).
+    private func checkAccess(_ fields: JSONFields, context: ServerRequestContext) throws {
+        guard context.access.topics != nil else { return }
+        try context.access.check(app: apps.app(named: try fields.string("topic")).bundleID)
     }
 
     /// A start, update or end answered as a send is, with the activity.

@@ -15,6 +15,7 @@ import Logging
 ///
 /// A channel id is APNs's base64 string; in a path its `/` (and `+`, `=`) are percent-encoded. APNs's refusals answer
 /// 4xx with APNs's reason (`BadExpirationDate`, `ChannelNotRegistered`, …), never 5xx; no answer from APNs is `502`.
+/// A key scoped to apps or an environment sees its own channels only: another's is `404 unknownChannel`.
 struct ChannelController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
@@ -25,6 +26,7 @@ struct ChannelController: Sendable {
     let engine: SendEngine
     let limits: ServerConfiguration.Limits
     let clock: any WallClock
+    let audit: AuditTrail
 
     /// The largest page `GET /api/channels` gives.
     static let maximumPageSize = 1_000
@@ -43,7 +45,19 @@ struct ChannelController: Sendable {
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: 4 * 1024, allowed: Self.createFields)
+        if context.access.topics != nil {
+            try context.access.check(app: apps.app(named: try fields.string("topic")).bundleID)
+        }
+        if context.access.environment != nil {
+            try context.access.check(
+                environment: try fields.string("environment").map { text throws(APIError) in
+                    try ChannelOperations.environment(text, field: "environment")
+                })
+        }
         let created = try await operations.createChannel(fields, logger: context.logger)
+        await audit.record(
+            .channelCreated, context, app: created.channel.topic, subject: created.channel.id,
+            detail: created.channel.environment.name)
         return .json(
             .object(["channel": .object(ChannelOperations.json(created.channel)), "apnsRequestId": .string(created.apnsRequestID)]),
             status: .created)
@@ -51,8 +65,13 @@ struct ChannelController: Sendable {
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
-        let environment = try request.queryParameter("environment").map { text throws(APIError) in
+        try context.access.check(app: topic)
+        var environment = try request.queryParameter("environment").map { text throws(APIError) in
             try ChannelOperations.environment(text, field: "environment")
+        }
+        if let only = context.access.environment {
+            try context.access.check(environment: environment ?? only)
+            environment = only
         }
         let after = try request.queryParameter("after").map { text throws(APIError) in
             try ChannelOperations.channelID(text, field: "after").rawValue
@@ -70,11 +89,16 @@ struct ChannelController: Sendable {
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        .json(.object(ChannelOperations.json(try await operations.recorded(try Self.pathID(context)))))
+        .json(.object(ChannelOperations.json(try await visible(operations.recorded(try Self.pathID(context)), context))))
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let deleted = try await operations.deleteChannel(try Self.pathID(context), logger: context.logger)
+        let id = try Self.pathID(context)
+        if context.access.key.map({ $0.isScoped || $0.environment != nil }) == true {
+            _ = try await visible(operations.recorded(id), context)
+        }
+        let deleted = try await operations.deleteChannel(id, logger: context.logger)
+        await audit.record(.channelDeleted, context, app: deleted.channel.topic, subject: deleted.channel.id)
         var body: [String: JSONValue] = ["channel": .object(ChannelOperations.json(deleted.channel))]
         if let requestID = deleted.apnsRequestID { body["apnsRequestId"] = .string(requestID) }
         if deleted.unknownToAPNs {
@@ -90,14 +114,17 @@ struct ChannelController: Sendable {
         let body = try await request.bodyBytes(limit: limits.sendBodyBytes)
         let fields = try JSONFields(body: body)
         try TextRules.checkNoNUL(in: .object(fields.members))
-        let channel = try await operations.live(try Self.pathID(context))
+        let channel = try await visible(operations.live(try Self.pathID(context)), context)
         let plan = try BroadcastPlan(fields, channel: channel, sendID: SendID(at: clock.now()), at: clock.now())
         var logger = context.logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
         logger[metadataKey: LogKey.channelID] = "\(channel.id)"
         let outcome: Broadcaster.Outcome
         let record: SendRecord
-        switch try await engine.broadcast(plan) {
+        let result = try await engine.broadcast(plan)
+        await audit.record(
+            .broadcastSent, context, app: channel.topic, subject: plan.sendID.description, detail: "channel \(channel.id)")
+        switch result {
         case .scheduled(let record):
             logger.info("Scheduled a broadcast")
             return .json(
@@ -126,6 +153,15 @@ struct ChannelController: Sendable {
     }
 
     // MARK: Lookups
+
+    /// A channel the key may see; another app's or environment's is `404 unknownChannel`, as if it did not exist: its
+    /// id alone must not tell a scoped key that the channel exists.
+    private func visible(_ channel: ChannelRecord, _ context: ServerRequestContext) throws(APIError) -> ChannelRecord {
+        guard context.access.sees(app: channel.topic), context.access.sees(environment: channel.environment) else {
+            throw ChannelOperations.unknown(channel.id)
+        }
+        return channel
+    }
 
     /// The path's `{id}`, percent-decoded.
     private static func pathID(_ context: ServerRequestContext) throws(APIError) -> String {

@@ -3,7 +3,8 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 
-/// `GET /api/devices` and `GET /api/devices/{token}`: admin lookups (API key with the `admin` scope).
+/// `GET /api/devices` and `GET /api/devices/{token}`: admin lookups (API key with the `admin` scope). A key scoped
+/// to apps or an environment finds its own devices only.
 struct DeviceController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
@@ -34,13 +35,30 @@ struct DeviceController: Sendable {
         default:
             throw APIError.invalidField("user", "give user or tag, not both")
         }
-        if let topic { query = query.inTopic(topic) }
+        if let topic {
+            try context.access.check(app: topic)
+            query = query.inTopic(topic)
+        } else if let topics = context.access.topics {
+            // A user or a tag may have devices in several apps: a scoped key looks within one of its own.
+            guard topics.count == 1, let only = topics.first else {
+                throw APIError(
+                    .badRequest, reason: "missingTopic",
+                    "This API key is for several apps: say which with ?topic=, one of \(topics.sorted().joined(separator: ", ")).")
+            }
+            query = query.inTopic(only)
+        }
+        var environment: APNSEnvironment?
         if let name = try request.queryParameter("environment") {
-            guard let environment = APNSEnvironment(name: name) else {
+            guard let parsed = APNSEnvironment(name: name) else {
                 throw APIError.invalidField("environment", "use development or production")
             }
-            query = query.environment(environment)
+            environment = parsed
         }
+        if let only = context.access.environment {
+            try context.access.check(environment: environment ?? only)
+            environment = only
+        }
+        if let environment { query = query.environment(environment) }
         if let flag = try request.queryParameter("includeInvalidated") {
             guard let include = Bool(flag) else {
                 throw APIError.invalidField("includeInvalidated", "use true or false")
@@ -64,7 +82,11 @@ struct DeviceController: Sendable {
     /// One device's registration, active or invalidated.
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
-        guard let device = try await store.device(token) else {
+        // Another app's device is as unknown as an unregistered one: the token alone must not tell a scoped key it
+        // is registered.
+        guard let device = try await store.device(token), context.access.sees(app: device.topic),
+            context.access.sees(environment: device.environment)
+        else {
             throw APIError(.notFound, reason: "unknownToken", "This token is not registered.")
         }
         return .json(device.json(includingAdminFields: true))

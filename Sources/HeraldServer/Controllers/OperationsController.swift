@@ -7,12 +7,13 @@ import Logging
 import Prometheus
 
 /// `GET /health` (liveness), `GET /ready` (the database answers and is migrated), `GET /metrics` (Prometheus text)
-/// and `GET /openapi.yaml`. No authentication: put them behind the network's own rules.
+/// and `GET /openapi.yaml`. No API key: put them behind the network's own rules. `/metrics` is answered here only
+/// when ``MetricsEndpoint`` says so (``ServerConfiguration/Metrics``); otherwise `404 metricsNotHere`.
 struct OperationsController: Sendable {
     let store: any Store
-    let registry: PrometheusCollectorRegistry
-    /// Sets the gauges that are read rather than counted (the shared send budget) just before a scrape.
-    var beforeScrape: @Sendable () -> Void = {}
+    let metricsEndpoint: MetricsEndpoint
+    /// Whether the API's listener answers `/metrics`.
+    let servesMetrics: Bool
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/health", use: health)
@@ -47,13 +48,13 @@ struct OperationsController: Sendable {
     }
 
     @Sendable func metrics(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        beforeScrape()
-        var buffer: [UInt8] = []
-        buffer.reserveCapacity(16 * 1024)
-        registry.emit(into: &buffer)
-        return Response(
-            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-            body: .init(byteBuffer: ByteBuffer(bytes: buffer)))
+        guard servesMetrics else {
+            throw APIError(
+                .notFound, reason: "metricsNotHere",
+                "Metrics are not served on this listener: scrape HERALD_METRICS_LISTEN's address, or set HERALD_METRICS_KEY to serve them here behind a bearer key (docs/security.md)."
+            )
+        }
+        return try metricsEndpoint.respond(to: request)
     }
 
     @Sendable func openAPI(_ request: Request, context: ServerRequestContext) async throws -> Response {

@@ -13,7 +13,8 @@ import Logging
 /// ``ServerConfiguration/Limits/inlineSendLimit`` devices is sent while the request waits, then recorded whole in one
 /// write, and the answer lists every device's outcome; a larger one is queued as a durable job and answered `202` with
 /// its id, and so is every send with a schedule (`sendAt`, `localTime`) or a `rate`. A queued or running send can be
-/// cancelled: it stops, keeps what it recorded, and is never resumed.
+/// cancelled: it stops, keeps what it recorded, and is never resumed. A key scoped to apps sends to, lists and
+/// cancels its apps' sends only (``KeyAccess``).
 struct SendController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
@@ -23,6 +24,7 @@ struct SendController: Sendable {
     let engine: SendEngine
     let limits: ServerConfiguration.Limits
     let clock: any WallClock
+    let audit: AuditTrail
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
@@ -45,12 +47,17 @@ struct SendController: Sendable {
         }
         try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
+        try context.access.check(app: plan.bundleID)
+        try context.access.check(environment: plan.query.environment)
         if dryRun {
             try await engine.checkSingleToken(of: plan)
             let count = try await store.count(matching: plan.query)
             return dryRunAnswer(plan, count: count, suppressed: try await engine.suppressed(by: plan, targetCount: count))
         }
         let answer = try await perform(plan, context: context)
+        await audit.record(
+            .sendCreated, context, app: plan.bundleID, subject: plan.sendID.description,
+            detail: "\(plan.targetDescription): \(plan.summary)")
         return .json(
             answer.body, status: answer.status,
             headers: answer.status == .accepted ? [.location: "/api/sends/\(plan.sendID)"] : [:])
@@ -89,7 +96,7 @@ struct SendController: Sendable {
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let limit = try Self.limit(request.queryParameter("limit"))
         let cursor: SendListCursor? = try Self.cursor(request)
-        let page = try await store.recentSends(after: cursor, limit: limit)
+        let page = try await store.recentSends(after: cursor, limit: limit, topics: context.access.topics)
         var members: [String: JSONValue] = ["sends": .array(page.sends.map { Self.json($0) })]
         if let next = page.next { members["next"] = .string(next.description) }
         return .json(.object(members))
@@ -100,7 +107,9 @@ struct SendController: Sendable {
         let id = try Self.sendID(context)
         let limit = try Self.limit(request.queryParameter("limit"))
         let cursor: OutcomeCursor? = try Self.cursor(request)
-        guard let record = try await store.send(id) else { throw Self.unknownSend(id) }
+        guard let record = try await store.send(id), context.access.sees(app: record.topic) else {
+            throw Self.unknownSend(id)
+        }
         async let receipts = store.receiptCounts(of: id)
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
         let body = Self.json(record, receipts: try await receipts)
@@ -122,7 +131,13 @@ struct SendController: Sendable {
     /// its next status check on another instance; what it had in flight is recorded, so its counts are what was sent.
     @Sendable func cancel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let id = try Self.sendID(context)
+        if context.access.topics != nil {
+            guard let existing = try await store.send(id), context.access.sees(app: existing.topic) else {
+                throw Self.unknownSend(id)
+            }
+        }
         let record = try await engine.cancel(id)
+        await audit.record(.sendCancelled, context, app: record.topic, subject: id.description, detail: record.target)
         context.logger.notice(
             "Cancelled a send",
             metadata: [LogKey.sendID: "\(id)", LogKey.count: "\(record.counts)"])

@@ -72,7 +72,23 @@ extension Doctor {
                 DeploymentCheck("clock", .skipped, "Not checked: the database does not answer."),
             ]
         }
-        return [Self.schemaCheck(health, database: redacted), await clockCheck(store)]
+        var checks = [Self.schemaCheck(health, database: redacted), await clockCheck(store)]
+        if health.isMigrated, let keys = await unscopedKeysCheck(store) { checks.append(keys) }
+        return checks
+    }
+
+    /// With several apps, the active keys that may act on every app: a key made for one app's backend should not
+    /// send to the others (docs/security.md). `nil` when there is nothing to say (one app, or every key scoped).
+    func unscopedKeysCheck(_ store: any Store) async -> DeploymentCheck? {
+        guard configuration.apps.count > 1 else { return nil }
+        let now = options.now()
+        guard let keys = try? await store.apiKeys() else { return nil }
+        let unscoped = keys.filter { $0.isUsable(at: now) && !$0.isScoped && !$0.allows(.admin) }
+        guard !unscoped.isEmpty else { return nil }
+        return DeploymentCheck(
+            "api keys", .warning,
+            "\(unscoped.count) active key\(unscoped.count == 1 ? "" : "s") without apps (\(unscoped.map(\.name).sorted().joined(separator: ", "))) may send to every one of the \(configuration.apps.count) apps: make one key per app (herald keys create NAME --app BUNDLE_ID) and revoke these."
+        )
     }
 
     static func schemaCheck(_ health: StoreHealth, database: String) -> DeploymentCheck {

@@ -10,12 +10,15 @@ import Synchronization
 /// of a one-device send. A verified secret is remembered by its SHA-256 for ``lifetime``, so a key revoked with
 /// `herald keys revoke` or by another instance stops working within that time; a revocation through this server
 /// calls ``forget(_:)`` and takes effect at once. Only keys that verified are remembered, so unknown secrets cannot
-/// fill the memory, and there are at most ``capacity`` of them.
+/// fill the memory, and there are at most ``capacity`` of them. An expired key is returned, never remembered: the
+/// caller refuses it with its own reason. A key's use is recorded at most once a ``lastUseResolution``.
 final class APIKeyVerifier: Sendable {
     /// How long a verified key is trusted without asking the store again.
     static let lifetime: TimeInterval = 5
     /// The most keys remembered; when full, the oldest are dropped.
     static let capacity = 1_000
+    /// How precisely a key's last use is recorded: a busy key writes once a minute, not on every request.
+    static let lastUseResolution: TimeInterval = 60
 
     private struct Entry {
         let key: APIKey
@@ -25,20 +28,38 @@ final class APIKeyVerifier: Sendable {
     private let store: any APIKeyStore
     private let clock: any WallClock
     private let verified = Mutex<[SHA256Digest: Entry]>([:])
+    /// When this process last recorded each key's use: many requests that find the key at once (a burst on a new
+    /// key) write it once, not each, which would queue them all on the key's row.
+    private let recordedUse = Mutex<[UUID: Date]>([:])
 
     init(store: any APIKeyStore, clock: any WallClock) {
         self.store = store
         self.clock = clock
     }
 
-    /// The active key with this secret, or `nil`.
+    /// The active key with this secret, expired or not, or `nil`.
     func key(forSecret secret: String) async throws -> APIKey? {
         let digest = SHA256.hash(data: Array(secret.utf8))
         let now = clock.now()
-        if let entry = verified.withLock({ $0[digest] }), entry.until > now { return entry.key }
-        guard let key = try await store.apiKey(forSecret: secret) else {
+        if let entry = verified.withLock({ $0[digest] }), entry.until > now, !entry.key.isExpired(at: now) {
+            return entry.key
+        }
+        let found = try await store.apiKey(forSecret: secret)
+        guard let key = found, !key.isExpired(at: now) else {
             verified.withLock { _ = $0.removeValue(forKey: digest) }
-            return nil
+            return found
+        }
+        let due = key.lastUsedAt.map { now.timeIntervalSince($0) >= Self.lastUseResolution } ?? true
+        let mine = due && recordedUse.withLock { recorded in
+            if let last = recorded[key.id], now.timeIntervalSince(last) < Self.lastUseResolution { return false }
+            if recorded.count >= Self.capacity { recorded.removeAll() }
+            recorded[key.id] = now
+            return true
+        }
+        if mine {
+            // When a key was last used is for people deciding whether to revoke it: a failed write of it must not
+            // fail the request it authenticated.
+            _ = try? await store.recordAPIKeyUse(key.id, at: now, resolution: Self.lastUseResolution)
         }
         verified.withLock { verified in
             if verified.count >= Self.capacity {
@@ -49,6 +70,9 @@ final class APIKeyVerifier: Sendable {
         }
         return key
     }
+
+    /// The time keys' expiry is judged by.
+    func now() -> Date { clock.now() }
 
     /// Stops trusting a key at once (it was revoked here).
     func forget(_ id: UUID) {

@@ -136,7 +136,7 @@ struct ChannelOperations: Sendable {
         return id
     }
 
-    private static func unknown(_ id: String) -> APIError {
+    static func unknown(_ id: String) -> APIError {
         APIError(
             .notFound, reason: "unknownChannel",
             "This server has not created a channel \(id): create one with POST /api/channels, or list them with GET /api/channels."

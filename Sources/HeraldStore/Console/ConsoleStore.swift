@@ -46,8 +46,9 @@ public protocol ConsoleStore: Sendable {
     /// Sends created on each UTC day since a moment, with their outcome counts, oldest first.
     func sendsPerDay(since date: Date) async throws -> [DaySends]
 
-    /// One page of sends, newest first, starting after a cursor.
-    func recentSends(after cursor: SendListCursor?, limit: Int) async throws -> SendListPage
+    /// One page of sends, newest first, starting after a cursor; with `topics`, only the sends of those apps (a
+    /// send recorded before sends knew their app is in no app).
+    func recentSends(after cursor: SendListCursor?, limit: Int, topics: Set<String>?) async throws -> SendListPage
 
     /// A send's outcomes counted by kind, reason and action, largest group first.
     func outcomeGroups(of id: SendID) async throws -> [OutcomeGroup]
@@ -57,4 +58,11 @@ public protocol ConsoleStore: Sendable {
 
     /// Registrations, active or invalidated, whose token ends with the given lowercase hex digits, in token order.
     func devices(withTokenSuffix suffix: String, limit: Int) async throws -> [DeviceRegistration]
+}
+
+extension ConsoleStore {
+    /// One page of every app's sends, newest first, starting after a cursor.
+    public func recentSends(after cursor: SendListCursor?, limit: Int) async throws -> SendListPage {
+        try await recentSends(after: cursor, limit: limit, topics: nil)
+    }
 }

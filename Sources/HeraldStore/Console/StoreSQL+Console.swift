@@ -151,20 +151,25 @@ extension StoreSQL {
     // MARK: Lists
 
     /// One page of sends, newest first (one row more than the limit).
-    package static func recentSends(after cursor: SendListCursor?, limit: Int, _ dialect: SQLStatement.Dialect)
-        -> SQLStatement
-    {
-        guard let cursor else {
-            return SQLStatement(
-                dialect, "SELECT \(sendColumns) FROM sends ORDER BY created_at DESC, id DESC LIMIT $1",
-                [.integer(Int64(limit + 1))])
+    package static func recentSends(
+        after cursor: SendListCursor?, limit: Int, topics: Set<String>? = nil, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        var statement = SQLStatement(dialect)
+        var conditions: [String] = []
+        if let cursor {
+            let createdAt = statement.bind(.integer(cursor.createdAt))
+            let id = statement.bind(.text(cursor.id.description))
+            conditions.append("(created_at < \(createdAt) OR (created_at = \(createdAt) AND id < \(id)))")
         }
-        return SQLStatement(
-            dialect,
-            """
-            SELECT \(sendColumns) FROM sends WHERE created_at < $1 OR (created_at = $1 AND id < $2) \
-            ORDER BY created_at DESC, id DESC LIMIT $3
-            """, [.integer(cursor.createdAt), .text(cursor.id.description), .integer(Int64(limit + 1))])
+        if let topics {
+            // No app at all: a condition no row meets, rather than an empty IN list.
+            let names = topics.sorted().map { statement.bind(.text($0)) }
+            conditions.append(names.isEmpty ? "1 = 0" : "topic IN (\(names.joined(separator: ", ")))")
+        }
+        let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
+        let limitPlaceholder = statement.bind(.integer(Int64(limit + 1)))
+        statement.sql = "SELECT \(sendColumns) FROM sends\(filter) ORDER BY created_at DESC, id DESC LIMIT \(limitPlaceholder)"
+        return statement
     }
 
     /// A send's outcomes grouped: rows of (kind, reason, action, count).
@@ -224,7 +229,8 @@ extension StoredRow {
             ? nil
             : try APIKey(
                 storedID: text(5), name: text(6), scopes: text(7), prefix: text(8), createdAt: integer(9),
-                revokedAt: optionalInteger(10))
+                revokedAt: optionalInteger(10), apps: text(11), environment: optionalText(12),
+                expiresAt: optionalInteger(13), lastUsedAt: optionalInteger(14))
         return ConsoleSession(
             idHash: try text(0), csrfToken: try text(1), apiKey: key, createdAt: StoreTime.date(try integer(2)),
             lastSeenAt: StoreTime.date(try integer(3)))

@@ -28,13 +28,16 @@ public struct NewSend: Sendable, Hashable {
     /// The devices of the target left out by a rule about their person (a preference), counted when the send was
     /// accepted.
     public var suppressed: SuppressedCounts
+    /// The app (bundle id) the send is for; `nil` when it has none to name. Keys scoped to apps see only theirs.
+    public var topic: String?
 
     public init(
         id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
         targetCount: Int? = nil, sendAt: Date? = nil, counts: OutcomeCounts = OutcomeCounts(), message: String? = nil,
-        lane: SendLane = .background, suppressed: SuppressedCounts = SuppressedCounts()
+        lane: SendLane = .background, suppressed: SuppressedCounts = SuppressedCounts(), topic: String? = nil
     ) {
         self.suppressed = suppressed
+        self.topic = topic
         self.id = id
         self.target = target
         self.summary = summary

@@ -38,14 +38,18 @@ public struct SendRecord: Sendable, Hashable {
     public var shardCount: Int?
     /// The devices of the target left out by a rule about their person, counted when it was accepted.
     public var suppressed: SuppressedCounts
+    /// The app (bundle id) the send is for; `nil` for sends recorded before sends knew it (schema 20).
+    public var topic: String?
 
     public init(
         id: SendID, createdAt: Date, updatedAt: Date, target: String, summary: String, job: String?,
         status: SendStatus, targetCount: Int?, counts: OutcomeCounts, checkpoint: DeviceCursor?, worker: String?,
         leaseUntil: Date?, message: String?, sendAt: Date? = nil, sentThrough: Date? = nil,
-        lane: SendLane = .background, shardCount: Int? = nil, suppressed: SuppressedCounts = SuppressedCounts()
+        lane: SendLane = .background, shardCount: Int? = nil, suppressed: SuppressedCounts = SuppressedCounts(),
+        topic: String? = nil
     ) {
         self.suppressed = suppressed
+        self.topic = topic
         self.id = id
         self.createdAt = createdAt
         self.updatedAt = updatedAt

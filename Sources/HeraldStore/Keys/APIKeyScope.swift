@@ -10,9 +10,11 @@ public struct APIKeyScope: RawRepresentable, Sendable, Hashable, Comparable, Cus
     public static let admin = APIKeyScope(rawValue: "admin")
     /// Register and unregister tokens.
     public static let register = APIKeyScope(rawValue: "register")
+    /// Read what `send` and `admin` keys read (sends, activities, channels, devices), change nothing: the viewer role.
+    public static let read = APIKeyScope(rawValue: "read")
 
     /// The scopes this build knows.
-    public static let known: [APIKeyScope] = [.send, .admin, .register]
+    public static let known: [APIKeyScope] = [.send, .admin, .register, .read]
 
     public var description: String { rawValue }
 

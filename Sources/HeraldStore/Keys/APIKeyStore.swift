@@ -1,4 +1,5 @@
 public import Foundation
+public import HeraldCore
 
 /// API keys for the send and admin APIs, stored as salted keyed hashes (``APIKeyCredential``).
 ///
@@ -22,6 +23,12 @@ public protocol APIKeyStore: Sendable {
 
     /// Replaces a key's credential: how a schema-1 key is re-hashed the first time it is used.
     func replaceAPIKeyCredential(_ id: UUID, with credential: APIKeyCredential) async throws
+
+    /// Records that a key authenticated at `now`, unless it was recorded within the last `resolution` seconds (so a
+    /// busy key does not write on every request).
+    /// - Returns: whether it was written.
+    @discardableResult
+    func recordAPIKeyUse(_ id: UUID, at now: Date, resolution: TimeInterval) async throws -> Bool
 }
 
 extension APIKeyStore {
@@ -30,21 +37,24 @@ extension APIKeyStore {
     ///   - name: A name for people.
     ///   - scopes: What the key may do.
     ///   - createdAt: The creation time to record.
-    public func createAPIKey(name: String, scopes: Set<APIKeyScope>, at createdAt: Date = Date()) async throws
-        -> CreatedAPIKey
-    {
+    public func createAPIKey(
+        name: String, scopes: Set<APIKeyScope>, apps: Set<String> = [], environment: APNSEnvironment? = nil,
+        expiresAt: Date? = nil, at createdAt: Date = Date()
+    ) async throws -> CreatedAPIKey {
         guard !name.isEmpty, name.utf8.count <= 200 else {
             throw StoreError(.invalidRecord, "An API key needs a name of 1 to 200 bytes, such as \"backend\".")
         }
         let secret = APIKeySecret.generate()
         let key = APIKey(
             id: UUID(), name: name, scopes: scopes, prefix: secret.displayPrefix,
-            createdAt: StoreTime.rounded(createdAt), revokedAt: nil)
+            createdAt: StoreTime.rounded(createdAt), revokedAt: nil, apps: apps, environment: environment,
+            expiresAt: expiresAt.map(StoreTime.rounded))
         try await insertAPIKey(key, credential: .make(for: secret))
         return CreatedAPIKey(key: key, secret: secret)
     }
 
-    /// The active key a presented secret belongs to, or `nil` for an unknown or revoked secret.
+    /// The active key a presented secret belongs to, or `nil` for an unknown or revoked secret. An expired key is
+    /// returned: the caller, which knows the time, refuses it (``APIKey/isUsable(at:)``).
     ///
     /// A key stored by schema version 1 (unsalted SHA-256) still authenticates, and is re-hashed with a salt on this
     /// first use, so its old hash leaves the database.

@@ -79,6 +79,9 @@ package struct RetentionBatchPlan {
             step = .done
             result = RetentionBatch(deleted: sessions, finished: true)
             return StoreSQL.deleteSignInLinks(expiredBefore: cutoff, limit: limit - sessions, dialect)
+        case (.start, .auditLog):
+            step = .done
+            return StoreSQL.deleteAuditEntries(before: cutoff, limit: limit, dialect)
         case (.start, .invalidatedTokens):
             step = .done
             return StoreSQL.deleteInvalidatedTokens(before: cutoff, limit: limit, dialect)

@@ -14,6 +14,8 @@ public enum RetentionKind: String, Sendable, Hashable, CaseIterable, CustomStrin
     case consoleSessions = "console_sessions"
     /// Tokens taken out of sends (invalidated) before the cutoff, with their tag rows.
     case invalidatedTokens = "invalidated_tokens"
+    /// Audit log entries made before the cutoff.
+    case auditLog = "audit_log"
 
     public var description: String { rawValue }
 
@@ -25,6 +27,7 @@ public enum RetentionKind: String, Sendable, Hashable, CaseIterable, CustomStrin
         case .sends: "sends"
         case .consoleSessions: "console sessions"
         case .invalidatedTokens: "invalidated tokens"
+        case .auditLog: "audit log entries"
         }
     }
 }

@@ -200,7 +200,7 @@ package enum StoreSQL {
     /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
-        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference
+        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference, topic
         """
 
     /// Inserts a send unless its id exists; returns it.
@@ -209,8 +209,8 @@ package enum StoreSQL {
             dialect,
             """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at, \
-            accepted, rejected, failed, message, lane, suppressed_preference) \
-            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+            accepted, rejected, failed, message, lane, suppressed_preference, topic) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
@@ -219,7 +219,7 @@ package enum StoreSQL {
                 .integerOrNull(send.targetCount), .integerOrNull(send.sendAt.map(StoreTime.microseconds)),
                 .integer(Int64(send.counts.accepted)), .integer(Int64(send.counts.rejected)),
                 .integer(Int64(send.counts.failed)), .textOrNull(send.message), .text(send.lane.rawValue),
-                .integer(Int64(send.suppressed.preference)),
+                .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
             ])
     }
 
@@ -362,7 +362,7 @@ package enum StoreSQL {
         let created = placeholders[1]
         let insertSend = """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
-            rejected, failed, message, suppressed_preference) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
+            rejected, failed, message, suppressed_preference, topic) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """
         guard !outcomes.isEmpty else {
@@ -404,7 +404,7 @@ package enum StoreSQL {
             .text(send.id.description), .integer(StoreTime.microseconds(now)), .text(send.target), .text(send.summary),
             .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
             .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
-            .textOrNull(send.message), .integer(Int64(send.suppressed.preference)),
+            .textOrNull(send.message), .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
         ]
     }
 
@@ -412,7 +412,7 @@ package enum StoreSQL {
     private static let finishedSendColumns = [
         ("id", "text"), ("created_at", "bigint"), ("target", "text"), ("summary", "text"), ("job", "text"),
         ("status", "text"), ("target_count", "bigint"), ("accepted", "bigint"), ("rejected", "bigint"),
-        ("failed", "bigint"), ("message", "text"), ("suppressed_preference", "bigint"),
+        ("failed", "bigint"), ("message", "text"), ("suppressed_preference", "bigint"), ("topic", "text"),
     ]
     private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
 
@@ -590,7 +590,8 @@ package enum StoreSQL {
     // MARK: API keys
 
     /// The columns of `api_keys` that ``StoredRow/apiKey()`` reads: never the hash.
-    package static let apiKeyColumns = "id, name, scopes, prefix, created_at, revoked_at"
+    package static let apiKeyColumns =
+        "id, name, scopes, prefix, created_at, revoked_at, apps, environment, expires_at, last_used_at"
 
     /// Stores a key with its credential.
     package static func insertAPIKey(_ key: APIKey, credential: APIKeyCredential, _ dialect: SQLStatement.Dialect)
@@ -599,13 +600,14 @@ package enum StoreSQL {
         SQLStatement(
             dialect,
             """
-            INSERT INTO api_keys (id, name, secret_hash, scopes, prefix, created_at, hash_scheme, lookup_id, salt) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            INSERT INTO api_keys (id, name, secret_hash, scopes, prefix, created_at, hash_scheme, lookup_id, salt, \
+            apps, environment, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             """,
             [
                 .text(key.storedID), .text(key.name), .text(credential.hash), .text(key.storedScopes),
                 .text(key.prefix), .integer(StoreTime.microseconds(key.createdAt)), .text(credential.scheme.rawValue),
-                SQLStatement.Value.textOrNull(credential.lookupID), .text(credential.salt),
+                SQLStatement.Value.textOrNull(credential.lookupID), .text(credential.salt), .text(key.storedApps),
+                .textOrNull(key.environment?.name), .integerOrNull(key.expiresAt.map(StoreTime.microseconds)),
             ])
     }
 
@@ -619,6 +621,23 @@ package enum StoreSQL {
         SQLStatement(
             dialect, "UPDATE api_keys SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL RETURNING id",
             [.text(id.lowercasedText), .integer(StoreTime.microseconds(now))])
+    }
+
+    /// Records that a key authenticated at `now`, unless it did within the last `resolution`; returns its id when
+    /// written. Several instances recording one key at once write once.
+    package static func recordAPIKeyUse(
+        _ id: UUID, at now: Date, resolution: TimeInterval, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE api_keys SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3) \
+            RETURNING id
+            """,
+            [
+                .text(id.lowercasedText), .integer(StoreTime.microseconds(now)),
+                .integer(StoreTime.microseconds(now.addingTimeInterval(-resolution))),
+            ])
     }
 
     /// The columns ``StoredRow/storedAPIKey()`` reads: the key's, then its credential's.

@@ -501,6 +501,42 @@ package enum StoreSchema {
                 )
                 """
             ]),
+        Migration(
+            version: 22, name: "API keys scoped to apps and an environment, with expiry and last use; sends know their app",
+            statements: [
+                // Empty: every app, which is what every key made before this meant.
+                "ALTER TABLE api_keys ADD COLUMN apps TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE api_keys ADD COLUMN environment TEXT",
+                "ALTER TABLE api_keys ADD COLUMN expires_at BIGINT",
+                "ALTER TABLE api_keys ADD COLUMN last_used_at BIGINT",
+                // NULL for sends made before: only keys without apps see them.
+                "ALTER TABLE sends ADD COLUMN topic TEXT",
+                // A scoped key lists its apps' sends newest first.
+                "CREATE INDEX sends_topic_recent ON sends (topic, created_at, id)",
+            ]),
+        Migration(
+            version: 23, name: "the audit log: who changed what, when and from where",
+            statements: [
+                """
+                CREATE TABLE audit_log (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    at BIGINT NOT NULL,
+                    actor_kind TEXT NOT NULL,
+                    key_id TEXT,
+                    actor_name TEXT NOT NULL,
+                    address TEXT,
+                    action TEXT NOT NULL,
+                    app TEXT,
+                    subject TEXT,
+                    detail TEXT NOT NULL
+                )
+                """,
+                // Pages newest first, over everything or one app, key or kind; retention deletes the oldest first.
+                "CREATE INDEX audit_log_at ON audit_log (at, id)",
+                "CREATE INDEX audit_log_app ON audit_log (app, at, id)",
+                "CREATE INDEX audit_log_key ON audit_log (key_id, at, id)",
+                "CREATE INDEX audit_log_action ON audit_log (action, at, id)",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

@@ -57,7 +57,8 @@ extension StoredRow {
             accepted: Int(integer(8)), rejected: Int(integer(9)), failed: Int(integer(10)),
             checkpoint: optionalText(11), worker: optionalText(12), leaseUntil: optionalInteger(13),
             message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16), lane: text(17),
-            shardCount: optionalInteger(18).map(Int.init), suppressedByPreference: Int(integer(19)))
+            shardCount: optionalInteger(18).map(Int.init), suppressedByPreference: Int(integer(19)),
+            topic: optionalText(20))
     }
 
     /// An outcome from the columns of ``StoreSQL/outcomeColumns``, with its sequence number.
@@ -73,20 +74,21 @@ extension StoredRow {
     package func apiKey() throws -> APIKey {
         try APIKey(
             storedID: text(0), name: text(1), scopes: text(2), prefix: text(3), createdAt: integer(4),
-            revokedAt: optionalInteger(5))
+            revokedAt: optionalInteger(5), apps: text(6), environment: optionalText(7), expiresAt: optionalInteger(8),
+            lastUsedAt: optionalInteger(9))
     }
 
     /// A key and its credential from the columns of ``StoreSQL/storedAPIKeyColumns``.
     /// - Throws: ``StoreError`` `.corruptRecord` for an unknown hash scheme.
     package func storedAPIKey() throws -> StoredAPIKey {
-        guard let scheme = APIKeyCredential.Scheme(rawValue: try text(6)) else {
+        guard let scheme = APIKeyCredential.Scheme(rawValue: try text(10)) else {
             throw StoreError(
                 .corruptRecord, "A stored API key has an unknown hash scheme: revoke it and create a new one.")
         }
         return StoredAPIKey(
             key: try apiKey(),
             credential: APIKeyCredential(
-                scheme: scheme, lookupID: try optionalText(7), salt: try text(8), hash: try text(9)))
+                scheme: scheme, lookupID: try optionalText(11), salt: try text(12), hash: try text(13)))
     }
 
     /// A provider token from the columns of ``StoreSQL/latestProviderToken(keyID:dialect:)``.
