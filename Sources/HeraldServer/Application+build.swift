@@ -81,8 +81,9 @@ public struct HeraldApplication: ApplicationProtocol {
     /// The port `/metrics` listens on apart from the API (`HERALD_METRICS_LISTEN`), once it listens; `nil` when it
     /// has no listener of its own. Waits for the listener while the application starts.
     public func metricsPort() async -> Int? {
-        let port = await metricsListener.wait()
-        return port == 0 ? nil : port
+        // A cancelled caller gets nil: it no longer waits for the listener.
+        guard let port = try? await metricsListener.wait(), port != 0 else { return nil }
+        return port
     }
 
     public var responder: Responder { get async throws { application.responder } }

@@ -1,5 +1,5 @@
 public import Foundation
-public import HeraldCore
+import HeraldCore
 
 /// One change someone made, as the audit log keeps it: who, when, from where, what (docs/security.md, "Audit log").
 ///

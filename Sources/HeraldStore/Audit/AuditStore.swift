@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// The audit log: every change made through the API, the console or the CLI (docs/security.md, "Audit log"). Kept
 /// until retention deletes it (``RetentionKind/auditLog``).
