@@ -124,6 +124,11 @@ struct AuthorizationMatrixTests {
             return id
         }
 
+        func webhook() async throws -> String {
+            let body = #"{"topic": "\#(alpha)", "url": "http://127.0.0.1:9/\#(unique("h"))", "events": ["send.completed"]}"#
+            return try #require(try await make(.post, "/api/webhooks", body)["endpoint"]?["id"]?.stringValue)
+        }
+
         func channel() async throws -> String {
             let made = try await make(.post, "/api/channels", #"{"topic": "\#(alpha)", "environment": "production"}"#)
             let id = try #require(made["channel"]?["id"]?.stringValue)
@@ -184,6 +189,42 @@ struct AuthorizationMatrixTests {
         },
         "GET /api/devices/{token}": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .notFound) { fixture in
             Request(uri: "/api/devices/\(fixture.device.hex)")
+        },
+        "GET /api/sends/{id}/devices/{token}": Operation(needs: .send, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/sends/\(try await fixture.send())/devices/\(fixture.device.hex)")
+        },
+        "GET /api/devices/{token}/preferences": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .notFound) { fixture in
+            Request(uri: "/api/devices/\(fixture.device.hex)/preferences")
+        },
+        "PUT /api/devices/{token}/preferences": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .notFound) { fixture in
+            Request(uri: "/api/devices/\(fixture.device.hex)/preferences", body: #"{"categories": {}}"#)
+        },
+        "POST /api/webhooks": Operation(needs: .admin, wrongApp: .forbidden, wrongEnvironment: .allowed) { _ in
+            Request(uri: "/api/webhooks", body: #"{"topic": "\#(alpha)", "url": "http://127.0.0.1:9/h", "events": ["send.completed"]}"#)
+        },
+        "GET /api/webhooks": Operation(needs: .admin, wrongApp: .filtered, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks", marker: try await fixture.webhook())
+        },
+        "GET /api/webhooks/{id}": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks/\(try await fixture.webhook())")
+        },
+        "PATCH /api/webhooks/{id}": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks/\(try await fixture.webhook())", body: #"{"description": "changed"}"#)
+        },
+        "DELETE /api/webhooks/{id}": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks/\(try await fixture.webhook())")
+        },
+        "POST /api/webhooks/{id}/rotate-secret": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks/\(try await fixture.webhook())/rotate-secret")
+        },
+        "POST /api/webhooks/{id}/test": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks/\(try await fixture.webhook())/test")
+        },
+        "GET /api/webhooks/{id}/deliveries": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks/\(try await fixture.webhook())/deliveries")
+        },
+        "POST /api/webhooks/{id}/replay": Operation(needs: .admin, wrongApp: .notFound, wrongEnvironment: .allowed) { fixture in
+            Request(uri: "/api/webhooks/\(try await fixture.webhook())/replay")
         },
         "GET /api/keys": Operation(needs: .keys, wrongApp: .forbidden, wrongEnvironment: .forbidden) { _ in
             Request(uri: "/api/keys")

@@ -32,12 +32,23 @@ struct PreferenceController: Sendable {
 
     private func show(_ request: Request, context: ServerRequestContext, asAdmin: Bool) async throws -> Response {
         let (device, app) = try await asAdmin ? device(request, context: context) : deviceForApp(request, context: context)
+        try Self.checkVisible(device, asAdmin: asAdmin, context: context)
         return .json(try await answer(device, app: app))
     }
 
     private func update(_ request: Request, context: ServerRequestContext, asAdmin: Bool) async throws -> Response {
         let (device, app) = try await asAdmin ? device(request, context: context) : deviceForApp(request, context: context)
+        try Self.checkVisible(device, asAdmin: asAdmin, context: context)
         return .json(try await update(device, app: app, request: request, context: context))
+    }
+
+    /// A key limited to other apps or another environment finds the device as unknown as a missing one.
+    private static func checkVisible(_ device: DeviceRegistration, asAdmin: Bool, context: ServerRequestContext)
+        throws(APIError)
+    {
+        guard asAdmin, !context.access.sees(app: device.topic) || !context.access.sees(environment: device.environment)
+        else { return }
+        throw APIError(.notFound, reason: "unknownToken", "This token is not registered.")
     }
 
     /// The device of the path's token, admitted by the rate limit and the app's registration key.

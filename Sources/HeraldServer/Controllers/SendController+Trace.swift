@@ -14,7 +14,8 @@ extension SendController {
         guard let hex = context.parameters.get("token"), let token = try? DeviceToken(hex: hex) else {
             throw APIError.invalidField("token", "a device token is an even number of hex digits, as the app registered it")
         }
-        guard let record = try await store.send(id) else {
+        // Another app's send is as unknown as a missing one (docs/security.md).
+        guard let record = try await store.send(id), context.access.sees(app: record.topic) else {
             throw APIError(.notFound, reason: "unknownSend", "There is no send \(id): check the id POST /api/send answered.")
         }
         async let device = store.device(token)

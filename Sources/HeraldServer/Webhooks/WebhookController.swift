@@ -41,6 +41,7 @@ struct WebhookController: Sendable {
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.createFields)
         let app = try apps.app(named: try fields.string("topic")).bundleID
+        try context.access.check(app: app)
         guard let url = try fields.string("url") else { throw APIError.invalidField("url", "it is required") }
         try Self.check(url: url)
         guard fields["events"] != nil else {
@@ -60,7 +61,9 @@ struct WebhookController: Sendable {
         let app = try request.queryParameter("topic").map { topic throws(APIError) in
             try apps.app(named: topic).bundleID
         }
-        let endpoints = try await store.webhookEndpoints(app: app)
+        if let app { try context.access.check(app: app) }
+        // A key limited to some apps lists their endpoints only.
+        let endpoints = try await store.webhookEndpoints(app: app).filter { context.access.sees(app: $0.app) }
         return .json(.object(["endpoints": .array(endpoints.map(Self.json))]))
     }
 
@@ -76,7 +79,7 @@ struct WebhookController: Sendable {
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try Self.pathID(context)
+        let id = try await endpoint(context).id
         let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.updateFields)
         let url = try fields.string("url")
         if let url { try Self.check(url: url) }
@@ -96,14 +99,14 @@ struct WebhookController: Sendable {
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try Self.pathID(context)
+        let id = try await endpoint(context).id
         guard try await store.deleteWebhookEndpoint(id) else { throw Self.unknown(id) }
         context.logger.info("Webhook endpoint \(id) deleted")
         return Response(status: .noContent)
     }
 
     @Sendable func rotate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try Self.pathID(context)
+        let id = try await endpoint(context).id
         let fields = try await RequestFields.read(
             request, limit: 1024, allowed: Self.rotateFields, emptyAllowed: true)
         let overlap =
@@ -143,7 +146,7 @@ struct WebhookController: Sendable {
     }
 
     @Sendable func replay(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try Self.pathID(context)
+        let id = try await endpoint(context).id
         guard let count = try await store.replayWebhookDeadLetter(of: id), let endpoint = try await store.webhookEndpoint(id)
         else { throw Self.unknown(id) }
         context.logger.info("Webhook endpoint \(id): \(count) dead-letter events replayed")
@@ -154,7 +157,10 @@ struct WebhookController: Sendable {
 
     private func endpoint(_ context: ServerRequestContext) async throws -> WebhookEndpoint {
         let id = try Self.pathID(context)
-        guard let endpoint = try await store.webhookEndpoint(id) else { throw Self.unknown(id) }
+        // Another app's endpoint is as unknown as a missing one: a 403 would tell the key that the id exists.
+        guard let endpoint = try await store.webhookEndpoint(id), context.access.sees(app: endpoint.app) else {
+            throw Self.unknown(id)
+        }
         return endpoint
     }
 
