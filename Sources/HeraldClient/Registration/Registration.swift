@@ -211,146 +211,27 @@ extension Registration {
     }
 }
 
-// MARK: - Limits
+// MARK: - Rules
 
 extension Registration {
-    /// The bounds the server enforces (docs/api-registration.md); ``validate()`` checks them before any request.
-    public enum Limits {
-        /// The most bytes a request body may have; larger bodies are answered with 413.
-        public static let maximumBodyBytes = 16 * 1024
-        /// The longest topic (bundle id), in UTF-8 bytes.
-        public static let maximumTopicBytes = 255
-        /// The longest user id, in UTF-8 bytes.
-        public static let maximumUserIDBytes = 256
-        /// The longest app version, in UTF-8 bytes.
-        public static let maximumAppVersionBytes = 64
-        /// The most preferred languages.
-        public static let maximumLanguages = 20
-        /// The longest language tag.
-        public static let maximumLanguageTagBytes = 35
-        /// The most tags.
-        public static let maximumTags = 50
-        /// The longest tag, in UTF-8 bytes.
-        public static let maximumTagBytes = 64
-        /// The longest time zone id, in bytes. The longest IANA id today has 32.
-        public static let maximumTimeZoneBytes = 64
-        /// The longest activity type name, in UTF-8 bytes.
-        public static let maximumActivityTypeBytes = 256
-        /// The longest activity id, in UTF-8 bytes.
-        public static let maximumActivityIDBytes = 256
-    }
-
-    /// Whether a text has the shape of an IANA time zone id: 1 to ``Limits/maximumTimeZoneBytes`` ASCII letters,
-    /// digits and `/ _ - +`, not beginning or ending with `/` (`Asia/Tokyo`, `America/Argentina/Buenos_Aires`,
-    /// `Etc/GMT+9`, `UTC`). Whether the zone exists is the server's time-zone database's call.
+    /// Whether a text has the shape of an IANA time zone id (``HeraldCore/RegistrationRules/hasTimeZoneShape(_:)``).
+    /// Whether the zone exists is the server's time-zone database's call.
     static func isTimeZoneIdentifier(_ text: String) -> Bool {
-        let bytes = text.utf8
-        guard !bytes.isEmpty, bytes.count <= Limits.maximumTimeZoneBytes, bytes.first != UInt8(ascii: "/"),
-            bytes.last != UInt8(ascii: "/")
-        else { return false }
-        return bytes.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
-                || byte == UInt8(ascii: "+")
-        }
+        RegistrationRules.hasTimeZoneShape(text)
     }
 
-    /// Whether a text holds a control character: U+0000–U+001F or U+007F–U+009F, as the server defines them.
-    static func containsControlCharacter(_ text: String) -> Bool {
-        text.unicodeScalars.contains { scalar in scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
-    }
-
-    /// Checks the registration against ``Limits`` so that a request the server would refuse is never sent.
+    /// Checks the registration against the server's rules (``HeraldCore/RegistrationRules``), so that a request the
+    /// server would refuse is never sent, nor queued to be retried forever.
     /// - Throws: ``RegistrationError`` (`invalidRegistration`) naming the field at fault.
     public func validate() throws(RegistrationError) {
-        if let topic {
-            try check(
-                !topic.isEmpty && topic.utf8.count <= Limits.maximumTopicBytes
-                    && !topic.contains(where: \.isWhitespace), Field.topic,
-                "The topic must be the app's bundle id (1 to \(Limits.maximumTopicBytes) bytes, no spaces), such as com.example.app."
-            )
+        do {
+            try RegistrationRules.check(
+                RegistrationRules.Fields(
+                    topic: topic, userID: userID, appVersion: appVersion, preferredLanguages: preferredLanguages,
+                    tags: tags, timeZone: timeZone, tokenKind: tokenKind, activityType: activityType,
+                    activityID: activityID))
+        } catch {
+            throw RegistrationError.invalidRegistration(field: error.field, error.description)
         }
-        if let userID {
-            try check(
-                !userID.isEmpty && userID.utf8.count <= Limits.maximumUserIDBytes, Field.userID,
-                "The user id must be 1 to \(Limits.maximumUserIDBytes) bytes: leave it nil when no user is signed in.")
-        }
-        if let appVersion {
-            try check(
-                !appVersion.isEmpty && appVersion.utf8.count <= Limits.maximumAppVersionBytes, Field.appVersion,
-                "The app version must be 1 to \(Limits.maximumAppVersionBytes) bytes, such as 2.4.1.")
-        }
-        try check(
-            preferredLanguages.count <= Limits.maximumLanguages, Field.preferredLanguages,
-            "Send at most \(Limits.maximumLanguages) preferred languages, most preferred first.")
-        for tag in preferredLanguages {
-            let valid =
-                !tag.isEmpty && tag.utf8.count <= Limits.maximumLanguageTagBytes
-                && tag.utf8.allSatisfy { byte in
-                    (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                        || byte == UInt8(ascii: "-")
-                }
-            try check(
-                valid, Field.preferredLanguages,
-                "\"\(tag)\" is not a BCP 47 language tag: use tags such as en, zh-Hans-CN or pt-BR (Locale.preferredLanguages)."
-            )
-        }
-        try check(tags.count <= Limits.maximumTags, Field.tags, "Send at most \(Limits.maximumTags) tags.")
-        for tag in tags {
-            try check(
-                !tag.isEmpty && tag.utf8.count <= Limits.maximumTagBytes, Field.tags,
-                "Every tag must be 1 to \(Limits.maximumTagBytes) bytes.")
-        }
-        if let timeZone {
-            try check(
-                Self.isTimeZoneIdentifier(timeZone), Field.timeZone,
-                "\"\(timeZone)\" is not an IANA time zone id: send TimeZone.current.identifier (such as Asia/Tokyo or Europe/Paris), or nil to leave it out."
-            )
-        }
-        try validateLiveActivityFields()
-    }
-
-    private func check(_ condition: Bool, _ field: String, _ message: String) throws(RegistrationError) {
-        if !condition { throw RegistrationError.invalidRegistration(field: field, message) }
-    }
-
-    /// The rules that tie `activityType` and `activityId` to the token kind.
-    private func validateLiveActivityFields() throws(RegistrationError) {
-        try checkKindField(
-            activityType, field: Field.activityType, belongsTo: .liveActivityStart,
-            isValid: { !$0.contains(where: \.isWhitespace) }, maximumBytes: Limits.maximumActivityTypeBytes,
-            missing:
-                "A liveactivity-start (push-to-start) token needs activityType: the name of the ActivityAttributes type it starts, such as DeliveryAttributes (String(describing: DeliveryAttributes.self)).",
-            invalid:
-                "The activity type must be the ActivityAttributes type's name (1 to \(Limits.maximumActivityTypeBytes) bytes, no spaces or control characters), such as DeliveryAttributes.",
-            misplaced:
-                "Only a liveactivity-start (push-to-start) token names an activity type: leave activityType nil for a \(tokenKind) token."
-        )
-        try checkKindField(
-            activityID, field: Field.activityID, belongsTo: .liveActivity, isValid: { _ in true },
-            maximumBytes: Limits.maximumActivityIDBytes,
-            missing:
-                "A liveactivity (update) token needs activityId: the app's own id of the activity it updates, such as the order number, so the server can update and end that activity.",
-            invalid:
-                "The activity id must be 1 to \(Limits.maximumActivityIDBytes) bytes without control characters, such as order-1042.",
-            misplaced:
-                "Only a liveactivity (update) token belongs to one activity: leave activityId nil for a \(tokenKind) token."
-        )
-    }
-
-    /// A field that one token kind requires and every other kind refuses: present, 1 to `maximumBytes` bytes, free of
-    /// control characters and `isValid` for that kind; absent for the others.
-    private func checkKindField(
-        _ value: String?, field: String, belongsTo kind: TokenKind, isValid: (String) -> Bool, maximumBytes: Int,
-        missing: String, invalid: String, misplaced: String
-    ) throws(RegistrationError) {
-        guard tokenKind == kind else {
-            try check(value == nil, field, misplaced)
-            return
-        }
-        guard let value else { throw RegistrationError.invalidRegistration(field: field, missing) }
-        try check(
-            !value.isEmpty && value.utf8.count <= maximumBytes && !Self.containsControlCharacter(value)
-                && isValid(value), field, invalid)
     }
 }

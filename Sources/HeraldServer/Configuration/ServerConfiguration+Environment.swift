@@ -289,7 +289,7 @@ extension ServerConfiguration {
     }
 
     private static func readApp(topic: String, reader: SettingReader) throws(ConfigurationError) -> AppConfiguration {
-        guard !topic.isEmpty, topic.utf8.count <= TokenRegistration.maximumTopicBytes,
+        guard !topic.isEmpty, topic.utf8.count <= RegistrationRules.maximumTopicBytes,
             !topic.contains(where: \.isWhitespace),
             APNSPushType.impliedBySuffix(ofTopic: topic) == nil
         else {

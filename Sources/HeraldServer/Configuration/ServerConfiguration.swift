@@ -195,7 +195,7 @@ public struct ServerConfiguration: Sendable {
     /// Body sizes, rate limits and when a send runs in the background.
     public struct Limits: Sendable, Hashable {
         /// The largest `POST /api/token` body: 16 KiB, fixed by docs/api-registration.md.
-        public static let registrationBodyBytes = 16 * 1024
+        public static let registrationBodyBytes = RegistrationRules.maximumBodyBytes
         /// The largest `POST /api/send` body. Default 1 MiB.
         public var sendBodyBytes: Int
         /// Registration requests per minute per client address (`POST`/`DELETE /api/token`); 0 turns the limit off.

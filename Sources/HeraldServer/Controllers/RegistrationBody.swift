@@ -39,30 +39,11 @@ struct RegistrationBody {
         }
         token = try Self.parseToken(hex)
         environment = try Self.parseEnvironment(debug: fields.bool("debug"), name: fields.string("environment"))
-        topic = try fields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
-        if let topic, topic.contains(where: \.isWhitespace) || TextRules.hasControlCharacter(topic) {
-            throw APIError.invalidField("topic", "a bundle id has no whitespace or control characters")
-        }
-        userID = try fields.string("userId", bytes: 1...TokenRegistration.maximumUserIDBytes)
-        try TextRules.checkIdentifier(userID, field: "userId")
-        appVersion = try fields.string("appVersion", bytes: 1...TokenRegistration.maximumAppVersionBytes)
-        try TextRules.checkIdentifier(appVersion, field: "appVersion")
-        preferredLanguages = try fields.strings("preferredLanguages", maximumCount: TokenRegistration.maximumLanguages)
-        for language in preferredLanguages {
-            guard (1...TokenRegistration.maximumLanguageCharacters).contains(language.count),
-                language.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" })
-            else {
-                throw APIError.invalidField(
-                    "preferredLanguages",
-                    "each entry is a BCP 47 tag of 1 to \(TokenRegistration.maximumLanguageCharacters) letters, digits and '-', such as en-US"
-                )
-            }
-        }
-        tags = try fields.strings("tags", maximumCount: TokenRegistration.maximumTags)
-        for tag in tags where !(1...TokenRegistration.maximumTagBytes).contains(tag.utf8.count) {
-            throw APIError.invalidField("tags", "each tag has 1 to \(TokenRegistration.maximumTagBytes) bytes")
-        }
-        for tag in tags { try TextRules.checkIdentifier(tag, field: "tags") }
+        topic = try fields.string("topic")
+        userID = try fields.string("userId")
+        appVersion = try fields.string("appVersion")
+        preferredLanguages = try fields.strings("preferredLanguages", maximumCount: RegistrationRules.maximumLanguages)
+        tags = try fields.strings("tags", maximumCount: RegistrationRules.maximumTags)
         platform = try fields.string("platform").map { name throws(APIError) in
             guard let platform = Platform(name: name) else {
                 throw APIError.invalidField("platform", "use iOS, macOS, tvOS, watchOS or visionOS")
@@ -84,33 +65,21 @@ struct RegistrationBody {
                 }
                 return kind
             } ?? .device
-        timeZone = try fields.string("timeZone", bytes: 1...TokenRegistration.maximumTimeZoneBytes)
+        timeZone = try fields.string("timeZone")
+        activityType = try fields.string("activityType")
+        activityID = try fields.string("activityId")
+        do {
+            try RegistrationRules.check(
+                RegistrationRules.Fields(
+                    topic: topic, userID: userID, appVersion: appVersion, preferredLanguages: preferredLanguages,
+                    tags: tags, timeZone: timeZone, tokenKind: tokenKind, activityType: activityType,
+                    activityID: activityID))
+        } catch {
+            throw APIError.invalidField(error.field, error.rule)
+        }
         if let timeZone, !TokenRegistration.isTimeZoneID(timeZone) {
             throw APIError.invalidField(
-                "timeZone", "use an IANA time zone id such as Europe/Paris (TimeZone.current.identifier)")
-        }
-        activityType = try fields.string("activityType", bytes: 1...TokenRegistration.maximumActivityTypeBytes)
-        if let activityType, activityType.contains(where: \.isWhitespace) || TextRules.hasControlCharacter(activityType) {
-            throw APIError.invalidField("activityType", "a type name has no whitespace or control characters")
-        }
-        if activityType == nil, tokenKind == .liveActivityStart {
-            throw APIError.invalidField(
-                "activityType",
-                "a push-to-start token (\"tokenKind\": \"liveactivity-start\") needs the ActivityAttributes type it starts")
-        }
-        if activityType != nil, tokenKind != .liveActivityStart {
-            throw APIError.invalidField(
-                "activityType", "only a push-to-start token (\"tokenKind\": \"liveactivity-start\") names an activity type")
-        }
-        activityID = try fields.string("activityId", bytes: 1...TokenRegistration.maximumActivityIDBytes)
-        try TextRules.checkIdentifier(activityID, field: "activityId")
-        if activityID == nil, tokenKind == .liveActivity {
-            throw APIError.invalidField(
-                "activityId", "a Live Activity update token (\"tokenKind\": \"liveactivity\") needs the app's id of its activity")
-        }
-        if activityID != nil, tokenKind != .liveActivity {
-            throw APIError.invalidField(
-                "activityId", "only a Live Activity update token (\"tokenKind\": \"liveactivity\") names an activity")
+                "timeZone", "this server's time-zone database has no zone \(timeZone): use an IANA id such as Europe/Paris")
         }
     }
 

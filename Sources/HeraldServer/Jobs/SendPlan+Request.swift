@@ -55,8 +55,8 @@ extension SendPlan {
                 "target",
                 "\"\(unknown)\" is not a target: give exactly one of token, tokens, user, tag, activity or topic")
         }
-        let targetTopic = try targetFields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
-        let appTopic = try fields.string("topic", bytes: 1...TokenRegistration.maximumTopicBytes)
+        let targetTopic = try targetFields.string("topic", bytes: 1...RegistrationRules.maximumTopicBytes)
+        let appTopic = try fields.string("topic", bytes: 1...RegistrationRules.maximumTopicBytes)
         if let targetTopic, let appTopic, targetTopic != appTopic {
             throw APIError.invalidField(
                 "topic", "it names \(appTopic) but the target is every device of \(targetTopic)")
@@ -88,15 +88,15 @@ extension SendPlan {
             selection = .tokens(tokens)
             targetDescription = "\(tokens.count) tokens"
         case "user":
-            let user = try targetFields.string("user", bytes: 1...TokenRegistration.maximumUserIDBytes)!
+            let user = try targetFields.string("user", bytes: 1...RegistrationRules.maximumUserIDBytes)!
             selection = .user(user)
             targetDescription = "user \(user)"
         case "tag":
-            let tag = try targetFields.string("tag", bytes: 1...TokenRegistration.maximumTagBytes)!
+            let tag = try targetFields.string("tag", bytes: 1...RegistrationRules.maximumTagBytes)!
             selection = .tag(tag)
             targetDescription = "tag \(tag)"
         case "activity":
-            let id = try targetFields.string("activity", bytes: 1...TokenRegistration.maximumActivityIDBytes)!
+            let id = try targetFields.string("activity", bytes: 1...RegistrationRules.maximumActivityIDBytes)!
             try TextRules.checkIdentifier(id, field: "target.activity")
             selection = .activity(id)
             targetDescription = "activity \(id)"
@@ -175,7 +175,7 @@ extension SendPlan {
 
         // Headers.
         var query = selection.kinds(Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) }))
-        if let activityType = try fields.string("activityType", bytes: 1...TokenRegistration.maximumActivityTypeBytes) {
+        if let activityType = try fields.string("activityType", bytes: 1...RegistrationRules.maximumActivityTypeBytes) {
             guard pushType == .liveactivity else {
                 throw APIError.invalidField(
                     "activityType", "it narrows a liveactivity push to the push-to-start tokens of one type")
@@ -293,9 +293,7 @@ extension SendPlan {
         var result: [String: Alert] = [:]
         for (language, value) in members {
             let tag = language.lowercased()
-            guard (1...TokenRegistration.maximumLanguageCharacters).contains(tag.count),
-                tag.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" })
-            else {
+            guard RegistrationRules.isLanguageTag(tag) else {
                 throw APIError.invalidField(
                     "localizations", "\"\(language)\" is not a BCP 47 language tag such as en or fr-CA")
             }

@@ -10,7 +10,7 @@ extension SendSchedule {
     static func parse(_ fields: JSONFields, now: Date?) throws(APIError) -> SendSchedule? {
         let sendAt = try fields.string("sendAt")
         let localTime = try fields.string("localTime")
-        let zoneName = try fields.string("timeZone", bytes: 1...TokenRegistration.maximumTimeZoneBytes)
+        let zoneName = try fields.string("timeZone", bytes: 1...RegistrationRules.maximumTimeZoneBytes)
         if sendAt != nil, localTime != nil {
             throw APIError.invalidField(
                 "sendAt", "give sendAt (one instant) or localTime (each device's wall-clock time), not both")

@@ -27,11 +27,11 @@ struct ActivityOperations: Sendable {
     /// Starts an activity on the devices of its target (their push-to-start tokens), from the fields of
     /// `POST /api/activities`, and records it.
     func start(_ fields: JSONFields, logger: Logger) async throws -> Pushed {
-        guard let id = try fields.string("activityId", bytes: 1...TokenRegistration.maximumActivityIDBytes) else {
+        guard let id = try fields.string("activityId", bytes: 1...RegistrationRules.maximumActivityIDBytes) else {
             throw APIError.invalidField("activityId", "give the app's own id of the activity, such as an order number")
         }
         try TextRules.checkIdentifier(id, field: "activityId")
-        guard let type = try fields.string("activityType", bytes: 1...TokenRegistration.maximumActivityTypeBytes)
+        guard let type = try fields.string("activityType", bytes: 1...RegistrationRules.maximumActivityTypeBytes)
         else {
             throw APIError.invalidField("activityType", "give the app's ActivityAttributes type, such as DeliveryAttributes")
         }
@@ -222,7 +222,7 @@ struct ActivityOperations: Sendable {
     /// An activity id as the app gave it, checked: from the path, or the console's form.
     static func activityID(_ text: String?) throws(APIError) -> String {
         guard let id = text, !id.isEmpty,
-            id.utf8.count <= TokenRegistration.maximumActivityIDBytes, !TextRules.hasControlCharacter(id)
+            id.utf8.count <= RegistrationRules.maximumActivityIDBytes, !TextRules.hasControlCharacter(id)
         else {
             throw APIError.invalidField("id", "an activity id has 1 to 256 bytes and no control characters")
         }

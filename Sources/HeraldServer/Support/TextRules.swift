@@ -10,7 +10,7 @@ import Hummingbird
 enum TextRules {
     /// Whether the text has a Unicode control character (category Cc: U+0000–U+001F, U+007F–U+009F).
     static func hasControlCharacter(_ text: some StringProtocol) -> Bool {
-        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        RegistrationRules.hasControlCharacter(text)
     }
 
     /// Refuses an identifier with a control character.

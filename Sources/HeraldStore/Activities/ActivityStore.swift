@@ -1,4 +1,5 @@
 public import Foundation
+import HeraldCore
 
 /// Live Activities the server started, by the app's own activity id: whether each is still running, so an update to
 /// an ended one is refused. The devices' tokens of an activity are registrations (``TokenRegistration/activityID``).
@@ -92,7 +93,7 @@ public struct ActivityCursor: Sendable, Hashable, LosslessStringConvertible {
     /// Parses `<microseconds>_<activity id>` (the id may itself hold `_`); `nil` for anything else.
     public init?(_ description: String) {
         let parts = description.split(separator: "_", maxSplits: 1)
-        guard parts.count == 2, let time = Int64(parts[0]), parts[1].utf8.count <= TokenRegistration.maximumActivityIDBytes
+        guard parts.count == 2, let time = Int64(parts[0]), parts[1].utf8.count <= RegistrationRules.maximumActivityIDBytes
         else { return nil }
         createdAt = time
         id = String(parts[1])

@@ -34,27 +34,6 @@ public struct TokenRegistration: Sendable, Hashable {
     /// For a Live Activity update token (``TokenKind/liveActivity``): the app's own id of the activity.
     public var activityID: String?
 
-    /// The most bytes a topic may have.
-    public static let maximumTopicBytes = 255
-    /// The most bytes a user id may have.
-    public static let maximumUserIDBytes = 256
-    /// The most preferred languages kept.
-    public static let maximumLanguages = 20
-    /// The most characters of one language tag.
-    public static let maximumLanguageCharacters = 35
-    /// The most bytes an app version may have.
-    public static let maximumAppVersionBytes = 64
-    /// The most tags a registration may carry.
-    public static let maximumTags = 50
-    /// The most bytes a tag may have.
-    public static let maximumTagBytes = 64
-    /// The most bytes of a time zone id.
-    public static let maximumTimeZoneBytes = 64
-    /// The most bytes of an activity attributes type name.
-    public static let maximumActivityTypeBytes = 256
-    /// The most bytes of an activity id.
-    public static let maximumActivityIDBytes = 256
-
     /// Whether registering this token removes the other tokens of its installation that address the same thing:
     /// the same topic and kind (``TokenKind/isOnePerInstallation``), and for Live Activity tokens the same activity
     /// id or attributes type (ActivityKit rotates them; several activities, and several types, coexist).
@@ -62,13 +41,11 @@ public struct TokenRegistration: Sendable, Hashable {
         tokenKind.isOnePerInstallation || (tokenKind == .liveActivity && activityID != nil)
     }
 
-    /// Whether a text is the id of a time zone this system knows, spelt as the tz database spells it (letters,
-    /// digits, `_`, `-`, `+` and `/`: Foundation would read a zone id up to a NUL and ignore the rest).
+    /// Whether a text is the id of a time zone this system knows, spelt as the tz database spells it
+    /// (``HeraldCore/RegistrationRules/hasTimeZoneShape(_:)``: Foundation would read a zone id up to a NUL and ignore
+    /// the rest).
     public static func isTimeZoneID(_ text: String) -> Bool {
-        text.utf8.allSatisfy { byte in
-            (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
-                || byte == 0x5F || byte == 0x2D || byte == 0x2B || byte == 0x2F
-        } && TimeZone(identifier: text) != nil
+        RegistrationRules.hasTimeZoneShape(text) && TimeZone(identifier: text) != nil
     }
 
     /// Creates a registration. Only the token, topic and environment are required.
@@ -93,62 +70,31 @@ public struct TokenRegistration: Sendable, Hashable {
         self.activityID = activityID
     }
 
-    /// The registration as a store keeps it: limits checked, duplicate tags dropped.
+    /// The registration as a store keeps it: the rules of ``HeraldCore/RegistrationRules`` checked, the time zone
+    /// known to this system, duplicate tags dropped.
     ///
-    /// Stores call this before writing anything, so a registration that breaks a limit changes nothing.
-    /// - Throws: ``StoreError`` `.invalidRecord`, naming the field and its limit.
+    /// Stores call this before writing anything, so a registration that breaks a rule changes nothing.
+    /// - Throws: ``StoreError`` `.invalidRecord`, naming the field and its rule.
     public func validated() throws -> TokenRegistration {
-        func invalid(_ field: String, _ rule: String) -> StoreError {
-            StoreError(.invalidRecord, "The registration of token \(token.redacted) has an invalid \(field): \(rule).")
+        func invalid(_ rule: String) -> StoreError {
+            StoreError(.invalidRecord, "The registration of token \(token.redacted) is refused: \(rule)")
         }
-        func checkBytes(_ value: String?, _ field: String, _ limit: Int) throws {
-            guard let value else { return }
-            guard !value.isEmpty, value.utf8.count <= limit else {
-                throw invalid(field, "use 1 to \(limit) bytes")
-            }
-            // SQLite would keep the text only up to a NUL and PostgreSQL refuses it: never store a cut value.
-            guard !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-                throw invalid(field, "it has a control character (such as NUL)")
-            }
+        do {
+            try RegistrationRules.check(
+                RegistrationRules.Fields(
+                    topic: topic, userID: userID, appVersion: appVersion, preferredLanguages: preferredLanguages,
+                    tags: tags, timeZone: timeZone, tokenKind: tokenKind, activityType: activityType,
+                    activityID: activityID),
+                requiresKindFields: false)
+        } catch {
+            throw invalid(error.description)
         }
-        try checkBytes(topic, "topic", Self.maximumTopicBytes)
-        guard !topic.contains(where: \.isWhitespace) else {
-            throw invalid("topic", "a bundle id has no whitespace")
-        }
-        try checkBytes(userID, "userId", Self.maximumUserIDBytes)
-        try checkBytes(appVersion, "appVersion", Self.maximumAppVersionBytes)
-        try checkBytes(timeZone, "timeZone", Self.maximumTimeZoneBytes)
         if let timeZone, !Self.isTimeZoneID(timeZone) {
-            throw invalid("timeZone", "use an IANA time zone id such as Europe/Paris")
-        }
-        try checkBytes(activityType, "activityType", Self.maximumActivityTypeBytes)
-        try checkBytes(activityID, "activityId", Self.maximumActivityIDBytes)
-        if activityType != nil, tokenKind != .liveActivityStart {
-            throw invalid("activityType", "only a push-to-start token (liveactivity-start) names an activity type")
-        }
-        if activityID != nil, tokenKind != .liveActivity {
-            throw invalid("activityId", "only a Live Activity update token (liveactivity) names an activity")
-        }
-        guard preferredLanguages.count <= Self.maximumLanguages else {
-            throw invalid("preferredLanguages", "send at most \(Self.maximumLanguages) languages")
-        }
-        for language in preferredLanguages {
-            guard (1...Self.maximumLanguageCharacters).contains(language.count),
-                language.allSatisfy({ ($0.isASCII && ($0.isLetter || $0.isNumber)) || $0 == "-" })
-            else {
-                throw invalid(
-                    "preferredLanguages",
-                    "each is a BCP 47 tag of 1 to \(Self.maximumLanguageCharacters) letters, digits and '-'"
-                )
-            }
+            throw invalid("this system's time-zone database has no zone \(timeZone).")
         }
         var copy = self
         var seen = Set<String>()
         copy.tags = tags.filter { seen.insert($0).inserted }
-        guard copy.tags.count <= Self.maximumTags else {
-            throw invalid("tags", "send at most \(Self.maximumTags) tags")
-        }
-        for tag in copy.tags { try checkBytes(tag, "tags", Self.maximumTagBytes) }
         return copy
     }
 }
