@@ -9,8 +9,10 @@ import Synchronization
 ///
 /// 1. Lanes in ``SendLane/priorityOrder`` are served one after the other: a lane gets what it asks for before a later
 ///    lane gets anything, so a Live Activity update or a send to one user never waits behind a campaign's window.
-/// 2. Within a lane, each app gets a share in proportion to its weight (`sendWeight`, default 1), split evenly between
-///    its sends, and a send's share between its runs (the shards of a large send this instance runs at once); a send
+/// 2. Within a lane, apps by ``HeraldStore/AppPriority`` (`sendPriority`) the same way: `high` apps get what they ask
+///    for before `normal` ones get anything, and `low` ones come last.
+/// 3. Within a priority, each app gets a share in proportion to its weight (`sendWeight`, default 1), split evenly
+///    between its sends, and a send's share between its runs (the shards of a large send this instance runs at once); a send
 ///    that asks for less than its share (a paced send holds only what its `rate` needs) leaves the
 ///    rest to the others, so the budget is never idle while some send could use it.
 ///
@@ -21,6 +23,20 @@ import Synchronization
 /// Sends report what they use and want with ``update(_:inUse:wanted:)``, which answers how many permits they gained
 /// (or gave back); permits that free up later reach a waiting send through the `granted` callback it joined with.
 public final class InFlightBudget: Sendable {
+    /// An app's claim on the budget against other apps of a lane.
+    public struct AppShare: Sendable, Hashable {
+        /// Served before (or after) other apps' sends of the lane.
+        public var priority: AppPriority
+        /// Its share against apps of the same priority, more than 0.
+        public var weight: Double
+
+        public init(priority: AppPriority = .normal, weight: Double = 1) {
+            precondition(weight > 0, "an app's weight is more than 0")
+            self.priority = priority
+            self.weight = weight
+        }
+    }
+
     /// One send's membership in the budget.
     public struct Flow: Hashable, Sendable {
         fileprivate let id: UInt64
@@ -44,7 +60,7 @@ public final class InFlightBudget: Sendable {
         let app: String
         let send: SendID?
         let lane: SendLane
-        let appWeight: Double
+        let share: AppShare
         let granted: @Sendable (Int) -> Void
         var held = 0
         var inUse = 0
@@ -75,18 +91,16 @@ public final class InFlightBudget: Sendable {
     ///   - app: The app (bundle id) the send is for: shares are split between apps first.
     ///   - send: The send, when several runs (shards) of one send may join: they share one send's part.
     ///   - lane: The send's lane.
-    ///   - appWeight: The app's weight, more than 0.
+    ///   - share: The app's priority and weight.
     ///   - granted: Called with permits given to the send after it asked for more than it got, from whichever
     ///     thread freed them, never under the budget's lock; it must not block (push an event to the send's queue).
     public func join(
-        app: String, send: SendID? = nil, lane: SendLane, appWeight: Double = 1,
+        app: String, send: SendID? = nil, lane: SendLane, share: AppShare = AppShare(),
         granted: @escaping @Sendable (Int) -> Void
     ) -> Flow {
-        precondition(appWeight > 0, "an app's weight is more than 0")
-        return state.withLock { state in
+        state.withLock { state in
             state.nextID += 1
-            state.members[state.nextID] = Member(
-                app: app, send: send, lane: lane, appWeight: appWeight, granted: granted)
+            state.members[state.nextID] = Member(app: app, send: send, lane: lane, share: share, granted: granted)
             return Flow(id: state.nextID)
         }
     }
@@ -143,15 +157,17 @@ public final class InFlightBudget: Sendable {
         }
     }
 
-    /// Gives free permits to the sends below their cap that want more, earlier lanes first.
+    /// Gives free permits to the sends below their cap that want more, earlier lanes and higher priorities first.
     private static func distribute(_ state: inout State, except skipped: UInt64?)
         -> [(@Sendable (Int) -> Void, Int)]
     {
         guard state.free > 0 else { return [] }
         var grants: [(@Sendable (Int) -> Void, Int)] = []
-        let order = state.members.keys.filter { $0 != skipped }.sorted {
-            (state.members[$0]!.lane.rank, $0) < (state.members[$1]!.lane.rank, $1)
+        func rank(_ id: UInt64) -> (Int, Int, UInt64) {
+            let member = state.members[id]!
+            return (member.lane.rank, member.share.priority.rank, id)
         }
+        let order = state.members.keys.filter { $0 != skipped }.sorted { rank($0) < rank($1) }
         for id in order where state.free > 0 {
             var member = state.members[id]!
             let room = min(member.cap, member.wanted) - member.held
@@ -165,52 +181,61 @@ public final class InFlightBudget: Sendable {
         return grants
     }
 
-    /// Sets every send's cap: lanes in priority order, and within a lane weighted water-filling over the sends'
-    /// demands (an app's weight split evenly between its sends in the lane). A send that wants anything may hold at
-    /// least one, so none starves when there are more sends than permits.
+    /// Sets every send's cap: lanes in priority order, apps' priorities in order within a lane, and within those
+    /// weighted water-filling over the sends' demands (an app's weight split evenly between its sends in the lane). A
+    /// send that wants anything may hold at least one, so none starves when there are more sends than permits.
     private static func allocate(_ state: inout State, total: Int) {
         var remaining = Double(total)
         for lane in SendLane.priorityOrder + [.inline] {
-            let ids = state.members.keys.filter { state.members[$0]!.lane == lane }
-            guard !ids.isEmpty else { continue }
-            // A run without a send id is a send of its own.
-            func sendKey(_ id: UInt64) -> String { state.members[id]!.send?.description ?? "#\(id)" }
-            var runsPerSend: [String: Int] = [:]
-            var sendsPerApp: [String: Set<String>] = [:]
-            for id in ids {
-                runsPerSend[sendKey(id), default: 0] += 1
-                sendsPerApp[state.members[id]!.app, default: []].insert(sendKey(id))
-            }
-            func weight(_ id: UInt64) -> Double {
-                let member = state.members[id]!
-                return member.appWeight / Double(sendsPerApp[member.app]!.count) / Double(runsPerSend[sendKey(id)]!)
-            }
-            // Smallest demand per weight first: each either gets all it wants, or the rest share what is left.
-            var pending = ids.sorted {
-                let left = Double(state.members[$0]!.wanted) / weight($0)
-                let right = Double(state.members[$1]!.wanted) / weight($1)
-                return (left, $0) < (right, $1)
-            }[...]
-            var pendingWeight = pending.reduce(0) { $0 + weight($1) }
-            var laneLeft = remaining
-            while let id = pending.first {
-                let share = laneLeft * weight(id) / pendingWeight
-                let wanted = Double(state.members[id]!.wanted)
-                if wanted <= share {
-                    state.members[id]!.cap = Int(wanted)
-                    laneLeft -= wanted
-                    pendingWeight -= weight(id)
-                    pending = pending.dropFirst()
-                } else {
-                    // Nobody after this one wants less than its share: they all get their share.
-                    for id in pending {
-                        state.members[id]!.cap = max(Int(laneLeft * weight(id) / pendingWeight), 1)
-                    }
-                    laneLeft = 0
-                    pending = []
+            for priority in AppPriority.allCases {
+                let ids = state.members.keys.filter {
+                    state.members[$0]!.lane == lane && state.members[$0]!.share.priority == priority
                 }
+                guard !ids.isEmpty else { continue }
+                remaining = fill(&state, ids, with: remaining)
             }
-            remaining = max(laneLeft, 0)
         }
+    }
+
+    /// Weighted water-filling of `available` permits over some sends of one lane and priority; returns what is left.
+    private static func fill(_ state: inout State, _ ids: [UInt64], with available: Double) -> Double {
+        // A run without a send id is a send of its own.
+        func sendKey(_ id: UInt64) -> String { state.members[id]!.send?.description ?? "#\(id)" }
+        var runsPerSend: [String: Int] = [:]
+        var sendsPerApp: [String: Set<String>] = [:]
+        for id in ids {
+            runsPerSend[sendKey(id), default: 0] += 1
+            sendsPerApp[state.members[id]!.app, default: []].insert(sendKey(id))
+        }
+        func weight(_ id: UInt64) -> Double {
+            let member = state.members[id]!
+            return member.share.weight / Double(sendsPerApp[member.app]!.count) / Double(runsPerSend[sendKey(id)]!)
+        }
+        // Smallest demand per weight first: each either gets all it wants, or the rest share what is left.
+        var pending = ids.sorted {
+            let left = Double(state.members[$0]!.wanted) / weight($0)
+            let right = Double(state.members[$1]!.wanted) / weight($1)
+            return (left, $0) < (right, $1)
+        }[...]
+        var pendingWeight = pending.reduce(0) { $0 + weight($1) }
+        var left = available
+        while let id = pending.first {
+            let share = left * weight(id) / pendingWeight
+            let wanted = Double(state.members[id]!.wanted)
+            if wanted <= share {
+                state.members[id]!.cap = Int(wanted)
+                left -= wanted
+                pendingWeight -= weight(id)
+                pending = pending.dropFirst()
+            } else {
+                // Nobody after this one wants less than its share: they all get their share.
+                for id in pending {
+                    state.members[id]!.cap = max(Int(left * weight(id) / pendingWeight), 1)
+                }
+                left = 0
+                pending = []
+            }
+        }
+        return max(left, 0)
     }
 }

@@ -149,7 +149,11 @@ public func buildApplication(
             fanOut: fanOut, broadcaster: broadcaster, sending: configuration.sending,
             instance: configuration.instanceID, clock: dependencies.sleepClock,
             wallClock: dependencies.clock, storeReady: storeReady, logger: logger,
-            appWeights: Dictionary(configuration.apps.map { ($0.bundleID, Double($0.sendWeight)) }) { $1 }, metrics: metrics)
+            appShares: Dictionary(
+                configuration.apps.map {
+                    ($0.bundleID, InFlightBudget.AppShare(priority: $0.sendPriority, weight: Double($0.sendWeight)))
+                }
+            ) { $1 }, metrics: metrics)
         let engine = SendEngine(
             store: store, fanOut: fanOut, broadcaster: broadcaster, worker: worker, metrics: metrics,
             inlineLimit: configuration.limits.inlineSendLimit,

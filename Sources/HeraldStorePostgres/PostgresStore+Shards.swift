@@ -17,14 +17,15 @@ extension PostgresStore {
         }
     }
 
-    public func claimShard(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>)
-        async throws -> (send: SendRecord, shard: SendShard)?
-    {
+    public func claimShard(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
+    ) async throws -> (send: SendRecord, shard: SendShard)? {
         guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         return try await transaction("claim a shard") { session in
             let claim = StoreSQL.claimShard(
-                worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, at: now, .postgres)
+                worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: precedence,
+                at: now, .postgres)
             guard let row = try await session.rows(claim).first else { return nil }
             let shard = try SendShard(stored: row)
             guard let send = try await session.rows(StoreSQL.selectSend(shard.send, .postgres)).first else {

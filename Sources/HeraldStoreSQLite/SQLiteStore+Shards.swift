@@ -18,14 +18,15 @@ extension SQLiteStore {
         }
     }
 
-    public func claimShard(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>)
-        async throws -> (send: SendRecord, shard: SendShard)?
-    {
+    public func claimShard(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
+    ) async throws -> (send: SendRecord, shard: SendShard)? {
         guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         return try await write("claim a shard") { db in
             let claim = StoreSQL.claimShard(
-                worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, at: now, .sqlite)
+                worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: precedence,
+                at: now, .sqlite)
             guard let row = try db.rows(claim).first else { return nil }
             let shard = try SendShard(stored: row)
             guard let send = try db.rows(StoreSQL.selectSend(shard.send, .sqlite)).first else {

@@ -12,10 +12,15 @@ import Testing
         let budget: InFlightBudget
         private let state = Mutex((held: 0, inUse: 0, grantedLater: 0))
 
-        init(_ budget: InFlightBudget, app: String, lane: SendLane = .campaign, weight: Double = 1) {
+        init(
+            _ budget: InFlightBudget, app: String, lane: SendLane = .campaign, weight: Double = 1,
+            priority: AppPriority = .normal
+        ) {
             self.budget = budget
             let box = GrantBox()
-            flow = budget.join(app: app, lane: lane, appWeight: weight) { box.add($0) }
+            flow = budget.join(app: app, lane: lane, share: InFlightBudget.AppShare(priority: priority, weight: weight)) {
+                box.add($0)
+            }
             self.box = box
         }
 
@@ -94,6 +99,34 @@ import Testing
         Self.settle([heavy, light], wanting: 10_000)
         #expect(heavy.held == 750)
         #expect(light.held == 250)
+    }
+
+    @Test func aHighPriorityAppGetsWhatItWantsBeforeNormalAndLowOnesOfItsLane() {
+        let budget = InFlightBudget(total: 1000)
+        let low = Sender(budget, app: "low", priority: .low)
+        let normal = Sender(budget, app: "normal", weight: 100)
+        let high = Sender(budget, app: "high", priority: .high)
+        for send in [low, normal, high] { send.report(wanting: 10_000) }
+        Self.settle([low, normal, high], wanting: 10_000)
+        // Below a higher priority a send keeps the one permit that keeps it from starving, no more.
+        #expect(high.held >= 998, "a weight does not lift an app above a higher priority")
+        #expect(normal.held <= 1 && low.held <= 1)
+
+        // The high app wants less: the normal one gets the rest before the low one gets more.
+        high.recorded(high.inUse, stillWanting: 300)
+        Self.settle([low, normal], wanting: 10_000)
+        #expect(high.held == 300)
+        #expect(normal.held >= 699 && low.held <= 1)
+    }
+
+    @Test func aPriorityNeverCrossesLanes() {
+        let budget = InFlightBudget(total: 1000)
+        let campaign = Sender(budget, app: "high", lane: .campaign, priority: .high)
+        let activity = Sender(budget, app: "low", lane: .activity, priority: .low)
+        activity.report(wanting: 10_000)
+        campaign.report(wanting: 10_000)
+        Self.settle([activity, campaign], wanting: 10_000)
+        #expect(activity.held >= 999, "the earlier lane first, whatever the apps' priorities")
     }
 
     @Test func anAppsShareIsSplitBetweenItsSends() {

@@ -56,6 +56,22 @@ struct ConfigurationTests {
         #expect(error?.message.contains("HERALD_RECEIPTS") == true)
     }
 
+    @Test("send priorities are normal by default, set per app in the file, and HERALD_SEND_PRIORITY sets HERALD_TOPIC's app")
+    func sendPriorities() throws {
+        #expect(try ServerConfiguration(environment: [:]).apps[0].sendPriority == .normal)
+        let file = try write(
+            #"{"apps": [{"topic": "com.acme.a", "sendPriority": "high"}, {"topic": "com.acme.b"}]}"#, to: "priority.json")
+        #expect(try ServerConfiguration(environment: ["HERALD_CONFIG": file]).apps.map(\.sendPriority) == [.high, .normal])
+        let overridden = try ServerConfiguration(environment: [
+            "HERALD_CONFIG": file, "HERALD_TOPIC": "com.acme.b", "HERALD_SEND_PRIORITY": "low",
+        ])
+        #expect(overridden.apps.map(\.sendPriority) == [.high, .low])
+        let error = #expect(throws: ConfigurationError.self) {
+            try ServerConfiguration(environment: ["HERALD_SEND_PRIORITY": "urgent"])
+        }
+        #expect(error?.message.contains("HERALD_SEND_PRIORITY") == true && error?.message.contains("high, normal or low") == true)
+    }
+
     @Test("preference categories come from the variable or the file, with the default category; variables win")
     func preferenceCategories() throws {
         let configuration = try ServerConfiguration(environment: [

@@ -136,13 +136,13 @@ public struct FanOut: Sendable {
     ///   - lease: The background worker's lease to keep renewing; `nil` for an inline send.
     ///   - collect: Whether to return every outcome (inline sends only: a small target).
     ///   - lane: The send's lane in the shared budget (``budget``).
-    ///   - appWeight: Its app's weight in the shared budget.
+    ///   - share: Its app's priority and weight in the shared budget.
     ///   - shouldStop: Checked between events; once `true`, nothing more is fetched or sent, and what is in flight
     ///     is finished and recorded (graceful shutdown). A later run skips what was recorded.
     /// - Throws: ``LeaseLost``, a store error, or `CancellationError`.
     public func run(
         _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, resuming: Bool = false, lease: Lease?,
-        collect: Bool, lane: SendLane = .background, appWeight: Double = 1,
+        collect: Bool, lane: SendLane = .background, share: InFlightBudget.AppShare = .init(),
         shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Result {
         let events = BatchQueue<Event>()
@@ -152,7 +152,7 @@ public struct FanOut: Sendable {
             }
             return try await store.recordOutcomes(batch, for: id, checkpoint: checkpoint)
         }
-        let flow = budget?.join(app: plan.bundleID, send: id, lane: lane, appWeight: appWeight) {
+        let flow = budget?.join(app: plan.bundleID, send: id, lane: lane, share: share) {
             events.push(.permits($0))
         }
         defer { if let flow { budget?.leave(flow) } }

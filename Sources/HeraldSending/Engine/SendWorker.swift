@@ -53,8 +53,10 @@ public final class SendWorker: Service, Sendable {
     private let storeReady: Gate
     /// The most sends running at once in each lane.
     private let runningLimit: Int
-    /// Each app's weight in the shared budget.
-    private let appWeights: [String: Double]
+    /// Each app's priority and weight in the shared budget.
+    private let appShares: [String: InFlightBudget.AppShare]
+    /// The order in which waiting sends of a lane are claimed: by their app's priority, then oldest first.
+    private let precedence: ClaimPrecedence
     /// The runs being performed (a whole send, or one shard of a large send), with their lane and whether their send
     /// was cancelled meanwhile.
     private let running = Mutex<[RunKey: RunningSend]>([:])
@@ -97,17 +99,19 @@ public final class SendWorker: Service, Sendable {
     ///   - clock: What the worker sleeps on between polls.
     ///   - wallClock: The time of day: leases, schedules.
     ///   - storeReady: Opens once the store is migrated: the worker waits for it.
-    ///   - appWeights: Each app's weight in the shared in-flight budget (1 when absent).
+    ///   - appShares: Each app's priority and weight, in the queue and the shared in-flight budget (`normal` and 1
+    ///     when absent).
     public init(
         store: any Store, servedApps: Set<String>, legacyJobs: any LegacyJobReader, fanOut: FanOut,
         broadcaster: Broadcaster, sending: SendingSettings, instance: String,
         clock: any Clock<Duration>, wallClock: any WallClock, storeReady: Gate, logger: Logger,
-        appWeights: [String: Double] = [:], metrics: (any SendingMetrics)? = nil
+        appShares: [String: InFlightBudget.AppShare] = [:], metrics: (any SendingMetrics)? = nil
     ) {
         self.storeReady = storeReady
         self.runningLimit = sending.runningSendsPerLane
         self.shardSize = sending.shardSize
-        self.appWeights = appWeights
+        self.appShares = appShares
+        precedence = ClaimPrecedence(priorities: appShares.mapValues(\.priority))
         self.metrics = metrics
         self.store = store
         self.servedApps = servedApps
@@ -214,13 +218,13 @@ public final class SendWorker: Service, Sendable {
         do {
             var claim: Claim?
             if let (record, shard) = try await store.claimShard(
-                worker: name, leaseUntil: leaseEnd(), lanes: lanes, excluding: full)
+                worker: name, leaseUntil: leaseEnd(), lanes: lanes, excluding: full, precedence: precedence)
             {
                 claim = .shard(record, shard)
                 metrics?.sendClaimed(
                     lane: record.lane, shard: true, resumed: shard.recorded > 0 || shard.checkpoint != nil)
             } else if let record = try await store.claimNextQueuedSend(
-                worker: name, leaseUntil: leaseEnd(), lanes: lanes)
+                worker: name, leaseUntil: leaseEnd(), lanes: lanes, precedence: precedence)
             {
                 claim = .send(record)
                 metrics?.sendClaimed(
@@ -434,7 +438,7 @@ public final class SendWorker: Service, Sendable {
                     plan, send: record.id, after: record.checkpoint,
                     resuming: record.counts.total > 0 || record.sentThrough != nil,
                     lease: FanOut.Lease(worker: name, duration: leaseDuration), collect: false, lane: record.lane,
-                    appWeight: appWeights[plan.bundleID] ?? 1,
+                    share: appShares[plan.bundleID] ?? .init(),
                     shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
                 group.cancelAll()
                 return result
@@ -513,7 +517,7 @@ public final class SendWorker: Service, Sendable {
                     plan.bounded(through: shard.through), send: record.id, after: shard.resumesAfter,
                     resuming: shard.recorded > 0 || shard.checkpoint != nil,
                     lease: FanOut.Lease(worker: name, duration: leaseDuration, shard: shard.index), collect: false,
-                    lane: record.lane, appWeight: appWeights[plan.bundleID] ?? 1,
+                    lane: record.lane, share: appShares[plan.bundleID] ?? .init(),
                     shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
                 group.cancelAll()
                 return result

@@ -40,6 +40,7 @@ extension ServerConfiguration {
     /// | `HERALD_CONTENT_KEY` [`contentKey`] | `id:base64` of 32 bytes | none |
     /// | `HERALD_RECEIPTS` [`receipts`] | Boolean: the send id in a `herald` key, for delivery receipts | `true` |
     /// | `HERALD_SEND_WEIGHT` [`sendWeight`] | the app's share of the in-flight budget against other apps, 1–1000 | 1 |
+    /// | `HERALD_SEND_PRIORITY` [`sendPriority`] | `high`, `normal` or `low`: the app's sends are claimed and given the budget before (after) other apps' of their lane | `normal` |
     /// | `HERALD_PREFERENCE_CATEGORIES` [`preferenceCategories`] | comma-separated `name`, `name:off` or `name:mandatory` | none: no preferences |
     /// | `HERALD_DEFAULT_PREFERENCE_CATEGORY` [`defaultPreferenceCategory`] | the category of a send that names none | none: such sends ignore preferences |
     /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
@@ -254,6 +255,7 @@ extension ServerConfiguration {
             "HERALD_TOPIC", "HERALD_TEAM_ID", "HERALD_KEY_ID", "HERALD_KEY_FILE", "HERALD_CERTIFICATE_FILE",
             "HERALD_PRIVATE_KEY_FILE", "HERALD_P12_FILE", "HERALD_REGISTRATION_KEYS", "HERALD_CONTENT_KEY",
             "HERALD_RECEIPTS", "HERALD_SEND_WEIGHT", "HERALD_PREFERENCE_CATEGORIES", "HERALD_DEFAULT_PREFERENCE_CATEGORY",
+            "HERALD_SEND_PRIORITY",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -269,6 +271,9 @@ extension ServerConfiguration {
                 if reader.environment["HERALD_RECEIPTS"].map({ !$0.isEmpty }) ?? false { merged.receipts = app.receipts }
                 if reader.environment["HERALD_SEND_WEIGHT"].map({ !$0.isEmpty }) ?? false {
                     merged.sendWeight = app.sendWeight
+                }
+                if reader.environment["HERALD_SEND_PRIORITY"].map({ !$0.isEmpty }) ?? false {
+                    merged.sendPriority = app.sendPriority
                 }
                 if !app.preferenceCategories.isEmpty { merged.preferenceCategories = app.preferenceCategories }
                 if app.defaultPreferenceCategory != nil {
@@ -341,6 +346,13 @@ extension ServerConfiguration {
         app.registrationKeys = try reader.list("HERALD_REGISTRATION_KEYS", "registrationKeys")
         app.receipts = try reader.bool("HERALD_RECEIPTS", "receipts") ?? true
         app.sendWeight = try reader.integer("HERALD_SEND_WEIGHT", "sendWeight", in: 1...1000) ?? 1
+        if let priority = try reader.string("HERALD_SEND_PRIORITY", "sendPriority") {
+            guard let parsed = AppPriority(rawValue: priority) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_SEND_PRIORITY", "sendPriority")) is \"\(priority)\": use high, normal or low.")
+            }
+            app.sendPriority = parsed
+        }
         app.preferenceCategories = try readPreferenceCategories(reader: reader)
         app.defaultPreferenceCategory = try reader.string(
             "HERALD_DEFAULT_PREFERENCE_CATEGORY", "defaultPreferenceCategory")

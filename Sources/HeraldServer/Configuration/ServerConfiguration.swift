@@ -285,6 +285,9 @@ public struct AppConfiguration: Sendable {
     /// The app's weight in each instance's shared in-flight budget: while two apps' sends of one lane both want
     /// more, they get it in proportion to their weights. Default 1.
     public var sendWeight: Int
+    /// How the app's sends rank against other apps' sends of the same lane: claimed from the queue and given the
+    /// in-flight budget before (`high`) or after (`low`) them. Default `normal` (docs/sending.md, "Priorities").
+    public var sendPriority: AppPriority = .normal
     /// The kinds of notification the app sends, which people may turn off unless mandatory (docs/preferences.md).
     /// Empty: no preferences; every send reaches every device it targets.
     public var preferenceCategories: [PreferenceCategory]

@@ -65,8 +65,10 @@ public protocol DeliveryStore: Sendable {
     ///   - worker: A name unique to the worker (host and process).
     ///   - leaseUntil: Until when the send is the worker's; renew it well before.
     ///   - lanes: The lanes to claim from (``SendRecord/lane``): those the worker has room in.
+    ///   - precedence: Which apps' sends go first (``AppPriority``); within a priority, the oldest.
     /// - Returns: The claimed send, now `running`, or `nil` when nothing waits in those lanes.
-    func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws -> SendRecord?
+    func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence)
+        async throws -> SendRecord?
 
     /// How many sends wait in each lane now (queued and due, or running under a lease that ran out), and since when
     /// the oldest of them waits; lanes without any are left out. For the scheduler's metrics.
@@ -126,7 +128,7 @@ public protocol DeliveryStore: Sendable {
     // MARK: Shards (docs/sending.md, "Shards")
 
     /// Cuts a running send the worker holds into shards and lets go of it, in one transaction: from then on only its
-    /// shards are claimed (``claimShard(worker:leaseUntil:lanes:excluding:)``), by any worker of any instance.
+    /// shards are claimed (``claimShard(worker:leaseUntil:lanes:excluding:precedence:)``), by any worker of any instance.
     /// - Parameters:
     ///   - boundaries: Where shards end (``TokenStore/shardBoundaries(matching:size:limit:)``): shard `i` runs
     ///     after boundary `i − 1` through boundary `i`; the last shard, after the last boundary to the end.
@@ -135,12 +137,16 @@ public protocol DeliveryStore: Sendable {
     func shardSend(_ id: SendID, worker: String, boundaries: [DeviceCursor], size: Int, targetCount: Int)
         async throws -> Bool
 
-    /// Takes the first waiting shard — queued, or running under a lease that ran out — of the oldest running sharded
-    /// send of some lanes, and gives its lease to a worker. Shards of a cancelled or finished send are never claimed.
-    /// - Parameter excluding: Sends the worker takes no more shards of (it runs as many of them as it wants).
+    /// Takes the first waiting shard — queued, or running under a lease that ran out — of the running sharded sends of
+    /// some lanes, by their app's priority then oldest first, and gives its lease to a worker. Shards of a cancelled
+    /// or finished send are never claimed.
+    /// - Parameters:
+    ///   - excluding: Sends the worker takes no more shards of (it runs as many of them as it wants).
+    ///   - precedence: Which apps' sends go first (``AppPriority``).
     /// - Returns: The send and its claimed shard, now `running`; `nil` when none waits.
-    func claimShard(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>) async throws
-        -> (send: SendRecord, shard: SendShard)?
+    func claimShard(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
+    ) async throws -> (send: SendRecord, shard: SendShard)?
 
     /// A send's shards, in order; empty when it runs whole.
     func shards(of id: SendID) async throws -> [SendShard]
@@ -161,9 +167,23 @@ public protocol DeliveryStore: Sendable {
 }
 
 extension DeliveryStore {
-    /// Takes the oldest waiting send of any lane: ``claimNextQueuedSend(worker:leaseUntil:lanes:)`` with every lane a
+    /// Takes the oldest waiting send of any lane: ``claimNextQueuedSend(worker:leaseUntil:lanes:precedence:)`` with every lane a
     /// send can wait in.
     public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {
         try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: Set(SendLane.priorityOrder))
+    }
+
+    /// ``claimNextQueuedSend(worker:leaseUntil:lanes:precedence:)``, oldest first whatever the app.
+    public func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws
+        -> SendRecord?
+    {
+        try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, precedence: .none)
+    }
+
+    /// ``claimShard(worker:leaseUntil:lanes:excluding:precedence:)``, oldest send first whatever the app.
+    public func claimShard(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>)
+        async throws -> (send: SendRecord, shard: SendShard)?
+    {
+        try await claimShard(worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: .none)
     }
 }

@@ -50,12 +50,12 @@ extension StoreSQL {
             [.text(id.description), .text(worker), .integer(Int64(shards)), .integer(StoreTime.microseconds(now))])
     }
 
-    /// Gives the first waiting shard (queued, or running under a lease that ran out) of the oldest running sends of
-    /// some lanes to a worker, leaving out some sends; returns the shard. On PostgreSQL, concurrent claimers skip the
+    /// Gives the first waiting shard (queued, or running under a lease that ran out) of the running sends of some lanes
+    /// to a worker, by their app's priority then oldest first, leaving out some sends; returns the shard. On PostgreSQL, concurrent claimers skip the
     /// shard another one locked.
     package static func claimShard(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, at now: Date,
-        _ dialect: SQLStatement.Dialect
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>,
+        precedence: ClaimPrecedence = .none, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
         var statement = SQLStatement(dialect)
         let workerPlaceholder = statement.bind(worker)
@@ -66,12 +66,13 @@ extension StoreSQL {
         if !excluding.isEmpty {
             excluded = " AND h.send_id NOT IN (\(statement.bindList(excluding.map(\.description).sorted())))"
         }
+        let order = precedenceOrder(precedence, column: "s.topic", in: &statement)
         statement.sql = """
             UPDATE send_shards SET status = 'running', worker = \(workerPlaceholder), lease_until = \(leasePlaceholder), \
             updated_at = \(nowPlaceholder) WHERE (send_id, shard) = (SELECT h.send_id, h.shard FROM send_shards h \
             JOIN sends s ON s.id = h.send_id WHERE h.status <> 'done' \
             AND (h.status = 'queued' OR h.lease_until < \(nowPlaceholder)) AND s.status = 'running' \
-            AND s.lane IN (\(laneList))\(excluded) ORDER BY s.created_at, h.send_id, h.shard LIMIT 1\
+            AND s.lane IN (\(laneList))\(excluded) ORDER BY \(order)s.created_at, h.send_id, h.shard LIMIT 1\
             \(dialect == .postgres ? " FOR UPDATE OF h SKIP LOCKED" : "")) RETURNING \(shardColumns)
             """
         return statement

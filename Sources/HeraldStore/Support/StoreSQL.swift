@@ -501,22 +501,40 @@ package enum StoreSQL {
     /// Gives the oldest waiting send of some lanes to a worker; returns it. On PostgreSQL, concurrent claimers skip
     /// the row another one locked instead of waiting for it.
     package static func claimSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, at now: Date, _ dialect: SQLStatement.Dialect
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence = .none, at now: Date,
+        _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
+        var statement = SQLStatement(dialect)
+        let workerPlaceholder = statement.bind(worker)
+        let leasePlaceholder = statement.bind(.integer(StoreTime.microseconds(leaseUntil)))
+        let nowPlaceholder = statement.bind(.integer(StoreTime.microseconds(now)))
         // Sorted, so one set of lanes is one statement text (PostgreSQL plans it once per shape).
-        let names = lanes.map(\.rawValue).sorted()
-        let list = names.indices.map { "$\($0 + 4)" }.joined(separator: ", ")
-        return SQLStatement(
-            dialect,
-            """
-            UPDATE sends SET status = 'running', worker = $1, lease_until = $2, updated_at = $3 \
-            WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
-            AND (status = 'queued' OR lease_until < $3) AND (send_at IS NULL OR send_at <= $3) AND lane IN (\(list)) \
-            ORDER BY created_at, id LIMIT 1\(dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")) \
+        let list = statement.bindList(lanes.map(\.rawValue).sorted())
+        let order = precedenceOrder(precedence, column: "topic", in: &statement)
+        statement.sql = """
+            UPDATE sends SET status = 'running', worker = \(workerPlaceholder), lease_until = \(leasePlaceholder), \
+            updated_at = \(nowPlaceholder) WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
+            AND (status = 'queued' OR lease_until < \(nowPlaceholder)) \
+            AND (send_at IS NULL OR send_at <= \(nowPlaceholder)) AND lane IN (\(list)) \
+            ORDER BY \(order)created_at, id LIMIT 1\(dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")) \
             RETURNING \(sendColumns)
-            """,
-            [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))]
-                + names.map { .text($0) })
+            """
+        return statement
+    }
+
+    /// The leading `ORDER BY` term that ranks sends by their app's priority (`high` 0, `normal` 1, `low` 2), with a
+    /// trailing comma; empty when every app has the same priority. A waiting queue is short, so sorting it costs
+    /// little beside the claim.
+    package static func precedenceOrder(
+        _ precedence: ClaimPrecedence, column: String, in statement: inout SQLStatement
+    ) -> String {
+        let high = precedence.apps(.high)
+        let low = precedence.apps(.low)
+        guard !high.isEmpty || !low.isEmpty else { return "" }
+        var cases = "CASE"
+        if !high.isEmpty { cases += " WHEN \(column) IN (\(statement.bindList(high))) THEN 0" }
+        if !low.isEmpty { cases += " WHEN \(column) IN (\(statement.bindList(low))) THEN 2" }
+        return cases + " ELSE 1 END, "
     }
 
     /// How many sends wait in each lane: queued and due, or running under a lease that ran out (`lane`, `count` rows).

@@ -19,6 +19,9 @@ extension StoreConformance {
                 "a worker claims only from the lanes it has room in, oldest first there, and waiting sends are counted per lane",
                 laneClaims),
             Case(
+                "within a lane a high-priority app's send is claimed first and a low one's last, oldest first among equals",
+                priorityClaims),
+            Case(
                 "a restarted instance that holds its lock puts back at once the sends its earlier run held, not its own",
                 restartedInstance),
             Case(
@@ -224,6 +227,33 @@ extension StoreConformance {
             #expect(
                 try await other.renewLease(of: send.id, worker: "b", until: context.clock.now().addingTimeInterval(60)))
         }
+    }
+
+    static func priorityClaims(_ context: Context) async throws {
+        let store = context.store
+        var sends: [String: SendID] = [:]
+        // Queued oldest first: low, normal (twice), high; and an app's send stored without its app (older Herald).
+        for (name, topic) in [
+            ("low", "com.low.app"), ("normal-1", "com.normal.app"), ("unknown", nil), ("normal-2", "com.normal.app"),
+            ("high", "com.high.app"),
+        ] {
+            sends[name] =
+                try await store.createSend(
+                    NewSend(target: name, summary: "s", lane: .campaign, topic: topic)
+                ).id
+            context.clock.advance(by: .seconds(1))
+        }
+        let precedence = ClaimPrecedence(priorities: [
+            "com.low.app": .low, "com.high.app": .high, "com.normal.app": .normal,
+        ])
+        let lease = context.clock.now().addingTimeInterval(30)
+        var order: [SendID] = []
+        while let claimed = try await store.claimNextQueuedSend(
+            worker: "w", leaseUntil: lease, lanes: [.campaign], precedence: precedence)
+        {
+            order.append(claimed.id)
+        }
+        #expect(order == ["high", "normal-1", "unknown", "normal-2", "low"].map { sends[$0]! })
     }
 
     static func laneClaims(_ context: Context) async throws {

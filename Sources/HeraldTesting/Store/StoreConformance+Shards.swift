@@ -15,6 +15,7 @@ extension StoreConformance {
             Case(
                 "a shard whose lease ran out is taken over after its checkpoint; shards of a cancelled send are never claimed",
                 shardTakeOver),
+            Case("shards of a high-priority app's send are claimed before an older send's of a normal app", shardPriority),
         ]
     }
 
@@ -46,12 +47,14 @@ extension StoreConformance {
     }
 
     /// A queued send claimed by `worker` and cut into three shards of 10 devices.
-    static func shardedSend(_ context: Context, worker: String = "planner") async throws -> SendRecord {
+    static func shardedSend(_ context: Context, worker: String = "planner", topic: String? = nil) async throws
+        -> SendRecord
+    {
         let store = context.store
         for n in 1...25 { _ = try await store.upsert(registration(n)) }
         let query = DeviceQuery.topic("com.example.herald")
         let send = try await store.createSend(
-            NewSend(target: "every device", summary: "s", job: "{}", targetCount: 25, lane: .campaign))
+            NewSend(target: "every device", summary: "s", job: "{}", targetCount: 25, lane: .campaign, topic: topic))
         let lease = context.clock.now().addingTimeInterval(60)
         #expect(try await store.claimNextQueuedSend(worker: worker, leaseUntil: lease)?.id == send.id)
         let boundaries = try await store.shardBoundaries(matching: query, size: 10, limit: 100)
@@ -104,6 +107,22 @@ extension StoreConformance {
         let completed = try await store.endShardRun(of: send.id, shard: 2, worker: "c", status: .done)
         #expect(completed?.id == send.id && completed?.status == .completed && completed?.counts.accepted == 4)
         #expect(try await store.claimShard(worker: "d", leaseUntil: lease, lanes: [.campaign], excluding: []) == nil)
+    }
+
+    static func shardPriority(_ context: Context) async throws {
+        let store = context.store
+        let older = try await shardedSend(context, topic: "com.normal.app")
+        context.clock.advance(by: .seconds(1))
+        let urgent = try await shardedSend(context, topic: "com.high.app")
+        let lease = context.clock.now().addingTimeInterval(30)
+        let precedence = ClaimPrecedence(priorities: ["com.high.app": .high])
+        var order: [SendID] = []
+        while let claimed = try await store.claimShard(
+            worker: "w", leaseUntil: lease, lanes: [.campaign], excluding: [], precedence: precedence)
+        {
+            order.append(claimed.send.id)
+        }
+        #expect(order == [urgent.id, urgent.id, urgent.id, older.id, older.id, older.id])
     }
 
     static func shardTakeOver(_ context: Context) async throws {
