@@ -122,4 +122,56 @@ struct SchedulerTests {
             for id in ids { #expect(try await app.worker.waitUntilFinished(id).counts.accepted == 300) }
         }
     }
+
+    @Test(
+        "when a lane's slot frees, a high-priority app's waiting send goes before an older one of a normal app",
+        arguments: Backend.available)
+    func priorityBetweenApps(backend: Backend) async throws {
+        let paceClock = ManualClock()
+        try await ServerHarness.withServer(
+            backend, sleepClock: paceClock,
+            configure: {
+                var urgent = AppConfiguration(bundleID: Self.beta)
+                urgent.sendPriority = .high
+                $0.apps = [AppConfiguration(bundleID: Self.alpha), urgent]
+                $0.limits.inlineSendLimit = 3
+                $0.sending.runningSendsPerLane = 1
+            }
+        ) { client, app in
+            let key = try await SendTests.key(app)
+            try await Self.register(app.store, 1...20, topic: Self.alpha)
+            try await Self.register(app.store, 1001...1020, topic: Self.beta)
+            func campaign(_ topic: String) async throws -> SendID {
+                let answer = try await client.call(
+                    .post, "/api/send", body: #"{"target": {"topic": "\#(topic)"}, "alert": "news", "rate": 1}"#,
+                    bearer: key)
+                #expect(answer.status == .accepted && answer.json["lane"]?.stringValue == "campaign", "\(answer)")
+                return try #require(SendID(answer.json["id"]?.stringValue ?? ""))
+            }
+            let holding = try await campaign(Self.alpha)
+            await app.worker.waitUntilLookedAgain()
+            #expect(try await app.store.send(holding)?.status == .running)
+            let older = try await campaign(Self.alpha)
+            let urgent = try await campaign(Self.beta)
+            await app.worker.waitUntilLookedAgain()
+            #expect(try await app.store.send(older)?.status == .queued, "the lane is full")
+
+            // The holding campaign is cancelled and stops at its pace's next tick: its slot frees.
+            #expect(try await client.call(.delete, "/api/sends/\(holding)", bearer: key).status == .ok)
+            await paceClock.waitForSleepers()
+            paceClock.advance(by: .seconds(1))
+            #expect(try await app.worker.waitUntilFinished(holding).status == .cancelled)
+            await app.worker.waitUntilLookedAgain()
+            // Oldest first, the normal app's send would run now and the high one's wait.
+            #expect(try await app.store.send(urgent)?.status == .running)
+            #expect(try await app.store.send(older)?.status == .queued)
+            for id in [older, urgent] {
+                #expect(try await client.call(.delete, "/api/sends/\(id)", bearer: key).status == .ok)
+            }
+            // The running one stops at its next tick; the server's shutdown would otherwise wait for it.
+            await paceClock.waitForSleepers()
+            paceClock.advance(by: .seconds(1))
+            #expect(try await app.worker.waitUntilFinished(urgent).status == .cancelled)
+        }
+    }
 }
