@@ -8,20 +8,12 @@ import HeraldTesting
 import Testing
 
 @Suite("herald webhooks")
-struct WebhooksCommandTests {
+struct WebhooksCommandTests: DatabaseCommandTesting {
+    static let command = "webhooks"
     let temporary: TemporaryDirectory
     var url: String { "sqlite://" + temporary.url.appendingPathComponent("herald.sqlite").path }
 
     init() throws { temporary = try TemporaryDirectory(prefix: "herald-webhooks") }
-
-    func run(_ arguments: [String]) async throws {
-        var command = try Herald.parseAsRoot(["webhooks"] + arguments + ["--database-url", url])
-        if var asynchronous = command as? any AsyncParsableCommand {
-            try await asynchronous.run()
-        } else {
-            try command.run()
-        }
-    }
 
     func endpoints() async throws -> [WebhookEndpoint] {
         try await StoreConformance.withRunning(try SQLiteStore(url: url)) { try await $0.webhookEndpoints(app: nil) }
