@@ -166,8 +166,8 @@ public func buildApplication(
         let eventLimiter =
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute, subject: "event reports") : nil
-        let keys = APIKeyVerifier(store: store, clock: dependencies.clock)
         let audit = AuditTrail(store: store, clock: dependencies.clock)
+        let keys = APIKeyVerifier(store: store, clock: dependencies.clock, audit: audit)
         // A request may take as long as its sends' retries: a claim is only abandoned well after that.
         let idempotency = IdempotencyMiddleware(
             store: store, clock: dependencies.clock, window: configuration.limits.idempotencyWindow,
@@ -182,8 +182,9 @@ public func buildApplication(
             registry: dependencies.metrics, bearerKey: configuration.metrics.bearerKey,
             beforeScrape: { metrics.budget(budget.snapshot) })
         let addRoutes = { (router: Router<ServerRequestContext>) in
-            RegistrationController(store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics).addRoutes(
-                to: router)
+            RegistrationController(
+                store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics, audit: audit
+            ).addRoutes(to: router)
             EventsController(store: store, apps: apps, rateLimiter: eventLimiter, metrics: metrics).addRoutes(
                 to: router)
             SendController(
@@ -204,10 +205,12 @@ public func buildApplication(
             ).addRoutes(to: router)
             DeviceController(store: store, keys: keys).addRoutes(to: router)
             PreferenceController(
-                store: store, apps: apps, keys: keys, rateLimiter: rateLimiter, clock: dependencies.clock
+                store: store, apps: apps, keys: keys, rateLimiter: rateLimiter, clock: dependencies.clock,
+                audit: audit
             ).addRoutes(to: router)
             WebhookController(
-                store: store, keys: keys, apps: apps, settings: configuration.webhooks, clock: dependencies.clock
+                store: store, keys: keys, apps: apps, settings: configuration.webhooks, clock: dependencies.clock,
+                audit: audit
             ).addRoutes(to: router)
             AccessController(store: store, keys: keys, apps: apps, audit: audit, clock: dependencies.clock).addRoutes(
                 to: router)

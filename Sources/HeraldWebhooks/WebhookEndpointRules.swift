@@ -8,6 +8,24 @@ public enum WebhookEndpointRules {
     public static let maximumURLBytes = 2048
     /// The longest description, in bytes.
     public static let maximumDescriptionBytes = 500
+    /// Why an endpoint an operator paused (API, console or CLI) is paused.
+    public static let pausedByAdministrator = "Paused by an administrator."
+
+    /// An endpoint as the audit log describes it: its URL without query or fragment (a receiver's token may ride in
+    /// the query, and the log holds no secret) and its events.
+    public static func auditDetail(url: String, events: [WebhookEventType]) -> String {
+        var shown = ""
+        if var parts = URLComponents(string: url) {
+            parts.query = nil
+            parts.fragment = nil
+            parts.user = nil
+            parts.password = nil
+            shown = parts.string ?? ""
+        }
+        // The log keeps 1,000 bytes of detail; a URL may have 2,048.
+        if shown.utf8.count > 600 { shown = String(shown.prefix(600)) + "…" }
+        return "\(shown) for \(events.map(\.rawValue).joined(separator: ", "))"
+    }
 
     /// Why a URL is refused, or `nil` when it is fine: `http` or `https`, a host, no user name or password, no
     /// fragment. `http` is for receivers on the same host; production receivers use `https` (verified TLS).

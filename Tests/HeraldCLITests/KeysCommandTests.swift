@@ -9,20 +9,12 @@ import Testing
 
 /// `herald keys create --app --environment --expires`, `list` and `revoke`, and their audit entries (issue 29).
 @Suite("herald keys", .timeLimit(.minutes(2)))
-struct KeysCommandTests {
+struct KeysCommandTests: DatabaseCommandTesting {
+    static let command = "keys"
     let temporary: TemporaryDirectory
     var url: String { "sqlite://" + temporary.url.appendingPathComponent("keys.sqlite").path }
 
     init() throws { temporary = try TemporaryDirectory(prefix: "herald-keys") }
-
-    func run(_ arguments: [String]) async throws {
-        var command = try Herald.parseAsRoot(["keys"] + arguments + ["--database-url", url])
-        if var asynchronous = command as? any AsyncParsableCommand {
-            try await asynchronous.run()
-        } else {
-            try command.run()
-        }
-    }
 
     @Test("create with apps, an environment and an expiry stores them; revoke revokes; both are in the audit log")
     func scopedKeyAndAudit() async throws {

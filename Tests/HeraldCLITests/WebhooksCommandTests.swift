@@ -8,20 +8,12 @@ import HeraldTesting
 import Testing
 
 @Suite("herald webhooks")
-struct WebhooksCommandTests {
+struct WebhooksCommandTests: DatabaseCommandTesting {
+    static let command = "webhooks"
     let temporary: TemporaryDirectory
     var url: String { "sqlite://" + temporary.url.appendingPathComponent("herald.sqlite").path }
 
     init() throws { temporary = try TemporaryDirectory(prefix: "herald-webhooks") }
-
-    func run(_ arguments: [String]) async throws {
-        var command = try Herald.parseAsRoot(["webhooks"] + arguments + ["--database-url", url])
-        if var asynchronous = command as? any AsyncParsableCommand {
-            try await asynchronous.run()
-        } else {
-            try command.run()
-        }
-    }
 
     func endpoints() async throws -> [WebhookEndpoint] {
         try await StoreConformance.withRunning(try SQLiteStore(url: url)) { try await $0.webhookEndpoints(app: nil) }
@@ -51,6 +43,28 @@ struct WebhooksCommandTests {
         try await run(["delete", id])
         #expect(try await endpoints().isEmpty)
         await #expect(throws: ExitCode.self) { try await run(["delete", id]) }
+        let entries = try await StoreConformance.withRunning(try SQLiteStore(url: url)) { store in
+            try await store.auditEntries(AuditQuery(), after: nil, limit: 20).entries.reversed()
+        }
+        #expect(
+            entries.map(\.action) == [
+                .webhookCreated, .webhookPaused, .webhookResumed, .webhookSecretRotated, .webhookReplayed, .webhookDeleted,
+            ], "each change once, a test event and the refused delete none: \(entries.map(\.action))")
+        #expect(entries.allSatisfy { $0.actor.kind == .cli && $0.app == "com.example.app" && $0.subject == id })
+        #expect(entries.first?.detail == "https://hooks.example.com/h for send.completed, token.removed")
+    }
+
+    @Test("the audit log names an endpoint by its URL without query: a receiver's token may ride there")
+    func auditWithoutQuery() async throws {
+        try await run([
+            "create", "--topic", "com.example.app", "--url", "https://hooks.example.com/h?token=receiver-secret",
+            "--events", "send.completed",
+        ])
+        let entry = try #require(
+            try await StoreConformance.withRunning(try SQLiteStore(url: url)) { store in
+                try await store.auditEntries(AuditQuery(), after: nil, limit: 1).entries.first
+            })
+        #expect(entry.action == .webhookCreated && entry.detail == "https://hooks.example.com/h for send.completed")
     }
 
     @Test("mistakes are refused before the database is touched", arguments: [

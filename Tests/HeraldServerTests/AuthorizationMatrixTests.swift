@@ -309,6 +309,9 @@ struct AuthorizationMatrixTests {
                     if expected == .filtered, let marker = request.marker {
                         #expect(!answer.body.contains(marker), "\(name) as \(caller.rawValue) shows alpha's \(marker)")
                     }
+                    if caller == .viewer {
+                        #expect(!answer.body.contains(device.hex), "\(name) as viewer shows a whole device token: \(answer)")
+                    }
                     if caller == .admin, let marker = request.marker {
                         #expect(answer.body.contains(marker), "\(name) as admin: the resource the filtered rows must not show is there")
                     }

@@ -89,23 +89,10 @@ struct IdempotencyTests {
         arguments: Backend.available)
     func concurrentDuplicates(backend: Backend) async throws {
         try await TestDatabase.with(backend) { databaseURL in
-            let signingKey = TestSigningKeys.make()
-            let emulator = try APNSEmulator(
-                configuration: EmulatorConfiguration(
-                    adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(signingKey)]))
-            try await emulator.start()
-            try await withCleanup({ await emulator.shutdown() }) {
-                let host = try APNSMode.CustomHost.devicePush(of: emulator)
+            try await SharedEmulator.with(databaseURL: databaseURL) { shared in
                 var servers: [HeraldApplication] = []
                 for index in 0..<(backend == .postgres ? 2 : 1) {
-                    servers.append(
-                        try await ServerHarness.build(databaseURL: databaseURL, logger: nil) { configuration in
-                            configuration.apns = .custom(host)
-                            configuration.apps = [
-                                AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(signingKey))
-                            ]
-                            configuration.instanceID = "api-\(index)"
-                        })
+                    servers.append(try await shared.instance("api-\(index)"))
                 }
                 let built = servers
                 let devices = 3
@@ -148,7 +135,7 @@ struct IdempotencyTests {
                         #expect(Set(answers.values.flatMap { $0 }).count == 100)
                         let page = try await built[0].store.recentSends(after: nil, limit: 1_000)
                         #expect(page.sends.count == 100)
-                        #expect(emulator.counters.accepted == 100 * devices, "\(emulator.counters)")
+                        #expect(shared.emulator.counters.accepted == 100 * devices, "\(shared.emulator.counters)")
                     }
                 }
             }

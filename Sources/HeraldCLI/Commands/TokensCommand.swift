@@ -112,7 +112,16 @@ struct TokensCommand: AsyncParsableCommand {
         func run() async throws {
             let parsed: DeviceToken
             do { parsed = try DeviceToken(hex: token) } catch { throw ValidationError(error.description) }
-            guard try await database.withStore({ store in try await store.remove(parsed) }) else {
+            let removed = try await database.withStore { store in
+                let device = try await store.device(parsed)
+                guard try await store.remove(parsed) else { return false }
+                try await store.recordAudit(
+                    AuditEntry(
+                        at: Date(), actor: .commandLine, action: .deviceRemoved, app: device?.topic,
+                        subject: parsed.redacted))
+                return true
+            }
+            guard removed else {
                 Output.error("\(parsed.redacted) is not registered.")
                 throw ExitCode(1)
             }

@@ -48,7 +48,13 @@ struct WebhooksCommand: AsyncParsableCommand {
             let secret = WebhookSecret.make()
             let endpoint = NewWebhookEndpoint(
                 app: topic, url: url, events: try eventTypes(), description: description, secret: secret)
-            let created = try await database.withStore { store in try await store.createWebhookEndpoint(endpoint) }
+            let created = try await database.withStore { store in
+                let created = try await store.createWebhookEndpoint(endpoint)
+                try await WebhooksCommand.audit(
+                    .webhookCreated, created, in: store,
+                    detail: WebhookEndpointRules.auditDetail(url: created.url, events: created.events))
+                return created
+            }
             Output.line("Registered the webhook endpoint \(created.id.uuidString.lowercased()) for \(created.app): \(created.url)")
             Output.line("Its signing secret, shown only now: \(secret)")
         }
@@ -117,10 +123,9 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let uuid = try WebhooksCommand.uuid(id)
-            guard
-                try await database.withStore({ try await $0.setWebhookEndpoint(uuid, paused: "Paused by an administrator.") })
-                    != nil
-            else { throw WebhooksCommand.unknown(id) }
+            guard try await WebhooksCommand.setPaused(uuid, WebhookEndpointRules.pausedByAdministrator, database) else {
+                throw WebhooksCommand.unknown(id)
+            }
             Output.line("paused \(id)")
         }
     }
@@ -133,9 +138,7 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let uuid = try WebhooksCommand.uuid(id)
-            guard try await database.withStore({ try await $0.setWebhookEndpoint(uuid, paused: nil) }) != nil else {
-                throw WebhooksCommand.unknown(id)
-            }
+            guard try await WebhooksCommand.setPaused(uuid, nil, database) else { throw WebhooksCommand.unknown(id) }
             Output.line("resumed \(id)")
         }
     }
@@ -156,10 +159,15 @@ struct WebhooksCommand: AsyncParsableCommand {
             let uuid = try WebhooksCommand.uuid(id)
             let secret = WebhookSecret.make()
             let until = Date().addingTimeInterval(Double(overlap))
-            guard
-                try await database.withStore({ try await $0.rotateWebhookSecret(of: uuid, to: secret, previousExpiresAt: until) })
-                    != nil
-            else { throw WebhooksCommand.unknown(id) }
+            let rotated = try await database.withStore { store in
+                guard let endpoint = try await store.rotateWebhookSecret(of: uuid, to: secret, previousExpiresAt: until)
+                else { return false }
+                try await WebhooksCommand.audit(
+                    .webhookSecretRotated, endpoint, in: store,
+                    detail: "the previous secret signs until \(RFC3339.string(until))")
+                return true
+            }
+            guard rotated else { throw WebhooksCommand.unknown(id) }
             Output.line("The new signing secret, shown only now: \(secret)")
             Output.line("The previous secret signs beside it until \(RFC3339.string(until)).")
         }
@@ -191,9 +199,14 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let uuid = try WebhooksCommand.uuid(id)
-            guard let count = try await database.withStore({ try await $0.replayWebhookDeadLetter(of: uuid) }) else {
-                throw WebhooksCommand.unknown(id)
+            let replayed = try await database.withStore { store -> Int? in
+                guard let count = try await store.replayWebhookDeadLetter(of: uuid),
+                    let endpoint = try await store.webhookEndpoint(uuid)
+                else { return nil }
+                try await WebhooksCommand.audit(.webhookReplayed, endpoint, in: store, detail: "\(count) dead-letter events")
+                return count
             }
+            guard let count = replayed else { throw WebhooksCommand.unknown(id) }
             Output.line("replayed \(count) events of \(id)")
         }
     }
@@ -206,11 +219,36 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let uuid = try WebhooksCommand.uuid(id)
-            guard try await database.withStore({ try await $0.deleteWebhookEndpoint(uuid) }) else {
-                throw WebhooksCommand.unknown(id)
+            let deleted = try await database.withStore { store in
+                guard let endpoint = try await store.webhookEndpoint(uuid), try await store.deleteWebhookEndpoint(uuid)
+                else { return false }
+                try await WebhooksCommand.audit(
+                    .webhookDeleted, endpoint, in: store,
+                    detail: WebhookEndpointRules.auditDetail(url: endpoint.url, events: endpoint.events))
+                return true
             }
+            guard deleted else { throw WebhooksCommand.unknown(id) }
             Output.line("deleted \(id)")
         }
+    }
+
+    /// Pauses (with a reason) or resumes an endpoint and records it; false when there is no such endpoint.
+    static func setPaused(_ id: UUID, _ reason: String?, _ database: DatabaseOptions) async throws -> Bool {
+        try await database.withStore { store in
+            guard let endpoint = try await store.setWebhookEndpoint(id, paused: reason) else { return false }
+            try await audit(reason == nil ? .webhookResumed : .webhookPaused, endpoint, in: store)
+            return true
+        }
+    }
+
+    /// Records a change to an endpoint in the audit log, as the CLI's user, like `herald keys`.
+    static func audit(_ action: AuditAction, _ endpoint: WebhookEndpoint, in store: any Store, detail: String = "")
+        async throws
+    {
+        try await store.recordAudit(
+            AuditEntry(
+                at: Date(), actor: .commandLine, action: action, app: endpoint.app,
+                subject: endpoint.id.lowercasedText, detail: detail))
     }
 
     static func uuid(_ id: String) throws -> UUID {

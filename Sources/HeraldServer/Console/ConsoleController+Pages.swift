@@ -251,9 +251,10 @@ extension ConsoleController {
         data["groups"] = groupRows
         data["hasGroups"] = !groupRows.isEmpty
         let outcomes = try await page
+        let reveal = Self.revealsTokens(context)
         let outcomeRows: [[String: Any]] = outcomes.outcomes.map { outcome in
             [
-                "token": outcome.token.hex, "suffix": String(outcome.token.hex.suffix(8)),
+                "token": reveal ? outcome.token.hex : false, "suffix": String(outcome.token.hex.suffix(8)),
                 "environment": outcome.environment.name, "status": outcome.result.kind,
                 "detail": Self.detail(outcome), "at": Self.display(outcome.at),
             ]
@@ -360,7 +361,12 @@ extension ConsoleController {
             }
         }
         data["description"] = description
-        data["rows"] = found.map(Self.row)
+        let reveal = Self.revealsTokens(context)
+        data["rows"] = found.map { device in
+            var row = Self.row(device)
+            if !reveal { row["token"] = false }
+            return row
+        }
         data["hasRows"] = !found.isEmpty
         if found.isEmpty {
             if filtered {
@@ -371,6 +377,12 @@ extension ConsoleController {
             }
         }
         return renderer.page("devices", title: "Devices", section: .devices, data: data, context: context)
+    }
+
+    /// Whether the session's pages show whole device tokens (and link to device and delivery pages by them): not to
+    /// a viewer, who sees `…` and the last 8 hex digits, as a read-only API key does (docs/security.md).
+    static func revealsTokens(_ context: ServerRequestContext) -> Bool {
+        context.consoleSession.map { ConsoleRole($0) > .viewer } ?? false
     }
 
     /// A registration as a table row.

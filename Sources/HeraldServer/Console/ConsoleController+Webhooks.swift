@@ -16,7 +16,8 @@ extension ConsoleController {
     }
 
     @Sendable func webhooks(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
+        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.admin, session)
         var data: [String: Any] = [:]
         if let done = try request.queryParameter("done") { data["notice"] = Self.webhookNotices[done] }
         return try await webhooksPage(data, context: context)
@@ -36,7 +37,8 @@ extension ConsoleController {
         let csrf = context.consoleSession?.csrfToken ?? ""
         let queues = try await store.webhookQueues()
         var endpoints: [[String: Any]] = []
-        for endpoint in try await store.webhookEndpoints(app: nil) {
+        // A session of a key limited to apps sees their endpoints only, as the key does through the API.
+        for endpoint in try await store.webhookEndpoints(app: nil) where Self.access(context).sees(app: endpoint.app) {
             let queue = queues[endpoint.id] ?? WebhookQueue()
             let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: 10).map { delivery -> [String: Any] in
                 [
@@ -65,7 +67,7 @@ extension ConsoleController {
         var data = extra
         data["endpoints"] = endpoints
         data["hasEndpoints"] = !endpoints.isEmpty
-        data["apps"] = appIDs
+        data["apps"] = visibleApps(context)
         data["eventTypes"] = WebhookEventType.subscribable.map(\.rawValue)
         return renderer.page(
             "webhooks", title: "Webhooks", section: .webhooks, data: data, context: context, status: status)
@@ -73,14 +75,15 @@ extension ConsoleController {
 
     @Sendable func createWebhook(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.admin, session)
         let form = try await ConsoleForm.read(request, session: session)
-        let app = form["topic"] ?? appIDs.first ?? ""
+        let app = form["topic"] ?? visibleApps(context).first ?? ""
         let url = (form["url"] ?? "").trimmingCharacters(in: .whitespaces)
         let description = (form["description"] ?? "").trimmingCharacters(in: .whitespaces)
         func refuse(_ message: String) async throws -> Response {
             try await webhooksPage(["error": message], context: context, status: .badRequest)
         }
-        guard appIDs.contains(app) else { return try await refuse("Pick one of this server's apps.") }
+        guard visibleApps(context).contains(app) else { return try await refuse("Pick one of this server's apps.") }
         if let problem = WebhookEndpointRules.problem(withURL: url) { return try await refuse("The URL: \(problem).") }
         guard description.utf8.count <= WebhookEndpointRules.maximumDescriptionBytes,
             !TextRules.hasControlCharacter(description)
@@ -96,29 +99,49 @@ extension ConsoleController {
         let endpoint = try await store.createWebhookEndpoint(
             NewWebhookEndpoint(app: app, url: url, events: events, description: description, secret: secret))
         context.logger.notice("Console registered webhook endpoint \(endpoint.id) for \(app)")
+        await audit.record(
+            .webhookCreated, context, app: app, subject: endpoint.id.lowercasedText,
+            detail: WebhookEndpointRules.auditDetail(url: url, events: events))
         return try await webhooksPage(["created": ["secret": secret]], context: context, status: .created)
     }
 
     @Sendable func webhookAction(_ request: Request, context: ServerRequestContext) async throws -> Response {
         guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        try Self.require(.admin, session)
         _ = try await ConsoleForm.read(request, session: session)
+        // Another app's endpoint is as unknown to a session limited to apps as a missing one.
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
-            let endpoint = try await store.webhookEndpoint(id)
+            let endpoint = try await store.webhookEndpoint(id), Self.access(context).sees(app: endpoint.app)
         else {
             throw APIError(.notFound, reason: "unknownWebhook", "There is no such webhook endpoint: pick one from the list.")
         }
         let action = context.parameters.get("action") ?? ""
+        // What the audit log records of it (a test event changes nothing), when the store found the endpoint.
+        var change: (kind: AuditAction, detail: String)?
         switch action {
-        case "pause": _ = try await store.setWebhookEndpoint(id, paused: "Paused by an administrator.")
-        case "resume": _ = try await store.setWebhookEndpoint(id, paused: nil)
+        case "pause":
+            if try await store.setWebhookEndpoint(id, paused: WebhookEndpointRules.pausedByAdministrator) != nil {
+                change = (.webhookPaused, "")
+            }
+        case "resume":
+            if try await store.setWebhookEndpoint(id, paused: nil) != nil { change = (.webhookResumed, "") }
         case "test":
             _ = try await store.enqueueWebhookEvent(
                 WebhookEndpointRules.testEvent(app: endpoint.app, at: clock.now()), for: id)
-        case "replay": _ = try await store.replayWebhookDeadLetter(of: id)
-        case "delete": _ = try await store.deleteWebhookEndpoint(id)
+        case "replay":
+            if let count = try await store.replayWebhookDeadLetter(of: id) {
+                change = (.webhookReplayed, "\(count) dead-letter events")
+            }
+        case "delete":
+            if try await store.deleteWebhookEndpoint(id) {
+                change = (.webhookDeleted, WebhookEndpointRules.auditDetail(url: endpoint.url, events: endpoint.events))
+            }
         default: throw HTTPError(.notFound)
         }
         context.logger.notice("Console: webhook endpoint \(id): \(action)")
+        if let change {
+            await audit.record(change.kind, context, app: endpoint.app, subject: id.lowercasedText, detail: change.detail)
+        }
         return Self.redirect("/console/webhooks?done=\(action)")
     }
 }

@@ -114,9 +114,9 @@ struct ConsoleController: Sendable {
             throw ConsoleForm.csrfRefused
         }
         let secret = (form["key"] ?? "").trimmingCharacters(in: .whitespaces)
-        guard !secret.isEmpty, secret.utf8.count <= 512, let key = try await store.apiKey(forSecret: secret),
-            ConsoleRole.signsIn(key), key.isUsable(at: clock.now())
-        else {
+        let found = secret.isEmpty || secret.utf8.count > 512 ? nil : try await store.apiKey(forSecret: secret)
+        if let found, found.isActive, found.isExpired(at: clock.now()) { await keys.recordExpiry(of: found, context) }
+        guard let key = found, ConsoleRole.signsIn(key), key.isUsable(at: clock.now()) else {
             context.logger.notice("Console sign-in refused", metadata: [LogKey.path: "/console/sign-in"])
             return signInPage(
                 error:

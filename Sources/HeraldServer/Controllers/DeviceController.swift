@@ -72,9 +72,13 @@ struct DeviceController: Sendable {
             }
             cursor = parsed
         }
+        // A viewer (a read-only key) sees a token as its last 8 hex digits, as sends show it to a send-only key.
+        let reveal = SendController.revealsTokens(to: context)
         let page = try await store.devices(
             matching: query, after: cursor, limit: try SendController.limit(request.queryParameter("limit")))
-        var members: [String: JSONValue] = ["devices": .array(page.devices.map { $0.json(includingAdminFields: true) })]
+        var members: [String: JSONValue] = ["devices": .array(page.devices.map {
+            $0.json(includingAdminFields: true, revealingToken: reveal)
+        })]
         if let next = page.next { members["next"] = .string(next.description) }
         return .json(.object(members))
     }
@@ -89,6 +93,6 @@ struct DeviceController: Sendable {
         else {
             throw APIError(.notFound, reason: "unknownToken", "This token is not registered.")
         }
-        return .json(device.json(includingAdminFields: true))
+        return .json(device.json(includingAdminFields: true, revealingToken: SendController.revealsTokens(to: context)))
     }
 }

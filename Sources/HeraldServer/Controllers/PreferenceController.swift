@@ -18,6 +18,7 @@ struct PreferenceController: Sendable {
     let keys: APIKeyVerifier
     let rateLimiter: RateLimiter?
     let clock: any WallClock
+    let audit: AuditTrail
 
     /// The body's only field.
     private static let fields: Set<String> = ["categories"]
@@ -39,7 +40,7 @@ struct PreferenceController: Sendable {
     private func update(_ request: Request, context: ServerRequestContext, asAdmin: Bool) async throws -> Response {
         let (device, app) = try await asAdmin ? device(request, context: context) : deviceForApp(request, context: context)
         try Self.checkVisible(device, asAdmin: asAdmin, context: context)
-        return .json(try await update(device, app: app, request: request, context: context))
+        return .json(try await update(device, app: app, request: request, context: context, asAdmin: asAdmin))
     }
 
     /// A key limited to other apps or another environment finds the device as unknown as a missing one.
@@ -75,7 +76,8 @@ struct PreferenceController: Sendable {
     }
 
     private func update(
-        _ device: DeviceRegistration, app: AppDirectory.App, request: Request, context: ServerRequestContext
+        _ device: DeviceRegistration, app: AppDirectory.App, request: Request, context: ServerRequestContext,
+        asAdmin: Bool
     ) async throws -> JSONValue {
         let body = try await RequestFields.read(
             request, limit: ServerConfiguration.Limits.registrationBodyBytes, allowed: Self.fields)
@@ -89,6 +91,15 @@ struct PreferenceController: Sendable {
         context.logger.info(
             "Changed notification preferences",
             metadata: [LogKey.topic: "\(app.bundleID)", "subject": "\(subject)", LogKey.count: "\(choices.count)"])
+        // An app changing its own user's choices is that user's doing; an admin changing them is an operator's.
+        if asAdmin {
+            let described = choices.keys.sorted().map { name in
+                "\(name) \(choices[name].flatMap { $0.map { $0 ? "on" : "off" } } ?? "default")"
+            }
+            await audit.record(
+                .preferencesChanged, context, app: app.bundleID, subject: device.token.redacted,
+                detail: described.joined(separator: ", "))
+        }
         return try await answer(device, app: app)
     }
 

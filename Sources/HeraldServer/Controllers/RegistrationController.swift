@@ -11,6 +11,7 @@ struct RegistrationController: Sendable {
     let apps: AppDirectory
     let rateLimiter: RateLimiter?
     let metrics: ServerMetrics
+    let audit: AuditTrail
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.post("/api/token", use: register)
@@ -51,15 +52,20 @@ struct RegistrationController: Sendable {
         try admit(context)
         let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
         let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
-        if allowed != nil {
-            guard let device = try await store.device(token) else { throw Self.unknownToken }
-            try allowed.check(device.topic)
-        }
+        // The app's name is the audit entry's actor, so the device is read first even without registration keys.
+        guard let device = try await store.device(token) else { throw Self.unknownToken }
+        try allowed.check(device.topic)
         guard try await store.remove(token) else { throw Self.unknownToken }
         metrics.unregistration()
         context.logger.info(
             "Unregistered a token",
             metadata: [LogKey.tokenSuffix: "\(token.redacted)", LogKey.reason: "unregistered by the app"])
+        await audit.record(
+            AuditEntry(
+                at: audit.clock.now(), actor: AuditActor(kind: .app, keyID: nil, name: device.topic),
+                address: AuditTrail.address(context), action: .deviceRemoved, app: device.topic,
+                subject: token.redacted, detail: "unregistered by the app"),
+            logger: context.logger)
         return Response(status: .noContent)
     }
 

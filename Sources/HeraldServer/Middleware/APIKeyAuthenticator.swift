@@ -32,7 +32,10 @@ struct APIKeyAuthenticator: RouterMiddleware {
     {
         // A console session's cookie authenticated the request already (ConsoleSessionMiddleware).
         if let key = context.apiKey, request.headers[.authorization] == nil {
-            guard !key.isExpired(at: keys.now()) else { throw Self.expired(key) }
+            guard !key.isExpired(at: keys.now()) else {
+                await keys.recordExpiry(of: key, context)
+                throw Self.expired(key)
+            }
             guard permits(key, request) else { throw Self.insufficientScope(key, scope) }
             return try await next(request, context)
         }
@@ -48,7 +51,10 @@ struct APIKeyAuthenticator: RouterMiddleware {
                 "The API key is unknown or revoked: send Authorization: Bearer <key> with an active key (herald keys list).",
                 headers: [.wwwAuthenticate: "Bearer"])
         }
-        guard !key.isExpired(at: keys.now()) else { throw Self.expired(key) }
+        guard !key.isExpired(at: keys.now()) else {
+            await keys.recordExpiry(of: key, context)
+            throw Self.expired(key)
+        }
         guard permits(key, request) else { throw Self.insufficientScope(key, scope) }
         var context = context
         context.apiKey = key

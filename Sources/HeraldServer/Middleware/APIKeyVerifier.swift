@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HeraldCore
 import HeraldStore
+import Hummingbird
 import Synchronization
 
 /// Finds the API key a secret belongs to, remembering keys it verified for a few seconds.
@@ -31,10 +32,15 @@ final class APIKeyVerifier: Sendable {
     /// When this process last recorded each key's use: many requests that find the key at once (a burst on a new
     /// key) write it once, not each, which would queue them all on the key's row.
     private let recordedUse = Mutex<[UUID: Date]>([:])
+    /// Where an expired key's first refusal is recorded (`key.expired`); `nil` records nothing.
+    private let audit: AuditTrail?
+    /// Expired keys whose refusal this process recorded, or found recorded.
+    private let recordedExpiry = Mutex<Set<UUID>>([])
 
-    init(store: any APIKeyStore, clock: any WallClock) {
+    init(store: any APIKeyStore, clock: any WallClock, audit: AuditTrail? = nil) {
         self.store = store
         self.clock = clock
+        self.audit = audit
     }
 
     /// The active key with this secret, expired or not, or `nil`.
@@ -69,6 +75,32 @@ final class APIKeyVerifier: Sendable {
             verified[digest] = Entry(key: key, until: now.addingTimeInterval(Self.lifetime))
         }
         return key
+    }
+
+    /// Records in the audit log, once, that an expired key was refused (`key.expired`, docs/security.md): the key
+    /// is its actor and the refused client its address. The first refusal this process sees writes it unless the
+    /// log already has one (another instance's, or from before a restart); later ones cost nothing.
+    func recordExpiry(of key: APIKey, _ context: ServerRequestContext) async {
+        guard let audit, recordedExpiry.withLock({ recorded in
+            if recorded.count >= Self.capacity { recorded.removeAll() }
+            return recorded.insert(key.id).inserted
+        }) else { return }
+        do {
+            let query = AuditQuery(keyID: key.id, action: .keyExpired)
+            guard try await audit.store.auditEntries(query, after: nil, limit: 1).entries.isEmpty else { return }
+        } catch {
+            // Asked again at its next refusal, rather than recorded twice.
+            recordedExpiry.withLock { _ = $0.remove(key.id) }
+            return
+        }
+        let expiry = key.expiresAt.map { " at \(RFC3339.string($0))" } ?? ""
+        await audit.record(
+            AuditEntry(
+                at: clock.now(), actor: AuditActor(kind: .apiKey, keyID: key.id, name: key.name),
+                address: AuditTrail.address(context), action: .keyExpired,
+                app: key.apps.count == 1 ? key.apps.first : nil, subject: key.id.lowercasedText,
+                detail: "\(key.name) (\(key.prefix)…) expired\(expiry); refused from then on"),
+            logger: context.logger)
     }
 
     /// The time keys' expiry is judged by.

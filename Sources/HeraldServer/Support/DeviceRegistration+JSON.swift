@@ -6,9 +6,9 @@ extension DeviceRegistration {
     /// The registration in the request's field names and canonical form (docs/api-registration.md): `token`
     /// lowercase, both `environment` and `debug`, `tokenKind` always, absent optional fields left out, and
     /// `createdAt`/`updatedAt` in RFC 3339 UTC. Admin lookups add `registeredAt` and the invalidation.
-    func json(includingAdminFields: Bool = false) -> JSONValue {
+    func json(includingAdminFields: Bool = false, revealingToken: Bool = true) -> JSONValue {
         var members: [String: JSONValue] = [
-            "token": .string(registration.token.hex),
+            "token": .string(revealingToken ? registration.token.hex : registration.token.redacted),
             "environment": .string(registration.environment.name),
             "debug": .bool(registration.environment.isDevelopment),
             "topic": .string(registration.topic),

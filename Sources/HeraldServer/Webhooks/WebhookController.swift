@@ -18,6 +18,7 @@ struct WebhookController: Sendable {
     let apps: AppDirectory
     let settings: WebhookSettings
     let clock: any WallClock
+    let audit: AuditTrail
 
     static let createFields: Set<String> = ["topic", "url", "events", "description"]
     static let updateFields: Set<String> = ["url", "events", "description", "paused"]
@@ -54,6 +55,9 @@ struct WebhookController: Sendable {
         let endpoint = try await store.createWebhookEndpoint(
             NewWebhookEndpoint(app: app, url: url, events: events, description: description, secret: secret))
         context.logger.info("Webhook endpoint \(endpoint.id) registered for \(app)")
+        await audit.record(
+            .webhookCreated, context, app: app, subject: endpoint.id.lowercasedText,
+            detail: WebhookEndpointRules.auditDetail(url: url, events: events))
         return .json(.object(["endpoint": Self.json(endpoint), "secret": .string(secret)]), status: .created)
     }
 
@@ -91,17 +95,31 @@ struct WebhookController: Sendable {
         }
         var endpoint = try await store.updateWebhookEndpoint(
             id, WebhookEndpointUpdate(url: url, events: events, description: description))
+        if let current = endpoint, url != nil || events != nil || description != nil {
+            await audit.record(
+                .webhookChanged, context, app: current.app, subject: id.lowercasedText,
+                detail: WebhookEndpointRules.auditDetail(url: current.url, events: current.events))
+        }
         if let paused, let current = endpoint, paused != (current.status == .paused) {
-            endpoint = try await store.setWebhookEndpoint(id, paused: paused ? "Paused by an administrator." : nil)
+            endpoint = try await store.setWebhookEndpoint(
+                id, paused: paused ? WebhookEndpointRules.pausedByAdministrator : nil)
+            if endpoint != nil {
+                await audit.record(
+                    paused ? .webhookPaused : .webhookResumed, context, app: current.app, subject: id.lowercasedText)
+            }
         }
         guard let endpoint else { throw Self.unknown(id) }
         return .json(.object(["endpoint": Self.json(endpoint)]))
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try await endpoint(context).id
+        let deleted = try await endpoint(context)
+        let id = deleted.id
         guard try await store.deleteWebhookEndpoint(id) else { throw Self.unknown(id) }
         context.logger.info("Webhook endpoint \(id) deleted")
+        await audit.record(
+            .webhookDeleted, context, app: deleted.app, subject: id.lowercasedText,
+            detail: WebhookEndpointRules.auditDetail(url: deleted.url, events: deleted.events))
         return Response(status: .noContent)
     }
 
@@ -117,6 +135,9 @@ struct WebhookController: Sendable {
             throw Self.unknown(id)
         }
         context.logger.info("Webhook endpoint \(id): secret rotated; the previous one signs until \(RFC3339.string(expires))")
+        await audit.record(
+            .webhookSecretRotated, context, app: endpoint.app, subject: id.lowercasedText,
+            detail: "the previous secret signs until \(RFC3339.string(expires))")
         return .json(.object(["endpoint": Self.json(endpoint), "secret": .string(secret)]))
     }
 
@@ -150,6 +171,9 @@ struct WebhookController: Sendable {
         guard let count = try await store.replayWebhookDeadLetter(of: id), let endpoint = try await store.webhookEndpoint(id)
         else { throw Self.unknown(id) }
         context.logger.info("Webhook endpoint \(id): \(count) dead-letter events replayed")
+        await audit.record(
+            .webhookReplayed, context, app: endpoint.app, subject: id.lowercasedText,
+            detail: "\(count) dead-letter events")
         return .json(.object(["replayed": .integer(count), "endpoint": Self.json(endpoint)]))
     }
 

@@ -48,6 +48,9 @@ public struct AuditActor: Sendable, Hashable {
         case console
         /// The `herald` command line, on the server's machine.
         case cli
+        /// An app, through the registration API with its registration key (it unregistered one of its devices):
+        /// named by its bundle id, without a key.
+        case app
     }
 
     public var kind: Kind
@@ -81,6 +84,19 @@ public struct AuditAction: RawRepresentable, Sendable, Hashable, CustomStringCon
     public static let broadcastSent = AuditAction(rawValue: "channel.broadcast")
     public static let signedIn = AuditAction(rawValue: "console.signed-in")
     public static let signedOut = AuditAction(rawValue: "console.signed-out")
+    /// An expired key was refused for the first time (its actor is that key, from the refused client's address).
+    public static let keyExpired = AuditAction(rawValue: "key.expired")
+    /// An admin changed a device's person's notification preferences (not the app doing it for its user).
+    public static let preferencesChanged = AuditAction(rawValue: "device.preferences-changed")
+    public static let webhookCreated = AuditAction(rawValue: "webhook.created")
+    /// Its URL, events or description changed.
+    public static let webhookChanged = AuditAction(rawValue: "webhook.changed")
+    public static let webhookPaused = AuditAction(rawValue: "webhook.paused")
+    public static let webhookResumed = AuditAction(rawValue: "webhook.resumed")
+    public static let webhookSecretRotated = AuditAction(rawValue: "webhook.secret-rotated")
+    public static let webhookDeleted = AuditAction(rawValue: "webhook.deleted")
+    /// Its dead letter was sent again.
+    public static let webhookReplayed = AuditAction(rawValue: "webhook.replayed")
 }
 
 /// Which entries to read; every filter is optional.

@@ -416,8 +416,8 @@ package enum StoreSQL {
     ]
     private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
 
-    /// The text of ``insertFinishedSends(_:)``: `$1…$11` the sends' columns, `$12` the outcomes' send ids, then
-    /// their ``outcomeColumns``.
+    /// The text of ``insertFinishedSends(_:)``: one array parameter per column of ``finishedSendColumns`` (in that
+    /// order, from `$1`), then the outcomes' send ids, then one per ``outcomeColumns``.
     private static let insertFinishedSendsSQL: String = {
         let sendNames = finishedSendColumns.map(\.0).joined(separator: ", ")
         let sendArrays = finishedSendColumns.enumerated().map { "$\($0 + 1)::\($1.1)[]" }.joined(separator: ", ")

@@ -69,3 +69,44 @@ struct ConsoleWebhookPageTests {
         }
     }
 }
+
+extension ConsoleWebhookPageTests {
+    @Test("the page is an admin's: a viewer or operator gets 403 and changes nothing; an admin limited to one app sees and acts on its endpoints only")
+    func roles() async throws {
+        let alpha = "com.alpha.app", beta = "com.beta.app"
+        try await ServerHarness.withServer(configure: {
+            $0.apps = [AppConfiguration(bundleID: alpha), AppConfiguration(bundleID: beta)]
+        }) { client, app in
+            let betaEndpoint = try await app.store.createWebhookEndpoint(
+                NewWebhookEndpoint(
+                    app: beta, url: "http://127.0.0.1:9/beta-hook", events: [.sendCompleted], description: "",
+                    secret: WebhookSecret.make()))
+            let betaID = betaEndpoint.id.uuidString.lowercased()
+            for scopes in [[APIKeyScope.read], [.send]] {
+                let key = try await app.store.createAPIKey(name: "not-admin", scopes: Set(scopes))
+                var session = ConsoleClient(client)
+                #expect(try await session.signIn(key.secret.value).status == .seeOther)
+                #expect(try await session.call(.get, "/console/webhooks").status == .forbidden, "\(scopes)")
+                let paused = try await session.call(.post, "/console/webhooks/\(betaID)/pause", form: [("_csrf", session.csrf)])
+                #expect(paused.status == .forbidden, "\(scopes)")
+                let made = try await session.call(
+                    .post, "/console/webhooks",
+                    form: [("_csrf", session.csrf), ("topic", alpha), ("url", "http://127.0.0.1:9/x"), ("event", "send.completed")])
+                #expect(made.status == .forbidden, "\(scopes)")
+            }
+            let alphaAdmin = try await app.store.createAPIKey(name: "alpha-admin", scopes: [.admin], apps: [alpha])
+            var scoped = ConsoleClient(client)
+            #expect(try await scoped.signIn(alphaAdmin.secret.value).status == .seeOther)
+            let page = try await scoped.call(.get, "/console/webhooks")
+            #expect(page.status == .ok && !page.body.contains("beta-hook") && !page.body.contains(beta), "\(page.body)")
+            let deleted = try await scoped.call(.post, "/console/webhooks/\(betaID)/delete", form: [("_csrf", scoped.csrf)])
+            #expect(deleted.status == .notFound, "\(deleted)")
+            let forBeta = try await scoped.call(
+                .post, "/console/webhooks",
+                form: [("_csrf", scoped.csrf), ("topic", beta), ("url", "http://127.0.0.1:9/x"), ("event", "send.completed")])
+            #expect(forBeta.status == .badRequest)
+            let endpoints = try await app.store.webhookEndpoints(app: nil)
+            #expect(endpoints.map(\.id) == [betaEndpoint.id] && endpoints.first?.status == .active, "nothing changed")
+        }
+    }
+}

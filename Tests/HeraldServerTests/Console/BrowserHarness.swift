@@ -1,0 +1,71 @@
+import Foundation
+import HeraldTesting
+import Testing
+
+/// What the console's browser tests share: whether they run, `herald serve` as its own process for them, its
+/// sign-in link, and where scripts and screenshots are.
+enum BrowserHarness {
+    static let chromium = ProcessInfo.processInfo.environment["HERALD_CHROMIUM"] ?? "/usr/bin/chromium"
+    static let isCI = ProcessInfo.processInfo.environment["CI"].map { !$0.isEmpty && $0 != "false" } ?? false
+
+    static func browserAvailable() async -> Bool {
+        guard FileManager.default.isExecutableFile(atPath: chromium) else { return false }
+        return (try? await ProcessRunner.run("python3", ["-c", "import playwright.sync_api"]).status) == 0
+    }
+
+    /// The trait of every browser test: skipped without chromium or Playwright, unless CI is set (CI must run them).
+    static let needsBrowser: ConditionTrait = .enabled(
+        "chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs these tests)"
+    ) {
+        if isCI { return true }
+        return await browserAvailable()
+    }
+
+    /// Fails the test when CI is set but the browser is missing (``needsBrowser`` let it run).
+    static func requireBrowser() async throws {
+        try #require(
+            await browserAvailable(),
+            "CI is set but \(chromium) or Python's playwright is missing: .ci/run installs them (apt-get install chromium; pip install playwright)"
+        )
+    }
+
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../..").standardized
+    /// Where the scripts keep their screenshots.
+    static let screenshots = packageRoot.appendingPathComponent(".build/console-screenshots")
+
+    /// A Python script beside these tests.
+    static func script(_ name: String) -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(name)
+    }
+
+    /// Runs `herald serve` in a temporary directory (the emulator, no rate limit, notices logged) for `body`, and ends
+    /// it afterwards.
+    /// - Parameter environment: More variables, given the directory (for files put there first).
+    static func withServe(
+        _ name: String, environment: (URL) throws -> [String: String] = { _ in [:] },
+        _ body: (ServeProcess) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(name)-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let common = [
+            "HERALD_RATE_LIMIT": "0", "HERALD_EMULATOR_ADMIN_PORT": "off", "HERALD_LOG_LEVEL": "notice",
+            "HERALD_EMULATOR_CA_FILE": directory.appendingPathComponent("ca.pem").path,
+        ]
+        let server = try await ServeProcess.start(
+            in: directory, environment: common.merging(try environment(directory)) { $1 })
+        try await withCleanup({ _ = await server.terminate() }) { try await body(server) }
+    }
+
+    /// The path of the one-time sign-in link `herald serve` prints at start.
+    static func signInLink(_ server: ServeProcess) async throws -> String {
+        let log = try #require(
+            await server.process.standardOutput.wait { $0.contains("/console/sign-in/") },
+            "herald serve ended without printing its sign-in link: \(server.process.standardOutput.text)")
+        return try #require(
+            log.split(separator: " ").first { $0.contains("/console/sign-in/") }.map {
+                "/console/sign-in/" + $0.components(separatedBy: "/console/sign-in/")[1]
+            })
+    }
+}
