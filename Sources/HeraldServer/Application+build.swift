@@ -134,10 +134,15 @@ public func buildApplication(
             store: store, sender: senders, metrics: metrics, logger: logger, clock: dependencies.clock)
         // Every background send of this instance shares one in-flight budget (docs/sending.md).
         let budget = InFlightBudget(total: configuration.sending.maximumInFlight)
-        let fanOut = FanOut(
+        var fanOut = FanOut(
             store: store, delivery: delivery, pageSize: configuration.sending.pageSize,
             maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock,
             sleepClock: dependencies.sleepClock, budget: budget)
+        if configuration.liveActivities.pushToStartRate > 0 {
+            fanOut.pushToStart = PushToStartPacer(
+                store: store, perSecond: configuration.liveActivities.pushToStartRate, clock: dependencies.clock,
+                sleepClock: dependencies.sleepClock, metrics: metrics)
+        }
         let storeReady = Gate()
         let checks = DeploymentCheckService(
             doctor: Doctor(configuration: configuration, options: Doctor.Options(checksListenAddress: false)),

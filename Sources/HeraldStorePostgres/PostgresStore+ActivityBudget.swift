@@ -25,4 +25,21 @@ extension PostgresStore {
                 .first?.activityBudgetUse(hour: hour) ?? ActivityBudgetUse(hour: hour)
         }
     }
+
+    public func takePushToStartPace(topic: String, wanted: Int, perSecond: Int, at now: Date) async throws
+        -> PushToStartPace
+    {
+        let second = PushToStartPace.second(of: now)
+        return try await transaction("pace push-to-start notifications") { session in
+            try await session.execute(
+                StoreSQL.deleteActivityBudgets(
+                    topic: topic, activityID: PushToStartPace.rowActivityID, before: second, .postgres))
+            let statement = StoreSQL.takePushToStartPace(
+                topic: topic, second: second, wanted: wanted, perSecond: perSecond, .postgres)
+            guard let row = try await session.rows(statement).first else {
+                throw StoreError(.corruptRecord, "Pacing push-to-start notifications returned no row.")
+            }
+            return try row.pushToStartPace(second: second)
+        }
+    }
 }

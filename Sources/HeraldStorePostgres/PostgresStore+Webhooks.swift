@@ -78,28 +78,53 @@ extension PostgresStore {
         // The claim commits on its own (FOR UPDATE SKIP LOCKED: instances never wait on each other's claims); the
         // lease then keeps the endpoint this worker's while it reads and posts.
         return try await session("claim webhook events") { session in
-            guard
-                let claim = try await session.rows(
-                    StoreSQL.claimWebhookEndpoint(worker: worker, leaseUntil: leaseUntil, at: now, .postgres)
-                ).first?.webhookClaim(at: now)
-            else { return nil }
-            let events = try await session.rows(
-                StoreSQL.pendingWebhookEvents(of: claim.endpoint.id, limit: limit, .postgres)
-            ).map { try $0.webhookEvent() }
-            return WebhookBatch(endpoint: claim.endpoint, secrets: claim.secrets, events: events)
+            try await Self.batch(
+                claimedBy: StoreSQL.claimWebhookEndpoint(worker: worker, leaseUntil: leaseUntil, at: now, .postgres),
+                at: now, limit: limit, in: session)
         }
+    }
+
+    /// Runs a claim statement and reads the claimed endpoint's waiting events. - Returns: `nil` when it claimed none.
+    private static func batch(claimedBy claim: SQLStatement, at now: Date, limit: Int, in session: Session)
+        async throws -> WebhookBatch?
+    {
+        guard let claim = try await session.rows(claim).first?.webhookClaim(at: now) else { return nil }
+        let events = try await session.rows(
+            StoreSQL.pendingWebhookEvents(of: claim.endpoint.id, limit: limit, .postgres)
+        ).map { try $0.webhookEvent() }
+        return WebhookBatch(endpoint: claim.endpoint, secrets: claim.secrets, events: events)
     }
 
     public func recordWebhookAttempt(_ attempt: WebhookAttempt) async throws -> Bool {
         let now = clock.now()
-        let statements = StoreSQL.recordWebhookAttempt(attempt, at: now, .postgres)
         return try await transaction("record a webhook delivery") { session in
-            let held = try await !session.rows(statements.lease).isEmpty
-            // Without the lease, the endpoint's state is its new holder's.
-            for statement in statements.always + (held ? statements.whenHeld : []) {
-                try await session.execute(statement)
-            }
-            return held
+            try await Self.record(attempt, at: now, in: session)
+        }
+    }
+
+    /// Records an attempt in a transaction. - Returns: whether the worker still held the endpoint.
+    private static func record(_ attempt: WebhookAttempt, at now: Date, in session: Session) async throws -> Bool {
+        let statements = StoreSQL.recordWebhookAttempt(attempt, at: now, .postgres)
+        let held = try await !session.rows(statements.lease).isEmpty
+        // Without the lease, the endpoint's state is its new holder's.
+        for statement in statements.always + (held ? statements.whenHeld : []) {
+            try await session.execute(statement)
+        }
+        return held
+    }
+
+    public func recordWebhookDeliveryAndClaimNext(_ attempt: WebhookAttempt, leaseUntil: Date, limit: Int)
+        async throws -> WebhookBatch?
+    {
+        let now = clock.now()
+        return try await transaction("record a webhook delivery and claim the next batch") { session in
+            let held = try await Self.record(attempt, at: now, in: session)
+            // The lease statement locked the endpoint's row: no other deliverer can take it in between.
+            guard held, attempt.outcome == .delivered else { return nil }
+            return try await Self.batch(
+                claimedBy: StoreSQL.reclaimWebhookEndpoint(
+                    attempt.endpointID, worker: attempt.worker, leaseUntil: leaseUntil, at: now, .postgres),
+                at: now, limit: limit, in: session)
         }
     }
 

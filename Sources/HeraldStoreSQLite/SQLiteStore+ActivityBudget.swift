@@ -25,4 +25,21 @@ extension SQLiteStore {
                 .activityBudgetUse(hour: hour) ?? ActivityBudgetUse(hour: hour)
         }
     }
+
+    public func takePushToStartPace(topic: String, wanted: Int, perSecond: Int, at now: Date) async throws
+        -> PushToStartPace
+    {
+        let second = PushToStartPace.second(of: now)
+        return try await write("pace push-to-start notifications") { db in
+            try db.execute(
+                StoreSQL.deleteActivityBudgets(
+                    topic: topic, activityID: PushToStartPace.rowActivityID, before: second, .sqlite))
+            let statement = StoreSQL.takePushToStartPace(
+                topic: topic, second: second, wanted: wanted, perSecond: perSecond, .sqlite)
+            guard let row = try db.rows(statement).first else {
+                throw StoreError(.corruptRecord, "Pacing push-to-start notifications returned no row.")
+            }
+            return try row.pushToStartPace(second: second)
+        }
+    }
 }

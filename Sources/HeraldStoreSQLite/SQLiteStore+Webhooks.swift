@@ -76,26 +76,28 @@ extension SQLiteStore {
         let now = clock.now()
         // One write: SQLite's single writer makes choosing the endpoint and taking it one step.
         return try await write("claim webhook events") { db in
-            guard
-                let claim = try db.rows(
-                    StoreSQL.claimWebhookEndpoint(worker: worker, leaseUntil: leaseUntil, at: now, .sqlite)
-                ).first?.webhookClaim(at: now)
-            else { return nil }
-            let events = try db.rows(StoreSQL.pendingWebhookEvents(of: claim.endpoint.id, limit: limit, .sqlite)).map {
-                try $0.webhookEvent()
-            }
-            return WebhookBatch(endpoint: claim.endpoint, secrets: claim.secrets, events: events)
+            try db.webhookBatch(
+                claimedBy: StoreSQL.claimWebhookEndpoint(worker: worker, leaseUntil: leaseUntil, at: now, .sqlite),
+                at: now, limit: limit)
         }
     }
 
     public func recordWebhookAttempt(_ attempt: WebhookAttempt) async throws -> Bool {
         let now = clock.now()
-        return try await write("record a webhook delivery") { db in
-            let statements = StoreSQL.recordWebhookAttempt(attempt, at: now, .sqlite)
-            let held = try !db.rows(statements.lease).isEmpty
-            // Without the lease, the endpoint's state is its new holder's.
-            for statement in statements.always + (held ? statements.whenHeld : []) { try db.execute(statement) }
-            return held
+        return try await write("record a webhook delivery") { db in try db.recordWebhookAttempt(attempt, at: now) }
+    }
+
+    public func recordWebhookDeliveryAndClaimNext(_ attempt: WebhookAttempt, leaseUntil: Date, limit: Int)
+        async throws -> WebhookBatch?
+    {
+        let now = clock.now()
+        return try await write("record a webhook delivery and claim the next batch") { db in
+            let held = try db.recordWebhookAttempt(attempt, at: now)
+            guard held, attempt.outcome == .delivered else { return nil }
+            return try db.webhookBatch(
+                claimedBy: StoreSQL.reclaimWebhookEndpoint(
+                    attempt.endpointID, worker: attempt.worker, leaseUntil: leaseUntil, at: now, .sqlite),
+                at: now, limit: limit)
         }
     }
 
@@ -129,6 +131,24 @@ extension SQLiteStore {
 }
 
 extension Database {
+    /// Runs a claim statement and reads the claimed endpoint's waiting events. - Returns: `nil` when it claimed none.
+    func webhookBatch(claimedBy claim: SQLStatement, at now: Date, limit: Int) throws -> WebhookBatch? {
+        guard let claim = try rows(claim).first?.webhookClaim(at: now) else { return nil }
+        let events = try rows(StoreSQL.pendingWebhookEvents(of: claim.endpoint.id, limit: limit, .sqlite)).map {
+            try $0.webhookEvent()
+        }
+        return WebhookBatch(endpoint: claim.endpoint, secrets: claim.secrets, events: events)
+    }
+
+    /// Records a webhook attempt in the caller's transaction. - Returns: whether the worker still held the endpoint.
+    func recordWebhookAttempt(_ attempt: WebhookAttempt, at now: Date) throws -> Bool {
+        let statements = StoreSQL.recordWebhookAttempt(attempt, at: now, .sqlite)
+        let held = try !rows(statements.lease).isEmpty
+        // Without the lease, the endpoint's state is its new holder's.
+        for statement in statements.always + (held ? statements.whenHeld : []) { try execute(statement) }
+        return held
+    }
+
     /// Writes the events some endpoint wants to the outbox, in the caller's transaction (``WebhookOutbox``).
     func writeWebhookEvents(_ drafts: [WebhookEventDraft]) throws {
         guard !drafts.isEmpty else { return }

@@ -104,20 +104,30 @@ public final class WebhookDeliverer: Service, Sendable {
             }
             return false
         }
-        guard let batch else { return false }
-        guard !batch.events.isEmpty else {
-            // Claimed between its last event's delivery and the release: give it back at once.
-            _ = try? await store.recordWebhookAttempt(
-                WebhookAttempt(
-                    endpointID: batch.endpoint.id, worker: worker, eventIDs: [], startedAt: clock.now(),
-                    latency: .zero, statusCode: nil, error: nil, outcome: .delivered))
-            return true
+        guard var batch else { return false }
+        // While the endpoint has a backlog, each delivered batch is recorded with the next one claimed in one write;
+        // after a few, the endpoint is released so that others waiting for this deliverer get their turn.
+        for chained in 1...Self.batchesPerClaim {
+            guard !batch.events.isEmpty else {
+                // Claimed between its last event's delivery and the release: give it back at once.
+                _ = try? await store.recordWebhookAttempt(
+                    WebhookAttempt(
+                        endpointID: batch.endpoint.id, worker: worker, eventIDs: [], startedAt: clock.now(),
+                        latency: .zero, statusCode: nil, error: nil, outcome: .delivered))
+                return true
+            }
+            guard let next = await deliver(batch, claimingNext: chained < Self.batchesPerClaim) else { break }
+            batch = next
         }
-        await deliver(batch)
         return true
     }
 
-    private func deliver(_ batch: WebhookBatch) async {
+    /// The most batches of one endpoint a deliverer posts in a row before it releases the endpoint.
+    static let batchesPerClaim = 10
+
+    /// Posts a batch and records how it went; with `claimingNext`, a delivered batch's record also claims the
+    /// endpoint's next batch, which is returned.
+    private func deliver(_ batch: WebhookBatch, claimingNext: Bool) async -> WebhookBatch? {
         let endpoint = batch.endpoint
         let body = JSONValue.array(batch.events.map(\.json)).sortedJSONBytes
         let started = clock.now()
@@ -142,7 +152,7 @@ public final class WebhookDeliverer: Service, Sendable {
                     failure = "The endpoint answered \(answer.status)" + (answer.body.isEmpty ? "." : ": \(answer.body)")
                 }
             } catch is CancellationError {
-                return
+                return nil
             } catch {
                 failure = "\(error)"
             }
@@ -173,19 +183,27 @@ public final class WebhookDeliverer: Service, Sendable {
         } else {
             outcome = .delivered
         }
+        let attempt = WebhookAttempt(
+            endpointID: endpoint.id, worker: worker, eventIDs: batch.events.map(\.id), startedAt: started,
+            latency: latency, statusCode: status, error: failure, outcome: outcome)
         do {
-            try await store.recordWebhookAttempt(
-                WebhookAttempt(
-                    endpointID: endpoint.id, worker: worker, eventIDs: batch.events.map(\.id), startedAt: started,
-                    latency: latency, statusCode: status, error: failure, outcome: outcome))
+            if claimingNext, outcome == .delivered {
+                let next = try await store.recordWebhookDeliveryAndClaimNext(
+                    attempt, leaseUntil: clock.now().addingTimeInterval(Self.seconds(settings.lease)),
+                    limit: settings.batchSize)
+                attemptRecorded()
+                return next
+            }
+            try await store.recordWebhookAttempt(attempt)
             attemptRecorded()
         } catch {
             // The lease runs out and the batch is claimed again: delivered twice at worst, never lost.
-            if Task.isCancelled { return }
+            if Task.isCancelled { return nil }
             logger.warning(
                 "Webhooks could not record a delivery to endpoint \(endpoint.id); its events will be sent again",
                 metadata: ["error": "\(error)"])
         }
+        return nil
     }
 
     /// Returns once this deliverer has recorded `count` deliveries (delivered or not) since it started: for tests,

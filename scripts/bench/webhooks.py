@@ -33,6 +33,9 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive, as a real receiver would: Herald reuses its connections (a 204 needs no length).
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 now = time.time()

@@ -31,6 +31,8 @@ public struct FanOut: Sendable {
     var sleepClock: any Clock<Duration> = ContinuousClock()
     /// The instance's in-flight budget that background sends share; `nil`: each run may have `maximumInFlight`.
     var budget: InFlightBudget?
+    /// Each app's push-to-start pace, shared through the store; `nil`: starts are not paced.
+    public var pushToStart: PushToStartPacer?
 
     /// - Parameters:
     ///   - pageSize: Devices fetched per page, and the most outcomes recorded per transaction.
@@ -96,6 +98,8 @@ public struct FanOut: Sendable {
         case tick
         /// The shared budget gave the send more permits.
         case permits(Int)
+        /// The app's push-to-start pace granted starts (0: its second was spent, and the next one has begun).
+        case paced(Int)
     }
 
     /// A send's `rate` as starts granted per tick: one start at a time up to 100 a second, batches at ticks of 10 ms
@@ -175,6 +179,10 @@ public struct FanOut: Sendable {
             var stopping = false
             var dropped = false
             var pace = plan.rate.map(Pace.init(rate:))
+            // A start on push-to-start tokens also draws on its app's pace, shared with every send and instance.
+            let appPace = pushToStart.flatMap { $0.applies(to: plan) ? $0 : nil }
+            var appAllowance = appPace == nil ? Int.max : 0
+            var takingAppPace = false
             // Devices that may be in flight: the budget's permits this send holds, or its own limit without a budget.
             var permits = flow == nil ? maximumInFlight : 0
             var reported: (inUse: Int, wanted: Int)?
@@ -187,17 +195,19 @@ public struct FanOut: Sendable {
                 }
                 if let flow, let budget {
                     // What this send could have in flight now: a paced send asks only for what its rate allows.
-                    let startable = min(queue.count, pace?.allowance ?? Int.max)
+                    let startable = min(
+                        queue.count, pace?.allowance ?? Int.max, appPace.map { max(appAllowance, $0.share) } ?? Int.max)
                     let wanted = min(unrecorded + startable, maximumInFlight)
                     if reported.map({ $0 != (unrecorded, wanted) }) ?? true {
                         reported = (unrecorded, wanted)
                         permits += budget.update(flow, inUse: unrecorded, wanted: wanted)
                     }
                 }
-                while unrecorded < permits, pace.map({ $0.allowance > 0 }) ?? true,
+                while unrecorded < permits, pace.map({ $0.allowance > 0 }) ?? true, appAllowance > 0,
                     let next = queue.popFirst()
                 {
                     pace?.allowance -= 1
+                    if appPace != nil { appAllowance -= 1 }
                     let page = next.page
                     let device = next.device
                     let notification = plan.notification(for: device).with(
@@ -218,6 +228,17 @@ public struct FanOut: Sendable {
                     group.addTask {
                         try? await sleepClock.sleep(for: current.period)
                         events.push(.tick)
+                    }
+                }
+                if let appPace, appAllowance == 0, !takingAppPace, !queue.isEmpty, unrecorded < permits {
+                    takingAppPace = true
+                    let wanted = queue.count
+                    group.addTask {
+                        do {
+                            events.push(.paced(try await appPace.take(wanted, app: plan.bundleID)))
+                        } catch {
+                            events.push(.failed(error))
+                        }
                     }
                 }
                 if !fetching, !exhausted, !stopping, queue.count < pageSize {
@@ -265,7 +286,7 @@ public struct FanOut: Sendable {
                     }
                     recording = true
                 }
-                if !fetching, !recording, unrecorded == 0, queue.isEmpty, exhausted || stopping { break }
+                if !fetching, !recording, !takingAppPace, unrecorded == 0, queue.isEmpty, exhausted || stopping { break }
                 for event in try await events.take() {
                     switch event {
                     case .page(let page, let done):
@@ -300,6 +321,9 @@ public struct FanOut: Sendable {
                         throw error
                     case .permits(let count):
                         permits += count
+                    case .paced(let granted):
+                        takingAppPace = false
+                        appAllowance += granted
                     case .tick:
                         if var current = pace {
                             current.ticking = false

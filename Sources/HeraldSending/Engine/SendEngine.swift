@@ -58,7 +58,7 @@ public struct SendEngine: Sendable {
     public func accept(_ plan: SendPlan, logger: Logger) async throws -> Accepted {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
-        if !plan.mustRunInBackground, let devices = try await inlineTargets(of: plan) {
+        if !plan.mustRunInBackground, pushToStartPace(of: plan) == nil, let devices = try await inlineTargets(of: plan) {
             let suppressed = try await suppressed(by: plan, targetCount: devices.count)
             let new = NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
@@ -85,6 +85,15 @@ public struct SendEngine: Sendable {
             metadata: [LogKey.count: "\(count)"])
         return .queued(record)
     }
+
+    /// The push-to-start notifications per second a send's app may have, when the send is a start on push-to-start
+    /// tokens and starts are paced (``PushToStartPacer``): such a send runs in the background.
+    public func pushToStartPace(of plan: SendPlan) -> Int? {
+        fanOut.pushToStart.flatMap { $0.applies(to: plan) ? $0.perSecond : nil }
+    }
+
+    /// Push-to-start notifications an app may send per second (``PushToStartPacer``); 0 when starts are not paced.
+    public var pushToStartRate: Int { fanOut.pushToStart?.perSecond ?? 0 }
 
     /// What became of a broadcast.
     public enum Broadcast: Sendable {

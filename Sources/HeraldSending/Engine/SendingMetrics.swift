@@ -27,6 +27,9 @@ public protocol SendingMetrics: Sendable {
     func sendStarted(background: Bool)
     /// Devices a send accepted now left out by a rule about their person, by rule.
     func suppressed(_ counts: SuppressedCounts)
+    /// A take from an app's push-to-start pace: the starts it granted, and whether the second was spent so the send
+    /// waited for the next one (``PushToStartPacer``).
+    func pushToStartPaced(app: String, granted: Int, waited: Bool)
 }
 
 /// How a Live Activity push reached its devices: one request per device token, or one broadcast on a channel.

@@ -75,6 +75,7 @@ extension ServerConfiguration {
     /// | `HERALD_WEBHOOK_PAUSE_AFTER_FAILURES`, `HERALD_WEBHOOK_PAUSE_AFTER` [`webhookPauseAfterFailures`, `webhookPauseAfter`] | failures in a row, and seconds failing, before an endpoint is paused | 10, 3600 |
     /// | `HERALD_WEBHOOK_SECRET_OVERLAP` [`webhookSecretOverlap`] | seconds a rotated-out secret still signs | 86400 |
     /// | `HERALD_LIVE_ACTIVITY_BUDGET` [`liveActivityBudget`] | priority-10 updates per Live Activity and hour before later ones go at priority 5, 0 = no budget | 12 |
+    /// | `HERALD_PUSH_TO_START_RATE` [`pushToStartRate`] | push-to-start notifications per app and second, across instances, 0 = unpaced | 0 |
     /// | `HERALD_METRICS_LISTEN` [`metricsListen`] | `host:port` of a listener for `/metrics` alone | none: the API's, on loopback only |
     /// | `HERALD_METRICS_KEY` [`metricsKey`] | bearer secret `/metrics` asks for, 32+ characters | none |
     ///
@@ -143,6 +144,9 @@ extension ServerConfiguration {
         liveActivities.updateBudget =
             try reader.integer("HERALD_LIVE_ACTIVITY_BUDGET", "liveActivityBudget", in: 0...3600)
             ?? liveActivities.updateBudget
+        liveActivities.pushToStartRate =
+            try reader.integer("HERALD_PUSH_TO_START_RATE", "pushToStartRate", in: 0...100_000)
+            ?? liveActivities.pushToStartRate
         try readMetrics(reader: reader)
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {

@@ -49,6 +49,7 @@ extension ConsoleController {
                 ["value": value, "label": label, "selected": value == status] as [String: Any]
             },
             "tabs": tabs(.activities, app: app),
+            "pushToStartPace": Self.pushToStartPaceText(activities.engine.pushToStartRate),
         ]
         if let next = page.next {
             data["next"] = Self.link(
@@ -61,6 +62,14 @@ extension ConsoleController {
         }
         return renderer.page(
             "activities", title: "Live Activities", section: .activities, data: data, context: context)
+    }
+
+    /// How starts go out: "Starts are paced at 10 push-to-start notifications a second per app …", or not paced.
+    static func pushToStartPaceText(_ perSecond: Int) -> String {
+        guard perSecond > 0 else {
+            return "Starts are not paced: each goes to its push-to-start tokens as fast as APNs takes them (HERALD_PUSH_TO_START_RATE=0)."
+        }
+        return "Starts are paced at \(perSecond) push-to-start notification\(perSecond == 1 ? "" : "s") a second per app, across every start and instance, in the background (HERALD_PUSH_TO_START_RATE)."
     }
 
     /// An activity's priority-10 updates this hour against its budget, and how many went at 5 instead: "3 of 12",

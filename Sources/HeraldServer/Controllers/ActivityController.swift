@@ -128,6 +128,10 @@ struct ActivityController: Sendable {
         if case .object(var members) = body {
             members["activity"] = .object(ActivityOperations.json(pushed.activity))
             if let budget = pushed.budget { members["budget"] = ActivityOperations.json(budget) }
+            if let perSecond = pushed.pushToStartPace {
+                members["pushToStartPace"] = ActivityOperations.json(
+                    pushToStartPace: perSecond, targetCount: pushed.accepted.record.targetCount ?? 0)
+            }
             body = .object(members)
         }
         return .json(body, status: answer.status)

@@ -124,6 +124,23 @@ struct ServerMetrics: SendingMetrics {
         ).increment()
     }
 
+    func pushToStartPaced(app: String, granted: Int, waited: Bool) {
+        if granted > 0 {
+            Self.counter(
+                registry,
+                ("push_to_start_paced", "Live Activity starts sent to push-to-start tokens through their app's pace (HERALD_PUSH_TO_START_RATE)."),
+                [("app", app)]
+            ).increment(by: Int64(granted))
+        }
+        if waited {
+            Self.counter(
+                registry,
+                ("push_to_start_pace_waits", "Times a start waited for the next second because its app's push-to-start pace (HERALD_PUSH_TO_START_RATE) was spent."),
+                [("app", app)]
+            ).increment()
+        }
+    }
+
     func activityPush(event: String, priority: Int, via route: ActivityRoute) {
         Self.counter(
             registry, Name.activityPushes, [("event", event), ("priority", "\(priority)"), ("via", route.rawValue)]

@@ -66,7 +66,9 @@ struct ActivityOperations: Sendable {
         }
         metrics.activityPush(event: "start", priority: Self.priority(of: plan), via: .devices)
         logger.info("Starting a Live Activity", metadata: ["herald.activity": "\(id)"])
-        return Pushed(accepted: try await engine.accept(plan, logger: logger), activity: activity)
+        return Pushed(
+            accepted: try await engine.accept(plan, logger: logger), activity: activity,
+            pushToStartPace: engine.pushToStartPace(of: plan))
     }
 
     /// Ends a running activity on its update tokens, with the end's optional fields (`topic` picks the app): what
@@ -109,6 +111,8 @@ struct ActivityOperations: Sendable {
         var activity: ActivityRecord
         /// For a priority-10 update under a budget: how it was counted.
         var budget: BudgetDecision? = nil
+        /// For a start while starts are paced: its app's push-to-start notifications per second.
+        var pushToStartPace: Int? = nil
     }
 
     /// How a priority-10 update was counted against its activity's hourly budget.
@@ -176,6 +180,15 @@ struct ActivityOperations: Sendable {
             "forced": .bool(decision.forced), "limit": .integer(decision.limit),
             "spentThisHour": .integer(decision.use.spent), "downgradedThisHour": .integer(decision.use.downgraded),
             "hour": .string(RFC3339.string(decision.use.hour)),
+        ])
+    }
+
+    /// A paced start's pace: the app's rate, and the fewest seconds its target takes at that rate (more while other
+    /// starts of the app share it).
+    static func json(pushToStartPace perSecond: Int, targetCount: Int) -> JSONValue {
+        .object([
+            "perSecond": .integer(perSecond),
+            "minimumSeconds": .integer((targetCount + perSecond - 1) / perSecond),
         ])
     }
 

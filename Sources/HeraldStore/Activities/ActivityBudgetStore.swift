@@ -15,6 +15,41 @@ public protocol ActivityBudgetStore: Sendable {
 
     /// An activity's use of its budget in the hour of `now`: zeros when it has none.
     func activityBudgetUse(topic: String, activityID: String, at now: Date) async throws -> ActivityBudgetUse
+
+    /// Takes up to `wanted` push-to-start notifications from an app's pace for the second of `now`
+    /// (`HERALD_PUSH_TO_START_RATE`, docs/live-activities.md, "Push-to-start pace"): as many as the second has left.
+    /// Atomic across sends and instances: of concurrent takes in one second, exactly `perSecond` are granted in all.
+    ///
+    /// Rows of the app's earlier seconds are deleted on the way, so an app keeps one row.
+    func takePushToStartPace(topic: String, wanted: Int, perSecond: Int, at now: Date) async throws
+        -> PushToStartPace
+}
+
+/// What an app's push-to-start pace granted in one second.
+public struct PushToStartPace: Sendable, Hashable {
+    /// The start of the second counted (UTC).
+    public var second: Date
+    /// Push-to-start notifications this take may send now: 0 when the second's pace is spent.
+    public var granted: Int
+    /// Granted in the second so far, by every send and instance, this take included.
+    public var sentThisSecond: Int
+    /// Asked for in the second beyond the pace: those wait for a later second.
+    public var heldBackThisSecond: Int
+
+    public init(second: Date, granted: Int, sentThisSecond: Int, heldBackThisSecond: Int) {
+        self.second = second
+        self.granted = granted
+        self.sentThisSecond = sentThisSecond
+        self.heldBackThisSecond = heldBackThisSecond
+    }
+
+    /// The start of the second `date` is in.
+    public static func second(of date: Date) -> Date {
+        Date(timeIntervalSince1970: date.timeIntervalSince1970.rounded(.down))
+    }
+
+    /// The `activity_id` of an app's push-to-start row in `activity_budgets`: no activity has an empty id.
+    package static let rowActivityID = ""
 }
 
 /// An activity's priority-10 updates in one hour.

@@ -29,6 +29,32 @@ extension StoreSQL {
             ])
     }
 
+    /// Takes up to `wanted` push-to-start notifications from an app's row of one second (``PushToStartPace``):
+    /// `spent` counts what was granted, `downgraded` what had to wait, `last_fit` this take's grant; returns
+    /// `spent, downgraded, last_fit`. One statement, counted one by one as ``spendActivityBudget(topic:activityID:hour:budget:force:_:)``.
+    package static func takePushToStartPace(
+        topic: String, second: Date, wanted: Int, perSecond: Int, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        // $3 wanted, $4 per second. The SET expressions read the row as it was before this take.
+        let takeNew = "CASE WHEN $3 <= $4 THEN $3 ELSE $4 END"
+        let takeOld =
+            "CASE WHEN activity_budgets.spent + $3 <= $4 THEN $3 "
+            + "WHEN activity_budgets.spent < $4 THEN $4 - activity_budgets.spent ELSE 0 END"
+        // An app's row has the empty activity id (PushToStartPace.rowActivityID): no activity has it.
+        return SQLStatement(
+            dialect,
+            """
+            INSERT INTO activity_budgets (topic, activity_id, hour, spent, downgraded, last_fit) \
+            VALUES ($1, '', $2, \(takeNew), $3 - \(takeNew), \(takeNew)) \
+            ON CONFLICT (topic, activity_id, hour) DO UPDATE SET \
+            spent = activity_budgets.spent + \(takeOld), \
+            downgraded = activity_budgets.downgraded + $3 - \(takeOld), \
+            last_fit = \(takeOld) \
+            RETURNING spent, downgraded, last_fit
+            """,
+            [.text(topic), .integer(StoreTime.microseconds(second)), .integer(Int64(wanted)), .integer(Int64(perSecond))])
+    }
+
     /// Deletes an activity's rows of the hours before one.
     package static func deleteActivityBudgets(
         topic: String, activityID: String, before hour: Date, _ dialect: SQLStatement.Dialect
@@ -50,6 +76,13 @@ extension StoreSQL {
 }
 
 extension StoredRow {
+    /// A take from `spent, downgraded, last_fit`.
+    package func pushToStartPace(second: Date) throws -> PushToStartPace {
+        PushToStartPace(
+            second: second, granted: Int(try integer(2)), sentThisSecond: Int(try integer(0)),
+            heldBackThisSecond: Int(try integer(1)))
+    }
+
     /// A use from `spent, downgraded, last_fit`.
     package func activityBudgetUse(hour: Date) throws -> ActivityBudgetUse {
         ActivityBudgetUse(

@@ -149,6 +149,23 @@ extension StoreSQL {
             [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))])
     }
 
+    /// Takes one endpoint again for `worker`, in the transaction that released it after a delivery: only while it is
+    /// active, due and unleased, and something waits. Returns what ``claimWebhookEndpoint(worker:leaseUntil:at:_:)``
+    /// returns.
+    package static func reclaimWebhookEndpoint(
+        _ id: UUID, worker: String, leaseUntil: Date, at now: Date, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            UPDATE webhook_endpoints SET lease_owner = $1, lease_until = $2 WHERE id = $4 AND status = 'active'             AND next_attempt_at <= $3 AND lease_owner IS NULL             AND EXISTS (SELECT 1 FROM webhook_events v WHERE v.endpoint_id = $4 AND v.status = 'pending')             RETURNING \(webhookEndpointColumns), secret, previous_secret
+            """,
+            [
+                .text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now)),
+                .text(id.storedText),
+            ])
+    }
+
     package static func pendingWebhookEvents(of id: UUID, limit: Int, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {

@@ -49,6 +49,14 @@ public protocol WebhookStore: Sendable {
     @discardableResult
     func recordWebhookAttempt(_ attempt: WebhookAttempt) async throws -> Bool
 
+    /// Records a delivered batch as ``recordWebhookAttempt(_:)`` does and, in the same transaction, keeps the
+    /// endpoint for the attempt's worker until `leaseUntil` and returns its next waiting events (at most `limit`):
+    /// one write per batch while an endpoint has a backlog, instead of a record and a claim.
+    /// - Returns: `nil` when nothing more waits, the endpoint is no longer active, or the worker no longer held it
+    ///   (the lease is released then, as by ``recordWebhookAttempt(_:)``).
+    func recordWebhookDeliveryAndClaimNext(_ attempt: WebhookAttempt, leaseUntil: Date, limit: Int) async throws
+        -> WebhookBatch?
+
     /// The endpoint's most recent deliveries, newest first.
     func webhookDeliveries(of id: UUID, limit: Int) async throws -> [WebhookDelivery]
 

@@ -13,6 +13,9 @@ extension StoreConformance {
             Case(
                 "a Live Activity's priority-10 updates fit its hourly budget exactly once each, on two instances at once; forced ones count beyond it; a new hour starts afresh",
                 activityBudgets),
+            Case(
+                "an app's push-to-start pace grants exactly its rate per second across two instances at once, counts what waits, and starts afresh each second and per app",
+                pushToStartPace),
         ]
     }
 
@@ -148,5 +151,43 @@ extension StoreConformance {
         #expect(fresh.fitted && fresh.spent == 1 && fresh.downgraded == 0 && fresh.hour == nextHour)
         use = try await store.activityBudgetUse(topic: topic, activityID: "order-1", at: now)
         #expect(use == ActivityBudgetUse(hour: hour), "the earlier hour's row is gone")
+    }
+
+    static func pushToStartPace(_ context: Context) async throws {
+        let store = context.store
+        let now = Date(timeIntervalSince1970: 1_767_225_600.25)
+        let second = PushToStartPace.second(of: now)
+        #expect(second == Date(timeIntervalSince1970: 1_767_225_600))
+
+        // 12 takes of 3 at once from two instances against 10 a second: 10 granted in all, 26 wait.
+        let granted = try await context.withSecondInstance { other in
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 0..<12 {
+                    let instance = n.isMultiple(of: 2) ? store : other
+                    group.addTask {
+                        try await instance.takePushToStartPace(topic: topic, wanted: 3, perSecond: 10, at: now).granted
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+        }
+        #expect(granted.reduce(0, +) == 10 && granted.allSatisfy { (0...3).contains($0) }, "\(granted)")
+        let spent = try await store.takePushToStartPace(
+            topic: topic, wanted: 1, perSecond: 10, at: now.addingTimeInterval(0.5))
+        #expect(
+            spent == PushToStartPace(second: second, granted: 0, sentThisSecond: 10, heldBackThisSecond: 27),
+            "the second's pace is spent")
+        #expect(
+            try await store.activityBudgetUse(topic: topic, activityID: "order-1", at: now) == ActivityBudgetUse(
+                hour: ActivityBudgetUse.hour(of: now)), "an activity's update budget is another row")
+
+        let otherApp = try await store.takePushToStartPace(topic: "com.example.other", wanted: 4, perSecond: 10, at: now)
+        #expect(otherApp.granted == 4 && otherApp.sentThisSecond == 4, "each app has its own pace")
+        let next = try await store.takePushToStartPace(
+            topic: topic, wanted: 25, perSecond: 10, at: now.addingTimeInterval(1))
+        #expect(next == PushToStartPace(second: second.addingTimeInterval(1), granted: 10, sentThisSecond: 10, heldBackThisSecond: 15))
+        let fresh = try await store.takePushToStartPace(
+            topic: topic, wanted: 2, perSecond: 10, at: now.addingTimeInterval(2))
+        #expect(fresh.granted == 2 && fresh.sentThisSecond == 2, "a new second starts afresh")
     }
 }

@@ -19,6 +19,9 @@ extension StoreConformance {
                 "two instances claim different webhook endpoints, and a lease that ran out is claimed again with its events",
                 webhookLeases),
             Case("delivered webhook events and deliveries older than an age are purged; waiting ones stay", webhookPurge),
+            Case(
+                "recording a delivered batch claims the endpoint's next one in the same write, in order, until nothing waits; a lost lease or a failure claims nothing",
+                webhookRecordAndClaimNext),
         ]
     }
 
@@ -189,6 +192,53 @@ extension StoreConformance {
         #expect(history.map(\.delivered) == [false, false, true], "newest first")
         #expect(history.map(\.statusCode) == [500, 500, 200])
         #expect(history.last?.eventCount == 2 && history.last?.latency == .milliseconds(12))
+    }
+
+    static func webhookRecordAndClaimNext(_ context: Context) async throws {
+        let store = context.store
+        let endpoint = try await endpoint(store, events: [.activityEnded])
+        let now = context.clock.now()
+        let lease = now.addingTimeInterval(60)
+        for n in 1...5 { try await store.enqueueWebhookEventForTest(n, endpoint: endpoint.id, at: now) }
+        let first = try #require(try await store.claimWebhookBatch(worker: "w1", leaseUntil: lease, limit: 2))
+        let second = try #require(
+            try await store.recordWebhookDeliveryAndClaimNext(
+                attempt(first, "w1", .delivered, at: now), leaseUntil: lease, limit: 2))
+        #expect(second.events.count == 2 && second.events[0].id > first.events[1].id, "the next two, in order")
+        #expect(second.endpoint.consecutiveFailures == 0)
+        #expect(
+            try await store.claimWebhookBatch(worker: "w2", leaseUntil: lease, limit: 10) == nil,
+            "the endpoint stays the first worker's")
+        #expect(try await store.webhookQueues()[endpoint.id]?.pending == 3)
+
+        // A worker that lost the lease takes nothing: its events are marked, the holder's claim stands.
+        let stale = try await store.recordWebhookDeliveryAndClaimNext(
+            attempt(second, "w2", .delivered, at: now), leaseUntil: lease, limit: 2)
+        #expect(stale == nil)
+        #expect(try await store.claimWebhookBatch(worker: "w2", leaseUntil: lease, limit: 10) == nil, "still w1's")
+
+        // A failure records and releases as recordWebhookAttempt does, claiming nothing.
+        let third = try #require(
+            try await store.recordWebhookDeliveryAndClaimNext(
+                attempt(second, "w1", .delivered, at: now), leaseUntil: lease, limit: 2))
+        #expect(third.events.count == 1)
+        let failed = try await store.recordWebhookDeliveryAndClaimNext(
+            attempt(third, "w1", .retry(at: now.addingTimeInterval(30)), at: now, status: 500), leaseUntil: lease,
+            limit: 2)
+        #expect(failed == nil)
+        #expect(try await store.webhookQueues()[endpoint.id]?.pending == 1)
+        context.clock.advance(by: .seconds(30))
+        let retried = try #require(
+            try await store.claimWebhookBatch(
+                worker: "w1", leaseUntil: context.clock.now().addingTimeInterval(60), limit: 10))
+        #expect(retried.events.map(\.id) == third.events.map(\.id))
+        let last = try await store.recordWebhookDeliveryAndClaimNext(
+            attempt(retried, "w1", .delivered, at: context.clock.now()), leaseUntil: lease, limit: 2)
+        #expect(last == nil, "nothing waits")
+        #expect(try await store.webhookQueues()[endpoint.id] == nil)
+        let settled = try #require(try await store.webhookEndpoint(endpoint.id))
+        #expect(settled.consecutiveFailures == 0 && settled.status == .active)
+        #expect(try await store.webhookDeliveries(of: endpoint.id, limit: 10).count == 5, "every attempt recorded")
     }
 
     static func webhookLeases(_ context: Context) async throws {
