@@ -89,34 +89,17 @@ struct ActivityBudgetTests {
         .enabled(if: Backend.available.contains(.postgres), "needs HERALD_TEST_DATABASE_URL"))
     func sharedAcrossInstances() async throws {
         try await TestDatabase.with(.postgres) { url in
-            let signingKey = TestSigningKeys.make()
-            let emulator = try APNSEmulator(
-                configuration: EmulatorConfiguration(
-                    adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(signingKey)]))
-            try await emulator.start()
-            defer { Task { await emulator.shutdown() } }
-            let apns = try APNSMode.CustomHost.devicePush(of: emulator)
-            func instance(_ name: String) async throws -> HeraldApplication {
-                try await ServerHarness.build(databaseURL: url, logger: nil) {
-                    $0.apns = .custom(apns)
-                    $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(signingKey))]
-                    $0.instanceID = name
-                    $0.liveActivities.updateBudget = 3
+            try await ServerHarness.withTwoInstances(databaseURL: url) {
+                $0.liveActivities.updateBudget = 3
+            } _: { _, one, two in
+                let (key, _) = try await Self.activity(one.1, one.0)
+                var priorities: [Int] = []
+                for stop in 1...6 {
+                    let client = stop.isMultiple(of: 2) ? two.1 : one.1
+                    let answer = try await Self.update(client, key: key, stop: stop)
+                    priorities.append(answer.json["budget"]?["priority"]?.intValue ?? 0)
                 }
-            }
-            let first = try await instance("one")
-            let second = try await instance("two")
-            try await first.test(.router) { one in
-                try await second.test(.router) { two in
-                    let (key, _) = try await Self.activity(ServerClient(client: one), first)
-                    var priorities: [Int] = []
-                    for stop in 1...6 {
-                        let client = ServerClient(client: stop.isMultiple(of: 2) ? two : one)
-                        let answer = try await Self.update(client, key: key, stop: stop)
-                        priorities.append(answer.json["budget"]?["priority"]?.intValue ?? 0)
-                    }
-                    #expect(priorities == [10, 10, 10, 5, 5, 5], "one budget, counted by both")
-                }
+                #expect(priorities == [10, 10, 10, 5, 5, 5], "one budget, counted by both")
             }
         }
     }

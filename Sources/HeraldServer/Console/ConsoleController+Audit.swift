@@ -6,7 +6,7 @@ import Hummingbird
 extension ConsoleController {
     /// The kinds of change the page offers to filter by.
     static let auditKinds: [AuditAction] = [
-        .keyCreated, .keyRevoked, .sendCreated, .sendCancelled, .deviceRemoved, .activityStarted, .activityEnded,
+        .keyCreated, .keyRevoked, .sendCreated, .sendCancelled, .deviceRemoved, .preferencesChanged, .activityStarted, .activityEnded,
         .channelCreated, .channelDeleted, .broadcastSent, .signedIn, .signedOut,
     ]
 

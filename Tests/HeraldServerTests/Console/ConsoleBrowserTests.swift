@@ -39,6 +39,8 @@ struct ConsoleBrowserTests {
         Scenario(name: "schedule", screenshots: ["compose-schedule-error", "compose-schedule", "send-scheduled"]),
         Scenario(name: "device", screenshots: ["device"]),
         Scenario(
+            name: "preferences", screenshots: ["device-preferences", "user-preferences", "device-preferences-viewer"]),
+        Scenario(
             name: "emulator-and-overview",
             screenshots: ["emulator", "overview", "overview-apns", "overview-phone", "compose-schedule-phone"]),
         Scenario(name: "keys", screenshots: ["keys-created", "keys"]),
@@ -49,7 +51,7 @@ struct ConsoleBrowserTests {
     ]
 
     @Test(
-        "a console scenario in chromium: sign-in, compose (an empty form prompts, a mistake shows), a 5,000-device background send, scheduling, a device, the emulator and overview, keys, Live Activities, channels, webhooks, sign-out",
+        "a console scenario in chromium: sign-in, compose (an empty form prompts, a mistake shows), a 5,000-device background send, scheduling, a device, a person's preferences, the emulator and overview, keys, Live Activities, channels, webhooks, sign-out",
         .enabled("chromium or Playwright is missing: apt-get install chromium && pip install playwright (CI runs these tests)") {
             if isCI { return true }
             return await browserAvailable()
@@ -69,6 +71,8 @@ struct ConsoleBrowserTests {
             environment: [
                 "HERALD_RATE_LIMIT": "0", "HERALD_EMULATOR_ADMIN_PORT": "off", "HERALD_LOG_LEVEL": "notice",
                 "HERALD_EMULATOR_CA_FILE": directory.appendingPathComponent("ca.pem").path,
+                // Sends that name no category ignore them: only the preferences scenario sees them.
+                "HERALD_PREFERENCE_CATEGORIES": "orders:mandatory,social,marketing:off",
             ])
         try await withCleanup({ _ = await server.terminate() }) {
             let log = try #require(

@@ -203,3 +203,37 @@ struct ServerClient: Sendable {
 func testToken(_ byte: Int, bytes: Int = 32) -> DeviceToken {
     try! DeviceToken(hex: String(repeating: String(format: "%02x", byte), count: bytes))
 }
+
+extension ServerHarness {
+    /// Two server instances on one database, sending to one emulator of their own (which trusts their signing key), each
+    /// with a router test client: what a test of state shared across instances needs.
+    /// - Parameter configure: Changes to each instance's configuration, after its app and emulator are set.
+    static func withTwoInstances(
+        databaseURL url: String, configure: @escaping (inout ServerConfiguration) -> Void,
+        _ body: @escaping @Sendable (APNSEmulator, (HeraldApplication, ServerClient), (HeraldApplication, ServerClient))
+            async throws -> Void
+    ) async throws {
+        let signingKey = TestSigningKeys.make()
+        let emulator = try APNSEmulator(
+            configuration: EmulatorConfiguration(
+                adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(signingKey)]))
+        try await emulator.start()
+        defer { Task { await emulator.shutdown() } }
+        let apns = try APNSMode.CustomHost.devicePush(of: emulator)
+        func instance(_ name: String) async throws -> HeraldApplication {
+            try await build(databaseURL: url, logger: nil) {
+                $0.apns = .custom(apns)
+                $0.apps = [AppConfiguration(bundleID: topic, credentials: .key(signingKey))]
+                $0.instanceID = name
+                configure(&$0)
+            }
+        }
+        let first = try await instance("one")
+        let second = try await instance("two")
+        try await first.test(.router) { one in
+            try await second.test(.router) { two in
+                try await body(emulator, (first, ServerClient(client: one)), (second, ServerClient(client: two)))
+            }
+        }
+    }
+}
