@@ -137,7 +137,7 @@ public func buildApplication(
         var fanOut = FanOut(
             store: store, delivery: delivery, pageSize: configuration.sending.pageSize,
             maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock,
-            sleepClock: dependencies.sleepClock, budget: budget)
+            sleepClock: dependencies.sleepClock, budget: budget, metrics: metrics)
         if configuration.liveActivities.pushToStartRate > 0 {
             fanOut.pushToStart = PushToStartPacer(
                 store: store, perSecond: configuration.liveActivities.pushToStartRate, clock: dependencies.clock,
@@ -226,7 +226,8 @@ public func buildApplication(
                 store: store, keys: keys, authority: console, renderer: renderer,
                 appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, engine: engine,
                 apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
-                activities: activities, channels: channels, deploymentChecks: { checks.report }, audit: audit
+                activities: activities, channels: channels, deploymentChecks: { checks.report }, audit: audit,
+                apps: apps
             ).addRoutes(to: router)
         }
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the

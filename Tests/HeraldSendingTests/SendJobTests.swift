@@ -95,6 +95,44 @@ import Testing
         #expect(loaded.targetsEveryDevice == (query.description.hasPrefix("topic ")))
     }
 
+    @Test("the frequency caps a send counts against are read back; a job without them has none; a bad one is refused")
+    func frequencyCaps() throws {
+        var job = Self.job(notifications: ["": try Self.prepared(Payload(aps: APS(alert: .body("x"))))])
+        #expect(try Self.reloaded(job).frequencyCaps.isEmpty)
+        #expect(try JSONValue(parsing: job.jsonText)["frequencyCaps"] == nil, "older readers see the same job")
+        job.frequencyCaps = [
+            FrequencyCap(category: "marketing", limit: 3, periodSeconds: 86_400),
+            FrequencyCap(category: nil, limit: 10, periodSeconds: 604_800),
+            FrequencyCap(category: nil, limit: 1, periodSeconds: 90),
+        ]
+        #expect(try Self.reloaded(job).frequencyCaps == job.frequencyCaps)
+        #expect(try Self.reloaded(job.stamped(at: Date())).frequencyCaps == job.frequencyCaps)
+        let broken = job.jsonText.replacingOccurrences(of: "marketing:3/1d", with: "marketing:3/fortnight")
+        #expect(Self.error(broken)?.description.contains("frequencyCaps[0]") == true)
+    }
+
+    @Test("frequency caps read as the configuration writes them, and their windows are fixed from 1970 UTC")
+    func frequencyCapSyntax() throws {
+        #expect(try FrequencyCap(parsing: "marketing:3/day") == FrequencyCap(category: "marketing", limit: 3, periodSeconds: 86_400))
+        #expect(try FrequencyCap(parsing: "*:10/1d") == FrequencyCap(category: nil, limit: 10, periodSeconds: 86_400))
+        #expect(try FrequencyCap(parsing: " 2/12h ") == FrequencyCap(category: nil, limit: 2, periodSeconds: 43_200))
+        for bad in ["3", "x/day", "0/day", "3/", "3/0d", "3/367d", "a b:3/day", "3/day/2"] {
+            #expect(throws: FrequencyCapSyntaxError.self, "\(bad)") { try FrequencyCap(parsing: bad) }
+        }
+        let day = FrequencyCap(category: nil, limit: 1, periodSeconds: 86_400)
+        let noon = Date(timeIntervalSince1970: 100 * 86_400 + 43_200)
+        let window = day.window(at: noon)
+        let dayStart: Int64 = 100 * 86_400 * 1_000_000
+        #expect(window.start == dayStart && window.end == dayStart + 86_400 * 1_000_000)
+        let mandatory = try PreferenceCategory(name: "orders", mode: .mandatory)
+        let social = try PreferenceCategory(name: "social", mode: .on)
+        let caps = [day, FrequencyCap(category: "social", limit: 1, periodSeconds: 3_600)]
+        #expect(FrequencyCap.applying(caps, category: mandatory, pushType: .alert).isEmpty)
+        #expect(FrequencyCap.applying(caps, category: social, pushType: .background).isEmpty)
+        #expect(FrequencyCap.applying(caps, category: social, pushType: .alert) == caps)
+        #expect(FrequencyCap.applying(caps, category: nil, pushType: .alert) == [day])
+    }
+
     @Test("a localTime schedule keeps its wall-clock time and the zone of devices without one")
     func localTime() throws {
         let local = try #require(LocalDateTime("2026-12-24T09:00"))

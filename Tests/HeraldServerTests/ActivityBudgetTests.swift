@@ -89,21 +89,17 @@ struct ActivityBudgetTests {
         .enabled(if: Backend.available.contains(.postgres), "needs HERALD_TEST_DATABASE_URL"))
     func sharedAcrossInstances() async throws {
         try await TestDatabase.with(.postgres) { url in
-            try await SharedEmulator.with(databaseURL: url) { shared in
-                let first = try await shared.instance("one") { $0.liveActivities.updateBudget = 3 }
-                let second = try await shared.instance("two") { $0.liveActivities.updateBudget = 3 }
-                try await first.test(.router) { one in
-                    try await second.test(.router) { two in
-                        let (key, _) = try await Self.activity(ServerClient(client: one), first)
-                        var priorities: [Int] = []
-                        for stop in 1...6 {
-                            let client = ServerClient(client: stop.isMultiple(of: 2) ? two : one)
-                            let answer = try await Self.update(client, key: key, stop: stop)
-                            priorities.append(answer.json["budget"]?["priority"]?.intValue ?? 0)
-                        }
-                        #expect(priorities == [10, 10, 10, 5, 5, 5], "one budget, counted by both")
-                    }
+            try await ServerHarness.withTwoInstances(databaseURL: url) {
+                $0.liveActivities.updateBudget = 3
+            } _: { _, one, two in
+                let (key, _) = try await Self.activity(one.1, one.0)
+                var priorities: [Int] = []
+                for stop in 1...6 {
+                    let client = stop.isMultiple(of: 2) ? two.1 : one.1
+                    let answer = try await Self.update(client, key: key, stop: stop)
+                    priorities.append(answer.json["budget"]?["priority"]?.intValue ?? 0)
                 }
+                #expect(priorities == [10, 10, 10, 5, 5, 5], "one budget, counted by both")
             }
         }
     }

@@ -92,6 +92,23 @@ struct ConfigurationTests {
         #expect(merged.apps[0].defaultPreferenceCategory == "chat" && merged.apps[1].preferenceCategories.isEmpty)
     }
 
+    @Test("frequency caps come from the variable or the file: [category:]count/period, app-wide or per category")
+    func frequencyCaps() throws {
+        let configuration = try ServerConfiguration(environment: [
+            "HERALD_PREFERENCE_CATEGORIES": "orders:mandatory,marketing:off",
+            "HERALD_FREQUENCY_CAPS": "marketing:3/day, *:10/1d, 20/1w, 1/30m, 5/12h",
+        ])
+        #expect(
+            configuration.apps[0].frequencyCaps.map(\.description)
+                == ["marketing:3/1d", "*:10/1d", "*:20/1w", "*:1/30m", "*:5/12h"])
+        #expect(try ServerConfiguration(environment: [:]).apps[0].frequencyCaps.isEmpty)
+        let file = try write(
+            #"{"apps": [{"topic": "com.acme.a", "preferenceCategories": ["news"], "frequencyCaps": ["news:2/day"]}]}"#,
+            to: "caps.json")
+        let fromFile = try ServerConfiguration(environment: ["HERALD_CONFIG": file])
+        #expect(fromFile.apps[0].frequencyCaps == [FrequencyCap(category: "news", limit: 2, periodSeconds: 86_400)])
+    }
+
     @Test("variables set the listen address, database, limits, a .p8 app, registration and content keys")
     func variables() throws {
         let (pem, _) = TestSigningKeys.makePEM()
@@ -198,6 +215,16 @@ struct ConfigurationTests {
             (["HERALD_PREFERENCE_CATEGORIES": "or ders"], "HERALD_PREFERENCE_CATEGORIES"),
             (["HERALD_PREFERENCE_CATEGORIES": "orders,orders:off"], "HERALD_PREFERENCE_CATEGORIES"),
             (["HERALD_DEFAULT_PREFERENCE_CATEGORY": "orders"], "HERALD_DEFAULT_PREFERENCE_CATEGORY"),
+            (["HERALD_FREQUENCY_CAPS": "3/fortnight"], "HERALD_FREQUENCY_CAPS"),
+            (["HERALD_FREQUENCY_CAPS": "0/day"], "HERALD_FREQUENCY_CAPS"),
+            (["HERALD_FREQUENCY_CAPS": "three/day"], "HERALD_FREQUENCY_CAPS"),
+            (["HERALD_FREQUENCY_CAPS": "3/400d"], "HERALD_FREQUENCY_CAPS"),
+            (["HERALD_FREQUENCY_CAPS": "*:3/day,10/1d"], "HERALD_FREQUENCY_CAPS"),
+            (["HERALD_FREQUENCY_CAPS": "news:3/day"], "HERALD_FREQUENCY_CAPS"),
+            (
+                ["HERALD_PREFERENCE_CATEGORIES": "orders:mandatory", "HERALD_FREQUENCY_CAPS": "orders:3/day"],
+                "HERALD_FREQUENCY_CAPS"
+            ),
             (
                 ["HERALD_RETENTION_CONSOLE_SESSIONS_DAYS": "1", "HERALD_CONSOLE_IDLE_TIMEOUT": "172800"],
                 "HERALD_RETENTION_CONSOLE_SESSIONS_DAYS"

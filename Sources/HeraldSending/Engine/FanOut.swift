@@ -33,6 +33,8 @@ public struct FanOut: Sendable {
     var budget: InFlightBudget?
     /// Each app's push-to-start pace, shared through the store; `nil`: starts are not paced.
     public var pushToStart: PushToStartPacer?
+    /// Where the devices a frequency cap leaves out are counted; `nil`: nowhere (tests).
+    var metrics: (any SendingMetrics)?
 
     /// - Parameters:
     ///   - pageSize: Devices fetched per page, and the most outcomes recorded per transaction.
@@ -42,8 +44,10 @@ public struct FanOut: Sendable {
     ///   - budget: The instance's shared in-flight budget; `nil`: each run may have `maximumInFlight`.
     public init(
         store: any Store, delivery: Delivery, pageSize: Int, maximumInFlight: Int, clock: any WallClock,
-        sleepClock: any Clock<Duration> = ContinuousClock(), budget: InFlightBudget? = nil
+        sleepClock: any Clock<Duration> = ContinuousClock(), budget: InFlightBudget? = nil,
+        metrics: (any SendingMetrics)? = nil
     ) {
+        self.metrics = metrics
         self.store = store
         self.delivery = delivery
         self.pageSize = pageSize
@@ -246,9 +250,14 @@ public struct FanOut: Sendable {
                     group.addTask {
                         do {
                             let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
-                            let done =
+                            var done =
                                 resuming
                                 ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
+                            // Left out like devices done before: not sent, and no outcome to wait for.
+                            let capped = try await claimFrequencyCaps(
+                                plan, send: id, devices: page.devices.filter { !done.contains($0.token) },
+                                recordOnSend: true)
+                            done.formUnion(capped.suppressed.map(\.token))
                             events.push(.page(page, done: done))
                         } catch {
                             events.push(.failed(error))
@@ -343,6 +352,26 @@ public struct FanOut: Sendable {
             result.finished = exhausted && !dropped
             return result
         }
+    }
+
+    /// The devices whose person has room in every frequency cap of the send, and those left out: one claim in the store
+    /// for the whole batch (``HeraldStore/FrequencyCapStore``), none when the send has no cap.
+    /// - Parameter recordOnSend: Whether the store adds those left out to the send's row (a background send's).
+    public func claimFrequencyCaps(
+        _ plan: SendPlan, send id: SendID, devices: [DeviceRegistration], recordOnSend: Bool
+    ) async throws -> (allowed: [DeviceRegistration], suppressed: [DeviceRegistration]) {
+        let caps = plan.job.frequencyCaps
+        guard !caps.isEmpty, !devices.isEmpty else { return (devices, []) }
+        let subjects = devices.map { PreferenceSubject(of: $0.registration).key }
+        let claim = try await store.claimFrequencyCaps(
+            caps, topic: plan.bundleID, subjects: subjects, send: id, recordOnSend: recordOnSend, at: clock.now())
+        var allowed: [DeviceRegistration] = []
+        var suppressed: [DeviceRegistration] = []
+        for (device, subject) in zip(devices, subjects) {
+            if claim.allowed.contains(subject) { allowed.append(device) } else { suppressed.append(device) }
+        }
+        if recordOnSend, !suppressed.isEmpty { metrics?.suppressed(SuppressedCounts(frequencyCap: suppressed.count)) }
+        return (allowed, suppressed)
     }
 
     /// Sends to a few devices at once (an inline send) and returns their outcomes as they came; records nothing.

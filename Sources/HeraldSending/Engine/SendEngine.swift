@@ -1,3 +1,4 @@
+public import Foundation
 import HeraldCore
 public import HeraldStore
 public import Logging
@@ -58,11 +59,14 @@ public struct SendEngine: Sendable {
     public func accept(_ plan: SendPlan, logger: Logger) async throws -> Accepted {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
-        if !plan.mustRunInBackground, pushToStartPace(of: plan) == nil, let devices = try await inlineTargets(of: plan) {
-            let suppressed = try await suppressed(by: plan, targetCount: devices.count)
+        if !plan.mustRunInBackground, pushToStartPace(of: plan) == nil, let targets = try await inlineTargets(of: plan) {
+            var suppressed = try await suppressed(by: plan, targetCount: targets.count)
+            let (devices, capped) = try await fanOut.claimFrequencyCaps(
+                plan, send: plan.sendID, devices: targets, recordOnSend: false)
+            suppressed.frequencyCap = capped.count
             let new = NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
-                targetCount: devices.count, suppressed: suppressed, topic: plan.bundleID)
+                targetCount: targets.count, suppressed: suppressed, topic: plan.bundleID)
             metrics.sendStarted(background: false)
             metrics.suppressed(suppressed)
             let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
@@ -138,6 +142,13 @@ public struct SendEngine: Sendable {
         guard plan.query.preference != nil else { return SuppressedCounts() }
         let unfiltered = try await store.count(matching: plan.query.preference(nil))
         return SuppressedCounts(preference: max(0, unfiltered - targetCount))
+    }
+
+    /// The devices of the target whose person has used up one of the send's frequency caps, were it sent now: an
+    /// estimate from the counters of the moment (a dry run's), since other sends may claim or a window end meanwhile.
+    public func estimatedFrequencyCapped(by plan: SendPlan, at date: Date) async throws -> Int {
+        guard !plan.job.frequencyCaps.isEmpty else { return 0 }
+        return try await store.count(matching: plan.query.exhaustingFrequencyCaps(plan.job.frequencyCaps, at: date))
     }
 
     public func checkSingleToken(of plan: SendPlan) async throws {

@@ -16,7 +16,8 @@ extension SendJob {
     ///  "sendAt": "2026-12-24T18:00:00Z" | "localTime": "2026-12-24T09:00:00", "timeZone": "Europe/Paris",
     ///  "notifications": {"": {"body": "<base64>", "pushType": "alert", "topic": "com.example.app", "priority": 10,
     ///                         "expiration": 0, "collapseId": "…"}, "fr": {…}},
-    ///  "stampTimestamp": false, "targetDescription": "user alice", "summary": "alert push"}
+    ///  "stampTimestamp": false, "targetDescription": "user alice", "summary": "alert push",
+    ///  "frequencyCaps": ["marketing:3/1d", "*:10/1d"]}
     /// ```
     var json: JSONValue {
         var members: [String: JSONValue] = [
@@ -26,6 +27,7 @@ extension SendJob {
             "targetDescription": .string(targetDescription), "summary": .string(summary),
         ]
         if let rate { members["rate"] = .integer(rate) }
+        if !frequencyCaps.isEmpty { members["frequencyCaps"] = .array(frequencyCaps.map { .string($0.description) }) }
         schedule?.write(to: &members)
         return .object(members)
     }
@@ -49,6 +51,15 @@ extension SendJob {
             schedule: try SendSchedule.read(job), rate: try job.optionalInteger("rate", in: 1...Int.max),
             targetDescription: try job.string("targetDescription"), summary: try job.string("summary"),
             notifications: notifications, stampsTimestamp: try job.flag("stampTimestamp"))
+        if job["frequencyCaps"] != nil {
+            for (index, text) in try job.strings("frequencyCaps").enumerated() {
+                do {
+                    frequencyCaps.append(try FrequencyCap(parsing: text))
+                } catch {
+                    throw job.failure("frequencyCaps[\(index)]", error.problem)
+                }
+            }
+        }
     }
 
     private static func json(_ query: DeviceQuery) -> JSONValue {

@@ -34,6 +34,9 @@ public struct SendJob: Sendable, Hashable {
     /// A device shows the Live Activity update with the latest timestamp and drops older ones, so a scheduled update
     /// stamped when it was asked for could lose to one sent meanwhile.
     public let stampsTimestamp: Bool
+    /// The frequency caps the send counts against, as accepted (none for a mandatory category, a push other than an
+    /// alert, or a send that opted out): each device's person must have room in all of them.
+    public var frequencyCaps: [FrequencyCap] = []
 
     /// A job.
     /// - Precondition: `notifications` has the default, `""`.
@@ -58,7 +61,7 @@ public struct SendJob: Sendable, Hashable {
     /// `date`; otherwise the job unchanged.
     public func stamped(at date: Date) -> SendJob {
         guard stampsTimestamp else { return self }
-        return SendJob(
+        var stamped = SendJob(
             bundleID: bundleID, query: query, pushType: pushType, schedule: schedule, rate: rate,
             targetDescription: targetDescription, summary: summary,
             notifications: notifications.mapValues { notification in
@@ -68,6 +71,8 @@ public struct SendJob: Sendable, Hashable {
                     collapseID: notification.collapseID, apnsID: notification.apnsID)
             },
             stampsTimestamp: true)
+        stamped.frequencyCaps = frequencyCaps
+        return stamped
     }
 
     /// Whether the send is for every device of its app (a `{"topic": …}` target).

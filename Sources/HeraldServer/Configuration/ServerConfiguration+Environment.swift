@@ -43,6 +43,7 @@ extension ServerConfiguration {
     /// | `HERALD_SEND_PRIORITY` [`sendPriority`] | `high`, `normal` or `low`: the app's sends are claimed and given the budget before (after) other apps' of their lane | `normal` |
     /// | `HERALD_PREFERENCE_CATEGORIES` [`preferenceCategories`] | comma-separated `name`, `name:off` or `name:mandatory` | none: no preferences |
     /// | `HERALD_DEFAULT_PREFERENCE_CATEGORY` [`defaultPreferenceCategory`] | the category of a send that names none | none: such sends ignore preferences |
+    /// | `HERALD_FREQUENCY_CAPS` [`frequencyCaps`] | comma-separated `[category:]count/period`, such as `marketing:3/day,*:10/1d` | none: no caps |
     /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
@@ -260,6 +261,7 @@ extension ServerConfiguration {
             "HERALD_PRIVATE_KEY_FILE", "HERALD_P12_FILE", "HERALD_REGISTRATION_KEYS", "HERALD_CONTENT_KEY",
             "HERALD_RECEIPTS", "HERALD_SEND_WEIGHT", "HERALD_PREFERENCE_CATEGORIES", "HERALD_DEFAULT_PREFERENCE_CATEGORY",
             "HERALD_SEND_PRIORITY",
+            "HERALD_FREQUENCY_CAPS",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -283,6 +285,7 @@ extension ServerConfiguration {
                 if app.defaultPreferenceCategory != nil {
                     merged.defaultPreferenceCategory = app.defaultPreferenceCategory
                 }
+                if !app.frequencyCaps.isEmpty { merged.frequencyCaps = app.frequencyCaps }
                 apps[index] = merged
             } else {
                 apps.append(app)
@@ -293,7 +296,10 @@ extension ServerConfiguration {
             throw ConfigurationError("The app \(app.bundleID) is configured twice: keep one entry per topic.")
         }
         // Once the file's apps and the variables are merged: the variables may name a default the file declares.
-        for app in apps { try checkDefaultCategory(of: app) }
+        for app in apps {
+            try checkDefaultCategory(of: app)
+            try checkFrequencyCaps(of: app)
+        }
         return apps
     }
 
@@ -360,6 +366,7 @@ extension ServerConfiguration {
         app.preferenceCategories = try readPreferenceCategories(reader: reader)
         app.defaultPreferenceCategory = try reader.string(
             "HERALD_DEFAULT_PREFERENCE_CATEGORY", "defaultPreferenceCategory")
+        app.frequencyCaps = try readFrequencyCaps(reader: reader)
         if let text = try reader.string("HERALD_CONTENT_KEY", "contentKey") {
             guard let colon = text.firstIndex(of: ":") else {
                 throw ConfigurationError(
@@ -401,6 +408,43 @@ extension ServerConfiguration {
             categories.append(category)
         }
         return categories
+    }
+
+    /// `[category:]count/period`, each category and period once.
+    private static func readFrequencyCaps(reader: SettingReader) throws(ConfigurationError) -> [FrequencyCap] {
+        let setting = reader.name("HERALD_FREQUENCY_CAPS", "frequencyCaps")
+        var caps: [FrequencyCap] = []
+        for text in try reader.list("HERALD_FREQUENCY_CAPS", "frequencyCaps") {
+            let cap: FrequencyCap
+            do {
+                cap = try FrequencyCap(parsing: text)
+            } catch {
+                throw ConfigurationError("\(setting): \(error.description)")
+            }
+            guard !caps.contains(where: { $0.category == cap.category && $0.periodSeconds == cap.periodSeconds }) else {
+                throw ConfigurationError(
+                    "\(setting) caps \(cap.category ?? "*") twice over the same period: keep one.")
+            }
+            caps.append(cap)
+        }
+        return caps
+    }
+
+    /// A cap names a category the app declares, and not a mandatory one, which is never capped.
+    private static func checkFrequencyCaps(of app: AppConfiguration) throws(ConfigurationError) {
+        for cap in app.frequencyCaps {
+            guard let name = cap.category else { continue }
+            guard let category = app.preferenceCategories.named(name) else {
+                throw ConfigurationError(
+                    "HERALD_FREQUENCY_CAPS (\"frequencyCaps\") of \(app.bundleID) caps \(name), which it does not declare: declare it in HERALD_PREFERENCE_CATEGORIES (\"preferenceCategories\"), or write *: for every category."
+                )
+            }
+            guard category.mode != .mandatory else {
+                throw ConfigurationError(
+                    "HERALD_FREQUENCY_CAPS (\"frequencyCaps\") of \(app.bundleID) caps \(name), which is mandatory: mandatory notifications are never capped; remove that cap."
+                )
+            }
+        }
     }
 
     private static func checkDefaultCategory(of app: AppConfiguration) throws(ConfigurationError) {

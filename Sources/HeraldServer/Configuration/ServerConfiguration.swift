@@ -293,6 +293,9 @@ public struct AppConfiguration: Sendable {
     public var preferenceCategories: [PreferenceCategory]
     /// The category of a send that names none; `nil`: such sends are not subject to preferences.
     public var defaultPreferenceCategory: String?
+    /// At most so many non-mandatory alerts per person and period, app-wide or per category (docs/preferences.md).
+    /// Empty: no caps.
+    public var frequencyCaps: [FrequencyCap] = []
 
     /// - Parameters: see the properties; only the bundle id is required.
     public init(

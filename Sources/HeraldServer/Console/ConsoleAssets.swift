@@ -18,6 +18,7 @@ enum ConsoleAssets {
         "layout": text(PackageResources.layout_mustache),
         "overview": text(PackageResources.overview_mustache),
         "overview-scoped": text(PackageResources.overview_scoped_mustache),
+        "preferences": text(PackageResources.preferences_mustache),
         "send": text(PackageResources.send_mustache),
         "sends": text(PackageResources.sends_mustache),
         "sign-in": text(PackageResources.sign_in_mustache),

@@ -168,11 +168,13 @@ extension ConsoleController {
 
     /// A send's counts and progress, for templates.
     static func progress(_ send: SendRecord) -> [String: Any] {
-        let done = send.counts.total
+        // Devices a frequency cap left out are among the target count, and done: they get nothing.
+        let done = send.counts.total + send.suppressed.frequencyCap
         let total = max(send.targetCount ?? done, done)
         return [
             "done": done, "total": max(total, 1), "percent": total == 0 ? 100 : done * 100 / total,
             "accepted": send.counts.accepted, "rejected": send.counts.rejected, "failed": send.counts.failed,
+            "capped": send.suppressed.frequencyCap, "preferenceOut": send.suppressed.preference,
         ]
     }
 
@@ -360,6 +362,13 @@ extension ConsoleController {
                     "/console/devices", [("user", user), ("tag", tag), ("app", app), ("after", next.description)])
             }
         }
+        if search.isEmpty, !user.isEmpty, !found.isEmpty {
+            // The user view: the person's choices in the app, which hold on every device of theirs.
+            data["userPreferences"] = try await preferenceSection(
+                topic: app, subject: .user(user), returnTo: Self.link("/console/devices", [("user", user), ("app", app)]),
+                context: context)
+        }
+        if try request.queryParameter("preferences") != nil { data["notice"] = "The preferences were saved." }
         data["description"] = description
         let reveal = Self.revealsTokens(context)
         data["rows"] = found.map { device in
@@ -446,6 +455,12 @@ extension ConsoleController {
         }
         data["removals"] = removals
         data["hasRemovals"] = !removals.isEmpty
+        if device.isActive {
+            data["preferences"] = try await preferenceSection(
+                topic: device.topic, subject: PreferenceSubject(of: registration),
+                returnTo: "/console/devices/\(token.hex)", context: context)
+        }
+        if try request.queryParameter("preferences") != nil { data["notice"] = "The preferences were saved." }
         return renderer.page(
             "device", title: "Device …\(token.hex.suffix(8))", section: .devices, data: data, context: context)
     }

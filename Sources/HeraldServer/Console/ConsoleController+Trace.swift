@@ -16,7 +16,11 @@ extension ConsoleController {
         }
         async let device = store.device(token)
         let stored = try await store.deliveryTrace(of: id, to: token)
-        let trace = DeliveryTrace(send: record, token: token, stored: stored, device: try await device)
+        let found = try await device
+        let capped = try await DeliveryTrace.frequencyCapEvidence(
+            send: record, stored: stored, device: found, appCaps: found.flatMap { apps.apps[$0.topic]?.frequencyCaps } ?? [],
+            store: store)
+        let trace = DeliveryTrace(send: record, token: token, stored: stored, device: found, frequencyCap: capped)
         var data: [String: Any] = [
             "sendID": id.description, "target": record.target, "summary": record.summary, "token": token.hex,
             "suffix": String(token.hex.suffix(8)), "verdict": trace.verdict.text, "verdictCode": trace.verdict.code,

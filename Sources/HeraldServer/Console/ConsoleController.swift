@@ -39,6 +39,8 @@ struct ConsoleController: Sendable {
     var deploymentChecks: @Sendable () -> DeploymentReport? = { nil }
     /// Records each change the console makes, and each sign-in and sign-out.
     let audit: AuditTrail
+    /// The apps' preference categories, for a person's choices on the device page and the user view.
+    var apps = AppDirectory([])
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/console/assets/{name}", use: asset)
@@ -68,6 +70,7 @@ struct ConsoleController: Sendable {
         router.get("/console/audit", use: audit)
         router.get("/console/emulator", use: emulatorInboxes)
         addWebhookRoutes(to: router)
+        router.post("/console/preferences", use: changePreferences)
     }
 
     // MARK: Assets

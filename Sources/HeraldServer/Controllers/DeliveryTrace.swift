@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldSending
 import HeraldStore
 
 /// One notification's way to one device, joined from what Herald keeps of it: the send, the device's outcome and its
@@ -35,7 +36,16 @@ struct DeliveryTrace {
     /// Apple's Push Notifications Console, where a development notification is looked up by its `apns-unique-id`.
     static let pushNotificationsConsole = "https://icloud.developer.apple.com/dashboard/notifications"
 
-    init(send: SendRecord, token: DeviceToken, stored: StoredDeliveryTrace, device: DeviceRegistration?) {
+    /// A frequency cap that left the device out: the cap, and the count its person had reached in the window.
+    struct CapEvidence {
+        var cap: FrequencyCap
+        var count: Int
+    }
+
+    init(
+        send: SendRecord, token: DeviceToken, stored: StoredDeliveryTrace, device: DeviceRegistration?,
+        frequencyCap: CapEvidence? = nil
+    ) {
         self.send = send
         self.token = token
         outcome = stored.outcome
@@ -72,6 +82,13 @@ struct DeliveryTrace {
             case nil:
                 break
             }
+        } else if let frequencyCap {
+            steps.append(
+                Step(
+                    event: "frequencyCapped", at: send.updatedAt,
+                    text: "Left out by the frequency cap \(frequencyCap.cap): this device's person had had "
+                        + "\(frequencyCap.count) in its window, and other sends counted them.",
+                    fields: ["cap": .string(frequencyCap.cap.description), "count": .integer(frequencyCap.count)]))
         } else if !send.status.isFinal {
             steps.append(
                 Step(
@@ -94,7 +111,38 @@ struct DeliveryTrace {
                     fields: ["reason": .string(invalidation.reason.rawValue)]))
         }
         self.steps = steps
-        verdict = Self.verdict(send: send, stored: stored)
+        if let frequencyCap, stored.outcome == nil {
+            verdict = Verdict(
+                code: "frequencyCapped",
+                text: "Herald left this device out: its person had had as many notifications as the frequency cap "
+                    + "\(frequencyCap.cap) allows in its window (docs/preferences.md).")
+        } else {
+            verdict = Self.verdict(send: send, stored: stored)
+        }
+    }
+
+    /// The cap that left a device without an outcome out of a finished send that the caps left devices out of: one of
+    /// the send's caps (its stored job's; an inline send keeps none, so the app's caps of the moment) whose counter for
+    /// the device's person, in the window the send was accepted in, is full and was counted by other sends. `nil`
+    /// when the device has an outcome, or no cap is full.
+    static func frequencyCapEvidence(
+        send: SendRecord, stored: StoredDeliveryTrace, device: DeviceRegistration?, appCaps: [FrequencyCap],
+        store: any Store
+    ) async throws -> CapEvidence? {
+        guard stored.outcome == nil, send.status.isFinal, send.suppressed.frequencyCap > 0, let device else { return nil }
+        var caps = appCaps
+        if let job = send.job, let texts = (try? JSONValue(parsing: job))?["frequencyCaps"]?.arrayValue {
+            caps = texts.compactMap { $0.stringValue.flatMap { try? FrequencyCap(parsing: $0) } }
+        }
+        guard !caps.isEmpty else { return nil }
+        let counters = try await store.frequencyCapCounters(
+            caps, topic: device.topic, subject: PreferenceSubject(of: device.registration).key, at: send.createdAt)
+        for (cap, counter) in zip(caps, counters) {
+            if let counter, counter.count >= cap.limit, counter.lastSend != send.id {
+                return CapEvidence(cap: cap, count: counter.count)
+            }
+        }
+        return nil
     }
 
     /// The `apns-unique-id` to paste into Apple's Push Notifications Console: development sends only (the sandbox

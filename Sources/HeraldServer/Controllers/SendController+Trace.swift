@@ -20,7 +20,11 @@ extension SendController {
         }
         async let device = store.device(token)
         let stored = try await store.deliveryTrace(of: id, to: token)
-        let trace = DeliveryTrace(send: record, token: token, stored: stored, device: try await device)
+        let found = try await device
+        let capped = try await DeliveryTrace.frequencyCapEvidence(
+            send: record, stored: stored, device: found, appCaps: found.flatMap { apps.apps[$0.topic]?.frequencyCaps } ?? [],
+            store: store)
+        let trace = DeliveryTrace(send: record, token: token, stored: stored, device: found, frequencyCap: capped)
         return .json(trace.json(revealingToken: Self.revealsTokens(to: context)))
     }
 }

@@ -47,12 +47,20 @@ struct SendController: Sendable {
         }
         try TextRules.checkNoNUL(in: value)
         let plan = try SendPlan(json: value, apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
+        if case .object(let members) = value, members["frequencyCap"] == .bool(false), let key = context.apiKey,
+            !key.allows(.admin)
+        {
+            // Caps any sender could waive would be advisory: waiving them is the admin's.
+            throw APIKeyAuthenticator.insufficientScope(key, .admin)
+        }
         try context.access.check(app: plan.bundleID)
         try context.access.check(environment: plan.query.environment)
         if dryRun {
             try await engine.checkSingleToken(of: plan)
             let count = try await store.count(matching: plan.query)
-            return dryRunAnswer(plan, count: count, suppressed: try await engine.suppressed(by: plan, targetCount: count))
+            var suppressed = try await engine.suppressed(by: plan, targetCount: count)
+            suppressed.frequencyCap = try await engine.estimatedFrequencyCapped(by: plan, at: clock.now())
+            return dryRunAnswer(plan, count: count, suppressed: suppressed)
         }
         let answer = try await perform(plan, context: context)
         await audit.record(
@@ -208,7 +216,7 @@ struct SendController: Sendable {
 
     /// The devices a send left out, by rule: `{"preference": 12}`.
     static func suppressedJSON(_ counts: SuppressedCounts) -> JSONValue {
-        .object(["preference": .integer(counts.preference)])
+        .object(["preference": .integer(counts.preference), "frequencyCap": .integer(counts.frequencyCap)])
     }
 
     /// A shard of a large send as the API shows it: its place, status, the worker running it, its size and progress.

@@ -112,7 +112,10 @@ extension SendPlan {
             }
             selection = selection.environment(environment)
         }
-        selection = selection.preference(try Self.preferenceCategory(fields, app: app)?.filter)
+        let category = try Self.preferenceCategory(fields, app: app)
+        selection = selection.preference(category?.filter)
+        // Admin keys only (SendController checks): an opt-out that any sender could write would make caps advisory.
+        let capped = try fields.bool("frequencyCap") ?? true
 
         // Payload.
         let raw = try fields.object("payload")
@@ -235,12 +238,15 @@ extension SendPlan {
             localized.aps.alert = alert
             prepared[language] = try prepare(localized)
         }
-        let job = SendJob(
+        var job = SendJob(
             bundleID: app.bundleID, query: query, pushType: pushType, schedule: schedule, rate: rate,
             targetDescription: targetDescription,
             summary: "\(pushType) push" + (localizations.isEmpty ? "" : " in \(localizations.count + 1) variants")
                 + (encrypt ? ", encrypted" : ""),
             notifications: prepared, stampsTimestamp: stampsTimestamp)
+        if capped {
+            job.frequencyCaps = FrequencyCap.applying(app.frequencyCaps, category: category, pushType: pushType)
+        }
         self.init(validated: job, sendID: sendID, singleToken: single)
     }
 

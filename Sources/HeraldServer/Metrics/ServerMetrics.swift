@@ -46,7 +46,7 @@ struct ServerMetrics: SendingMetrics {
         )
         static let retentionLastRunDuration = ("retention_last_run_duration", "How long the last retention run took.")
         static let suppressed = (
-            "notifications_suppressed", "Devices that sends left out because of a rule about their person, by rule (preference)."
+            "notifications_suppressed", "Devices that sends left out because of a rule about their person, by rule (preference, frequencyCap)."
         )
         static let activityPushes = (
             "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
@@ -224,7 +224,12 @@ struct ServerMetrics: SendingMetrics {
     }
 
     func suppressed(_ counts: SuppressedCounts) {
-        guard counts.preference > 0 else { return }
-        Self.counter(registry, Name.suppressed, [("reason", "preference")]).increment(by: Int64(counts.preference))
+        if counts.preference > 0 {
+            Self.counter(registry, Name.suppressed, [("reason", "preference")]).increment(by: Int64(counts.preference))
+        }
+        if counts.frequencyCap > 0 {
+            Self.counter(registry, Name.suppressed, [("reason", "frequencyCap")])
+                .increment(by: Int64(counts.frequencyCap))
+        }
     }
 }

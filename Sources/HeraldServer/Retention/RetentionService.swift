@@ -22,6 +22,8 @@ final class RetentionService: Service, Sendable {
         var idempotencyKeys = 0
         /// Delivered webhook events and deliveries older than their age.
         var webhookRecords = 0
+        /// Frequency cap counters whose window ended.
+        var frequencyWindows = 0
         /// Bytes given back to the file system; `nil` when the database cannot give any back.
         var reclaimedBytes: Int64? = 0
     }
@@ -29,7 +31,7 @@ final class RetentionService: Service, Sendable {
     /// Bytes given back per write: about a millisecond of page moves on SQLite, so nothing waits long behind one.
     static let reclaimChunk: Int64 = 1 << 20
 
-    private let store: any RetentionStore & IdempotencyStore & WebhookStore
+    private let store: any RetentionStore & IdempotencyStore & WebhookStore & FrequencyCapStore
     private let settings: ServerConfiguration.Retention
     private let clock: any WallClock
     private let sleepClock: any Clock<Duration>
@@ -41,7 +43,7 @@ final class RetentionService: Service, Sendable {
     private let warnedAboutVacuum = Mutex(false)
 
     init(
-        store: any RetentionStore & IdempotencyStore & WebhookStore, settings: ServerConfiguration.Retention, clock: any WallClock,
+        store: any RetentionStore & IdempotencyStore & WebhookStore & FrequencyCapStore, settings: ServerConfiguration.Retention, clock: any WallClock,
         sleepClock: any Clock<Duration>, storeReady: Gate, metrics: ServerMetrics, logger: Logger
     ) {
         self.store = store
@@ -134,11 +136,25 @@ final class RetentionService: Service, Sendable {
                     metadata: [LogKey.error: "\(error)"])
             }
         }
+        // Frequency cap counters, once their window ended: a new window counts from zero anyway.
+        do {
+            var deleted: Int
+            repeat {
+                deleted = try await store.purgeFrequencyWindows(endedBefore: now, limit: settings.batchSize)
+                report.frequencyWindows += deleted
+            } while deleted == settings.batchSize && !Task.isCancelled
+        } catch {
+            if Task.isCancelled { return report }
+            logger.warning(
+                "Retention could not delete ended frequency cap windows; it tries again in \(settings.interval)",
+                metadata: [LogKey.error: "\(error)"])
+        }
         report.reclaimedBytes = await reclaimSpace()
         let duration = started.duration(to: .now)
         metrics.retentionRan(at: clock.now(), duration: duration)
         let counts = (settings.ages.map { "\(report.deleted[$0.kind] ?? 0) \($0.kind.words)" }
-            + ["\(report.idempotencyKeys) expired idempotency keys", "\(report.webhookRecords) webhook records"]).joined(separator: ", ")
+            + ["\(report.idempotencyKeys) expired idempotency keys", "\(report.webhookRecords) webhook records",
+                "\(report.frequencyWindows) frequency cap windows"]).joined(separator: ", ")
         let reclaimed = report.reclaimedBytes.flatMap { $0 > 0 ? "; gave back \(Self.megabytes($0)) to the file system" : nil } ?? ""
         logger.info(
             "Retention deleted \(counts) in \(String(format: "%.1f", Self.seconds(duration))) s\(reclaimed)",

@@ -20,6 +20,7 @@ package struct RetentionBatchPlan {
         case marked(sends: [String], deleted: Int)
         case deletedAttempts(sends: [String], deleted: Int)
         case deletedSessions
+        case deletedTokens
         case done
         case finished
     }
@@ -83,14 +84,22 @@ package struct RetentionBatchPlan {
             step = .done
             return StoreSQL.deleteAuditEntries(before: cutoff, limit: limit, dialect)
         case (.start, .invalidatedTokens):
-            step = .done
+            step = .deletedTokens
             return StoreSQL.deleteInvalidatedTokens(before: cutoff, limit: limit, dialect)
+        case (.deletedTokens, _):
+            // The choices of a token removed or invalidated as long ago share the batch's limit with the tokens:
+            // nobody can make or see them again (a person's or an installation's choices stay).
+            let tokens = rows?.count ?? 0
+            guard tokens < limit else { return finish(deleted: tokens, finished: false) }
+            step = .done
+            result = RetentionBatch(deleted: tokens, finished: true)
+            return StoreSQL.deleteTokenPreferences(goneBefore: cutoff, limit: limit - tokens, dialect)
         case (.finished, _):
             return nil
         case (.done, _):
             let deleted = rows?.count ?? 0
             step = .finished
-            if kind == .consoleSessions {
+            if kind == .consoleSessions || kind == .invalidatedTokens {
                 result.finished = deleted < limit - result.deleted
                 result.deleted += deleted
             } else {

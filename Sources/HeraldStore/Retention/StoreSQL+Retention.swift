@@ -105,6 +105,19 @@ extension StoreSQL {
             """, [.integer(cutoff), .integer(Int64(limit))])
     }
 
+    /// Deletes up to `limit` preference choices held by a token alone (`t:` subjects) whose token is gone, or was
+    /// invalidated before a moment; returns a row for each.
+    static func deleteTokenPreferences(goneBefore cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect)
+        -> SQLStatement
+    {
+        // 't:' <= subject < 't;' is the range of token subjects in the primary key's order within a topic.
+        SQLStatement(
+            dialect,
+            """
+            DELETE FROM preference_choices WHERE (topic, subject, category) IN (SELECT p.topic, p.subject, p.category             FROM preference_choices p WHERE p.subject >= 't:' AND p.subject < 't;' AND NOT EXISTS (SELECT 1 FROM             devices d WHERE d.token = substr(p.subject, 3) AND (d.invalidated_at IS NULL OR d.invalidated_at >= $1))             LIMIT $2\(skipLocked(dialect))) RETURNING subject
+            """, [.integer(cutoff), .integer(Int64(limit))])
+    }
+
     /// PostgreSQL: takes the retention lock of a schema for the transaction, without waiting; one row, 1 when taken.
     /// The first key is the bytes of "hrlr"; the second the schema's `hashtext`, as for migrations.
     package static func tryRetentionLock(schema: String) -> SQLStatement {

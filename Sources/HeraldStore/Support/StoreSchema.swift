@@ -537,6 +537,28 @@ package enum StoreSchema {
                 "CREATE INDEX audit_log_key ON audit_log (key_id, at, id)",
                 "CREATE INDEX audit_log_action ON audit_log (action, at, id)",
             ]),
+        Migration(
+            version: 24, name: "frequency caps: notifications per person, app, cap and window, counted by every instance",
+            statements: [
+                // One row per subject (PreferenceSubject's key) and window of a cap (scope: a category or '*');
+                // last_send lets the send that counted it claim it again for free. Retention deletes ended windows.
+                """
+                CREATE TABLE frequency_counts (
+                    topic TEXT NOT NULL,
+                    scope TEXT NOT NULL,
+                    period_seconds BIGINT NOT NULL,
+                    window_start BIGINT NOT NULL,
+                    subject TEXT NOT NULL,
+                    count BIGINT NOT NULL,
+                    last_send TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL,
+                    PRIMARY KEY (topic, scope, period_seconds, window_start, subject)
+                )
+                """,
+                "CREATE INDEX frequency_counts_expiry ON frequency_counts (expires_at)",
+                // The devices a send left out because their person had reached a cap.
+                "ALTER TABLE sends ADD COLUMN suppressed_frequency_cap BIGINT NOT NULL DEFAULT 0",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

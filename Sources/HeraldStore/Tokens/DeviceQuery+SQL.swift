@@ -159,6 +159,19 @@ extension DeviceQuery {
                     + Self.preferenceSubjectKey + " AND p.category = \(statement.bind(preference.category))"
                     + " AND p.enabled = \(choice))")
         }
+        if let exhaustedCaps {
+            let windows = exhaustedCaps.map { window in
+                let (cap, windowStart) = (window.cap, window.windowStart)
+                return "(c.scope = \(statement.bind(cap.scope)) AND c.period_seconds = \(statement.bind(.integer(Int64(cap.periodSeconds))))"
+                    + " AND c.window_start = \(statement.bind(.integer(windowStart)))"
+                    + " AND c.count >= \(statement.bind(.integer(Int64(cap.limit)))))"
+            }
+            conditions.append(
+                windows.isEmpty
+                    ? "1 = 0"
+                    : "EXISTS (SELECT 1 FROM frequency_counts c WHERE c.topic = d.topic AND c.subject = "
+                        + Self.preferenceSubjectKey + " AND (" + windows.joined(separator: " OR ") + "))")
+        }
         if conditions.isEmpty { conditions.append("1 = 1") }
         return conditions
     }

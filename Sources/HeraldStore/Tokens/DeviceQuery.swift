@@ -1,3 +1,4 @@
+public import Foundation
 public import HeraldCore
 
 /// Which registrations a send or an admin lookup targets: explicit tokens, a user's devices, a tag, or every
@@ -35,6 +36,14 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var upperBound: DeviceCursor?
     /// Only registrations whose subject lets a preference category through, when set.
     public private(set) var preference: PreferenceFilter?
+    /// Only registrations whose subject has used up one of these caps' windows, when set: a dry run's estimate.
+    package private(set) var exhaustedCaps: [CapWindow]?
+
+    /// One window of a frequency cap: its start, in microseconds since 1970.
+    package struct CapWindow: Sendable, Hashable {
+        package var cap: FrequencyCap
+        package var windowStart: Int64
+    }
 
     /// Registrations by their `timeZone`.
     public struct TimeZoneFilter: Sendable, Hashable {
@@ -114,6 +123,15 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public func preference(_ filter: PreferenceFilter?) -> DeviceQuery {
         var copy = self
         copy.preference = filter
+        return copy
+    }
+
+    /// The same query, narrowed to the registrations whose subject has had as many notifications as one of `caps`
+    /// allows in its window holding `date`: what a send's caps would leave out if it ran now (an estimate: other
+    /// sends may claim or windows roll over before it runs).
+    public func exhaustingFrequencyCaps(_ caps: [FrequencyCap], at date: Date) -> DeviceQuery {
+        var copy = self
+        copy.exhaustedCaps = caps.map { CapWindow(cap: $0, windowStart: $0.window(at: date).start) }
         return copy
     }
 

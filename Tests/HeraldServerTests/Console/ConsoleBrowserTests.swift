@@ -28,6 +28,8 @@ struct ConsoleBrowserTests {
         Scenario(name: "schedule", screenshots: ["compose-schedule-error", "compose-schedule", "send-scheduled"]),
         Scenario(name: "device", screenshots: ["device"]),
         Scenario(
+            name: "preferences", screenshots: ["device-preferences", "user-preferences", "device-preferences-viewer"]),
+        Scenario(
             name: "emulator-and-overview",
             screenshots: ["emulator", "overview", "overview-apns", "overview-phone", "compose-schedule-phone"]),
         Scenario(name: "keys", screenshots: ["keys-created", "keys"]),
@@ -38,11 +40,14 @@ struct ConsoleBrowserTests {
     ]
 
     @Test(
-        "a console scenario in chromium: sign-in, compose (an empty form prompts, a mistake shows), a 5,000-device background send, scheduling, a device, the emulator and overview, keys, Live Activities, channels, webhooks, sign-out",
+        "a console scenario in chromium: sign-in, compose (an empty form prompts, a mistake shows), a 5,000-device background send, scheduling, a device, a person's preferences, the emulator and overview, keys, Live Activities, channels, webhooks, sign-out",
         BrowserHarness.needsBrowser, .timeLimit(.minutes(5)), arguments: scenarios)
     func scenario(_ scenario: Scenario) async throws {
         try await BrowserHarness.requireBrowser()
-        try await BrowserHarness.withServe("browser") { server in
+        // Sends that name no category ignore them: only the preferences scenario sees them.
+        try await BrowserHarness.withServe(
+            "browser", environment: { _ in ["HERALD_PREFERENCE_CATEGORIES": "orders:mandatory,social,marketing:off"] }
+        ) { server in
             let link = try await BrowserHarness.signInLink(server)
             let screenshots = BrowserHarness.screenshots
             for name in scenario.screenshots {

@@ -284,6 +284,56 @@ def device(s):
     shot(page, "device")
 
 
+def preferences(s):
+    step("a device's notification preferences: an admin turns marketing on for alice")
+    page = s.begin(alice=True)
+    page.goto(BASE + f"/console/devices/{TOKEN_A}")
+    section = page.locator("section.preferences")
+    expect(section).to_contain_text("user alice, on all their devices")
+    expect(section.locator("tr[data-category=orders]")).to_contain_text("cannot be turned off")
+    marketing = section.locator("tr[data-category=marketing]")
+    expect(marketing).to_contain_text("off by default")
+    expect(marketing.locator(".badge")).to_have_text("off")
+    section.locator("select[name='category.marketing']").select_option("on")
+    section.get_by_role("button", name="Save preferences").click()
+    expect(page.locator("p.notice")).to_contain_text("The preferences were saved.")
+    marketing = page.locator("section.preferences tr[data-category=marketing]")
+    expect(marketing.locator(".badge")).to_have_text("on")
+    expect(marketing).to_contain_text("their choice")
+    shot(page, "device-preferences")
+
+    step("the user view shows alice's choices; social turned off there holds on her other device")
+    page.goto(BASE + "/console/devices?user=alice")
+    section = page.locator("section.preferences")
+    expect(section.locator("tr[data-category=marketing] .badge")).to_have_text("on")
+    section.locator("select[name='category.social']").select_option("off")
+    section.get_by_role("button", name="Save preferences").click()
+    expect(page.locator("p.notice")).to_contain_text("The preferences were saved.")
+    expect(page.locator("section.preferences tr[data-category=social] .badge")).to_have_text("off")
+    shot(page, "user-preferences")
+    other = page.request.get(BASE + f"/api/devices/{TOKEN_B}/preferences").json()
+    enabled = {category["name"]: category["enabled"] for category in other["categories"]}
+    if enabled != {"orders": True, "social": False, "marketing": True}:
+        raise SystemExit(f"alice's other device has {enabled}")
+
+    step("a viewer reads the choices and has nothing to change")
+    made = page.request.post(BASE + "/api/keys", headers={"X-Herald-CSRF": s.csrf()},
+                             data={"name": "viewer", "scopes": ["read"]})
+    if made.status != 201:
+        raise SystemExit(f"creating a read key answered {made.status}: {made.text()}")
+    viewer = s.browser.new_context(viewport={"width": 1200, "height": 800}).new_page()
+    viewer.goto(BASE + "/console/sign-in")
+    viewer.fill("#key", made.json()["secret"])
+    viewer.click("button[type=submit]")
+    viewer.wait_for_url(re.compile(r"/console$"))
+    viewer.goto(BASE + f"/console/devices/{TOKEN_B}")
+    section = viewer.locator("section.preferences")
+    expect(section.locator("tr[data-category=social]")).to_contain_text("their choice")
+    expect(section.locator("select")).to_have_count(0)
+    expect(section.get_by_role("button", name="Save preferences")).to_have_count(0)
+    shot(viewer, "device-preferences-viewer")
+
+
 def emulator_and_overview(s):
     step("the emulator's inboxes, the overview with APNs' figures, and both on a phone")
     page = s.begin(alice=True)
@@ -466,6 +516,7 @@ SCENARIOS = {
     "background-send": background_send,
     "schedule": schedule,
     "device": device,
+    "preferences": preferences,
     "emulator-and-overview": emulator_and_overview,
     "keys": keys,
     "live-activities": live_activities,

@@ -203,3 +203,25 @@ struct ServerClient: Sendable {
 func testToken(_ byte: Int, bytes: Int = 32) -> DeviceToken {
     try! DeviceToken(hex: String(repeating: String(format: "%02x", byte), count: bytes))
 }
+
+extension ServerHarness {
+    /// Two server instances on one database, sending to one emulator of their own (which trusts their signing key), each
+    /// with a router test client: what a test of state shared across instances needs.
+    /// - Parameter configure: Changes to each instance's configuration, after its app and emulator are set.
+    static func withTwoInstances(
+        databaseURL url: String, configure: @escaping (inout ServerConfiguration) -> Void,
+        _ body: @escaping @Sendable (APNSEmulator, (HeraldApplication, ServerClient), (HeraldApplication, ServerClient))
+            async throws -> Void
+    ) async throws {
+        try await SharedEmulator.with(databaseURL: url) { shared in
+            let first = try await shared.instance("one", configure: configure)
+            let second = try await shared.instance("two", configure: configure)
+            try await first.test(.router) { one in
+                try await second.test(.router) { two in
+                    try await body(
+                        shared.emulator, (first, ServerClient(client: one)), (second, ServerClient(client: two)))
+                }
+            }
+        }
+    }
+}

@@ -35,7 +35,9 @@
       return;
     }
     const counts = send.counts;
-    const done = counts.accepted + counts.rejected + counts.failed;
+    // Devices a frequency cap left out are done too: they are among the target count, and get nothing.
+    const capped = (send.suppressed && send.suppressed.frequencyCap) || 0;
+    const done = counts.accepted + counts.rejected + counts.failed + capped;
     const total = send.targetCount || done || 1;
     const percent = Math.min(100, Math.floor((done * 100) / total));
     $("send-bar").max = total;
@@ -46,6 +48,7 @@
     $("count-accepted").textContent = counts.accepted;
     $("count-rejected").textContent = counts.rejected;
     $("count-failed").textContent = counts.failed;
+    $("count-capped").textContent = capped;
     const receipts = send.receipts || {};
     const rate = (share) => (share === undefined ? "—" : Math.round(share * 1000) / 10 + " %");
     $("count-received").textContent = receipts.received || 0;

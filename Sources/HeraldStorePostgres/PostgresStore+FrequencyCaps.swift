@@ -1,0 +1,40 @@
+public import Foundation
+public import HeraldStore
+import PostgresNIO
+
+extension PostgresStore {
+    public func claimFrequencyCaps(
+        _ caps: [FrequencyCap], topic: String, subjects: [String], send: SendID, recordOnSend: Bool, at date: Date
+    ) async throws -> FrequencyCapClaim {
+        let plan = FrequencyCapClaimPlan(
+            caps, topic: topic, subjects: subjects, send: send, recordOnSend: recordOnSend, at: date, .postgres)
+        guard !plan.isEmpty else { return FrequencyCapClaim(allowed: Set(subjects), suppressed: 0) }
+        return try await transaction("claim frequency caps") { session in
+            for statement in plan.prepare { try await session.execute(statement) }
+            var rows: [[PostgresRandomAccessRow]] = []
+            for statement in plan.lock { rows.append(try await session.rows(statement)) }
+            let (claim, spend) = try plan.decide(rows)
+            for statement in spend { try await session.execute(statement) }
+            return claim
+        }
+    }
+
+    public func frequencyCapCounters(_ caps: [FrequencyCap], topic: String, subject: String, at date: Date)
+        async throws -> [FrequencyCapCounter?]
+    {
+        try await session("read frequency cap counters") { session in
+            var counters: [FrequencyCapCounter?] = []
+            for cap in caps {
+                let statement = StoreSQL.frequencyCapCounter(cap, topic: topic, subject: subject, at: date, .postgres)
+                counters.append(try await session.rows(statement).first?.frequencyCapCounter())
+            }
+            return counters
+        }
+    }
+
+    public func purgeFrequencyWindows(endedBefore date: Date, limit: Int) async throws -> Int {
+        try await session("delete ended frequency windows") { session in
+            try await session.rows(StoreSQL.purgeFrequencyWindows(endedBefore: date, limit: limit, .postgres)).count
+        }
+    }
+}

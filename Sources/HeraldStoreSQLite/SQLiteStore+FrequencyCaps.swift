@@ -1,0 +1,34 @@
+public import Foundation
+import GRDB
+public import HeraldStore
+
+extension SQLiteStore {
+    public func claimFrequencyCaps(
+        _ caps: [FrequencyCap], topic: String, subjects: [String], send: SendID, recordOnSend: Bool, at date: Date
+    ) async throws -> FrequencyCapClaim {
+        let plan = FrequencyCapClaimPlan(
+            caps, topic: topic, subjects: subjects, send: send, recordOnSend: recordOnSend, at: date, .sqlite)
+        guard !plan.isEmpty else { return FrequencyCapClaim(allowed: Set(subjects), suppressed: 0) }
+        return try await write("claim frequency caps") { db in
+            for statement in plan.prepare { try db.execute(statement) }
+            let rows = try plan.lock.map { try db.rows($0) }
+            let (claim, spend) = try plan.decide(rows)
+            for statement in spend { try db.execute(statement) }
+            return claim
+        }
+    }
+
+    public func frequencyCapCounters(_ caps: [FrequencyCap], topic: String, subject: String, at date: Date)
+        async throws -> [FrequencyCapCounter?]
+    {
+        let statements = caps.map { StoreSQL.frequencyCapCounter($0, topic: topic, subject: subject, at: date, .sqlite) }
+        return try await read("read frequency cap counters") { db in
+            try statements.map { try db.rows($0).first?.frequencyCapCounter() }
+        }
+    }
+
+    public func purgeFrequencyWindows(endedBefore date: Date, limit: Int) async throws -> Int {
+        let statement = StoreSQL.purgeFrequencyWindows(endedBefore: date, limit: limit, .sqlite)
+        return try await write("delete ended frequency windows") { db in try db.rows(statement).count }
+    }
+}
