@@ -137,14 +137,15 @@ extension PostgresStore {
     }
 
     public func claimNextQueuedSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
     ) async throws -> SendRecord? {
         guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         return try await session("claim a send") { session in
             try await session.rows(
                 StoreSQL.claimSend(
-                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, precedence: precedence, at: now, .postgres)
+                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: precedence,
+                    at: now, .postgres)
             ).first?.send()
         }
     }

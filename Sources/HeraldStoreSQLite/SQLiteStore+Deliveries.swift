@@ -100,14 +100,15 @@ extension SQLiteStore {
     }
 
     public func claimNextQueuedSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
     ) async throws -> SendRecord? {
         guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         // One UPDATE under SQLite's single writer: no other claim can run between choosing the send and taking it.
         return try await write("claim a send") { db in
             try db.rows(StoreSQL.claimSend(
-                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, precedence: precedence, at: now, .sqlite))
+                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: precedence,
+                    at: now, .sqlite))
                 .first?.send()
         }
     }

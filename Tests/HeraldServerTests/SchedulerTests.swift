@@ -174,4 +174,37 @@ struct SchedulerTests {
             #expect(try await app.worker.waitUntilFinished(urgent).status == .cancelled)
         }
     }
+
+    @Test(
+        "a worker never claims again a send it is running, even when the wall clock jumps past the send's lease",
+        arguments: Backend.available)
+    func noSecondRunOfOwnSend(backend: Backend) async throws {
+        let paceClock = ManualClock()
+        let wall = ManualWallClock()
+        try await ServerHarness.withServer(
+            backend, clock: wall, sleepClock: paceClock, configure: { $0.limits.inlineSendLimit = 3 }
+        ) { client, app in
+            let key = try await SendTests.key(app)
+            try await Self.register(app.store, 1...20, topic: ServerHarness.topic)
+            let answer = try await client.call(
+                .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "paced", "rate": 1}"#,
+                bearer: key)
+            let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""), "\(answer)")
+            await app.worker.waitUntilLookedAgain()
+            #expect(try await app.store.send(id)?.status == .running)
+
+            // The run sleeps on its pace; the wall clock jumps past its lease (a suspended machine, a clock step).
+            wall.advance(by: .seconds(3_600))
+            await app.worker.waitUntilLookedAgain()
+            let metrics = try await client.call(.get, "/metrics").body
+            // Before, the worker took its own send again as a lease take-over, and both runs sent its devices.
+            #expect(metrics.contains(#"herald_send_claims_total{lane="campaign",kind="send",resumed="false"} 1"#), "\(metrics)")
+            #expect(!metrics.contains(#"herald_send_claims_total{lane="campaign",kind="send",resumed="true"} 1"#))
+
+            #expect(try await client.call(.delete, "/api/sends/\(id)", bearer: key).status == .ok)
+            await paceClock.waitForSleepers()
+            paceClock.advance(by: .seconds(1))
+            #expect(try await app.worker.waitUntilFinished(id).status == .cancelled)
+        }
+    }
 }

@@ -65,10 +65,14 @@ public protocol DeliveryStore: Sendable {
     ///   - worker: A name unique to the worker (host and process).
     ///   - leaseUntil: Until when the send is the worker's; renew it well before.
     ///   - lanes: The lanes to claim from (``SendRecord/lane``): those the worker has room in.
+    ///   - excluding: Sends the worker is running itself. Their lease may look run out (a wall clock that jumped, a
+    ///     run that stalled), but a second run of the same send under the same worker name would pass every check
+    ///     that fences the first (``renewLease(of:worker:until:)``, ``rescheduleSend(_:worker:sendAt:sentThrough:)``).
     ///   - precedence: Which apps' sends go first (``AppPriority``); within a priority, the oldest.
     /// - Returns: The claimed send, now `running`, or `nil` when nothing waits in those lanes.
-    func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence)
-        async throws -> SendRecord?
+    func claimNextQueuedSend(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
+    ) async throws -> SendRecord?
 
     /// How many sends wait in each lane now (queued and due, or running under a lease that ran out), and since when
     /// the oldest of them waits; lanes without any are left out. For the scheduler's metrics.
@@ -167,17 +171,34 @@ public protocol DeliveryStore: Sendable {
 }
 
 extension DeliveryStore {
-    /// Takes the oldest waiting send of any lane: ``claimNextQueuedSend(worker:leaseUntil:lanes:precedence:)`` with every lane a
+    /// Takes the oldest waiting send of any lane: ``claimNextQueuedSend(worker:leaseUntil:lanes:excluding:precedence:)`` with every lane a
     /// send can wait in.
     public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {
         try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: Set(SendLane.priorityOrder))
     }
 
-    /// ``claimNextQueuedSend(worker:leaseUntil:lanes:precedence:)``, oldest first whatever the app.
+    /// ``claimNextQueuedSend(worker:leaseUntil:lanes:excluding:precedence:)``, oldest first whatever the app,
+    /// leaving out none.
     public func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws
         -> SendRecord?
     {
-        try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, precedence: .none)
+        try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: [], precedence: .none)
+    }
+
+    /// ``claimNextQueuedSend(worker:leaseUntil:lanes:excluding:precedence:)`` by priority, leaving out none.
+    public func claimNextQueuedSend(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence
+    ) async throws -> SendRecord? {
+        try await claimNextQueuedSend(
+            worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: [], precedence: precedence)
+    }
+
+    /// ``claimNextQueuedSend(worker:leaseUntil:lanes:excluding:precedence:)``, oldest first whatever the app.
+    public func claimNextQueuedSend(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>
+    ) async throws -> SendRecord? {
+        try await claimNextQueuedSend(
+            worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: .none)
     }
 
     /// ``claimShard(worker:leaseUntil:lanes:excluding:precedence:)``, oldest send first whatever the app.

@@ -504,21 +504,18 @@ package enum StoreSQL {
     /// Gives the oldest waiting send of some lanes to a worker; returns it. On PostgreSQL, concurrent claimers skip
     /// the row another one locked instead of waiting for it.
     package static func claimSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence = .none, at now: Date,
-        _ dialect: SQLStatement.Dialect
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID> = [],
+        precedence: ClaimPrecedence = .none, at now: Date, _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
         var statement = SQLStatement(dialect)
-        let workerPlaceholder = statement.bind(worker)
-        let leasePlaceholder = statement.bind(.integer(StoreTime.microseconds(leaseUntil)))
-        let nowPlaceholder = statement.bind(.integer(StoreTime.microseconds(now)))
-        // Sorted, so one set of lanes is one statement text (PostgreSQL plans it once per shape).
-        let list = statement.bindList(lanes.map(\.rawValue).sorted())
+        let claim = statement.bindClaim(
+            worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, column: "id", at: now)
         let order = precedenceOrder(precedence, column: "topic", in: &statement)
         statement.sql = """
-            UPDATE sends SET status = 'running', worker = \(workerPlaceholder), lease_until = \(leasePlaceholder), \
-            updated_at = \(nowPlaceholder) WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
-            AND (status = 'queued' OR lease_until < \(nowPlaceholder)) \
-            AND (send_at IS NULL OR send_at <= \(nowPlaceholder)) AND lane IN (\(list)) \
+            UPDATE sends SET status = 'running', worker = \(claim.worker), lease_until = \(claim.lease), \
+            updated_at = \(claim.now) WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
+            AND (status = 'queued' OR lease_until < \(claim.now)) \
+            AND (send_at IS NULL OR send_at <= \(claim.now)) AND lane IN (\(claim.lanes))\(claim.excluded) \
             ORDER BY \(order)created_at, id LIMIT 1\(dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")) \
             RETURNING \(sendColumns)
             """
