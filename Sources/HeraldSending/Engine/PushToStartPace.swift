@@ -50,7 +50,9 @@ public struct PushToStartPacer: Sendable {
         metrics?.pushToStartPaced(app: app, granted: pace.granted, waited: pace.granted == 0)
         guard pace.granted == 0 else { return pace.granted }
         let untilNextSecond = pace.second.addingTimeInterval(1).timeIntervalSince(clock.now())
-        try await sleepClock.sleep(for: .microseconds(max(1_000, Int64(untilNextSecond * 1_000_000))))
+        // The second ended while the store answered: ask again at once rather than wait on the sleep clock.
+        guard untilNextSecond > 0 else { return 0 }
+        try await sleepClock.sleep(for: .microseconds(max(1, Int64(untilNextSecond * 1_000_000))))
         return 0
     }
 }
