@@ -34,13 +34,16 @@ public struct SendJob: Sendable, Hashable {
     /// A device shows the Live Activity update with the latest timestamp and drops older ones, so a scheduled update
     /// stamped when it was asked for could lose to one sent meanwhile.
     public let stampsTimestamp: Bool
+    /// What happens to the devices in their quiet hours when the send reaches them; `nil`: quiet hours do not apply
+    /// (the send ignores them, is exempt, or the app has no window).
+    public let quietHours: QuietHoursRule?
 
     /// A job.
     /// - Precondition: `notifications` has the default, `""`.
     public init(
         bundleID: String, query: DeviceQuery, pushType: APNSPushType, schedule: SendSchedule?, rate: Int?,
         targetDescription: String, summary: String, notifications: [String: PreparedNotification],
-        stampsTimestamp: Bool
+        stampsTimestamp: Bool, quietHours: QuietHoursRule? = nil
     ) {
         precondition(notifications[""] != nil, "a send has a default notification")
         self.bundleID = bundleID
@@ -52,6 +55,7 @@ public struct SendJob: Sendable, Hashable {
         self.summary = summary
         self.notifications = notifications
         self.stampsTimestamp = stampsTimestamp
+        self.quietHours = quietHours
     }
 
     /// The job as a worker sends it at `date`: when ``stampsTimestamp``, every notification's `aps.timestamp` is
@@ -67,7 +71,7 @@ public struct SendJob: Sendable, Hashable {
                     topic: notification.topic, priority: notification.priority, expiration: notification.expiration,
                     collapseID: notification.collapseID, apnsID: notification.apnsID)
             },
-            stampsTimestamp: true)
+            stampsTimestamp: true, quietHours: quietHours)
     }
 
     /// Whether the send is for every device of its app (a `{"topic": …}` target).

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldSending
+import HeraldStore
 
 /// The apps a deployment serves, and the rules that depend on them: the default topic and registration keys.
 struct AppDirectory: Sendable {
@@ -17,6 +18,9 @@ struct AppDirectory: Sendable {
         /// The kinds of notification people may turn off, and the one of a send that names none.
         let preferenceCategories: [PreferenceCategory]
         let defaultPreferenceCategory: String?
+        /// The app's quiet hours, and the zone they are judged in for devices that registered none.
+        let quietHours: QuietHours?
+        let quietHoursTimeZone: TimeZone
     }
 
     let apps: [String: App]
@@ -31,7 +35,8 @@ struct AppDirectory: Sendable {
                 receipts: configuration.receipts,
                 registrationKeyDigests: configuration.registrationKeys.map { SHA256.hash(data: Data($0.utf8)) },
                 preferenceCategories: configuration.preferenceCategories,
-                defaultPreferenceCategory: configuration.defaultPreferenceCategory)
+                defaultPreferenceCategory: configuration.defaultPreferenceCategory,
+                quietHours: configuration.quietHours, quietHoursTimeZone: configuration.quietHoursTimeZone)
         }
         self.apps = apps
         requiresRegistrationKey = apps.values.contains { !$0.registrationKeyDigests.isEmpty }

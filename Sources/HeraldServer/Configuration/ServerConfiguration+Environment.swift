@@ -42,6 +42,8 @@ extension ServerConfiguration {
     /// | `HERALD_SEND_WEIGHT` [`sendWeight`] | the app's share of the in-flight budget against other apps, 1–1000 | 1 |
     /// | `HERALD_PREFERENCE_CATEGORIES` [`preferenceCategories`] | comma-separated `name`, `name:off` or `name:mandatory` | none: no preferences |
     /// | `HERALD_DEFAULT_PREFERENCE_CATEGORY` [`defaultPreferenceCategory`] | the category of a send that names none | none: such sends ignore preferences |
+    /// | `HERALD_QUIET_HOURS` [`quietHours`] | the app's quiet hours in each device's time zone, `HH:MM-HH:MM` | none |
+    /// | `HERALD_QUIET_HOURS_TIME_ZONE` [`quietHoursTimeZone`] | IANA zone of quiet hours for devices that registered none | `UTC` |
     /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
@@ -254,6 +256,7 @@ extension ServerConfiguration {
             "HERALD_TOPIC", "HERALD_TEAM_ID", "HERALD_KEY_ID", "HERALD_KEY_FILE", "HERALD_CERTIFICATE_FILE",
             "HERALD_PRIVATE_KEY_FILE", "HERALD_P12_FILE", "HERALD_REGISTRATION_KEYS", "HERALD_CONTENT_KEY",
             "HERALD_RECEIPTS", "HERALD_SEND_WEIGHT", "HERALD_PREFERENCE_CATEGORIES", "HERALD_DEFAULT_PREFERENCE_CATEGORY",
+            "HERALD_QUIET_HOURS", "HERALD_QUIET_HOURS_TIME_ZONE",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -273,6 +276,10 @@ extension ServerConfiguration {
                 if !app.preferenceCategories.isEmpty { merged.preferenceCategories = app.preferenceCategories }
                 if app.defaultPreferenceCategory != nil {
                     merged.defaultPreferenceCategory = app.defaultPreferenceCategory
+                }
+                if app.quietHours != nil { merged.quietHours = app.quietHours }
+                if reader.environment["HERALD_QUIET_HOURS_TIME_ZONE"].map({ !$0.isEmpty }) ?? false {
+                    merged.quietHoursTimeZone = app.quietHoursTimeZone
                 }
                 apps[index] = merged
             } else {
@@ -344,6 +351,22 @@ extension ServerConfiguration {
         app.preferenceCategories = try readPreferenceCategories(reader: reader)
         app.defaultPreferenceCategory = try reader.string(
             "HERALD_DEFAULT_PREFERENCE_CATEGORY", "defaultPreferenceCategory")
+        if let text = try reader.string("HERALD_QUIET_HOURS", "quietHours") {
+            guard let window = QuietHours(text) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_QUIET_HOURS", "quietHours")) is \"\(text)\": write a window of local time such as 22:00-08:00 (start and end differ), or leave it empty for none."
+                )
+            }
+            app.quietHours = window
+        }
+        if let zoneName = try reader.string("HERALD_QUIET_HOURS_TIME_ZONE", "quietHoursTimeZone") {
+            guard TokenRegistration.isTimeZoneID(zoneName), let zone = TimeZone(identifier: zoneName) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_QUIET_HOURS_TIME_ZONE", "quietHoursTimeZone")) is \"\(zoneName)\": use an IANA time zone id such as Europe/Paris."
+                )
+            }
+            app.quietHoursTimeZone = zone
+        }
         if let text = try reader.string("HERALD_CONTENT_KEY", "contentKey") {
             guard let colon = text.firstIndex(of: ":") else {
                 throw ConfigurationError(

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HeraldAPNS
 public import HeraldCore
 public import HeraldSending
@@ -290,6 +290,10 @@ public struct AppConfiguration: Sendable {
     public var preferenceCategories: [PreferenceCategory]
     /// The category of a send that names none; `nil`: such sends are not subject to preferences.
     public var defaultPreferenceCategory: String?
+    /// The app's default quiet hours, in each device's time zone (docs/preferences.md); `nil`: none.
+    public var quietHours: QuietHours?
+    /// The time zone quiet hours are judged in for devices that registered none. UTC unless configured.
+    public var quietHoursTimeZone: TimeZone = TimeZone(identifier: "UTC")!
 
     /// - Parameters: see the properties; only the bundle id is required.
     public init(

@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+import HeraldSending
 import HeraldStore
 
 /// One notification's way to one device, joined from what Herald keeps of it: the send, the device's outcome and its
@@ -47,6 +48,8 @@ struct DeliveryTrace {
                 text: "Herald accepted the send: the request was valid, the payload passed every APNs check, and its "
                     + "target (\(send.target)) was resolved to devices.")
         ]
+        let quiet = Self.quietVerdict(send: send, device: device)
+        if let step = Self.quietHoursStep(quiet) { steps.append(step) }
         if let outcome = stored.outcome {
             steps += Self.attemptSteps(outcome)
             switch outcome.action {
@@ -94,7 +97,40 @@ struct DeliveryTrace {
                     fields: ["reason": .string(invalidation.reason.rawValue)]))
         }
         self.steps = steps
-        verdict = Self.verdict(send: send, stored: stored)
+        if case .dropped = quiet, stored.outcome == nil {
+            verdict = Verdict(
+                code: "quietHoursDropped",
+                text: "Not sent: the device was in its quiet hours when the send reached it, and the send drops such "
+                    + "devices (\"quietHours\": \"drop\"). Send with \"defer\" to reach them when their window ends.")
+        } else {
+            verdict = Self.verdict(send: send, stored: stored)
+        }
+    }
+
+    /// What the send's quiet-hours rule did to this device, from the send's stored job and the device's registered
+    /// time zone (today's: a zone changed since is not the one the send saw).
+    private static func quietVerdict(send: SendRecord, device: DeviceRegistration?) -> SendTimetable.QuietVerdict {
+        guard let text = send.job, let device, case .send(let job)? = try? StoredJob(jsonText: text, sendID: send.id),
+            job.quietHours != nil, job.bundleID == device.topic
+        else { return .notQuiet }
+        return SendTimetable(schedule: job.schedule, quietHours: job.quietHours).quietVerdict(zone: device.timeZone)
+    }
+
+    private static func quietHoursStep(_ verdict: SendTimetable.QuietVerdict) -> Step? {
+        switch verdict {
+        case .notQuiet:
+            return nil
+        case .deferred(let at, let until):
+            return Step(
+                event: "quietHoursDeferred", at: at,
+                text: "The device was in its quiet hours when the send reached it: deferred to the end of its window, "
+                    + "\(RFC3339.string(until)).",
+                fields: ["until": .string(RFC3339.string(until))])
+        case .dropped(let at):
+            return Step(
+                event: "quietHoursDropped", at: at,
+                text: "The device was in its quiet hours when the send reached it, and the send drops such devices.")
+        }
     }
 
     /// The `apns-unique-id` to paste into Apple's Push Notifications Console: development sends only (the sandbox

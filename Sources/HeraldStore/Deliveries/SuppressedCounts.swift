@@ -2,13 +2,22 @@
 public struct SuppressedCounts: Sendable, Hashable, CustomStringConvertible {
     /// Their person turned the send's preference category off (or never on, for a category off by default).
     public var preference: Int
+    /// The send would have reached them in their quiet hours, and drops such devices.
+    public var quietHoursDropped: Int
+    /// The send reaches them at the end of their quiet hours instead of when it went out: they are part of the
+    /// send's target count, sent in a later wave, and not in ``total``.
+    public var quietHoursDeferred: Int
 
-    public init(preference: Int = 0) {
+    public init(preference: Int = 0, quietHoursDropped: Int = 0, quietHoursDeferred: Int = 0) {
         self.preference = preference
+        self.quietHoursDropped = quietHoursDropped
+        self.quietHoursDeferred = quietHoursDeferred
     }
 
-    /// Every suppressed device, whatever the rule.
-    public var total: Int { preference }
+    /// Every device left out, whatever the rule (deferred devices are not left out).
+    public var total: Int { preference + quietHoursDropped }
 
-    public var description: String { "preference \(preference)" }
+    public var description: String {
+        "preference \(preference), quiet hours dropped \(quietHoursDropped), deferred \(quietHoursDeferred)"
+    }
 }

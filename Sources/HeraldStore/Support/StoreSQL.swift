@@ -200,7 +200,8 @@ package enum StoreSQL {
     /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
-        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference, topic
+        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference, topic, \
+        suppressed_quiet_dropped, suppressed_quiet_deferred
         """
 
     /// Inserts a send unless its id exists; returns it.
@@ -209,8 +210,9 @@ package enum StoreSQL {
             dialect,
             """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at, \
-            accepted, rejected, failed, message, lane, suppressed_preference, topic) \
-            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+            accepted, rejected, failed, message, lane, suppressed_preference, topic, suppressed_quiet_dropped, \
+            suppressed_quiet_deferred) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
@@ -220,6 +222,7 @@ package enum StoreSQL {
                 .integer(Int64(send.counts.accepted)), .integer(Int64(send.counts.rejected)),
                 .integer(Int64(send.counts.failed)), .textOrNull(send.message), .text(send.lane.rawValue),
                 .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
+                .integer(Int64(send.suppressed.quietHoursDropped)), .integer(Int64(send.suppressed.quietHoursDeferred)),
             ])
     }
 
@@ -362,7 +365,8 @@ package enum StoreSQL {
         let created = placeholders[1]
         let insertSend = """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
-            rejected, failed, message, suppressed_preference, topic) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
+            rejected, failed, message, suppressed_preference, topic, suppressed_quiet_dropped, \
+            suppressed_quiet_deferred) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """
         guard !outcomes.isEmpty else {
@@ -405,6 +409,7 @@ package enum StoreSQL {
             .textOrNull(send.job), .text(send.status.rawValue), .integerOrNull(send.targetCount),
             .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
             .textOrNull(send.message), .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
+            .integer(Int64(send.suppressed.quietHoursDropped)), .integer(Int64(send.suppressed.quietHoursDeferred)),
         ]
     }
 
@@ -413,6 +418,7 @@ package enum StoreSQL {
         ("id", "text"), ("created_at", "bigint"), ("target", "text"), ("summary", "text"), ("job", "text"),
         ("status", "text"), ("target_count", "bigint"), ("accepted", "bigint"), ("rejected", "bigint"),
         ("failed", "bigint"), ("message", "text"), ("suppressed_preference", "bigint"), ("topic", "text"),
+        ("suppressed_quiet_dropped", "bigint"), ("suppressed_quiet_deferred", "bigint"),
     ]
     private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
 

@@ -537,6 +537,12 @@ package enum StoreSchema {
                 "CREATE INDEX audit_log_key ON audit_log (key_id, at, id)",
                 "CREATE INDEX audit_log_action ON audit_log (action, at, id)",
             ]),
+        Migration(
+            version: 24, name: "quiet hours: the devices a send dropped or deferred in their quiet hours",
+            statements: [
+                "ALTER TABLE sends ADD COLUMN suppressed_quiet_dropped BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE sends ADD COLUMN suppressed_quiet_deferred BIGINT NOT NULL DEFAULT 0",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.
