@@ -136,14 +136,16 @@ extension PostgresStore {
         return OutcomePage(rows, limit: limit)
     }
 
-    public func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws
-        -> SendRecord?
+    public func claimNextQueuedSend(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>
+    ) async throws -> SendRecord?
     {
         guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         return try await session("claim a send") { session in
             try await session.rows(
-                StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, at: now, .postgres)
+                StoreSQL.claimSend(
+                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, at: now, .postgres)
             ).first?.send()
         }
     }

@@ -99,14 +99,16 @@ extension SQLiteStore {
         return OutcomePage(rows, limit: limit)
     }
 
-    public func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws
-        -> SendRecord?
+    public func claimNextQueuedSend(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>
+    ) async throws -> SendRecord?
     {
         guard !lanes.isEmpty else { return nil }
         let now = clock.now()
         // One UPDATE under SQLite's single writer: no other claim can run between choosing the send and taking it.
         return try await write("claim a send") { db in
-            try db.rows(StoreSQL.claimSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, at: now, .sqlite))
+            try db.rows(StoreSQL.claimSend(
+                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, at: now, .sqlite))
                 .first?.send()
         }
     }

@@ -204,11 +204,12 @@ public final class SendWorker: Service, Sendable {
     /// Claims, in the lanes that have room, a waiting shard of a sharded send (those started first), else the oldest
     /// waiting send, and counts it as running; `nil` when none waits there (or every lane is full).
     private func claimNext() async -> Claim? {
-        let (lanes, full) = running.withLock { running in
+        let (lanes, full, runningSends) = running.withLock { running in
             let lanes = SendLane.priorityOrder.filter { lane in running.values.count { $0.lane == lane } < runningLimit }
             var shardRuns: [SendID: Int] = [:]
             for key in running.keys where key.shard != nil { shardRuns[key.send, default: 0] += 1 }
-            return (Set(lanes), Set(shardRuns.filter { $0.value >= Self.shardRunsPerSend }.keys))
+            let sends = Set(running.keys.filter { $0.shard == nil }.map(\.send))
+            return (Set(lanes), Set(shardRuns.filter { $0.value >= Self.shardRunsPerSend }.keys), sends)
         }
         guard !lanes.isEmpty else { return nil }
         do {
@@ -220,7 +221,10 @@ public final class SendWorker: Service, Sendable {
                 metrics?.sendClaimed(
                     lane: record.lane, shard: true, resumed: shard.recorded > 0 || shard.checkpoint != nil)
             } else if let record = try await store.claimNextQueuedSend(
-                worker: name, leaseUntil: leaseEnd(), lanes: lanes)
+                // Not a send this worker runs: its lease looks run out when the wall clock jumped past it, and a
+                // second run under the same name would reschedule it too (a wave sent twice). A send its run put back
+                // in the queue is claimed at the look its end wakes.
+                worker: name, leaseUntil: leaseEnd(), lanes: lanes, excluding: runningSends)
             {
                 claim = .send(record)
                 metrics?.sendClaimed(

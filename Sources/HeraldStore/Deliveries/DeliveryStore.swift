@@ -65,8 +65,12 @@ public protocol DeliveryStore: Sendable {
     ///   - worker: A name unique to the worker (host and process).
     ///   - leaseUntil: Until when the send is the worker's; renew it well before.
     ///   - lanes: The lanes to claim from (``SendRecord/lane``): those the worker has room in.
+    ///   - excluding: Sends the worker is running itself. Their lease may look run out (a wall clock that jumped, a
+    ///     run that stalled), but a second run of the same send under the same worker name would pass every check
+    ///     that fences the first (``renewLease(of:worker:until:)``, ``rescheduleSend(_:worker:sendAt:sentThrough:)``).
     /// - Returns: The claimed send, now `running`, or `nil` when nothing waits in those lanes.
-    func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws -> SendRecord?
+    func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>)
+        async throws -> SendRecord?
 
     /// How many sends wait in each lane now (queued and due, or running under a lease that ran out), and since when
     /// the oldest of them waits; lanes without any are left out. For the scheduler's metrics.
@@ -165,5 +169,12 @@ extension DeliveryStore {
     /// send can wait in.
     public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {
         try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: Set(SendLane.priorityOrder))
+    }
+
+    /// Takes the oldest waiting send of some lanes, leaving out none.
+    public func claimNextQueuedSend(worker: String, leaseUntil: Date, lanes: Set<SendLane>) async throws
+        -> SendRecord?
+    {
+        try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: [])
     }
 }

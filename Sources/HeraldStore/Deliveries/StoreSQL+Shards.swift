@@ -58,20 +58,14 @@ extension StoreSQL {
         _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
         var statement = SQLStatement(dialect)
-        let workerPlaceholder = statement.bind(worker)
-        let leasePlaceholder = statement.bind(.integer(StoreTime.microseconds(leaseUntil)))
-        let nowPlaceholder = statement.bind(.integer(StoreTime.microseconds(now)))
-        let laneList = statement.bindList(lanes.map(\.rawValue).sorted())
-        var excluded = ""
-        if !excluding.isEmpty {
-            excluded = " AND h.send_id NOT IN (\(statement.bindList(excluding.map(\.description).sorted())))"
-        }
+        let claim = statement.bindClaim(
+            worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, column: "h.send_id", at: now)
         statement.sql = """
-            UPDATE send_shards SET status = 'running', worker = \(workerPlaceholder), lease_until = \(leasePlaceholder), \
-            updated_at = \(nowPlaceholder) WHERE (send_id, shard) = (SELECT h.send_id, h.shard FROM send_shards h \
+            UPDATE send_shards SET status = 'running', worker = \(claim.worker), lease_until = \(claim.lease), \
+            updated_at = \(claim.now) WHERE (send_id, shard) = (SELECT h.send_id, h.shard FROM send_shards h \
             JOIN sends s ON s.id = h.send_id WHERE h.status <> 'done' \
-            AND (h.status = 'queued' OR h.lease_until < \(nowPlaceholder)) AND s.status = 'running' \
-            AND s.lane IN (\(laneList))\(excluded) ORDER BY s.created_at, h.send_id, h.shard LIMIT 1\
+            AND (h.status = 'queued' OR h.lease_until < \(claim.now)) AND s.status = 'running' \
+            AND s.lane IN (\(claim.lanes))\(claim.excluded) ORDER BY s.created_at, h.send_id, h.shard LIMIT 1\
             \(dialect == .postgres ? " FOR UPDATE OF h SKIP LOCKED" : "")) RETURNING \(shardColumns)
             """
         return statement

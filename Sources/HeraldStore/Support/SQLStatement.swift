@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// A statement both backends can run: SQL text with numbered placeholders, and the values to bind.
 ///
@@ -60,6 +60,32 @@ package struct SQLStatement: Sendable {
     /// Adds values and returns their placeholders separated by commas, for `IN (…)`.
     package mutating func bindList(_ texts: [String]) -> String {
         texts.map { bind(.text($0)) }.joined(separator: ", ")
+    }
+
+    /// The placeholders of a claim by a worker (of a send, or of a shard).
+    package struct ClaimPlaceholders {
+        package let worker: String
+        package let lease: String
+        package let now: String
+        /// The lanes, for `IN (…)`.
+        package let lanes: String
+        /// ` AND column NOT IN (…)` for the sends left out; empty when none is.
+        package let excluded: String
+    }
+
+    /// Binds what a claim needs: the worker, its lease's end, now, the lanes it claims from (sorted, so one set of
+    /// lanes is one statement text, planned once per shape by PostgreSQL) and the sends it leaves out (`column`
+    /// holds a send's id).
+    package mutating func bindClaim(
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, column: String, at now: Date
+    ) -> ClaimPlaceholders {
+        let worker = bind(worker)
+        let lease = bind(.integer(StoreTime.microseconds(leaseUntil)))
+        let now = bind(.integer(StoreTime.microseconds(now)))
+        let lanes = bindList(lanes.map(\.rawValue).sorted())
+        let excluded =
+            excluding.isEmpty ? "" : " AND \(column) NOT IN (\(bindList(excluding.map(\.description).sorted())))"
+        return ClaimPlaceholders(worker: worker, lease: lease, now: now, lanes: lanes, excluded: excluded)
     }
 }
 

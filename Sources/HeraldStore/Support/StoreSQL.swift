@@ -504,25 +504,25 @@ package enum StoreSQL {
             [.text(id.description), .integer(cursor?.sequence ?? 0), .integer(Int64(limit + 1))])
     }
 
-    /// Gives the oldest waiting send of some lanes to a worker; returns it. On PostgreSQL, concurrent claimers skip
-    /// the row another one locked instead of waiting for it.
+    /// Gives the oldest waiting send of some lanes to a worker, leaving out some sends; returns it. On PostgreSQL,
+    /// concurrent claimers skip the row another one locked instead of waiting for it.
     package static func claimSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, at now: Date, _ dialect: SQLStatement.Dialect
+        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, at now: Date,
+        _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
-        // Sorted, so one set of lanes is one statement text (PostgreSQL plans it once per shape).
-        let names = lanes.map(\.rawValue).sorted()
-        let list = names.indices.map { "$\($0 + 4)" }.joined(separator: ", ")
-        return SQLStatement(
-            dialect,
-            """
-            UPDATE sends SET status = 'running', worker = $1, lease_until = $2, updated_at = $3 \
+        var statement = SQLStatement(dialect)
+        let claim = statement.bindClaim(
+            worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, column: "id", at: now)
+        statement.sql = """
+            UPDATE sends SET status = 'running', worker = \(claim.worker), lease_until = \(claim.lease), \
+            updated_at = \(claim.now) \
             WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
-            AND (status = 'queued' OR lease_until < $3) AND (send_at IS NULL OR send_at <= $3) AND lane IN (\(list)) \
+            AND (status = 'queued' OR lease_until < \(claim.now)) \
+            AND (send_at IS NULL OR send_at <= \(claim.now)) AND lane IN (\(claim.lanes))\(claim.excluded) \
             ORDER BY created_at, id LIMIT 1\(dialect == .postgres ? " FOR UPDATE SKIP LOCKED" : "")) \
             RETURNING \(sendColumns)
-            """,
-            [.text(worker), .integer(StoreTime.microseconds(leaseUntil)), .integer(StoreTime.microseconds(now))]
-                + names.map { .text($0) })
+            """
+        return statement
     }
 
     /// How many sends wait in each lane: queued and due, or running under a lease that ran out (`lane`, `count` rows).

@@ -16,7 +16,7 @@ extension StoreConformance {
             Case("workers claim different sends, and a send whose lease ran out can be claimed again", claims),
             Case("two instances claiming at once never get the same send", concurrentClaims),
             Case(
-                "a worker claims only from the lanes it has room in, oldest first there, and waiting sends are counted per lane",
+                "a worker claims only from the lanes it has room in, oldest first there, never a send it runs itself, and waiting sends are counted per lane",
                 laneClaims),
             Case(
                 "a restarted instance that holds its lock puts back at once the sends its earlier run held, not its own",
@@ -263,6 +263,17 @@ extension StoreConformance {
         // A send waits since it came due, or since its worker's lease ran out: the earlier of the two here.
         #expect(try await store.waitingSends()[.background]?.oldest == lease)
         #expect(later.sendAt.map { $0 > lease } == true)
+        // A worker leaves out the sends it runs itself, however run out their leases look (a wall clock that jumped):
+        // a second run under its name would pass the checks that fence the first.
+        let ownRuns: Set<SendID> = [campaign.id, user.id, activity.id]
+        let renewed = context.clock.now().addingTimeInterval(30)
+        let claimed = try await store.claimNextQueuedSend(
+            worker: "w", leaseUntil: renewed, lanes: Set(SendLane.priorityOrder), excluding: ownRuns)
+        #expect(claimed?.id == later.id, "the oldest waiting send the worker does not run")
+        #expect(
+            try await store.claimNextQueuedSend(
+                worker: "w", leaseUntil: renewed, lanes: Set(SendLane.priorityOrder), excluding: ownRuns) == nil)
+        #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: renewed)?.id == campaign.id)
     }
 
     static func claims(_ context: Context) async throws {
