@@ -625,9 +625,10 @@ print(f"two instances / one = {times[1] / times[0]:.2f} (aim ≤ 0.6)")
 PY
     ;;
 preferences)
-    # Issue 27's cost of a preference rule: the same send to every device with no rule, then with a category that
-    # OPTED_OUT (10) percent of the people turned off, alternately, ROUNDS (3) times each; the rule runs in the device
-    # query, so the send with it should take no longer (it sends fewer).
+    # Issue 27's cost of the rules about the person: the same send to every device with no rule, then with a category
+    # that OPTED_OUT (10) percent of the people turned off and quiet hours that QUIET (20) percent of the devices are
+    # in (dropped), alternately, ROUNDS (3) times each; the rules run in the device query, so the send with them should
+    # take no longer (it sends fewer).
     devices=${3:-1000000}
     opted_out=${OPTED_OUT:-10}
     rounds=${ROUNDS:-3}
@@ -656,14 +657,41 @@ PY
                 FROM generate_series(1, $devices, 100 / $opted_out) AS i; ANALYZE preference_choices"
             ;;
     esac
+    # Quiet hours: QUIET (20) percent of the devices (every fifth, by seed number) are in UTC, inside a window of the
+    # two hours around now; the others registered no zone and count as being in Etc/GMT+12 (UTC-12), outside it.
+    quiet=${QUIET:-20}
+    quiet_step=$((100 / quiet))
+    log "Putting $quiet % of the devices in a time zone inside the quiet hours"
+    case "$backend" in
+        sqlite)
+            python3 - "$work/herald.sqlite" "$devices" "$quiet_step" <<'PY'
+import sqlite3, sys
+path, devices, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+db = sqlite3.connect(path)
+db.executemany("UPDATE devices SET time_zone = 'UTC' WHERE token = ?",
+               ((f"{i:064x}",) for i in range(step, devices + 1, step)))
+db.commit()
+PY
+            ;;
+        postgres)
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema; UPDATE devices SET time_zone = 'UTC'
+                WHERE token IN (SELECT lpad(to_hex(i), 64, '0') FROM generate_series($quiet_step, $devices, $quiet_step) AS i);
+                "
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema" -c "VACUUM ANALYZE devices"
+            ;;
+    esac
+    quiet_window="$(date -u -d '-1 hour' +%H:%M)-$(date -u -d '+1 hour' +%H:%M)"
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
-    HERALD_PREFERENCE_CATEGORIES=marketing start_server "$url"
+    HERALD_PREFERENCE_CATEGORIES=marketing HERALD_QUIET_HOURS="$quiet_window" HERALD_QUIET_HOURS_TIME_ZONE=Etc/GMT+12 \
+        start_server "$url"
     records=()
     for round in $(seq 1 "$rounds"); do
         for category in none marketing; do
             log "Round $round: one send to every device, category $category"
-            rule=""
-            [ "$category" = none ] || rule=", \"preferenceCategory\": \"$category\""
+            # Without rules: no category, quiet hours ignored. With: the category, and quiet hours dropped (a deferral
+            # would last until the window's end).
+            rule=", \"quietHours\": \"ignore\""
+            [ "$category" = none ] || rule=", \"preferenceCategory\": \"$category\", \"quietHours\": \"drop\""
             records+=("$(send_and_wait "$port" "{\"target\": {\"topic\": \"com.example.app\"}, \"alert\": \"sale\"$rule}")")
         done
     done
@@ -674,12 +702,13 @@ devices, backend, records = int(sys.argv[1]), sys.argv[2], [json.loads(a) for a 
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = lambda r: (parse(r["updatedAt"]) - parse(r["createdAt"])).total_seconds()
 plain, ruled = [seconds(r) for r in records[0::2]], [seconds(r) for r in records[1::2]]
-print("| Send to every device | Devices | Sent | Suppressed | Wall times | Median |")
-print("| --- | ---: | ---: | ---: | ---: | ---: |")
-for name, runs, record in (("no rule", plain, records[0]), ("preferenceCategory marketing", ruled, records[1])):
+print("| Send to every device | Devices | Sent | Suppressed: preference | Suppressed: quiet hours | Wall times | Median |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+for name, runs, record in (("no rule", plain, records[0]), ("marketing, quiet hours dropped", ruled, records[1])):
+    suppressed = record.get('suppressed', {})
     print(f"| {backend}, {name} | {devices:,} | {record['counts']['accepted']:,} | "
-          f"{record.get('suppressed', {}).get('preference', 0):,} | {', '.join(f'{t:.1f}' for t in runs)} s | "
-          f"{statistics.median(runs):.1f} s |")
+          f"{suppressed.get('preference', 0):,} | {suppressed.get('quietHoursDropped', 0):,} | "
+          f"{', '.join(f'{t:.1f}' for t in runs)} s | {statistics.median(runs):.1f} s |")
 print()
 print(f"the send with the rule runs at {statistics.median(plain) / statistics.median(ruled):.2f} × the speed of the one "
       f"without, over the same target (aim ≥ 0.9)")

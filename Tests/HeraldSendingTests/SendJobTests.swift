@@ -76,6 +76,22 @@ import Testing
         #expect(loaded.query.activityType == "DeliveryAttributes" && loaded.rate == 250 && loaded.stampsTimestamp)
     }
 
+    @Test("the quiet-hours rule reads back as written; a bad one says which field")
+    func quietHoursRoundTrip() throws {
+        let rule = QuietHoursRule(
+            mode: .drop, window: try #require(QuietHours("21:30-07:00")),
+            unsetZone: try #require(TimeZone(identifier: "Europe/Paris")), from: Self.start)
+        let notification = try Self.prepared(Payload(aps: APS(alert: .body("Hello"))))
+        let job = SendJob(
+            bundleID: Self.app, query: DeviceQuery.topic(Self.app), pushType: .alert, schedule: nil, rate: nil,
+            targetDescription: "every device", summary: "alert push", notifications: ["": notification],
+            stampsTimestamp: false, quietHours: rule)
+        #expect(try Self.reloaded(job).quietHours == rule)
+        #expect(try Self.reloaded(Self.job(notifications: ["": notification])).quietHours == nil)
+        let bad = job.jsonText.replacingOccurrences(of: "21:30-07:00", with: "21:30")
+        #expect(Self.error(bad)?.message.contains("window") == true)
+    }
+
     @Test(
         "every device query reads back as written",
         arguments: [

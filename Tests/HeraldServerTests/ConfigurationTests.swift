@@ -109,6 +109,23 @@ struct ConfigurationTests {
         #expect(fromFile.apps[0].frequencyCaps == [FrequencyCap(category: "news", limit: 2, periodSeconds: 86_400)])
     }
 
+    @Test("quiet hours and their zone come from the variables or the file; none and UTC by default")
+    func quietHours() throws {
+        let defaults = try ServerConfiguration(environment: [:]).apps[0]
+        // Foundation on Linux names UTC "GMT".
+        #expect(defaults.quietHours == nil && defaults.quietHoursTimeZone.secondsFromGMT() == 0)
+        let set = try ServerConfiguration(environment: [
+            "HERALD_QUIET_HOURS": "22:00-07:30", "HERALD_QUIET_HOURS_TIME_ZONE": "Europe/Paris",
+        ]).apps[0]
+        #expect(set.quietHours == QuietHours("22:00-07:30") && set.quietHoursTimeZone.identifier == "Europe/Paris")
+        #expect(try ServerConfiguration(environment: ["HERALD_QUIET_HOURS": ""]).apps[0].quietHours == nil)
+        let file = try write(
+            #"{"apps": [{"topic": "com.acme.a", "quietHours": "23:00-06:00", "quietHoursTimeZone": "Asia/Tokyo"}]}"#,
+            to: "quiet.json")
+        let fromFile = try ServerConfiguration(environment: ["HERALD_CONFIG": file]).apps[0]
+        #expect(fromFile.quietHours?.description == "23:00-06:00" && fromFile.quietHoursTimeZone.identifier == "Asia/Tokyo")
+    }
+
     @Test("variables set the listen address, database, limits, a .p8 app, registration and content keys")
     func variables() throws {
         let (pem, _) = TestSigningKeys.makePEM()
@@ -225,6 +242,9 @@ struct ConfigurationTests {
                 ["HERALD_PREFERENCE_CATEGORIES": "orders:mandatory", "HERALD_FREQUENCY_CAPS": "orders:3/day"],
                 "HERALD_FREQUENCY_CAPS"
             ),
+            (["HERALD_QUIET_HOURS": "22:00-22:00"], "HERALD_QUIET_HOURS"),
+            (["HERALD_QUIET_HOURS": "10pm-8am"], "HERALD_QUIET_HOURS"),
+            (["HERALD_QUIET_HOURS_TIME_ZONE": "Mars/Base"], "HERALD_QUIET_HOURS_TIME_ZONE"),
             (
                 ["HERALD_RETENTION_CONSOLE_SESSIONS_DAYS": "1", "HERALD_CONSOLE_IDLE_TIMEOUT": "172800"],
                 "HERALD_RETENTION_CONSOLE_SESSIONS_DAYS"

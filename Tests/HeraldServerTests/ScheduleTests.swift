@@ -154,21 +154,9 @@ struct ScheduleTests {
 
     private func restartCatchUp(databaseURL: String) async throws {
         let wall = ManualWallClock(Self.start)
-        let key = TestSigningKeys.make()
-        let emulator = try APNSEmulator(
-            configuration: EmulatorConfiguration(adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)]))
-        try await emulator.start()
-        try await withCleanup({ await emulator.shutdown() }) {
-            let host = APNSMode.CustomHost(
-                host: "127.0.0.1", productionPort: try #require(emulator.port(for: .production)),
-                developmentPort: try #require(emulator.port(for: .development)), trustPEM: emulator.certificateAuthorityPEM)
-            func server() async throws -> HeraldApplication {
-                try await ServerHarness.build(databaseURL: databaseURL, clock: wall, logger: nil) { configuration in
-                    configuration.apns = .custom(host)
-                    configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
-                    configuration.sending.catchUpLimit = .seconds(7200)
-                }
-            }
+        try await ServerHarness.withRestartableServers(
+            databaseURL: databaseURL, clock: wall, configure: { $0.sending.catchUpLimit = .seconds(7200) }
+        ) { emulator, server in
             let (late, missed) = (testToken(0x65), testToken(0x66))
             let before = try await server()
             let ids = try await before.test(.router) { test in

@@ -59,14 +59,23 @@ public struct SendEngine: Sendable {
     public func accept(_ plan: SendPlan, logger: Logger) async throws -> Accepted {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
-        if !plan.mustRunInBackground, pushToStartPace(of: plan) == nil, let targets = try await inlineTargets(of: plan) {
-            var suppressed = try await suppressed(by: plan, targetCount: targets.count)
+        let quiet = try await quietHours(of: plan)
+        // A send some of whose devices wait for the end of their quiet hours goes out in waves, from the queue.
+        let deferring = quiet.zones != nil && plan.job.quietHours?.mode == .defer
+        if !plan.mustRunInBackground, !deferring, pushToStartPace(of: plan) == nil,
+            let targets = try await inlineTargets(of: quiet.reached ?? plan)
+        {
+            // Dropping narrowed the devices read to those not quiet: the whole target has the quiet ones too.
+            let whole = targets.count + (quiet.reached == nil ? 0 : quiet.count)
+            var (targetCount, suppressed) = try await counted(plan, whole: whole, quiet: quiet)
             let (devices, capped) = try await fanOut.claimFrequencyCaps(
                 plan, send: plan.sendID, devices: targets, recordOnSend: false)
             suppressed.frequencyCap = capped.count
+            // The job is kept when quiet hours dropped devices: their delivery traces say so from it.
             let new = NewSend(
-                id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: .completed,
-                targetCount: targets.count, suppressed: suppressed, topic: plan.bundleID)
+                id: plan.sendID, target: plan.targetDescription, summary: plan.summary,
+                job: suppressed.quietHoursDropped > 0 ? plan.job.jsonText : nil, status: .completed,
+                targetCount: targetCount, suppressed: suppressed, topic: plan.bundleID)
             metrics.sendStarted(background: false)
             metrics.suppressed(suppressed)
             let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
@@ -74,12 +83,13 @@ public struct SendEngine: Sendable {
             logger.info("Sent", metadata: [LogKey.count: "\(record.counts)"])
             return .sent(record, outcomes)
         }
-        let count = try await store.count(matching: plan.query)
-        let suppressed = try await suppressed(by: plan, targetCount: count)
+        let (count, suppressed) = try await counted(
+            plan, whole: try await store.count(matching: plan.query), quiet: quiet)
         let record = try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
-                status: .queued, targetCount: count, sendAt: plan.schedule?.firstInstant,
+                status: .queued, targetCount: count,
+                sendAt: plan.schedule?.firstInstant ?? plan.job.quietHours?.from,
                 lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold), suppressed: suppressed, topic: plan.bundleID))
         metrics.sendStarted(background: true)
         metrics.suppressed(suppressed)
@@ -98,6 +108,62 @@ public struct SendEngine: Sendable {
 
     /// Push-to-start notifications an app may send per second (``PushToStartPacer``); 0 when starts are not paced.
     public var pushToStartRate: Int { fanOut.pushToStart?.perSecond ?? 0 }
+
+    /// The devices a send's quiet-hours rule concerns when it is accepted.
+    private struct QuietHoursEffect {
+        /// The zones whose devices the send would reach in their quiet hours; `nil`: none (or no rule).
+        var zones: DeviceQuery.TimeZoneFilter?
+        /// For a send that drops quiet devices, the send narrowed to the others; `nil` otherwise.
+        var reached: SendPlan?
+        /// How many devices the send would reach in their quiet hours.
+        var count = 0
+    }
+
+    /// Which of the plan's devices are in their quiet hours when the send reaches them: computed from the time
+    /// zones of the target (one query), then counted (one more).
+    private func quietHours(of plan: SendPlan) async throws -> QuietHoursEffect {
+        guard let rule = plan.job.quietHours else { return QuietHoursEffect() }
+        let zones = try await store.timeZones(matching: plan.query)
+        let timetable = plan.timetable
+        guard let quiet = timetable.quietZones(zones) else { return QuietHoursEffect() }
+        var effect = QuietHoursEffect(
+            zones: quiet, count: try await store.count(matching: plan.query.timeZones(quiet)))
+        if rule.mode == .drop, plan.schedule == nil {
+            let first = timetable.wave(zones: zones, after: nil, through: rule.from).filter
+            effect.reached = plan.narrowed(to: first ?? DeviceQuery.TimeZoneFilter(zones: [], includesUnset: false))
+        }
+        return effect
+    }
+
+    /// The send's target count and the devices its rules leave out or defer, given how many devices the plan's
+    /// query matches (`whole`: preferences applied, quiet hours not).
+    private func counted(_ plan: SendPlan, whole: Int, quiet: QuietHoursEffect) async throws
+        -> (targetCount: Int, suppressed: SuppressedCounts)
+    {
+        var suppressed = SuppressedCounts()
+        if plan.job.quietHours?.mode == .drop {
+            suppressed.quietHoursDropped = quiet.count
+        } else {
+            suppressed.quietHoursDeferred = quiet.count
+        }
+        if plan.query.preference != nil {
+            suppressed.preference = max(0, try await store.count(matching: plan.query.preference(nil)) - whole)
+        }
+        return (whole - suppressed.quietHoursDropped, suppressed)
+    }
+
+    /// How many devices a send would reach and how many its rules would leave out or defer, by rule, were it sent at
+    /// `date`: what a dry run says before anything is sent. The frequency caps' share is an estimate from the counters
+    /// of the moment, since other sends may claim or a window end meanwhile.
+    public func preview(_ plan: SendPlan, at date: Date) async throws -> (targetCount: Int, suppressed: SuppressedCounts) {
+        var (targetCount, suppressed) = try await counted(
+            plan, whole: try await store.count(matching: plan.query), quiet: quietHours(of: plan))
+        if !plan.job.frequencyCaps.isEmpty {
+            suppressed.frequencyCap = try await store.count(
+                matching: plan.query.exhaustingFrequencyCaps(plan.job.frequencyCaps, at: date))
+        }
+        return (targetCount, suppressed)
+    }
 
     /// What became of a broadcast.
     public enum Broadcast: Sendable {
@@ -136,21 +202,6 @@ public struct SendEngine: Sendable {
 
     /// Refuses a send to a single token that is not registered, or was removed after APNs rejected it.
     /// - Throws: ``SendError`` `unknownToken`.
-    /// The devices of the target that the plan's rules about their person leave out, given how many it reaches: one
-    /// count of the target without the rules (none when the plan has none).
-    public func suppressed(by plan: SendPlan, targetCount: Int) async throws -> SuppressedCounts {
-        guard plan.query.preference != nil else { return SuppressedCounts() }
-        let unfiltered = try await store.count(matching: plan.query.preference(nil))
-        return SuppressedCounts(preference: max(0, unfiltered - targetCount))
-    }
-
-    /// The devices of the target whose person has used up one of the send's frequency caps, were it sent now: an
-    /// estimate from the counters of the moment (a dry run's), since other sends may claim or a window end meanwhile.
-    public func estimatedFrequencyCapped(by plan: SendPlan, at date: Date) async throws -> Int {
-        guard !plan.job.frequencyCaps.isEmpty else { return 0 }
-        return try await store.count(matching: plan.query.exhaustingFrequencyCaps(plan.job.frequencyCaps, at: date))
-    }
-
     public func checkSingleToken(of plan: SendPlan) async throws {
         if let token = plan.singleToken, try await store.device(token)?.isActive != true {
             throw SendError(

@@ -75,6 +75,9 @@ public struct SendPlan: Sendable {
         return copy
     }
 
+    /// When each time zone's devices are due: the schedule, and the quiet-hours rule.
+    public var timetable: SendTimetable { SendTimetable(schedule: job.schedule, quietHours: job.quietHours) }
+
     /// Whether the send waits in the queue for a worker whatever its size: scheduled or paced sends.
     public var mustRunInBackground: Bool { schedule != nil || rate != nil }
 

@@ -402,9 +402,10 @@ public final class SendWorker: Service, Sendable {
             let lateness = wallClock.now().timeIntervalSince(due)
             let late = plan.schedule != nil && lateness > catchUpLimit
             var wave: SendSchedule.Wave?
-            if let schedule = plan.schedule, case .localTime = schedule {
+            let timetable = plan.timetable
+            if timetable.hasWaves {
                 let zones = try await store.timeZones(matching: plan.query)
-                let current = schedule.wave(zones: zones, after: record.sentThrough, through: due)
+                let current = timetable.wave(zones: zones, after: record.sentThrough, through: due)
                 wave = current
                 if let filter = current.filter, !late {
                     plan = plan.narrowed(to: filter)
@@ -430,7 +431,10 @@ public final class SendWorker: Service, Sendable {
                     record.id, SendUpdate(status: .failed, message: Self.missed(due, now: due.addingTimeInterval(lateness))))
                 return
             }
-            if wave == nil, try await cutIntoShards(record, plan, logger: logger) { return }
+            // A send of one wave (quiet hours dropped some zones, or none was quiet) may be cut like any other: each
+            // shard's run narrows itself to the same zones.
+            let oneWave = wave.map { $0.next == nil && record.sentThrough == nil } ?? true
+            if oneWave, try await cutIntoShards(record, plan, logger: logger) { return }
             logger.info(
                 record.counts.total == 0
                     ? "Starting a background send"
@@ -454,7 +458,7 @@ public final class SendWorker: Service, Sendable {
                     "Stopped a cancelled background send; what was in flight is recorded",
                     metadata: [LogKey.count: "\(result.counts)"])
             } else if result.finished, let wave {
-                logger.info("Sent a wave of a localTime send", metadata: [LogKey.count: "\(result.counts)"])
+                logger.info("Sent a wave of a send", metadata: [LogKey.count: "\(result.counts)"])
                 try await finishWave(record, wave, through: due, logger: logger)
             } else if result.finished {
                 _ = try await store.updateSend(record.id, SendUpdate(status: .completed))
@@ -476,8 +480,8 @@ public final class SendWorker: Service, Sendable {
     }
 
     /// Cuts a fresh send of more than the shard size into shards any worker of any instance can claim, and lets go of
-    /// it. Paced sends (their rate, not an instance, bounds them), sends at each device's local time (their waves) and
-    /// lists of tokens run whole.
+    /// it. Paced sends (their rate, not an instance, bounds them), sends of several waves (at each device's local
+    /// time, or deferred past quiet hours) and lists of tokens run whole.
     /// - Returns: Whether the send was cut (or taken over meanwhile): this run is done with it either way.
     private func cutIntoShards(_ record: SendRecord, _ plan: SendPlan, logger: Logger) async throws -> Bool {
         guard shardSize > 0, plan.rate == nil, let count = record.targetCount, count > shardSize,
@@ -513,7 +517,14 @@ public final class SendWorker: Service, Sendable {
         logger[metadataKey: LogKey.shard] = "\(shard.index)"
         let key = (id: record.id, shard: shard.index)
         do {
-            guard let plan = try await plan(of: record, logger: logger) else { return }
+            guard var plan = try await plan(of: record, logger: logger) else { return }
+            let timetable = plan.timetable
+            if timetable.hasWaves {
+                // Only a send of one wave is cut into shards: the zones its first wave reaches.
+                let zones = try await store.timeZones(matching: plan.query)
+                let wave = timetable.wave(zones: zones, after: nil, through: record.sendAt ?? record.createdAt)
+                plan = plan.narrowed(to: wave.filter ?? DeviceQuery.TimeZoneFilter(zones: [], includesUnset: false))
+            }
             logger.debug(shard.recorded == 0 ? "Starting a shard" : "Resuming a shard after its checkpoint")
             let result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await self.watchForCancellation(of: record.id) }

@@ -17,7 +17,8 @@ extension SendJob {
     ///  "notifications": {"": {"body": "<base64>", "pushType": "alert", "topic": "com.example.app", "priority": 10,
     ///                         "expiration": 0, "collapseId": "…"}, "fr": {…}},
     ///  "stampTimestamp": false, "targetDescription": "user alice", "summary": "alert push",
-    ///  "frequencyCaps": ["marketing:3/1d", "*:10/1d"]}
+    ///  "frequencyCaps": ["marketing:3/1d", "*:10/1d"],
+    ///  "quietHours": {"mode": "defer", "window": "22:00-08:00", "unsetZone": "UTC", "from": "2026-12-24T18:00:00Z"}}
     /// ```
     var json: JSONValue {
         var members: [String: JSONValue] = [
@@ -29,6 +30,7 @@ extension SendJob {
         if let rate { members["rate"] = .integer(rate) }
         if !frequencyCaps.isEmpty { members["frequencyCaps"] = .array(frequencyCaps.map { .string($0.description) }) }
         schedule?.write(to: &members)
+        if let quietHours { members["quietHours"] = quietHours.json }
         return .object(members)
     }
 
@@ -50,7 +52,8 @@ extension SendJob {
             bundleID: try job.string("app"), query: try Self.query(job.object("query")), pushType: pushType,
             schedule: try SendSchedule.read(job), rate: try job.optionalInteger("rate", in: 1...Int.max),
             targetDescription: try job.string("targetDescription"), summary: try job.string("summary"),
-            notifications: notifications, stampsTimestamp: try job.flag("stampTimestamp"))
+            notifications: notifications, stampsTimestamp: try job.flag("stampTimestamp"),
+            quietHours: job["quietHours"] == nil ? nil : try QuietHoursRule(job.object("quietHours")))
         if job["frequencyCaps"] != nil {
             for (index, text) in try job.strings("frequencyCaps").enumerated() {
                 do {
@@ -180,11 +183,41 @@ extension SendSchedule {
         guard let local = LocalDateTime(localTime) else {
             throw job.failure("localTime", "is not a date and wall-clock time such as 2026-12-24T09:00:00")
         }
-        let zoneName = try job.string("timeZone")
+        return .localTime(local, unsetZone: try job.timeZone("timeZone"))
+    }
+}
+
+extension JobReader {
+    /// A time zone a job names by its IANA id.
+    func timeZone(_ name: String) throws(SendJobError) -> TimeZone {
+        let zoneName = try string(name)
         guard let zone = TimeZone(identifier: zoneName) else {
-            throw job.failure(
-                "timeZone", "is \"\(zoneName)\", which this system's time-zone database does not know: update it")
+            throw failure(name, "is \"\(zoneName)\", which this system's time-zone database does not know: update it")
         }
-        return .localTime(local, unsetZone: zone)
+        return zone
+    }
+}
+
+extension QuietHoursRule {
+    /// The stored form: `{"mode": "defer", "window": "22:00-08:00", "unsetZone": "UTC", "from": "<RFC 3339>"}`.
+    var json: JSONValue {
+        .object([
+            "mode": .string(mode.rawValue), "window": .string(window.description),
+            "unsetZone": .string(unsetZone.identifier), "from": .string(RFC3339.string(from)),
+        ])
+    }
+
+    init(_ reader: JobReader) throws(SendJobError) {
+        let modeName = try reader.string("mode")
+        guard let mode = QuietHoursMode(rawValue: modeName), mode != .ignore else {
+            throw reader.failure("mode", "is \"\(modeName)\", not defer or drop")
+        }
+        let windowText = try reader.string("window")
+        guard let window = QuietHours(windowText) else {
+            throw reader.failure("window", "is \"\(windowText)\", not a window such as 22:00-08:00")
+        }
+        let zone = try reader.timeZone("unsetZone")
+        guard let from = try reader.optionalDate("from") else { throw reader.failure("from", "is missing") }
+        self.init(mode: mode, window: window, unsetZone: zone, from: from)
     }
 }

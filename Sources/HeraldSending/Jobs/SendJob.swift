@@ -37,13 +37,16 @@ public struct SendJob: Sendable, Hashable {
     /// The frequency caps the send counts against, as accepted (none for a mandatory category, a push other than an
     /// alert, or a send that opted out): each device's person must have room in all of them.
     public var frequencyCaps: [FrequencyCap] = []
+    /// What happens to the devices in their quiet hours when the send reaches them; `nil`: quiet hours do not apply
+    /// (the send ignores them, is exempt, or the app has no window).
+    public let quietHours: QuietHoursRule?
 
     /// A job.
     /// - Precondition: `notifications` has the default, `""`.
     public init(
         bundleID: String, query: DeviceQuery, pushType: APNSPushType, schedule: SendSchedule?, rate: Int?,
         targetDescription: String, summary: String, notifications: [String: PreparedNotification],
-        stampsTimestamp: Bool
+        stampsTimestamp: Bool, quietHours: QuietHoursRule? = nil
     ) {
         precondition(notifications[""] != nil, "a send has a default notification")
         self.bundleID = bundleID
@@ -55,6 +58,7 @@ public struct SendJob: Sendable, Hashable {
         self.summary = summary
         self.notifications = notifications
         self.stampsTimestamp = stampsTimestamp
+        self.quietHours = quietHours
     }
 
     /// The job as a worker sends it at `date`: when ``stampsTimestamp``, every notification's `aps.timestamp` is
@@ -70,7 +74,7 @@ public struct SendJob: Sendable, Hashable {
                     topic: notification.topic, priority: notification.priority, expiration: notification.expiration,
                     collapseID: notification.collapseID, apnsID: notification.apnsID)
             },
-            stampsTimestamp: true)
+            stampsTimestamp: true, quietHours: quietHours)
         stamped.frequencyCaps = frequencyCaps
         return stamped
     }

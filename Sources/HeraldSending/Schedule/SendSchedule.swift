@@ -43,28 +43,7 @@ public enum SendSchedule: Sendable, Hashable {
     /// The wave of the time zones whose local time falls after `after` (exclusive; `nil`: from the beginning) and up
     /// to `through` (inclusive), among those the targeted devices have. An `at` send is one wave of every device.
     public func wave(zones: DeviceTimeZones, after: Date?, through: Date) -> Wave {
-        guard case .localTime(let local, let unsetZone) = self else {
-            return Wave(filter: nil, next: nil)
-        }
-        func due(_ zone: TimeZone) -> Date { local.instant(in: zone) }
-        func inWave(_ date: Date) -> Bool { (after.map { date > $0 } ?? true) && date <= through }
-        var included = Set<String>()
-        var next: Date?
-        func consider(_ date: Date) {
-            if date > through, next.map({ date < $0 }) ?? true { next = date }
-        }
-        for name in zones.zones {
-            // A stored zone this system does not know (a newer tz database wrote it) counts as unset.
-            let zone = TimeZone(identifier: name) ?? unsetZone
-            let date = due(zone)
-            if inWave(date) { included.insert(name) }
-            consider(date)
-        }
-        let unsetDue = due(unsetZone)
-        let unset = zones.includesUnset && inWave(unsetDue)
-        if zones.includesUnset { consider(unsetDue) }
-        let filter =
-            included.isEmpty && !unset ? nil : DeviceQuery.TimeZoneFilter(zones: included, includesUnset: unset)
-        return Wave(filter: filter, next: next)
+        guard case .localTime = self else { return Wave(filter: nil, next: nil) }
+        return SendTimetable(schedule: self, quietHours: nil).wave(zones: zones, after: after, through: through)
     }
 }

@@ -20,6 +20,9 @@ struct AppDirectory: Sendable {
         let defaultPreferenceCategory: String?
         /// At most so many non-mandatory alerts per person and period.
         var frequencyCaps: [FrequencyCap] = []
+        /// The app's quiet hours, and the zone they are judged in for devices that registered none.
+        let quietHours: QuietHours?
+        let quietHoursTimeZone: TimeZone
     }
 
     let apps: [String: App]
@@ -35,7 +38,8 @@ struct AppDirectory: Sendable {
                 registrationKeyDigests: configuration.registrationKeys.map { SHA256.hash(data: Data($0.utf8)) },
                 preferenceCategories: configuration.preferenceCategories,
                 defaultPreferenceCategory: configuration.defaultPreferenceCategory,
-                frequencyCaps: configuration.frequencyCaps)
+                frequencyCaps: configuration.frequencyCaps,
+                quietHours: configuration.quietHours, quietHoursTimeZone: configuration.quietHoursTimeZone)
         }
         self.apps = apps
         requiresRegistrationKey = apps.values.contains { !$0.registrationKeyDigests.isEmpty }

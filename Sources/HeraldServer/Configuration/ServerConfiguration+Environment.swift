@@ -44,6 +44,8 @@ extension ServerConfiguration {
     /// | `HERALD_PREFERENCE_CATEGORIES` [`preferenceCategories`] | comma-separated `name`, `name:off` or `name:mandatory` | none: no preferences |
     /// | `HERALD_DEFAULT_PREFERENCE_CATEGORY` [`defaultPreferenceCategory`] | the category of a send that names none | none: such sends ignore preferences |
     /// | `HERALD_FREQUENCY_CAPS` [`frequencyCaps`] | comma-separated `[category:]count/period`, such as `marketing:3/day,*:10/1d` | none: no caps |
+    /// | `HERALD_QUIET_HOURS` [`quietHours`] | the app's quiet hours in each device's time zone, `HH:MM-HH:MM` | none |
+    /// | `HERALD_QUIET_HOURS_TIME_ZONE` [`quietHoursTimeZone`] | IANA zone of quiet hours for devices that registered none | `UTC` |
     /// | `HERALD_API_KEYS` [`apiKeys`] | `name:scope+scope:secret`, comma-separated | none |
     /// | `HERALD_MAX_SEND_BODY_BYTES` [`maxSendBodyBytes`] | bytes | 1048576 |
     /// | `HERALD_RATE_LIMIT` [`rateLimit`] | registrations per minute per client, 0 = off | 600 |
@@ -262,6 +264,7 @@ extension ServerConfiguration {
             "HERALD_RECEIPTS", "HERALD_SEND_WEIGHT", "HERALD_PREFERENCE_CATEGORIES", "HERALD_DEFAULT_PREFERENCE_CATEGORY",
             "HERALD_SEND_PRIORITY",
             "HERALD_FREQUENCY_CAPS",
+            "HERALD_QUIET_HOURS", "HERALD_QUIET_HOURS_TIME_ZONE",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -286,6 +289,10 @@ extension ServerConfiguration {
                     merged.defaultPreferenceCategory = app.defaultPreferenceCategory
                 }
                 if !app.frequencyCaps.isEmpty { merged.frequencyCaps = app.frequencyCaps }
+                if app.quietHours != nil { merged.quietHours = app.quietHours }
+                if reader.environment["HERALD_QUIET_HOURS_TIME_ZONE"].map({ !$0.isEmpty }) ?? false {
+                    merged.quietHoursTimeZone = app.quietHoursTimeZone
+                }
                 apps[index] = merged
             } else {
                 apps.append(app)
@@ -367,6 +374,22 @@ extension ServerConfiguration {
         app.defaultPreferenceCategory = try reader.string(
             "HERALD_DEFAULT_PREFERENCE_CATEGORY", "defaultPreferenceCategory")
         app.frequencyCaps = try readFrequencyCaps(reader: reader)
+        if let text = try reader.string("HERALD_QUIET_HOURS", "quietHours") {
+            guard let window = QuietHours(text) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_QUIET_HOURS", "quietHours")) is \"\(text)\": write a window of local time such as 22:00-08:00 (start and end differ), or leave it empty for none."
+                )
+            }
+            app.quietHours = window
+        }
+        if let zoneName = try reader.string("HERALD_QUIET_HOURS_TIME_ZONE", "quietHoursTimeZone") {
+            guard TokenRegistration.isTimeZoneID(zoneName), let zone = TimeZone(identifier: zoneName) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_QUIET_HOURS_TIME_ZONE", "quietHoursTimeZone")) is \"\(zoneName)\": use an IANA time zone id such as Europe/Paris."
+                )
+            }
+            app.quietHoursTimeZone = zone
+        }
         if let text = try reader.string("HERALD_CONTENT_KEY", "contentKey") {
             guard let colon = text.firstIndex(of: ":") else {
                 throw ConfigurationError(

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import HeraldAPNS
 public import HeraldCore
 public import HeraldSending
@@ -296,6 +296,10 @@ public struct AppConfiguration: Sendable {
     /// At most so many non-mandatory alerts per person and period, app-wide or per category (docs/preferences.md).
     /// Empty: no caps.
     public var frequencyCaps: [FrequencyCap] = []
+    /// The app's default quiet hours, in each device's time zone (docs/preferences.md); `nil`: none.
+    public var quietHours: QuietHours?
+    /// The time zone quiet hours are judged in for devices that registered none. UTC unless configured.
+    public var quietHoursTimeZone: TimeZone = TimeZone(identifier: "UTC")!
 
     /// - Parameters: see the properties; only the bundle id is required.
     public init(

@@ -175,7 +175,20 @@ extension ConsoleController {
             "done": done, "total": max(total, 1), "percent": total == 0 ? 100 : done * 100 / total,
             "accepted": send.counts.accepted, "rejected": send.counts.rejected, "failed": send.counts.failed,
             "capped": send.suppressed.frequencyCap, "preferenceOut": send.suppressed.preference,
+            "suppressed": suppressedText(send.suppressed),
         ]
+    }
+
+    /// What the rules about the person removed or deferred, in words; empty when none applied.
+    static func suppressedText(_ counts: SuppressedCounts) -> String {
+        var parts: [String] = []
+        if counts.preference > 0 { parts.append("\(counts.preference) opted out of the category") }
+        if counts.frequencyCap > 0 { parts.append("\(counts.frequencyCap) over a frequency cap") }
+        if counts.quietHoursDropped > 0 { parts.append("\(counts.quietHoursDropped) dropped in their quiet hours") }
+        if counts.quietHoursDeferred > 0 {
+            parts.append("\(counts.quietHoursDeferred) deferred to the end of their quiet hours")
+        }
+        return parts.isEmpty ? "" : "Rules: " + parts.joined(separator: ", ") + "."
     }
 
     /// How a scheduled send (queued, with a `sendAt` still ahead) reads: `Scheduled for <time>`, and for a send at

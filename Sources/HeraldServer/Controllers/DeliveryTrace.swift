@@ -11,7 +11,7 @@ struct DeliveryTrace {
     /// send's record is written after its attempts, and receipt events carry the device's clock.
     struct Step {
         /// What happened: `accepted`, `attempt`, `environmentCorrected`, `tokenRemoved`, `tokenKept`, `received`,
-        /// `opened`, `action`, `dismissed`, or `pending`.
+        /// `opened`, `action`, `dismissed`, `quietHoursDeferred`, `quietHoursDropped`, `frequencyCapped`, or `pending`.
         var event: String
         var at: Date
         /// In plain words, for people.
@@ -57,6 +57,8 @@ struct DeliveryTrace {
                 text: "Herald accepted the send: the request was valid, the payload passed every APNs check, and its "
                     + "target (\(send.target)) was resolved to devices.")
         ]
+        let quiet = Self.quietVerdict(send: send, device: device)
+        if let step = Self.quietHoursStep(quiet) { steps.append(step) }
         if let outcome = stored.outcome {
             steps += Self.attemptSteps(outcome)
             switch outcome.action {
@@ -111,7 +113,12 @@ struct DeliveryTrace {
                     fields: ["reason": .string(invalidation.reason.rawValue)]))
         }
         self.steps = steps
-        if let frequencyCap, stored.outcome == nil {
+        if case .dropped = quiet, stored.outcome == nil {
+            verdict = Verdict(
+                code: "quietHoursDropped",
+                text: "Not sent: the device was in its quiet hours when the send reached it, and the send drops such "
+                    + "devices (\"quietHours\": \"drop\"). Send with \"defer\" to reach them when their window ends.")
+        } else if let frequencyCap, stored.outcome == nil {
             verdict = Verdict(
                 code: "frequencyCapped",
                 text: "Herald left this device out: its person had had as many notifications as the frequency cap "
@@ -143,6 +150,32 @@ struct DeliveryTrace {
             }
         }
         return nil
+    }
+
+    /// What the send's quiet-hours rule did to this device, from the send's stored job and the device's registered
+    /// time zone (today's: a zone changed since is not the one the send saw).
+    private static func quietVerdict(send: SendRecord, device: DeviceRegistration?) -> SendTimetable.QuietVerdict {
+        guard let text = send.job, let device, case .send(let job)? = try? StoredJob(jsonText: text, sendID: send.id),
+            job.quietHours != nil, job.bundleID == device.topic
+        else { return .notQuiet }
+        return SendTimetable(schedule: job.schedule, quietHours: job.quietHours).quietVerdict(zone: device.timeZone)
+    }
+
+    private static func quietHoursStep(_ verdict: SendTimetable.QuietVerdict) -> Step? {
+        switch verdict {
+        case .notQuiet:
+            return nil
+        case .deferred(let at, let until):
+            return Step(
+                event: "quietHoursDeferred", at: at,
+                text: "The device was in its quiet hours when the send reached it: deferred to the end of its window, "
+                    + "\(RFC3339.string(until)).",
+                fields: ["until": .string(RFC3339.string(until))])
+        case .dropped(let at):
+            return Step(
+                event: "quietHoursDropped", at: at,
+                text: "The device was in its quiet hours when the send reached it, and the send drops such devices.")
+        }
     }
 
     /// The `apns-unique-id` to paste into Apple's Push Notifications Console: development sends only (the sandbox

@@ -57,9 +57,7 @@ struct SendController: Sendable {
         try context.access.check(environment: plan.query.environment)
         if dryRun {
             try await engine.checkSingleToken(of: plan)
-            let count = try await store.count(matching: plan.query)
-            var suppressed = try await engine.suppressed(by: plan, targetCount: count)
-            suppressed.frequencyCap = try await engine.estimatedFrequencyCapped(by: plan, at: clock.now())
+            let (count, suppressed) = try await engine.preview(plan, at: clock.now())
             return dryRunAnswer(plan, count: count, suppressed: suppressed)
         }
         let answer = try await perform(plan, context: context)
@@ -214,9 +212,13 @@ struct SendController: Sendable {
         return .object(members)
     }
 
-    /// The devices a send left out, by rule: `{"preference": 12}`.
+    /// The devices a send left out, by rule, and those it deferred to the end of their quiet hours:
+    /// `{"frequencyCap": 3, "preference": 12, "quietHoursDeferred": 40, "quietHoursDropped": 0}`.
     static func suppressedJSON(_ counts: SuppressedCounts) -> JSONValue {
-        .object(["preference": .integer(counts.preference), "frequencyCap": .integer(counts.frequencyCap)])
+        .object([
+            "preference": .integer(counts.preference), "frequencyCap": .integer(counts.frequencyCap),
+            "quietHoursDropped": .integer(counts.quietHoursDropped), "quietHoursDeferred": .integer(counts.quietHoursDeferred),
+        ])
     }
 
     /// A shard of a large send as the API shows it: its place, status, the worker running it, its size and progress.

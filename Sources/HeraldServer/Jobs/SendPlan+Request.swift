@@ -116,6 +116,7 @@ extension SendPlan {
         selection = selection.preference(category?.filter)
         // Admin keys only (SendController checks): an opt-out that any sender could write would make caps advisory.
         let capped = try fields.bool("frequencyCap") ?? true
+        let quietHoursMode = try Self.quietHoursMode(fields)
 
         // Payload.
         let raw = try fields.object("payload")
@@ -243,11 +244,42 @@ extension SendPlan {
             targetDescription: targetDescription,
             summary: "\(pushType) push" + (localizations.isEmpty ? "" : " in \(localizations.count + 1) variants")
                 + (encrypt ? ", encrypted" : ""),
-            notifications: prepared, stampsTimestamp: stampsTimestamp)
+            notifications: prepared, stampsTimestamp: stampsTimestamp,
+            quietHours: Self.quietHoursRule(
+                quietHoursMode, app: app, category: category, pushType: pushType,
+                interruptionLevel: payload.aps.interruptionLevel, schedule: schedule, now: now))
         if capped {
             job.frequencyCaps = FrequencyCap.applying(app.frequencyCaps, category: category, pushType: pushType)
         }
         self.init(validated: job, sendID: sendID, singleToken: single)
+    }
+
+    /// The send's `quietHours`: `defer` (the default), `drop` or `ignore`.
+    private static func quietHoursMode(_ fields: JSONFields) throws(APIError) -> QuietHoursMode {
+        guard let name = try fields.string("quietHours") else { return .defer }
+        guard let mode = QuietHoursMode(rawValue: name) else {
+            throw APIError.invalidField(
+                "quietHours",
+                "use defer (sent at the end of the device's quiet hours), drop or ignore, or leave it out for defer")
+        }
+        return mode
+    }
+
+    /// The quiet-hours rule a send's job stores; `nil` when quiet hours do not apply to it: the app has no window,
+    /// the send ignores them, or it is exempt (a mandatory category, a `time-sensitive` or `critical` alert, any push
+    /// that is not an alert: background, Live Activity, VoIP, …).
+    private static func quietHoursRule(
+        _ mode: QuietHoursMode, app: AppDirectory.App, category: PreferenceCategory?, pushType: APNSPushType,
+        interruptionLevel: InterruptionLevel?, schedule: SendSchedule?, now: Date
+    ) -> QuietHoursRule? {
+        guard let window = app.quietHours, mode != .ignore, category?.mode != .mandatory, pushType == .alert,
+            interruptionLevel != .timeSensitive, interruptionLevel != .critical
+        else { return nil }
+        var from = now
+        if case .at(let date) = schedule { from = date }
+        // Whole seconds, as the job stores it: the send finds the same devices quiet however often it is read.
+        from = Date(timeIntervalSince1970: from.timeIntervalSince1970.rounded(.down))
+        return QuietHoursRule(mode: mode, window: window, unsetZone: app.quietHoursTimeZone, from: from)
     }
 
     /// The send's `preferenceCategory`, else the app's default one; `nil` when the send is not subject to preferences.

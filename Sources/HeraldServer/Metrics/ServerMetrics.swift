@@ -46,7 +46,7 @@ struct ServerMetrics: SendingMetrics {
         )
         static let retentionLastRunDuration = ("retention_last_run_duration", "How long the last retention run took.")
         static let suppressed = (
-            "notifications_suppressed", "Devices that sends left out because of a rule about their person, by rule (preference, frequencyCap)."
+            "notifications_suppressed", "Devices that sends left out because of a rule about their person, by rule (preference, frequencyCap, quietHoursDropped, quietHoursDeferred: sent at the end of the device's quiet hours)."
         )
         static let activityPushes = (
             "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
@@ -224,12 +224,11 @@ struct ServerMetrics: SendingMetrics {
     }
 
     func suppressed(_ counts: SuppressedCounts) {
-        if counts.preference > 0 {
-            Self.counter(registry, Name.suppressed, [("reason", "preference")]).increment(by: Int64(counts.preference))
-        }
-        if counts.frequencyCap > 0 {
-            Self.counter(registry, Name.suppressed, [("reason", "frequencyCap")])
-                .increment(by: Int64(counts.frequencyCap))
+        for (reason, count) in [
+            ("preference", counts.preference), ("frequencyCap", counts.frequencyCap),
+            ("quietHoursDropped", counts.quietHoursDropped), ("quietHoursDeferred", counts.quietHoursDeferred),
+        ] where count > 0 {
+            Self.counter(registry, Name.suppressed, [("reason", reason)]).increment(by: Int64(count))
         }
     }
 }

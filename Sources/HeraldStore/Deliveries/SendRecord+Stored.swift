@@ -5,7 +5,8 @@ extension SendRecord {
         storedID id: String, createdAt: Int64, updatedAt: Int64, target: String, summary: String, job: String?,
         status: String, targetCount: Int?, accepted: Int, rejected: Int, failed: Int, checkpoint: String?,
         worker: String?, leaseUntil: Int64?, message: String?, sendAt: Int64?, sentThrough: Int64?, lane: String, shardCount: Int?,
-        suppressedByPreference: Int, topic: String? = nil, suppressedByFrequencyCap: Int = 0
+        suppressedByPreference: Int, topic: String? = nil, suppressedByFrequencyCap: Int = 0,
+        suppressedQuietHours: (dropped: Int, deferred: Int) = (0, 0)
     ) throws {
         guard let parsedID = SendID(id), let parsedStatus = SendStatus(rawValue: status),
             let parsedLane = SendLane(rawValue: lane)
@@ -27,7 +28,9 @@ extension SendRecord {
             checkpoint: parsedCheckpoint, worker: worker, leaseUntil: leaseUntil.map(StoreTime.date),
             message: message, sendAt: sendAt.map(StoreTime.date), sentThrough: sentThrough.map(StoreTime.date),
             lane: parsedLane, shardCount: shardCount,
-            suppressed: SuppressedCounts(preference: suppressedByPreference, frequencyCap: suppressedByFrequencyCap),
+            suppressed: SuppressedCounts(
+                preference: suppressedByPreference, frequencyCap: suppressedByFrequencyCap,
+                quietHoursDropped: suppressedQuietHours.dropped, quietHoursDeferred: suppressedQuietHours.deferred),
             topic: topic)
     }
 

@@ -5,14 +5,23 @@ public struct SuppressedCounts: Sendable, Hashable, CustomStringConvertible {
     /// Their person had had as many notifications as a frequency cap allows in its window. Counted as the send runs,
     /// among its `targetCount`.
     public var frequencyCap: Int
+    /// The send would have reached them in their quiet hours, and drops such devices.
+    public var quietHoursDropped: Int
+    /// The send reaches them at the end of their quiet hours instead of when it went out: they are part of the
+    /// send's target count, sent in a later wave, and not in ``total``.
+    public var quietHoursDeferred: Int
 
-    public init(preference: Int = 0, frequencyCap: Int = 0) {
+    public init(preference: Int = 0, frequencyCap: Int = 0, quietHoursDropped: Int = 0, quietHoursDeferred: Int = 0) {
         self.preference = preference
         self.frequencyCap = frequencyCap
+        self.quietHoursDropped = quietHoursDropped
+        self.quietHoursDeferred = quietHoursDeferred
     }
 
-    /// Every suppressed device, whatever the rule.
-    public var total: Int { preference + frequencyCap }
+    /// Every device left out, whatever the rule (deferred devices are not left out).
+    public var total: Int { preference + frequencyCap + quietHoursDropped }
 
-    public var description: String { "preference \(preference), frequency cap \(frequencyCap)" }
+    public var description: String {
+        "preference \(preference), frequency cap \(frequencyCap), quiet hours dropped \(quietHoursDropped), deferred \(quietHoursDeferred)"
+    }
 }

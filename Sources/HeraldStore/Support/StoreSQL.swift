@@ -200,7 +200,8 @@ package enum StoreSQL {
     /// The columns of `sends`, in the order ``StoredRow/send()`` reads them.
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
-        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference, topic, suppressed_frequency_cap
+        checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference, topic, \
+        suppressed_frequency_cap, suppressed_quiet_dropped, suppressed_quiet_deferred
         """
 
     /// Inserts a send unless its id exists; returns it.
@@ -209,8 +210,9 @@ package enum StoreSQL {
             dialect,
             """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at, \
-            accepted, rejected, failed, message, lane, suppressed_preference, topic, suppressed_frequency_cap) \
-            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+            accepted, rejected, failed, message, lane, suppressed_preference, topic, suppressed_frequency_cap, \
+            suppressed_quiet_dropped, suppressed_quiet_deferred) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
@@ -221,6 +223,7 @@ package enum StoreSQL {
                 .integer(Int64(send.counts.failed)), .textOrNull(send.message), .text(send.lane.rawValue),
                 .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
                 .integer(Int64(send.suppressed.frequencyCap)),
+                .integer(Int64(send.suppressed.quietHoursDropped)), .integer(Int64(send.suppressed.quietHoursDeferred)),
             ])
     }
 
@@ -363,7 +366,8 @@ package enum StoreSQL {
         let created = placeholders[1]
         let insertSend = """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
-            rejected, failed, message, suppressed_preference, topic, suppressed_frequency_cap) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
+            rejected, failed, message, suppressed_preference, topic, suppressed_frequency_cap, suppressed_quiet_dropped, \
+            suppressed_quiet_deferred) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """
         guard !outcomes.isEmpty else {
@@ -407,6 +411,7 @@ package enum StoreSQL {
             .integer(Int64(counts.accepted)), .integer(Int64(counts.rejected)), .integer(Int64(counts.failed)),
             .textOrNull(send.message), .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
             .integer(Int64(send.suppressed.frequencyCap)),
+            .integer(Int64(send.suppressed.quietHoursDropped)), .integer(Int64(send.suppressed.quietHoursDeferred)),
         ]
     }
 
@@ -416,6 +421,7 @@ package enum StoreSQL {
         ("status", "text"), ("target_count", "bigint"), ("accepted", "bigint"), ("rejected", "bigint"),
         ("failed", "bigint"), ("message", "text"), ("suppressed_preference", "bigint"), ("topic", "text"),
         ("suppressed_frequency_cap", "bigint"),
+        ("suppressed_quiet_dropped", "bigint"), ("suppressed_quiet_deferred", "bigint"),
     ]
     private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
 
@@ -501,8 +507,8 @@ package enum StoreSQL {
             [.text(id.description), .integer(cursor?.sequence ?? 0), .integer(Int64(limit + 1))])
     }
 
-    /// Gives the oldest waiting send of some lanes to a worker; returns it. On PostgreSQL, concurrent claimers skip
-    /// the row another one locked instead of waiting for it.
+    /// Gives the oldest waiting send of some lanes to a worker, leaving out some sends; returns it. On PostgreSQL,
+    /// concurrent claimers skip the row another one locked instead of waiting for it.
     package static func claimSend(
         worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID> = [],
         precedence: ClaimPrecedence = .none, at now: Date, _ dialect: SQLStatement.Dialect

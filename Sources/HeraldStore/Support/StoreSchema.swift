@@ -559,6 +559,12 @@ package enum StoreSchema {
                 // The devices a send left out because their person had reached a cap.
                 "ALTER TABLE sends ADD COLUMN suppressed_frequency_cap BIGINT NOT NULL DEFAULT 0",
             ]),
+        Migration(
+            version: 25, name: "quiet hours: the devices a send dropped or deferred in their quiet hours",
+            statements: [
+                "ALTER TABLE sends ADD COLUMN suppressed_quiet_dropped BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE sends ADD COLUMN suppressed_quiet_deferred BIGINT NOT NULL DEFAULT 0",
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

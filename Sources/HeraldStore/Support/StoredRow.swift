@@ -58,7 +58,8 @@ extension StoredRow {
             checkpoint: optionalText(11), worker: optionalText(12), leaseUntil: optionalInteger(13),
             message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16), lane: text(17),
             shardCount: optionalInteger(18).map(Int.init), suppressedByPreference: Int(integer(19)),
-            topic: optionalText(20), suppressedByFrequencyCap: Int(integer(21)))
+            topic: optionalText(20), suppressedByFrequencyCap: Int(integer(21)),
+            suppressedQuietHours: (dropped: Int(integer(22)), deferred: Int(integer(23))))
     }
 
     /// An outcome from the columns of ``StoreSQL/outcomeColumns``, with its sequence number.

@@ -12,7 +12,25 @@ extension StoreConformance {
             Case(
                 "a send's preference rule keeps the devices whose user, installation or token lets its category through",
                 preferenceFilter),
+            Case(
+                "a send keeps its suppressed counts by rule (preference, quiet hours dropped and deferred) on every insert path",
+                suppressedCounts),
         ]
+    }
+
+    static func suppressedCounts(_ context: Context) async throws {
+        let store = context.store
+        let counts = SuppressedCounts(preference: 3, quietHoursDropped: 5, quietHoursDeferred: 7)
+        let queued = try await store.createSend(
+            NewSend(target: "every device", summary: "alert push", job: "{}", targetCount: 10, suppressed: counts))
+        #expect(queued.suppressed == counts)
+        #expect(try await store.send(queued.id)?.suppressed == counts)
+        let finished = try await store.recordFinishedSend(
+            NewSend(target: "every device", summary: "alert push", status: .completed, targetCount: 0, suppressed: counts),
+            outcomes: [])
+        #expect(finished.suppressed == counts)
+        #expect(try await store.send(finished.id)?.suppressed == counts)
+        #expect(try await store.send(finished.id)?.suppressed.total == 8, "deferred devices are not left out")
     }
 
     static func preferenceChoices(_ context: Context) async throws {

@@ -15,7 +15,7 @@
     sendAt: "send-at", localTime: "local-time", timeZone: "time-zone", rate: "rate", badge: "badge", sound: "sound",
     category: "category", threadId: "thread-id", interruptionLevel: "interruption-level",
     relevanceScore: "relevance-score", priority: "priority", expiration: "expiration", collapseId: "collapse-id",
-    data: "data", localizations: "localizations", pushType: "push-type",
+    data: "data", localizations: "localizations", pushType: "push-type", quietHours: "quiet-hours",
     BadCollapseId: "collapse-id", BadPriority: "priority", BadExpirationDate: "expiration",
   };
 
@@ -139,6 +139,7 @@
     if ($("content-available").checked) request.contentAvailable = true;
     if ($("mutable-content").checked) request.mutableContent = true;
     if ($("encrypt").checked) request.encrypt = true;
+    if ($("quiet-hours").value) request.quietHours = $("quiet-hours").value;
     const data = parseJSON("data", "Custom data");
     if (data !== undefined) request.data = data;
     if (!targetOverride) schedule(request);
@@ -207,6 +208,7 @@
     const first = answer.notifications[0];
     const queued = answer.background || request.sendAt || request.localTime || request.rate;
     $("target-count").textContent = String(answer.targetCount) + (queued ? " (sent in the background)" : "");
+    showSuppressed(answer.suppressed);
     $("headers").textContent = Object.keys(first.headers).sort().map((k) => k + ": " + first.headers[k]).join("\n");
     $("payload").textContent = answer.notifications.map((n) =>
       (n.language ? "// " + n.language + "\n" : "") + JSON.stringify(n.payload, null, 2)).join("\n\n");
@@ -219,6 +221,18 @@
     } else {
       setValidity(true, "Ready to send to " + devices + ".");
     }
+  }
+
+  // What each rule about the person removes or defers, from the dry run: nothing shown when no rule applies.
+  function showSuppressed(suppressed) {
+    const line = $("suppressed-count");
+    const parts = [];
+    if (suppressed && suppressed.preference) parts.push(suppressed.preference + " opted out of the category");
+    if (suppressed && suppressed.frequencyCap) parts.push("about " + suppressed.frequencyCap + " over a frequency cap");
+    if (suppressed && suppressed.quietHoursDropped) parts.push(suppressed.quietHoursDropped + " dropped in their quiet hours");
+    if (suppressed && suppressed.quietHoursDeferred) parts.push(suppressed.quietHoursDeferred + " deferred to the end of their quiet hours");
+    line.textContent = parts.length ? "Rules: " + parts.join(", ") + "." : "";
+    line.hidden = parts.length === 0;
   }
 
   function checkSoon() {
