@@ -60,7 +60,8 @@ extension StoreSQL {
         var statement = SQLStatement(dialect)
         let claim = statement.bindClaim(
             worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, column: "h.send_id", at: now)
-        let order = precedenceOrder(precedence, column: "s.topic", in: &statement)
+        let order = claimOrder(
+            lanes: lanes, precedence: precedence, laneColumn: "s.lane", topicColumn: "s.topic", in: &statement)
         statement.sql = """
             UPDATE send_shards SET status = 'running', worker = \(claim.worker), lease_until = \(claim.lease), \
             updated_at = \(claim.now) WHERE (send_id, shard) = (SELECT h.send_id, h.shard FROM send_shards h \

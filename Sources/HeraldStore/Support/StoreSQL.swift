@@ -516,7 +516,7 @@ package enum StoreSQL {
         var statement = SQLStatement(dialect)
         let claim = statement.bindClaim(
             worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, column: "id", at: now)
-        let order = precedenceOrder(precedence, column: "topic", in: &statement)
+        let order = claimOrder(lanes: lanes, precedence: precedence, laneColumn: "lane", topicColumn: "topic", in: &statement)
         statement.sql = """
             UPDATE sends SET status = 'running', worker = \(claim.worker), lease_until = \(claim.lease), \
             updated_at = \(claim.now) WHERE id = (SELECT id FROM sends WHERE status IN ('queued', 'running') \
@@ -526,6 +526,24 @@ package enum StoreSQL {
             RETURNING \(sendColumns)
             """
         return statement
+    }
+
+    /// The leading `ORDER BY` terms of a claim, with a trailing comma: the lane's rank in ``SendLane/priorityOrder``
+    /// when a worker claims from several lanes (the first of them is served first, as in the in-flight budget), then
+    /// the app's priority within the lane, so that a high-priority app's campaign never goes before another app's
+    /// activity send.
+    package static func claimOrder(
+        lanes: Set<SendLane>, precedence: ClaimPrecedence, laneColumn: String, topicColumn: String,
+        in statement: inout SQLStatement
+    ) -> String {
+        var order = ""
+        if lanes.count > 1 {
+            // Lane names are Herald's own constants, not input: written into the statement, not bound.
+            let ranks = SendLane.priorityOrder.filter(lanes.contains).enumerated()
+                .map { rank, lane in " WHEN '\(lane.rawValue)' THEN \(rank)" }
+            order = "CASE \(laneColumn)\(ranks.joined()) END, "
+        }
+        return order + precedenceOrder(precedence, column: topicColumn, in: &statement)
     }
 
     /// The leading `ORDER BY` term that ranks sends by their app's priority (`high` 0, `normal` 1, `low` 2), with a

@@ -16,10 +16,10 @@ extension StoreConformance {
             Case("workers claim different sends, and a send whose lease ran out can be claimed again", claims),
             Case("two instances claiming at once never get the same send", concurrentClaims),
             Case(
-                "a worker claims only from the lanes it has room in, oldest first there, never a send it runs itself, and waiting sends are counted per lane",
+                "a worker claims only from the lanes it has room in, by lane rank then oldest first, never a send it runs itself, and waiting sends are counted per lane",
                 laneClaims),
             Case(
-                "within a lane a high-priority app's send is claimed first and a low one's last, oldest first among equals",
+                "within a lane a high-priority app's send is claimed first and a low one's last, oldest first among equals; never across lanes",
                 priorityClaims),
             Case(
                 "a restarted instance that holds its lock puts back at once the sends its earlier run held, not its own",
@@ -254,6 +254,20 @@ extension StoreConformance {
             order.append(claimed.id)
         }
         #expect(order == ["high", "normal-1", "unknown", "normal-2", "low"].map { sends[$0]! })
+
+        // Priority ranks sends within their lane only: a high app's campaign waits for a normal app's activity send.
+        let campaign = try await store.createSend(
+            NewSend(target: "high campaign", summary: "s", lane: .campaign, topic: "com.high.app"))
+        context.clock.advance(by: .seconds(1))
+        let activity = try await store.createSend(
+            NewSend(target: "normal activity", summary: "s", lane: .activity, topic: "com.normal.app"))
+        var acrossLanes: [SendID] = []
+        while let claimed = try await store.claimNextQueuedSend(
+            worker: "w", leaseUntil: lease, lanes: [.campaign, .activity], precedence: precedence)
+        {
+            acrossLanes.append(claimed.id)
+        }
+        #expect(acrossLanes == [activity.id, campaign.id])
     }
 
     static func laneClaims(_ context: Context) async throws {
@@ -276,11 +290,14 @@ extension StoreConformance {
         let lease = context.clock.now().addingTimeInterval(30)
         #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: []) == nil)
         let first = try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: [.background, .activity])
-        #expect(first?.id == user.id && first?.lane == .background, "the oldest of the lanes asked for")
+        #expect(
+            first?.id == activity.id && first?.lane == .activity,
+            "the first lane asked for in SendLane.priorityOrder, though the background send is older")
+        let second = try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: [.background, .activity])
+        #expect(second?.id == user.id && second?.lane == .background, "then the next lane")
         #expect(
             try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: [.background]) == nil,
             "the scheduled send of that lane is not due")
-        #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease, lanes: [.activity])?.id == activity.id)
         #expect(try await store.waitingSends().mapValues(\.count) == [.campaign: 1])
         #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: lease)?.id == campaign.id, "every lane")
         #expect(try await store.waitingSends().isEmpty)
