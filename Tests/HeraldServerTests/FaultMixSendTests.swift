@@ -36,12 +36,12 @@ struct FaultMixSendTests {
                     $0.sending.retry = RetryPolicy(initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(50))
                 },
                 prepare: { store in
-                    for n in 1...count {
-                        _ = try await store.upsert(
+                    try await DeviceSeeding.register(
+                        (1...count).lazy.map { n in
                             TokenRegistration(
                                 token: StoreConformance.token(n), topic: ServerHarness.topic,
-                                environment: n % 2 == 0 ? .production : .development))
-                    }
+                                environment: n % 2 == 0 ? .production : .development)
+                        }, in: store)
                 }
             ) { client, app in
                 let secret = try await SendTests.key(app)

@@ -17,11 +17,10 @@ struct SchedulerTests {
     static func register(_ store: any Store, _ range: ClosedRange<Int>, topic: String, user: String? = nil)
         async throws
     {
-        for n in range {
-            _ = try await store.upsert(
-                TokenRegistration(
-                    token: StoreConformance.token(n), topic: topic, environment: .development, userID: user))
-        }
+        try await DeviceSeeding.register(
+            range.map { n in
+                TokenRegistration(token: StoreConformance.token(n), topic: topic, environment: .development, userID: user)
+            }, in: store)
     }
 
     @Test(
