@@ -185,22 +185,6 @@ extension DeliveryStore {
         try await claimNextQueuedSend(worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: [], precedence: .none)
     }
 
-    /// ``claimNextQueuedSend(worker:leaseUntil:lanes:excluding:precedence:)`` by priority, leaving out none.
-    public func claimNextQueuedSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, precedence: ClaimPrecedence
-    ) async throws -> SendRecord? {
-        try await claimNextQueuedSend(
-            worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: [], precedence: precedence)
-    }
-
-    /// ``claimNextQueuedSend(worker:leaseUntil:lanes:excluding:precedence:)``, oldest first whatever the app.
-    public func claimNextQueuedSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>
-    ) async throws -> SendRecord? {
-        try await claimNextQueuedSend(
-            worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: .none)
-    }
-
     /// ``claimShard(worker:leaseUntil:lanes:excluding:precedence:)``, oldest send first whatever the app.
     public func claimShard(worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>)
         async throws -> (send: SendRecord, shard: SendShard)?

@@ -249,7 +249,7 @@ extension StoreConformance {
         let lease = context.clock.now().addingTimeInterval(30)
         var order: [SendID] = []
         while let claimed = try await store.claimNextQueuedSend(
-            worker: "w", leaseUntil: lease, lanes: [.campaign], precedence: precedence)
+            worker: "w", leaseUntil: lease, lanes: [.campaign], excluding: [], precedence: precedence)
         {
             order.append(claimed.id)
         }
@@ -263,7 +263,7 @@ extension StoreConformance {
             NewSend(target: "normal activity", summary: "s", lane: .activity, topic: "com.normal.app"))
         var acrossLanes: [SendID] = []
         while let claimed = try await store.claimNextQueuedSend(
-            worker: "w", leaseUntil: lease, lanes: [.campaign, .activity], precedence: precedence)
+            worker: "w", leaseUntil: lease, lanes: [.campaign, .activity], excluding: [], precedence: precedence)
         {
             acrossLanes.append(claimed.id)
         }
@@ -315,11 +315,11 @@ extension StoreConformance {
         let ownRuns: Set<SendID> = [campaign.id, user.id, activity.id]
         let renewed = context.clock.now().addingTimeInterval(30)
         let claimed = try await store.claimNextQueuedSend(
-            worker: "w", leaseUntil: renewed, lanes: Set(SendLane.priorityOrder), excluding: ownRuns)
+            worker: "w", leaseUntil: renewed, lanes: Set(SendLane.priorityOrder), excluding: ownRuns, precedence: .none)
         #expect(claimed?.id == later.id, "the oldest waiting send the worker does not run")
         #expect(
             try await store.claimNextQueuedSend(
-                worker: "w", leaseUntil: renewed, lanes: Set(SendLane.priorityOrder), excluding: ownRuns) == nil)
+                worker: "w", leaseUntil: renewed, lanes: Set(SendLane.priorityOrder), excluding: ownRuns, precedence: .none) == nil)
         #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: renewed)?.id == campaign.id)
     }
 
