@@ -3,6 +3,7 @@ import HeraldCore
 import HeraldStore
 import HeraldStorePostgres
 import HeraldTesting
+import PostgresNIO
 import Testing
 
 /// A PostgreSQL store's operations end when their caller is cancelled, wherever that happens: postgres-nio never
@@ -60,6 +61,62 @@ struct PostgresCancellationTests {
                 Issue.record("round \(round): cancelled after \(delay), the operations had not ended 90 s later")
                 return
             }
+        }
+    }
+
+    @Test(
+        "a migration whose caller is cancelled while it runs stops after the statement under way and applies nothing",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
+    func cancelledMigration() async throws {
+        let (fixture, url, schema) = try PostgresStoreTests.caseDatabase()
+        let configuration = try PostgresStore.Configuration(url: url)
+        let holder = PostgresClient(configuration: configuration.client)
+        try await withCleanup({ await fixture.cleanup() }) {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await holder.run() }
+                let (released, release) = AsyncStream.makeStream(of: Void.self)
+                let (held, holding) = AsyncStream.makeStream(of: Void.self)
+                // Holds the schema's migration lock, so the store's migration waits on its first statement: it has
+                // its connection, and only the check between statements can stop it.
+                group.addTask {
+                    try await holder.withTransaction(logger: Logger(label: "test")) { connection in
+                        _ = try await connection.query(
+                            "SELECT pg_advisory_xact_lock(\(Self.migrationLock), hashtext(\(schema)))", logger: connection.logger)
+                        holding.yield()
+                        for await _ in released { break }
+                    }
+                }
+                for await _ in held { break }
+                let store = try fixture.open(ManualWallClock())
+                try await StoreConformance.withRunning(store, migrate: false) { store in
+                    let migration = Task { try await store.migrate() }
+                    // The store's migration waits for the lock once PostgreSQL shows it waiting.
+                    try await Self.untilMigrationWaits(holder, schema: schema)
+                    migration.cancel()
+                    release.finish()
+                    await #expect(throws: CancellationError.self) { try await migration.value }
+                    let health = try await store.health()
+                    #expect(health.schemaVersion == 0, "nothing applied: \(health)")
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// The first key of the store's migration lock (`PostgresStore.migrationLock`, "hrld"); the second is the schema's
+    /// `hashtext`.
+    static let migrationLock: Int32 = 0x68_72_6c_64
+
+    /// Returns once a session waits for the migration lock of `schema` (`pg_locks`), looking every 20 ms.
+    static func untilMigrationWaits(_ client: PostgresClient, schema: String) async throws {
+        while true {
+            let rows = try await client.query(
+                """
+                SELECT count(*)::int8 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                AND classid::int8 = \(Int64(migrationLock)) AND objid::int8 = (hashtext(\(schema))::int8 & 4294967295)
+                """, logger: Logger(label: "test"))
+            for try await count in rows.decode(Int.self) where count > 0 { return }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 }
