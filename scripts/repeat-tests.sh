@@ -63,7 +63,7 @@ for n in range(1, runs + 1):
     walls.append(wall)
     log = open(f"{logs}/run-{n}.log", errors="replace").read()
     summary = re.findall(r"Test run with (\d+ tests? in \d+ suites?) (passed|failed)", log)
-    failed = sorted(set(re.findall(r'✘ Test (".*?") failed', log)))
+    failed = sorted(set(re.findall(r'✘ Test (".*?") (?:with \d+ test cases? )?failed', log)))
     word = {"0": "passed", "124": "HUNG"}.get(status, f"failed ({status})")
     bad += status != "0"
     print(f"| {n} | {word} | {wall:.0f} s | {summary[-1][0] if summary else '?'} | {', '.join(failed) or '-'} |")

@@ -320,7 +320,9 @@ extension StoreConformance {
         #expect(
             try await store.claimNextQueuedSend(
                 worker: "w", leaseUntil: renewed, lanes: Set(SendLane.priorityOrder), excluding: ownRuns, precedence: .none) == nil)
-        #expect(try await store.claimNextQueuedSend(worker: "w", leaseUntil: renewed)?.id == campaign.id)
+        #expect(
+            try await store.claimNextQueuedSend(worker: "w", leaseUntil: renewed)?.id == activity.id,
+            "without the exclusion, a send whose lease ran out is taken again: the first lane's")
     }
 
     static func claims(_ context: Context) async throws {
