@@ -185,14 +185,14 @@ public final class APNSClient: Service, Sendable {
             providerToken: providerToken, template: shared.template))
     }
 
-    /// Starts sending one prepared notification without a task, for callers that run their own bulk loop (the
-    /// server's fan-out): if a connection has a free stream right now, the request is written and `answered` is
-    /// called once, on an event loop, with how it ended or with the ``APNSRetry`` to run in a task. It must not block.
+    /// Starts sending one prepared notification without a task, for bulk loops (``APNSBulkSend``): if a connection has
+    /// a free stream right now, the request is written and `answered` is called once, on an event loop, with how it
+    /// ended or with the retry to run in a task. It must not block.
     /// - Returns: `false` when no stream is free (or no connection is open yet): nothing was sent, and the caller
     ///   should use ``send(_:to:)-(PreparedNotification,_)`` from a task instead, which waits for one.
     public func startSending(
         _ notification: PreparedNotification, to token: DeviceToken,
-        answered: @escaping @Sendable (APNSStartedSend) -> Void
+        answered: @escaping @Sendable (APNSStarted<APNSDelivery>) -> Void
     ) -> Bool {
         let providerToken = configuration.credentials.tokenCache?.currentToken()
         let shared = sharedParts(notification, providerToken: providerToken)
@@ -205,8 +205,9 @@ public final class APNSClient: Service, Sendable {
     }
 
     /// Sends many notifications with at most `maximumInFlight` at once, calling `onDelivery` for each outcome as it
-    /// comes. Memory stays bounded: the next notification is taken only when a slot is free, and `onDelivery` is
-    /// awaited before more are taken, so a slow consumer slows the sender instead of queueing results.
+    /// comes: the simplest driver of ``bulkSend(permits:answered:)``, for `herald send --repeat`. Memory stays bounded:
+    /// the next notification is taken only when a permit is free, and `onDelivery` is awaited before more are taken,
+    /// so a slow consumer slows the sender instead of queueing results.
     ///
     /// No task is made per notification: while a connection has a free stream, a notification goes straight to it
     /// and its answer comes back through a queue this task drains in batches. Only a notification that must wait
@@ -216,34 +217,22 @@ public final class APNSClient: Service, Sendable {
         onDelivery: (APNSDelivery) async throws -> Void
     ) async throws where Notifications.Element == (PreparedNotification, DeviceToken) {
         precondition(maximumInFlight >= 1, "maximumInFlight must be at least 1")
-        let queue = BatchQueue<DeliveryQueueItem>()
-        // A fan-out sends one notification to many devices: encode its body and header template once and share them.
-        var shared: SharedParts?
+        typealias Bulk = APNSBulkSend<APNSBulkItem<Void>, APNSDelivery>
+        let answers = BatchQueue<Bulk.Answer>()
+        var bulk: Bulk = bulkSend(permits: maximumInFlight) { answers.push($0) }
         try await withThrowingDiscardingTaskGroup { group in
-            var inFlight = 0
+            func settle() async throws {
+                for answer in try await answers.take() {
+                    guard let delivery = bulk.outcome(of: answer, in: &group) else { continue }
+                    bulk.finished(1)
+                    try await onDelivery(delivery)
+                }
+            }
             for try await (notification, token) in notifications {
-                while inFlight >= maximumInFlight {
-                    inFlight -= try await settle(queue.take(), group: &group, queue: queue, onDelivery: onDelivery)
-                }
-                let providerToken = configuration.credentials.tokenCache?.currentToken()
-                if shared == nil || !shared!.fits(notification) || shared!.providerToken != providerToken {
-                    shared = sharedParts(notification, providerToken: providerToken)
-                }
-                let send = Send(
-                    notification: notification, body: shared!.body, token: token, apnsID: notification.apnsID?.headerValue ?? ids.next(),
-                    providerToken: providerToken, template: shared!.template)
-                let started = startAttempt(send) { answer in
-                    switch answer {
-                    case .finished(let delivery): queue.push(.delivered(delivery))
-                    case .retry(let retry): queue.push(.retry(retry))
-                    }
-                }
-                if !started { group.addTask { queue.push(.delivered(await self.deliver(send))) } }
-                inFlight += 1
+                while !bulk.hasPermit { try await settle() }
+                bulk.start(APNSBulkItem(notification, to: token, context: ()), in: &group)
             }
-            while inFlight > 0 {
-                inFlight -= try await settle(queue.take(), group: &group, queue: queue, onDelivery: onDelivery)
-            }
+            while bulk.inFlight > 0 { try await settle() }
         }
     }
 
@@ -253,25 +242,6 @@ public final class APNSClient: Service, Sendable {
         onDelivery: (APNSDelivery) async throws -> Void
     ) async throws {
         try await sendAll(SequenceOfNotifications(base: notifications), maximumInFlight: maximumInFlight, onDelivery: onDelivery)
-    }
-
-    /// Hands finished notifications to the caller and gives those to retry a task each.
-    /// - Returns: how many notifications finished.
-    private func settle(
-        _ items: [DeliveryQueueItem], group: inout ThrowingDiscardingTaskGroup<any Error>, queue: BatchQueue<DeliveryQueueItem>,
-        onDelivery: (APNSDelivery) async throws -> Void
-    ) async throws -> Int {
-        var finished = 0
-        for item in items {
-            switch item {
-            case .delivered(let delivery):
-                finished += 1
-                try await onDelivery(delivery)
-            case .retry(let retry):
-                group.addTask { queue.push(.delivered(await retry.run())) }
-            }
-        }
-        return finished
     }
 
     // MARK: One notification
@@ -352,7 +322,7 @@ public final class APNSClient: Service, Sendable {
 
     /// Starts an attempt without a task if a stream is free right now; `answered` gets its verdict on the event loop.
     /// - Returns: `false` when every stream is taken: the caller must wait for one.
-    private func startAttempt(_ send: Send, answered: @escaping @Sendable (APNSStartedSend) -> Void) -> Bool {
+    private func startAttempt(_ send: Send, answered: @escaping @Sendable (APNSStarted<APNSDelivery>) -> Void) -> Bool {
         guard let lease = pool.tryLease() else { return false }
         var attempting = send
         attempting.progress.begin(at: clockTime())
@@ -367,7 +337,8 @@ public final class APNSClient: Service, Sendable {
             switch self.judge(result, &send) {
             case .final(let delivery): answered(.finished(delivery))
             case .retry(let delay, let otherwise):
-                answered(.retry(APNSRetry(client: self, send: send, delay: delay, otherwise: otherwise)))
+                let retrying = send
+                answered(.continuing { await self.continueRetry(retrying, delay: delay, otherwise: otherwise) })
             }
         })
         return true
@@ -375,7 +346,7 @@ public final class APNSClient: Service, Sendable {
 
     /// The rest of a retry that ``startSending(_:to:answered:)`` could not finish on the event loop: the backoff and
     /// the further attempts, which need a task.
-    func continueRetry(_ send: Send, delay: Duration, otherwise: APNSDelivery) async -> APNSDelivery {
+    private func continueRetry(_ send: Send, delay: Duration, otherwise: APNSDelivery) async -> APNSDelivery {
         if !(await pause(delay)) { return giveUp(otherwise) }
         return await deliver(send)
     }
@@ -532,34 +503,4 @@ private struct SequenceOfNotifications<Base: Sequence<(PreparedNotification, Dev
     }
 
     func makeAsyncIterator() -> AsyncIterator { AsyncIterator(iterator: base.makeIterator()) }
-}
-
-/// What a bulk send's attempts report back to its sending task, which takes everything there is at once, so it wakes
-/// once per batch of answers rather than once per notification.
-private enum DeliveryQueueItem: Sendable {
-    case delivered(APNSDelivery)
-    case retry(APNSRetry)
-}
-
-/// How a notification started with ``APNSClient/startSending(_:to:answered:)`` went on its first attempt.
-public enum APNSStartedSend: Sendable {
-    /// Accepted, rejected for good, or failed: the end.
-    case finished(APNSDelivery)
-    /// The retry policy wants another attempt, which needs a task: run the retry there.
-    case retry(APNSRetry)
-}
-
-/// The remaining attempts of a notification whose first attempt asked for a retry (after a backoff, on another
-/// connection, or with a fresh provider token).
-public struct APNSRetry: Sendable {
-    let client: APNSClient
-    let send: APNSClient.Send
-    /// The backoff before the next attempt; zero sends it at once.
-    let delay: Duration
-    let otherwise: APNSDelivery
-
-    /// Waits the backoff, attempts again as the policy allows, and returns how the notification ended.
-    public func run() async -> APNSDelivery {
-        await client.continueRetry(send, delay: delay, otherwise: otherwise)
-    }
 }

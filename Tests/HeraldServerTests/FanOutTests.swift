@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HeraldAPNS
 import HeraldCore
 @testable import HeraldSending
 import HeraldStore
@@ -41,7 +42,7 @@ struct FanOutTests {
 
         func start(
             _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-            answered: @escaping @Sendable (StartedSend) -> Void
+            answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
         ) -> Bool {
             let n = Self.number(token)
             guard !n.isMultiple(of: 3) else { return false }

@@ -57,33 +57,11 @@ public struct Delivery: Sendable {
         await settle(await sender.send(notification, to: device.token, in: device.environment), notification, device)
     }
 
-    /// How a delivery started with ``start(_:to:answered:)`` went.
-    enum Started: Sendable {
-        /// It ended, and nothing is left to do about it.
-        case finished(ReportedOutcome)
-        /// A retry, or a rejection to apply to the registry: run this in a task for the outcome.
-        case continuing(@Sendable () async -> ReportedOutcome)
-    }
-
-    /// Starts a delivery without a task when the sender has a free stream: accepted answers end on the event loop,
-    /// and only what needs more (a retry, a rejection to apply to the registry) asks for a task.
-    /// - Returns: `false` when nothing could start without waiting: use ``deliver(_:to:)`` from a task instead.
-    func start(
-        _ notification: PreparedNotification, to device: DeviceRegistration,
-        answered: @escaping @Sendable (Started) -> Void
-    ) -> Bool {
-        sender.start(notification, to: device.token, in: device.environment) { started in
-            switch started {
-            case .finished(let pushed):
-                if case .rejected = pushed.result {
-                    answered(.continuing { await self.settle(pushed, notification, device) })
-                } else {
-                    answered(.finished(self.settle(pushed, device)))
-                }
-            case .continuing(let rest):
-                answered(.continuing { await self.settle(await rest(), notification, device) })
-            }
-        }
+    /// The outcome of an answer that needs nothing from the registry (accepted, failed), at once; `nil` for a
+    /// rejection, which ``settle(_:_:_:)`` applies to the registry from a task.
+    func settledAtOnce(_ pushed: PushResult, _ device: DeviceRegistration) -> ReportedOutcome? {
+        if case .rejected = pushed.result { return nil }
+        return settle(pushed, device)
     }
 
     /// The outcome of an answer that needs nothing from the registry (accepted, failed).
@@ -99,7 +77,7 @@ public struct Delivery: Sendable {
     }
 
     /// Applies APNs's answer to the registry and returns the outcome with what was done.
-    private func settle(
+    func settle(
         _ pushed: PushResult, _ notification: PreparedNotification, _ device: DeviceRegistration
     ) async -> ReportedOutcome {
         let token = device.token

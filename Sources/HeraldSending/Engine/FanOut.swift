@@ -1,6 +1,7 @@
 import Crypto
 import DequeModule
 import Foundation
+import HeraldAPNS
 public import HeraldCore
 public import HeraldStore
 
@@ -91,11 +92,23 @@ public struct FanOut: Sendable {
     /// Another worker holds the send now: this one must stop.
     public struct LeaseLost: Error {}
 
+    /// One device of a run on its way to APNs: its page, the device and the notification it gets. The context the
+    /// bulk send hands back with the device's answer.
+    struct Push: Sendable {
+        let page: Int
+        let device: DeviceRegistration
+        let notification: PreparedNotification
+    }
+
+    /// The run's sends through ``HeraldAPNS/APNSBulkSend``: the same bulk loop as `herald send --repeat`.
+    typealias Bulk = APNSBulkSend<Push, PushResult>
+
     private enum Event: Sendable {
         case page(DevicePage, done: Set<DeviceToken>)
+        /// The sender's answer for a device (an end, or a retry to run in a task).
+        case answered(Bulk.Answer)
+        /// A device's outcome once a rejection was applied to the registry.
         case delivered(page: Int, ReportedOutcome)
-        /// A delivery that needs a task to end (a retry, a rejection to apply to the registry).
-        case continuing(page: Int, @Sendable () async -> ReportedOutcome)
         case recorded(count: Int, OutcomeCounts)
         case failed(any Error)
         /// A send with a `rate` may start its next devices.
@@ -134,10 +147,11 @@ public struct FanOut: Sendable {
 
     /// Runs the send.
     ///
-    /// One loop drives everything from one queue of events: devices go to the sender without a task while it has a
-    /// free stream (its answers come back through the queue from the event loop), and only what must wait — a
-    /// device with no free stream, a retry, a rejection to apply to the registry, a page fetch, a recording — gets a
-    /// child task.
+    /// One loop drives everything from one queue of events: devices go to the sender through an
+    /// ``HeraldAPNS/APNSBulkSend`` without a task while it has a free stream (its answers come back through the queue
+    /// from the event loop), and only what must wait — a device with no free stream, a retry, a rejection to apply to
+    /// the registry, a page fetch, a recording — gets a child task. The bulk send's permits are the run's: a device
+    /// holds one from its start until its outcome is recorded.
     /// - Parameters:
     ///   - checkpoint: Where a resumed send starts; `nil` from the beginning.
     ///   - resuming: Whether outcomes may be recorded already (after the checkpoint too): their devices are skipped.
@@ -170,8 +184,16 @@ public struct FanOut: Sendable {
             var fetching = false
             var pagesFetched = 0
             var queue = Deque<(page: Int, device: DeviceRegistration)>()
-            // Sent and not yet recorded: in flight, answered, or in the batch being recorded.
-            var unrecorded = 0
+            let sender = delivery.sender
+            // Its in-flight count is what was sent and not yet recorded: in flight, answered, or in the batch being
+            // recorded. Its permits: the budget's this send holds, or its own limit without a budget.
+            var bulk = Bulk(
+                permits: flow == nil ? maximumInFlight : 0,
+                start: { push, answered in
+                    sender.start(push.notification, to: push.device.token, in: push.device.environment, answered: answered)
+                },
+                send: { push in await sender.send(push.notification, to: push.device.token, in: push.device.environment) },
+                answered: { events.push(.answered($0)) })
             var pages: [Int: PageProgress] = [:]
             var nextPageToCheckpoint = 0
             var ready: [DeliveryOutcome] = []
@@ -187,9 +209,12 @@ public struct FanOut: Sendable {
             let appPace = pushToStart.flatMap { $0.applies(to: plan) ? $0 : nil }
             var appAllowance = appPace == nil ? Int.max : 0
             var takingAppPace = false
-            // Devices that may be in flight: the budget's permits this send holds, or its own limit without a budget.
-            var permits = flow == nil ? maximumInFlight : 0
             var reported: (inUse: Int, wanted: Int)?
+            func gather(_ outcome: ReportedOutcome, page: Int) {
+                ready.append(outcome.outcome)
+                readyPages.append(page)
+                if collect { result.outcomes.append(outcome) }
+            }
 
             while true {
                 if !stopping, shouldStop() {
@@ -201,31 +226,20 @@ public struct FanOut: Sendable {
                     // What this send could have in flight now: a paced send asks only for what its rate allows.
                     let startable = min(
                         queue.count, pace?.allowance ?? Int.max, appPace.map { max(appAllowance, $0.share) } ?? Int.max)
-                    let wanted = min(unrecorded + startable, maximumInFlight)
-                    if reported.map({ $0 != (unrecorded, wanted) }) ?? true {
-                        reported = (unrecorded, wanted)
-                        permits += budget.update(flow, inUse: unrecorded, wanted: wanted)
+                    let wanted = min(bulk.inFlight + startable, maximumInFlight)
+                    if reported.map({ $0 != (bulk.inFlight, wanted) }) ?? true {
+                        reported = (bulk.inFlight, wanted)
+                        bulk.permits += budget.update(flow, inUse: bulk.inFlight, wanted: wanted)
                     }
                 }
-                while unrecorded < permits, pace.map({ $0.allowance > 0 }) ?? true, appAllowance > 0,
+                while bulk.hasPermit, pace.map({ $0.allowance > 0 }) ?? true, appAllowance > 0,
                     let next = queue.popFirst()
                 {
                     pace?.allowance -= 1
                     if appPace != nil { appAllowance -= 1 }
-                    let page = next.page
-                    let device = next.device
-                    let notification = plan.notification(for: device).with(
-                        apnsID: Self.apnsID(send: id, token: device.token))
-                    let started = delivery.start(notification, to: device) { started in
-                        switch started {
-                        case .finished(let reported): events.push(.delivered(page: page, reported))
-                        case .continuing(let rest): events.push(.continuing(page: page, rest))
-                        }
-                    }
-                    if !started {
-                        group.addTask { events.push(.delivered(page: page, await delivery.deliver(notification, to: device))) }
-                    }
-                    unrecorded += 1
+                    let notification = plan.notification(for: next.device).with(
+                        apnsID: Self.apnsID(send: id, token: next.device.token))
+                    bulk.start(Push(page: next.page, device: next.device, notification: notification), in: &group)
                 }
                 if let current = pace, current.allowance == 0, !current.ticking, !queue.isEmpty {
                     pace?.ticking = true
@@ -234,7 +248,7 @@ public struct FanOut: Sendable {
                         events.push(.tick)
                     }
                 }
-                if let appPace, appAllowance == 0, !takingAppPace, !queue.isEmpty, unrecorded < permits {
+                if let appPace, appAllowance == 0, !takingAppPace, !queue.isEmpty, bulk.hasPermit {
                     takingAppPace = true
                     let wanted = queue.count
                     group.addTask {
@@ -268,7 +282,7 @@ public struct FanOut: Sendable {
                 // A paced send records once it has gathered a batch, or when it cannot go on without recording: its
                 // window is full, or nothing is left to start until the next page (or ever).
                 let batchDue =
-                    pace.map { ready.count >= $0.recordingBatch || unrecorded >= permits || queue.isEmpty } ?? true
+                    pace.map { ready.count >= $0.recordingBatch || !bulk.hasPermit || queue.isEmpty } ?? true
                 if !recording, (!ready.isEmpty && batchDue) || pendingCheckpoint != nil {
                     // Whole pages whose every device is in this batch or an earlier one move the checkpoint: batches
                     // are recorded one at a time, in order, so it is committed with the last of them.
@@ -295,7 +309,7 @@ public struct FanOut: Sendable {
                     }
                     recording = true
                 }
-                if !fetching, !recording, !takingAppPace, unrecorded == 0, queue.isEmpty, exhausted || stopping { break }
+                if !fetching, !recording, !takingAppPace, bulk.inFlight == 0, queue.isEmpty, exhausted || stopping { break }
                 for event in try await events.take() {
                     switch event {
                     case .page(let page, let done):
@@ -316,20 +330,28 @@ public struct FanOut: Sendable {
                             for device in devices { queue.append((pagesFetched, device)) }
                         }
                         pagesFetched += 1
-                    case .delivered(let page, let reported):
-                        ready.append(reported.outcome)
-                        readyPages.append(page)
-                        if collect { result.outcomes.append(reported) }
-                    case .continuing(let page, let rest):
-                        group.addTask { events.push(.delivered(page: page, await rest())) }
+                    case .answered(let answer):
+                        guard let pushed = bulk.outcome(of: answer, in: &group) else { break }
+                        let push = answer.item
+                        if let outcome = delivery.settledAtOnce(pushed, push.device) {
+                            gather(outcome, page: push.page)
+                        } else {
+                            group.addTask {
+                                events.push(
+                                    .delivered(
+                                        page: push.page, await delivery.settle(pushed, push.notification, push.device)))
+                            }
+                        }
+                    case .delivered(let page, let outcome):
+                        gather(outcome, page: page)
                     case .recorded(let count, let counts):
                         recording = false
-                        unrecorded -= count
+                        bulk.finished(count)
                         result.counts = counts
                     case .failed(let error):
                         throw error
                     case .permits(let count):
-                        permits += count
+                        bulk.permits += count
                     case .paced(let granted):
                         takingAppPace = false
                         appAllowance += granted

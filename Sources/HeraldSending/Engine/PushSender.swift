@@ -1,4 +1,5 @@
 import Foundation
+public import HeraldAPNS
 public import HeraldCore
 public import HeraldStore
 
@@ -16,31 +17,24 @@ public protocol PushSender: Sendable {
     func send(_ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment) async
         -> PushResult
 
-    /// Starts a send without a task when that is possible right now, for the fan-out's bulk loop.
+    /// Starts a send without a task when that is possible right now, for the fan-out's bulk loop
+    /// (``HeraldAPNS/APNSBulkSend``).
     ///
     /// Calls `answered` once (from any thread; it must not block) with the end, or with the rest of the work to run in
-    /// a task (retries).
+    /// a task (retries): the client's answer with its result mapped, not wrapped again.
     /// - Returns: `false` when the send could not start without waiting: nothing was sent, and the caller uses
     ///   ``send(_:to:in:)`` from a task. The default implementation always answers `false`.
     func start(
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-        answered: @escaping @Sendable (StartedSend) -> Void
+        answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool
 }
 
 extension PushSender {
     public func start(
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-        answered: @escaping @Sendable (StartedSend) -> Void
+        answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool { false }
-}
-
-/// How a send started with ``PushSender/start(_:to:in:answered:)`` went.
-public enum StartedSend: Sendable {
-    /// It ended.
-    case finished(PushResult)
-    /// It goes on (a retry): run this in a task for its end.
-    case continuing(@Sendable () async -> PushResult)
 }
 
 /// How one notification to one device ended, with what the delivery trace keeps of it.

@@ -50,15 +50,10 @@ final class APNSSenders: PushSender {
 
     func start(
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-        answered: @escaping @Sendable (StartedSend) -> Void
+        answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool {
         guard let client = client(for: notification, in: environment) else { return false }
-        return client.startSending(notification, to: token) { started in
-            switch started {
-            case .finished(let delivery): answered(.finished(Self.pushed(delivery, in: environment)))
-            case .retry(let retry): answered(.continuing { Self.pushed(await retry.run(), in: environment) })
-            }
-        }
+        return client.startSending(notification, to: token) { answered($0.map { Self.pushed($0, in: environment) }) }
     }
 
     /// The client of an app in an environment: for broadcast channels, which name the bare bundle id.
