@@ -343,7 +343,9 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             // The console's browser flows (Playwright), run by ConsoleBrowserTests.
-            exclude: ["Console/browser_flows.py", "Console/trace_flows.py", "Console/viewer_walk.py"],
+            exclude: [
+                "Console/browser_flows.py", "Console/trace_flows.py", "Console/viewer_walk.py", "Console/quiet_flows.py",
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

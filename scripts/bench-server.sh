@@ -33,8 +33,11 @@
 #       One send to DEVICES devices with LATENCY (100ms) of emulated APNs latency, run by one `herald serve` and then
 #       by two on one PostgreSQL database (a fresh schema each): the wall time of each and their ratio.
 #   scripts/bench-server.sh preferences [sqlite|postgres] [DEVICES]             default: 1000000
-#       One send to every one of DEVICES devices with no preference rule, then one of a category OPTED_OUT (10) percent
-#       of the people turned off, alternately, ROUNDS (3) times each: the wall times, their medians and ratio.
+#       One send to every one of DEVICES devices with no rule, then one with every rule: a category OPTED_OUT (10)
+#       percent of the people turned off, quiet hours QUIET (20) percent of the devices are in (dropped), a frequency
+#       cap (CAP, default marketing:1000/1d, which nobody reaches: it costs the claim and removes no one) and OWN (10)
+#       percent of the people (of those quiet devices) with their own quiet hours (half none, half a window they are in),
+#       alternately, ROUNDS (3) times each: the wall times, their medians and ratio.
 #   scripts/bench-server.sh retention [sqlite|postgres] [DEVICES]               default: 100000
 #       SENDS (10) sends to every one of DEVICES devices, the server stopped, the sends made 40 days older, the server
 #       started again: its first retention run deletes their outcomes (the sends stay, with their counts) while
@@ -681,15 +684,42 @@ PY
             ;;
     esac
     quiet_window="$(date -u -d '-1 hour' +%H:%M)-$(date -u -d '+1 hour' +%H:%M)"
+    # Own quiet hours: OWN (10) percent of the people (every tenth seed: devices in UTC, in the app's quiet hours), half
+    # with none ("off": awake now), half with a window of their own that also holds now: their devices are judged by
+    # (zone, window) pair in the device query, and the first half are sent to.
+    own=${OWN:-10}
+    own_step=$((100 / own))
+    own_quiet="$(date -u -d '-2 hour' +%H:%M)-$(date -u -d '+1 hour' +%H:%M)"
+    log "Giving $own % of the people their own quiet hours (half none, half $own_quiet)"
+    own_insert="INSERT INTO preference_quiet_hours (topic, subject, quiet_hours, updated_at)"
+    case "$backend" in
+        sqlite)
+            python3 - "$work/herald.sqlite" "$devices" "$own_step" "$now" "$own_insert" "$own_quiet" <<'PY'
+import sqlite3, sys
+path, devices, step, now, insert, window = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6]
+db = sqlite3.connect(path)
+db.executemany(insert + " VALUES ('com.example.app', ?, ?, ?)",
+               ((f"t:{i:064x}", "off" if (i // step) % 2 == 0 else window, now) for i in range(step, devices + 1, step)))
+db.commit()
+PY
+            ;;
+        postgres)
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema; $own_insert
+                SELECT 'com.example.app', 't:' || lpad(to_hex(i), 64, '0'),
+                CASE WHEN (i / $own_step) % 2 = 0 THEN 'off' ELSE '$own_quiet' END, $now
+                FROM generate_series($own_step, $devices, $own_step) AS i; ANALYZE preference_quiet_hours"
+            ;;
+    esac
+    cap=${CAP:-marketing:1000/1d}
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
     HERALD_PREFERENCE_CATEGORIES=marketing HERALD_QUIET_HOURS="$quiet_window" HERALD_QUIET_HOURS_TIME_ZONE=Etc/GMT+12 \
-        start_server "$url"
+        HERALD_FREQUENCY_CAPS="$cap" start_server "$url"
     records=()
     for round in $(seq 1 "$rounds"); do
         for category in none marketing; do
             log "Round $round: one send to every device, category $category"
-            # Without rules: no category, quiet hours ignored. With: the category, and quiet hours dropped (a deferral
-            # would last until the window's end).
+            # Without rules: no category (so no cap), quiet hours ignored. With: the category and its cap, and quiet
+            # hours dropped (a deferral would last until the window's end).
             rule=", \"quietHours\": \"ignore\""
             [ "$category" = none ] || rule=", \"preferenceCategory\": \"$category\", \"quietHours\": \"drop\""
             records+=("$(send_and_wait "$port" "{\"target\": {\"topic\": \"com.example.app\"}, \"alert\": \"sale\"$rule}")")
@@ -702,13 +732,13 @@ devices, backend, records = int(sys.argv[1]), sys.argv[2], [json.loads(a) for a 
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = lambda r: (parse(r["updatedAt"]) - parse(r["createdAt"])).total_seconds()
 plain, ruled = [seconds(r) for r in records[0::2]], [seconds(r) for r in records[1::2]]
-print("| Send to every device | Devices | Sent | Suppressed: preference | Suppressed: quiet hours | Wall times | Median |")
-print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-for name, runs, record in (("no rule", plain, records[0]), ("marketing, quiet hours dropped", ruled, records[1])):
+print("| Send to every device | Devices | Sent | Suppressed: preference | Suppressed: quiet hours | Suppressed: cap | Wall times | Median |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for name, runs, record in (("no rule", plain, records[0]), ("every rule", ruled, records[1])):
     suppressed = record.get('suppressed', {})
     print(f"| {backend}, {name} | {devices:,} | {record['counts']['accepted']:,} | "
           f"{suppressed.get('preference', 0):,} | {suppressed.get('quietHoursDropped', 0):,} | "
-          f"{', '.join(f'{t:.1f}' for t in runs)} s | {statistics.median(runs):.1f} s |")
+          f"{suppressed.get('frequencyCap', 0):,} | {', '.join(f'{t:.1f}' for t in runs)} s | {statistics.median(runs):.1f} s |")
 print()
 print(f"the send with the rule runs at {statistics.median(plain) / statistics.median(ruled):.2f} × the speed of the one "
       f"without, over the same target (aim ≥ 0.9)")

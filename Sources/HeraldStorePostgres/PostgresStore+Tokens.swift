@@ -116,7 +116,10 @@ extension PostgresStore {
         try await session("list the time zones of registrations") { session in
             var zones = DeviceTimeZones()
             for statement in query.timeZoneStatements(dialect: .postgres) {
-                for row in try await session.rows(statement) { zones.insert(try row.optionalText(0)) }
+                for row in try await session.rows(statement) {
+                    let own = query.groupsByOwnQuietHours ? try row.optionalText(1) : nil
+                    zones.insert(try row.optionalText(0), ownQuietHours: own)
+                }
             }
             return zones
         }

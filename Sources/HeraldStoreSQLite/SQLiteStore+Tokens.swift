@@ -70,7 +70,10 @@ extension SQLiteStore {
         return try await read("list the time zones of registrations") { db in
             var zones = DeviceTimeZones()
             for statement in statements {
-                for row in try db.rows(statement) { zones.insert(try row.optionalText(0)) }
+                for row in try db.rows(statement) {
+                    let own = query.groupsByOwnQuietHours ? try row.optionalText(1) : nil
+                    zones.insert(try row.optionalText(0), ownQuietHours: own)
+                }
             }
             return zones
         }

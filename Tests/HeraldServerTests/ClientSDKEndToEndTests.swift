@@ -125,6 +125,51 @@ struct ClientSDKEndToEndTests {
         }
     }
 
+    @Test("quiet hours: the SDK sets the person's own window, none, or the app's; a change made offline is kept, shown and sent later")
+    func ownQuietHours() async throws {
+        try await ServerHarness.withServer(testing: .live, configure: QuietHoursTests.configure) { client, app in
+            let port = try #require(client.client.port)
+            let storage = InMemoryStorage()
+            let sdk = RegistrationClient(
+                configuration: try .init(serverURL: URL(string: "http://127.0.0.1:\(port)")!, allowsInsecureHTTP: true),
+                storage: storage)
+            let tokenBytes = Data((0..<32).map { UInt8($0 &* 7 &+ 3) })
+            try await sdk.register(
+                Registration(deviceToken: tokenBytes, environment: .development, topic: ServerHarness.topic, userID: "noor"))
+            let noor = PreferenceSubject.user("noor")
+
+            let initial = try await sdk.preferences()
+            #expect(
+                initial.quietHours
+                    == NotificationPreferences.QuietHours(window: "22:00-08:00", isChosen: false, appWindow: "22:00-08:00"))
+            let own = try await sdk.updatePreferences([:], quietHours: .window("23:00-06:30"))
+            #expect(own.quietHours?.window == "23:00-06:30" && own.quietHours?.isChosen == true)
+            #expect(try await app.store.preferences(topic: ServerHarness.topic, subject: noor).quietHours?.description == "23:00-06:30")
+            let refused = await #expect(throws: RegistrationError.self) {
+                try await sdk.updatePreferences([:], quietHours: .window("06:30-06:30"))
+            }
+            #expect(refused?.code == .rejected && refused?.isPendingSaved == false)
+
+            let offline = RegistrationClient(
+                configuration: try .init(
+                    serverURL: URL(string: "http://127.0.0.1:9")!, allowsInsecureHTTP: true, retry: .never),
+                storage: storage)
+            let saved = await #expect(throws: RegistrationError.self) {
+                try await offline.updatePreferences(["social": false], quietHours: .off)
+            }
+            #expect(saved?.isPendingSaved == true, "\(String(describing: saved))")
+            let shown = try #require(offline.cachedPreferences())
+            #expect(shown.quietHours?.window == nil && shown.quietHours?.isChosen == true, "the change shows at once")
+
+            let sent = try #require(try await sdk.sendPendingPreferences())
+            #expect(sent.quietHours?.window == nil && sent.quietHours?.isChosen == true && sent["social"]?.isEnabled == false)
+            #expect(try await app.store.preferences(topic: ServerHarness.topic, subject: noor).quietHours == .off)
+            let back = try await sdk.updatePreferences([:], quietHours: .appWindow)
+            #expect(back.quietHours?.window == "22:00-08:00" && back.quietHours?.isChosen == false)
+            #expect(try await app.store.preferences(topic: ServerHarness.topic, subject: noor).quietHours == nil)
+        }
+    }
+
     @Test("receipts: the SDK registers, a send arrives, the extension reports it received and the app opened: the send counts 1 and 1; repeated and malformed reports change nothing")
     func receipts() async throws {
         try await ServerHarness.withServer(testing: .live) { client, app in

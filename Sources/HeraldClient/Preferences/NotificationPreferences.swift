@@ -40,6 +40,52 @@ public struct NotificationPreferences: Sendable, Hashable {
         }
     }
 
+    /// The person's quiet hours: the window that applies, and whether it is their own or the app's.
+    public struct QuietHours: Sendable, Hashable {
+        /// The window that applies, `HH:MM-HH:MM` in the device's time zone; `nil`: the person chose none.
+        public var window: String?
+        /// Whether the person chose (a window or none), rather than the app's window applying.
+        public var isChosen: Bool
+        /// The app's window, which applies to a person who did not choose.
+        public var appWindow: String
+
+        public init(window: String?, isChosen: Bool, appWindow: String) {
+            self.window = window
+            self.isChosen = isChosen
+            self.appWindow = appWindow
+        }
+    }
+
+    /// A change of the person's quiet hours (``RegistrationClient/updatePreferences(_:quietHours:for:)``).
+    public enum QuietHoursChoice: Sendable, Hashable {
+        /// Back to the app's window.
+        case appWindow
+        /// Their own window, `HH:MM-HH:MM` in the device's time zone (`23:00-07:00`; an end before the start crosses
+        /// midnight; start and end differ).
+        case window(String)
+        /// No quiet hours: the app's notifications at any hour. (Not `none`, which an optional would read as "keep".)
+        case off
+
+        /// The body's `quietHours`.
+        var json: JSONValue {
+            switch self {
+            case .appWindow: .null
+            case .window(let window): .string(window)
+            case .off: .string("off")
+            }
+        }
+
+        /// Reads the body's `quietHours`; `nil` when it is not one.
+        init?(json: JSONValue) {
+            switch json {
+            case .null: self = .appWindow
+            case .string("off"): self = .off
+            case .string(let window): self = .window(window)
+            default: return nil
+            }
+        }
+    }
+
     /// The app (bundle id).
     public var topic: String
     public var subject: Subject
@@ -47,16 +93,20 @@ public struct NotificationPreferences: Sendable, Hashable {
     public var categories: [Category]
     /// The category of a send that names none, when the app has one.
     public var defaultCategory: String?
+    /// The person's quiet hours; `nil` when the app has none (then a person cannot choose their own).
+    public var quietHours: QuietHours?
     /// When a choice last changed; `nil` when none was ever made.
     public var updatedAt: Date?
 
     public init(
-        topic: String, subject: Subject, categories: [Category], defaultCategory: String? = nil, updatedAt: Date? = nil
+        topic: String, subject: Subject, categories: [Category], defaultCategory: String? = nil,
+        quietHours: QuietHours? = nil, updatedAt: Date? = nil
     ) {
         self.topic = topic
         self.subject = subject
         self.categories = categories
         self.defaultCategory = defaultCategory
+        self.quietHours = quietHours
         self.updatedAt = updatedAt
     }
 
@@ -76,6 +126,19 @@ public struct NotificationPreferences: Sendable, Hashable {
         return copy
     }
 
+    /// The same preferences with a quiet-hours change applied locally (not yet confirmed by the server).
+    public func applying(quietHours change: QuietHoursChoice?) -> NotificationPreferences {
+        guard let change, var quietHours else { return self }
+        switch change {
+        case .appWindow: (quietHours.window, quietHours.isChosen) = (quietHours.appWindow, false)
+        case .window(let window): (quietHours.window, quietHours.isChosen) = (window, true)
+        case .off: (quietHours.window, quietHours.isChosen) = (nil, true)
+        }
+        var copy = self
+        copy.quietHours = quietHours
+        return copy
+    }
+
     /// Reads the server's answer; `nil` when it is not one.
     init?(json: JSONValue) {
         guard let topic = json["topic"]?.stringValue,
@@ -89,9 +152,16 @@ public struct NotificationPreferences: Sendable, Hashable {
             else { return nil }
             categories.append(Category(name: name, mode: mode, isEnabled: enabled, isChosen: chosen))
         }
+        var quietHours: QuietHours?
+        if let quiet = json["quietHours"], quiet != .null {
+            guard let appWindow = quiet["appWindow"]?.stringValue, case .bool(let chosen)? = quiet["chosen"] else {
+                return nil
+            }
+            quietHours = QuietHours(window: quiet["window"]?.stringValue, isChosen: chosen, appWindow: appWindow)
+        }
         self.init(
             topic: topic, subject: subject, categories: categories, defaultCategory: json["defaultCategory"]?.stringValue,
-            updatedAt: json["updatedAt"]?.stringValue.flatMap { RFC3339.date($0) })
+            quietHours: quietHours, updatedAt: json["updatedAt"]?.stringValue.flatMap { RFC3339.date($0) })
     }
 
     /// The stored form: the server's own shape.
@@ -106,6 +176,12 @@ public struct NotificationPreferences: Sendable, Hashable {
                     ])
                 }),
             "defaultCategory": defaultCategory.map(JSONValue.string) ?? .null,
+            "quietHours": quietHours.map {
+                .object([
+                    "window": $0.window.map(JSONValue.string) ?? .null, "chosen": .bool($0.isChosen),
+                    "appWindow": .string($0.appWindow),
+                ])
+            } ?? .null,
             "updatedAt": updatedAt.map { .string(RFC3339.string($0)) } ?? .null,
         ])
     }

@@ -32,19 +32,22 @@ extension RegistrationClient {
     }
 
     /// Turns categories on (`true`), off (`false`) or back to the app's default (`nil`); others keep their choice.
+    /// `quietHours` sets the person's own quiet hours (their window, none, or back to the app's); `nil` keeps them.
     ///
     /// When the server cannot be reached, the change is saved, applied to ``cachedPreferences()``, and the error says
     /// so (``RegistrationError/isPendingSaved``); ``sendPendingPreferences()`` sends it later.
     /// - Returns: The preferences after the change, as the server answered.
     /// - Throws: ``RegistrationError``: `rejected` for a category the app does not declare or a mandatory one turned
-    ///   off (nothing is saved: sending it again would get the same answer), `gaveUp` or `cancelled` with the change
+    ///   off or a malformed window (nothing is saved: sending it again would get the same answer), `gaveUp` or
+    ///   `cancelled` with the change
     ///   saved, `storageFailed` when it could not be saved.
     @discardableResult
-    public func updatePreferences(_ changes: [String: Bool?], for token: DeviceToken? = nil)
-        async throws(RegistrationError) -> NotificationPreferences
-    {
+    public func updatePreferences(
+        _ changes: [String: Bool?], quietHours: NotificationPreferences.QuietHoursChoice? = nil,
+        for token: DeviceToken? = nil
+    ) async throws(RegistrationError) -> NotificationPreferences {
         let token = try preferencesToken(token)
-        let change = PendingPreferences(token: token, changes: changes)
+        let change = PendingPreferences(token: token, changes: changes, quietHours: quietHours)
         do throws(RegistrationError) {
             let preferences = try await put(change)
             // Changes made while this one was in flight stay pending; those it carried are done.
@@ -72,7 +75,7 @@ extension RegistrationClient {
 
     /// Sends the saved change, if any: call it when the app becomes active or the network returns.
     /// - Returns: The preferences after it, or `nil` when nothing was pending.
-    /// - Throws: ``RegistrationError`` as ``updatePreferences(_:for:)``; a refused change is dropped.
+    /// - Throws: ``RegistrationError`` as ``updatePreferences(_:quietHours:for:)``; a refused change is dropped.
     @discardableResult
     public func sendPendingPreferences() async throws(RegistrationError) -> NotificationPreferences? {
         let pending: PendingPreferences?
@@ -84,7 +87,7 @@ extension RegistrationClient {
         }
         guard let pending else { return nil }
         do throws(RegistrationError) {
-            return try await updatePreferences(pending.changes, for: pending.token)
+            return try await updatePreferences(pending.changes, quietHours: pending.quietHours, for: pending.token)
         } catch {
             if error.code == .rejected { try? storage.set(nil, forKey: Self.pendingPreferencesKey) }
             throw error
@@ -98,14 +101,16 @@ extension RegistrationClient {
         else { return nil }
         let pending = (try? storage.data(forKey: Self.pendingPreferencesKey)).flatMap { $0 }
             .flatMap(PendingPreferences.init(data:))
-        return pending.map { known.applying($0.changes) } ?? known
+        return pending.map { known.applying($0.changes).applying(quietHours: $0.quietHours) } ?? known
     }
 
     private func put(_ change: PendingPreferences) async throws(RegistrationError) -> NotificationPreferences {
         var request = makeRequest(url: configuration.preferencesURL(for: change.token.hex), method: "PUT")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         let categories = change.changes.mapValues { $0.map(JSONValue.bool) ?? .null }
-        request.httpBody = Data(JSONValue.object(["categories": .object(categories)]).jsonBytes)
+        var body: [String: JSONValue] = ["categories": .object(categories)]
+        if let quietHours = change.quietHours { body["quietHours"] = quietHours.json }
+        request.httpBody = Data(JSONValue.object(body).jsonBytes)
         let reply = try await send(
             request, what: "preferences change for token \(change.token.redacted)", acceptsNotFound: false)
         return try Self.preferences(from: reply)
@@ -130,14 +135,17 @@ extension RegistrationClient {
     }
 }
 
-/// A preferences change waiting to be sent: one token, the latest choice per category.
+/// A preferences change waiting to be sent: one token, the latest choice per category and of quiet hours.
 struct PendingPreferences: Sendable, Hashable {
     var token: DeviceToken
     var changes: [String: Bool?]
+    /// `nil`: quiet hours are not changed.
+    var quietHours: NotificationPreferences.QuietHoursChoice?
 
-    init(token: DeviceToken, changes: [String: Bool?]) {
+    init(token: DeviceToken, changes: [String: Bool?], quietHours: NotificationPreferences.QuietHoursChoice? = nil) {
         self.token = token
         self.changes = changes
+        self.quietHours = quietHours
     }
 
     init?(data: Data) {
@@ -152,25 +160,35 @@ struct PendingPreferences: Sendable, Hashable {
             default: return nil
             }
         }
-        self.init(token: token, changes: changes)
+        var quietHours: NotificationPreferences.QuietHoursChoice?
+        if let stored = json["quietHours"] {
+            guard let choice = NotificationPreferences.QuietHoursChoice(json: stored) else { return nil }
+            quietHours = choice
+        }
+        self.init(token: token, changes: changes, quietHours: quietHours)
     }
 
     var jsonBytes: [UInt8] {
-        JSONValue.object([
+        var members: [String: JSONValue] = [
             "token": .string(token.hex), "changes": .object(changes.mapValues { $0.map(JSONValue.bool) ?? .null }),
-        ]).jsonBytes
+        ]
+        if let quietHours { members["quietHours"] = quietHours.json }
+        return JSONValue.object(members).jsonBytes
     }
 
     /// A later change: its choices win; for another token (a new registration) it replaces this one.
     func merging(_ later: PendingPreferences) -> PendingPreferences {
         guard later.token == token else { return later }
-        return PendingPreferences(token: token, changes: changes.merging(later.changes) { $1 })
+        return PendingPreferences(
+            token: token, changes: changes.merging(later.changes) { $1 }, quietHours: later.quietHours ?? quietHours)
     }
 
     /// What is left once `sent` reached the server: the choices it did not carry, or that changed since.
     func removing(_ sent: PendingPreferences) -> PendingPreferences? {
         guard sent.token == token else { return self }
         let left = changes.filter { name, choice in sent.changes[name].map { $0 != choice } ?? true }
-        return left.isEmpty ? nil : PendingPreferences(token: token, changes: left)
+        let quietLeft = quietHours == sent.quietHours ? nil : quietHours
+        return left.isEmpty && quietLeft == nil
+            ? nil : PendingPreferences(token: token, changes: left, quietHours: quietLeft)
     }
 }

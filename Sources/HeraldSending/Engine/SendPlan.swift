@@ -57,7 +57,8 @@ public struct SendPlan: Sendable {
     public init(validated job: SendJob, sendID: SendID, singleToken: DeviceToken?) {
         self.sendID = sendID
         self.job = job
-        query = job.query
+        // With a quiet-hours rule, people's own windows split the target's time zones into (zone, window) groups.
+        query = job.quietHours == nil ? job.query : job.query.groupingByOwnQuietHours()
         self.singleToken = singleToken
     }
 

@@ -411,7 +411,9 @@ public final class SendWorker: Service, Sendable {
                     plan = plan.narrowed(to: filter)
                 } else {
                     if late, let filter = current.filter {
-                        let skipped = filter.zones.sorted() + (filter.includesUnset ? ["(devices without one)"] : [])
+                        let skipped =
+                            filter.zones.sorted() + (filter.includesUnset ? ["(devices without one)"] : [])
+                            + filter.ownQuietHours.sorted().map(\.key)
                         logger.warning(
                             "Skipped a wave of a localTime send that came due while no server ran",
                             metadata: [LogKey.count: "\(skipped.count)"])

@@ -3,7 +3,9 @@ public import HeraldStore
 
 /// When each time zone's devices of a send are due: the send's instant, or its `localTime` in that zone, moved to
 /// the end of the quiet window for a zone whose devices the send would reach in their quiet hours (`defer`), or
-/// never (`drop`).
+/// never (`drop`). People who chose their own quiet hours (``HeraldStore/OwnQuietHours``) are judged by their window
+/// instead of the app's: their devices are grouped by (zone, window) pair, as the device query groups them
+/// (``HeraldStore/DeviceQuery/groupsByOwnQuietHours``), so the rule stays a filter of that query.
 ///
 /// A send with a timetable of more than one instant goes out in waves (``SendSchedule/Wave``): each wave is the
 /// time zones due at the same instant, the send waits in the queue for the next one and remembers the instant its
@@ -41,47 +43,79 @@ public struct SendTimetable: Sendable {
         }
     }
 
+    /// A group of devices due together: a stored zone name (`nil`: none), and their person's own quiet hours
+    /// (`nil`: the app's window).
+    private struct Group: Hashable {
+        var zone: String?
+        var own: OwnQuietHours?
+    }
+
     /// The zone quiet hours are judged in for a stored zone name.
     private func quietZone(_ name: String?) -> TimeZone? {
         guard let quietHours else { return nil }
         return name.flatMap(TimeZone.init(identifier:)) ?? quietHours.unsetZone
     }
 
-    /// Whether a zone's devices are due in their quiet hours.
-    private func isQuiet(_ name: String?) -> Bool {
-        guard let quietHours, let zone = quietZone(name) else { return false }
-        return quietHours.window.contains(scheduled(name), in: zone)
+    /// The window a group is judged by: its person's own, none when they chose none, else the app's.
+    private func window(_ group: Group) -> QuietHours? {
+        guard let quietHours else { return nil }
+        guard let own = group.own else { return quietHours.window }
+        return own.window
     }
 
-    /// When a zone's devices are sent; `nil`: never (dropped in their quiet hours).
-    private func due(_ name: String?) -> Date? {
-        let date = scheduled(name)
-        guard let quietHours, let zone = quietZone(name), let end = quietHours.window.end(of: date, in: zone) else {
+    /// Whether a group's devices are due in their quiet hours.
+    private func isQuiet(_ group: Group) -> Bool {
+        guard let window = window(group), let zone = quietZone(group.zone) else { return false }
+        return window.contains(scheduled(group.zone), in: zone)
+    }
+
+    /// When a group's devices are sent; `nil`: never (dropped in their quiet hours).
+    private func due(_ group: Group) -> Date? {
+        let date = scheduled(group.zone)
+        guard let quietHours, let window = window(group), let zone = quietZone(group.zone),
+            let end = window.end(of: date, in: zone)
+        else {
             return date
         }
         return quietHours.mode == .defer ? end : nil
     }
 
-    /// The wave of the time zones due after `after` (exclusive; `nil`: from the beginning) and up to `through`
-    /// (inclusive), among those the targeted devices have, and when the next wave is due.
-    public func wave(zones: DeviceTimeZones, after: Date?, through: Date) -> SendSchedule.Wave {
-        var included = Set<String>()
-        var unset = false
-        var next: Date?
-        let names: [String?] = zones.zones.map { $0 } + (zones.includesUnset ? [nil] : [])
-        for name in names {
-            guard let date = due(name) else { continue }
-            if (after.map { date > $0 } ?? true) && date <= through {
-                if let name { included.insert(name) } else { unset = true }
-            }
-            if date > through, next.map({ date < $0 }) ?? true { next = date }
-        }
-        let filter =
-            included.isEmpty && !unset ? nil : DeviceQuery.TimeZoneFilter(zones: included, includesUnset: unset)
-        return SendSchedule.Wave(filter: filter, next: next)
+    /// The groups of the targeted devices.
+    private func groups(_ zones: DeviceTimeZones) -> [Group] {
+        zones.zones.map { Group(zone: $0) } + (zones.includesUnset ? [Group(zone: nil)] : [])
+            + zones.ownQuietHours.map { Group(zone: $0.zone, own: $0.quietHours) }
     }
 
-    /// What quiet hours did to the devices of a time zone (a stored `time_zone`; `nil`: none).
+    /// A filter of some groups; `nil` when there are none.
+    private func timeZoneFilter(of groups: some Sequence<Group>) -> DeviceQuery.TimeZoneFilter? {
+        var filter = DeviceQuery.TimeZoneFilter(zones: [], includesUnset: false)
+        for group in groups {
+            if let own = group.own {
+                filter.ownQuietHours.insert(DeviceQuery.ZoneWithOwnQuietHours(zone: group.zone, quietHours: own))
+            } else if let zone = group.zone {
+                filter.zones.insert(zone)
+            } else {
+                filter.includesUnset = true
+            }
+        }
+        return filter.isEmpty ? nil : filter
+    }
+
+    /// The wave of the groups (time zones, and people's own quiet hours) due after `after` (exclusive; `nil`: from
+    /// the beginning) and up to `through` (inclusive), among those the targeted devices have, and when the next wave
+    /// is due.
+    public func wave(zones: DeviceTimeZones, after: Date?, through: Date) -> SendSchedule.Wave {
+        var included: [Group] = []
+        var next: Date?
+        for group in groups(zones) {
+            guard let date = due(group) else { continue }
+            if (after.map { date > $0 } ?? true) && date <= through { included.append(group) }
+            if date > through, next.map({ date < $0 }) ?? true { next = date }
+        }
+        return SendSchedule.Wave(filter: timeZoneFilter(of: included), next: next)
+    }
+
+    /// What quiet hours did to the devices of a time zone: what the delivery trace of one of them says.
     public enum QuietVerdict: Sendable, Equatable {
         /// Not in their quiet hours when the send reached them (or the send has no rule).
         case notQuiet
@@ -91,20 +125,20 @@ public struct SendTimetable: Sendable {
         case dropped(at: Date)
     }
 
-    /// What quiet hours did to the devices of a time zone: what the delivery trace of one of them says.
-    public func quietVerdict(zone name: String?) -> QuietVerdict {
-        guard isQuiet(name) else { return .notQuiet }
+    /// What quiet hours did to the devices of a time zone (a stored `time_zone`; `nil`: none) whose person chose
+    /// `ownQuietHours` (`nil`: the app's window): what the delivery trace of one of them says.
+    public func quietVerdict(zone name: String?, ownQuietHours: OwnQuietHours? = nil) -> QuietVerdict {
+        let group = Group(zone: name, own: ownQuietHours)
+        guard isQuiet(group) else { return .notQuiet }
         let at = scheduled(name)
-        guard let until = due(name) else { return .dropped(at: at) }
+        guard let until = due(group) else { return .dropped(at: at) }
         return .deferred(at: at, until: until)
     }
 
-    /// The zones, among those given, whose devices the send reaches in their quiet hours (deferred or dropped, as
+    /// The groups, among those given, whose devices the send reaches in their quiet hours (deferred or dropped, as
     /// the rule says); `nil` when none.
     public func quietZones(_ zones: DeviceTimeZones) -> DeviceQuery.TimeZoneFilter? {
         guard quietHours != nil else { return nil }
-        let quiet = Set(zones.zones.filter { isQuiet($0) })
-        let unset = zones.includesUnset && isQuiet(nil)
-        return quiet.isEmpty && !unset ? nil : DeviceQuery.TimeZoneFilter(zones: quiet, includesUnset: unset)
+        return timeZoneFilter(of: groups(zones).filter { isQuiet($0) })
     }
 }

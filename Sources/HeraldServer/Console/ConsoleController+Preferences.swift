@@ -29,11 +29,12 @@ extension PreferenceSubject {
 /// A person's notification choices on the device page and the user view: every category the app declares, what
 /// applies and why; operators and admins change them (`POST /console/preferences`), viewers read them.
 extension ConsoleController {
-    /// The data of the `preferences` partial for a subject of an app; `nil` when the app declares no categories.
+    /// The data of the `preferences` partial for a subject of an app; `nil` when the app declares no categories and
+    /// no quiet hours.
     func preferenceSection(
         topic: String, subject: PreferenceSubject, returnTo: String, context: ServerRequestContext
     ) async throws -> [String: Any]? {
-        guard let app = apps.apps[topic], !app.preferenceCategories.isEmpty else { return nil }
+        guard let app = apps.apps[topic], !app.preferenceCategories.isEmpty || app.quietHours != nil else { return nil }
         let stored = try await store.preferences(topic: topic, subject: subject)
         let categories = app.preferenceCategories.map { category -> [String: Any] in
             let chosen = category.mode == .mandatory ? nil : stored.choices[category.name]
@@ -48,11 +49,19 @@ extension ConsoleController {
             ]
         }
         let canChange = context.consoleSession.map { ConsoleRole($0) >= .operator } ?? false
-        return [
+        var section: [String: Any] = [
             "prefTopic": topic, "prefSubject": subject.key, "prefSubjectLabel": subject.consoleLabel,
             "prefCategories": categories, "prefCanChange": canChange, "prefReturn": returnTo,
-            "prefUpdatedAt": stored.updatedAt.map(Self.display) ?? "never",
+            "prefUpdatedAt": stored.updatedAt.map(Self.display) ?? "never", "prefHasCategories": !categories.isEmpty,
         ]
+        if let appWindow = app.quietHours {
+            let own = stored.quietHours
+            section["prefQuiet"] = [
+                "appWindow": appWindow.description, "chosen": own != nil, "own": own?.description ?? "",
+                "applies": own.map { $0.window?.description ?? "none" } ?? appWindow.description,
+            ]
+        }
+        return section
     }
 
     @Sendable func changePreferences(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -77,11 +86,34 @@ extension ConsoleController {
                     "category.\(category.name)", "\"\(other)\" is not a choice: use default, on or off")
             }
         }
-        _ = try await store.updatePreferences(topic: topic, subject: subject, choices: choices, at: clock.now())
-        let summary = choices.keys.sorted().map { "\($0)=\(choices[$0]!.map { $0 ? "on" : "off" } ?? "default")" }
+        let quietHours = try await quietHoursChange(form["quietHours"], app: app, topic: topic, subject: subject)
+        _ = try await store.updatePreferences(
+            topic: topic, subject: subject, choices: choices, quietHours: quietHours, at: clock.now())
+        var summary = choices.keys.sorted().map { "\($0)=\(choices[$0]!.map { $0 ? "on" : "off" } ?? "default")" }
+        switch quietHours {
+        case .keep: break
+        case .appWindow: summary.append("quietHours=default")
+        case .own(let own): summary.append("quietHours=\(own)")
+        }
         await audit.record(
             .preferencesChanged, context, app: topic, subject: "\(subject)", detail: summary.joined(separator: ", "))
         let back = form["return"].flatMap { $0.hasPrefix("/console/") ? $0 : nil } ?? "/console/devices"
         return Self.redirect(back + (back.contains("?") ? "&" : "?") + "preferences=saved")
+    }
+
+    /// The form's own quiet hours: empty for the app's window, `off` for none, or `HH:MM-HH:MM`; kept when the form has
+    /// no such field (an app without quiet hours) or names the window the person already has.
+    private func quietHoursChange(
+        _ text: String?, app: AppDirectory.App, topic: String, subject: PreferenceSubject
+    ) async throws -> OwnQuietHoursChange {
+        guard let text = text?.trimmingCharacters(in: .whitespaces), app.quietHours != nil else { return .keep }
+        let current = try await store.preferences(topic: topic, subject: subject).quietHours
+        if text.isEmpty { return current == nil ? .keep : .appWindow }
+        guard let own = OwnQuietHours(text) else {
+            throw APIError.invalidField(
+                "quietHours", "\"\(text)\" is not a window: use HH:MM-HH:MM such as 23:00-07:00, off for none, or "
+                    + "leave it empty for the app's")
+        }
+        return own == current ? .keep : .own(own)
     }
 }

@@ -20,7 +20,9 @@ extension ConsoleController {
         let capped = try await DeliveryTrace.frequencyCapEvidence(
             send: record, stored: stored, device: found, appCaps: found.flatMap { apps.apps[$0.topic]?.frequencyCaps } ?? [],
             store: store)
-        let trace = DeliveryTrace(send: record, token: token, stored: stored, device: found, frequencyCap: capped)
+        let trace = DeliveryTrace(
+            send: record, token: token, stored: stored, device: found, frequencyCap: capped,
+            ownQuietHours: try await DeliveryTrace.ownQuietHours(of: found, store: store))
         var data: [String: Any] = [
             "sendID": id.description, "target": record.target, "summary": record.summary, "token": token.hex,
             "suffix": String(token.hex.suffix(8)), "verdict": trace.verdict.text, "verdictCode": trace.verdict.code,

@@ -44,7 +44,7 @@ struct DeliveryTrace {
 
     init(
         send: SendRecord, token: DeviceToken, stored: StoredDeliveryTrace, device: DeviceRegistration?,
-        frequencyCap: CapEvidence? = nil
+        frequencyCap: CapEvidence? = nil, ownQuietHours: OwnQuietHours? = nil
     ) {
         self.send = send
         self.token = token
@@ -57,7 +57,7 @@ struct DeliveryTrace {
                 text: "Herald accepted the send: the request was valid, the payload passed every APNs check, and its "
                     + "target (\(send.target)) was resolved to devices.")
         ]
-        let quiet = Self.quietVerdict(send: send, device: device)
+        let quiet = Self.quietVerdict(send: send, device: device, ownQuietHours: ownQuietHours)
         if let step = Self.quietHoursStep(quiet) { steps.append(step) }
         if let outcome = stored.outcome {
             steps += Self.attemptSteps(outcome)
@@ -152,13 +152,24 @@ struct DeliveryTrace {
         return nil
     }
 
-    /// What the send's quiet-hours rule did to this device, from the send's stored job and the device's registered
-    /// time zone (today's: a zone changed since is not the one the send saw).
-    private static func quietVerdict(send: SendRecord, device: DeviceRegistration?) -> SendTimetable.QuietVerdict {
+    /// What the send's quiet-hours rule did to this device, from the send's stored job, the device's registered
+    /// time zone and its person's own quiet hours (today's: a zone or window changed since is not the one the send
+    /// saw).
+    private static func quietVerdict(send: SendRecord, device: DeviceRegistration?, ownQuietHours: OwnQuietHours?)
+        -> SendTimetable.QuietVerdict
+    {
         guard let text = send.job, let device, case .send(let job)? = try? StoredJob(jsonText: text, sendID: send.id),
             job.quietHours != nil, job.bundleID == device.topic
         else { return .notQuiet }
-        return SendTimetable(schedule: job.schedule, quietHours: job.quietHours).quietVerdict(zone: device.timeZone)
+        return SendTimetable(schedule: job.schedule, quietHours: job.quietHours)
+            .quietVerdict(zone: device.timeZone, ownQuietHours: ownQuietHours)
+    }
+
+    /// The own quiet hours of a device's person (`nil`: none, or no device), for ``quietVerdict``.
+    static func ownQuietHours(of device: DeviceRegistration?, store: any Store) async throws -> OwnQuietHours? {
+        guard let device else { return nil }
+        return try await store.preferences(topic: device.topic, subject: PreferenceSubject(of: device.registration))
+            .quietHours
     }
 
     private static func quietHoursStep(_ verdict: SendTimetable.QuietVerdict) -> Step? {

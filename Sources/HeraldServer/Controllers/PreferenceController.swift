@@ -20,8 +20,8 @@ struct PreferenceController: Sendable {
     let clock: any WallClock
     let audit: AuditTrail
 
-    /// The body's only field.
-    private static let fields: Set<String> = ["categories"]
+    /// The body's fields: category choices, and the person's own quiet hours.
+    private static let fields: Set<String> = ["categories", "quietHours"]
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         router.get("/api/preferences/{token}") { try await show($0, context: $1, asAdmin: false) }
@@ -81,26 +81,60 @@ struct PreferenceController: Sendable {
     ) async throws -> JSONValue {
         let body = try await RequestFields.read(
             request, limit: ServerConfiguration.Limits.registrationBodyBytes, allowed: Self.fields)
-        guard let members = try body.object("categories") else {
+        let quietHours = try Self.quietHoursChange(body, app: app)
+        let members = try body.object("categories")
+        guard members != nil || quietHours != .keep else {
             throw APIError.invalidField(
-                "categories", "give the categories to change, such as {\"marketing\": false}")
+                "categories", "give the categories to change, such as {\"marketing\": false}, or quietHours")
         }
-        let choices = try Self.choices(members, app: app)
+        let choices = try Self.choices(members ?? [:], app: app)
         let subject = PreferenceSubject(of: device.registration)
-        _ = try await store.updatePreferences(topic: app.bundleID, subject: subject, choices: choices, at: clock.now())
+        _ = try await store.updatePreferences(
+            topic: app.bundleID, subject: subject, choices: choices, quietHours: quietHours, at: clock.now())
         context.logger.info(
             "Changed notification preferences",
             metadata: [LogKey.topic: "\(app.bundleID)", "subject": "\(subject)", LogKey.count: "\(choices.count)"])
         // An app changing its own user's choices is that user's doing; an admin changing them is an operator's.
         if asAdmin {
-            let described = choices.keys.sorted().map { name in
+            var described = choices.keys.sorted().map { name in
                 "\(name) \(choices[name].flatMap { $0.map { $0 ? "on" : "off" } } ?? "default")"
+            }
+            switch quietHours {
+            case .keep: break
+            case .appWindow: described.append("quiet hours default")
+            case .own(let own): described.append("quiet hours \(own)")
             }
             await audit.record(
                 .preferencesChanged, context, app: app.bundleID, subject: device.token.redacted,
                 detail: described.joined(separator: ", "))
         }
         return try await answer(device, app: app)
+    }
+
+    /// The body's `quietHours`: absent keeps the person's window, `null` goes back to the app's, `HH:MM-HH:MM` sets
+    /// their own and `off` none. Only an app with quiet hours of its own lets its people choose theirs.
+    private static func quietHoursChange(_ body: JSONFields, app: AppDirectory.App) throws(APIError)
+        -> OwnQuietHoursChange
+    {
+        guard let value = body.members["quietHours"] else { return .keep }
+        guard let appWindow = app.quietHours else {
+            throw APIError.invalidField(
+                "quietHours",
+                "\(app.bundleID) has no quiet hours (HERALD_QUIET_HOURS or the app's quietHours), so its people cannot "
+                    + "choose their own")
+        }
+        switch value {
+        case .null:
+            return .appWindow
+        case .string(let text):
+            if let own = OwnQuietHours(text) { return .own(own) }
+        default:
+            break
+        }
+        throw APIError.invalidField(
+            "quietHours",
+            "use HH:MM-HH:MM with a different start and end (such as 23:00-07:00), \"off\" for none, or null for the "
+                + "app's window (\(appWindow))")
     }
 
     /// Each named category on, off, or back to its default (`null`); mandatory ones cannot be turned off.
@@ -157,6 +191,16 @@ struct PreferenceController: Sendable {
             "updatedAt": stored.updatedAt.map { .string(RFC3339.string($0)) } ?? .null,
         ]
         if let name = app.defaultPreferenceCategory { members["defaultCategory"] = .string(name) }
+        if let appWindow = app.quietHours {
+            let own = stored.quietHours
+            let applies = own.map(\.window) ?? appWindow
+            members["quietHours"] = .object([
+                "window": applies.map { .string($0.description) } ?? .null, "chosen": .bool(own != nil),
+                "own": own.map { .string($0.description) } ?? .null, "appWindow": .string(appWindow.description),
+            ])
+        } else {
+            members["quietHours"] = .null
+        }
         return .object(members)
     }
 }

@@ -24,7 +24,9 @@ extension SendController {
         let capped = try await DeliveryTrace.frequencyCapEvidence(
             send: record, stored: stored, device: found, appCaps: found.flatMap { apps.apps[$0.topic]?.frequencyCaps } ?? [],
             store: store)
-        let trace = DeliveryTrace(send: record, token: token, stored: stored, device: found, frequencyCap: capped)
+        let trace = DeliveryTrace(
+            send: record, token: token, stored: stored, device: found, frequencyCap: capped,
+            ownQuietHours: try await DeliveryTrace.ownQuietHours(of: found, store: store))
         return .json(trace.json(revealingToken: Self.revealsTokens(to: context)))
     }
 }

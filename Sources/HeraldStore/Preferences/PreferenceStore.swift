@@ -13,11 +13,31 @@ public protocol PreferenceStore: Sendable {
     func preferences(topic: String, subject: PreferenceSubject) async throws -> StoredPreferences
 
     /// Records choices: each named category is set on (`true`), off (`false`) or back to the app's default (`nil`);
-    /// categories not named keep their choice.
+    /// categories not named keep their choice. The subject's own quiet hours change as `quietHours` says.
     /// - Returns: The subject's choices after the change.
     func updatePreferences(
-        topic: String, subject: PreferenceSubject, choices: [String: Bool?], at date: Date
+        topic: String, subject: PreferenceSubject, choices: [String: Bool?], quietHours: OwnQuietHoursChange,
+        at date: Date
     ) async throws -> StoredPreferences
+}
+
+extension PreferenceStore {
+    /// Records category choices; the subject's own quiet hours stay as they are.
+    public func updatePreferences(
+        topic: String, subject: PreferenceSubject, choices: [String: Bool?], at date: Date
+    ) async throws -> StoredPreferences {
+        try await updatePreferences(topic: topic, subject: subject, choices: choices, quietHours: .keep, at: date)
+    }
+}
+
+/// What an update does to a subject's own quiet hours.
+public enum OwnQuietHoursChange: Sendable, Hashable {
+    /// Leaves them as they are.
+    case keep
+    /// Forgets them: the app's window applies again.
+    case appWindow
+    /// Sets them.
+    case own(OwnQuietHours)
 }
 
 /// Whose preferences: the person, the installation or the token a registration names, in that order.
@@ -60,11 +80,14 @@ public enum PreferenceSubject: Sendable, Hashable, CustomStringConvertible {
 public struct StoredPreferences: Sendable, Hashable {
     /// On or off, by category name; a category absent follows the app's default.
     public var choices: [String: Bool]
+    /// The subject's own quiet hours; `nil`: the app's window applies.
+    public var quietHours: OwnQuietHours?
     /// When a choice last changed; `nil` when none was ever made.
     public var updatedAt: Date?
 
-    public init(choices: [String: Bool] = [:], updatedAt: Date? = nil) {
+    public init(choices: [String: Bool] = [:], quietHours: OwnQuietHours? = nil, updatedAt: Date? = nil) {
         self.choices = choices
+        self.quietHours = quietHours
         self.updatedAt = updatedAt
     }
 }

@@ -75,3 +75,40 @@ public struct QuietHours: Sendable, Hashable, CustomStringConvertible {
     /// `22:00-08:00`, which ``init(_:)`` reads back.
     public var description: String { "\(Self.text(ofMinute: start))-\(Self.text(ofMinute: end))" }
 }
+
+/// A person's own quiet hours, chosen from the app: their own window, or none at all. A person without one follows
+/// the app's window.
+public enum OwnQuietHours: Sendable, Hashable, CustomStringConvertible {
+    /// Quiet in this window instead of the app's.
+    case window(QuietHours)
+    /// Never quiet: the person wants the app's notifications at any hour.
+    case off
+
+    /// The stored and JSON text of ``off``.
+    public static let offText = "off"
+
+    /// Reads `HH:MM-HH:MM` or `off`; `nil` for anything else.
+    public init?(_ text: String) {
+        if text == Self.offText {
+            self = .off
+        } else if let window = QuietHours(text) {
+            self = .window(window)
+        } else {
+            return nil
+        }
+    }
+
+    /// The window that applies to the person: theirs, or `nil` for none.
+    public var window: QuietHours? {
+        if case .window(let window) = self { return window }
+        return nil
+    }
+
+    /// `22:00-07:00` or `off`, which ``init(_:)`` reads back.
+    public var description: String {
+        switch self {
+        case .window(let window): window.description
+        case .off: Self.offText
+        }
+    }
+}

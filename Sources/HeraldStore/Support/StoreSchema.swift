@@ -565,6 +565,21 @@ package enum StoreSchema {
                 "ALTER TABLE sends ADD COLUMN suppressed_quiet_dropped BIGINT NOT NULL DEFAULT 0",
                 "ALTER TABLE sends ADD COLUMN suppressed_quiet_deferred BIGINT NOT NULL DEFAULT 0",
             ]),
+        Migration(
+            version: 26, name: "a person's own quiet hours, chosen with their preferences",
+            statements: [
+                // Keyed like preference_choices: DeviceQuery reads a device's window by the same subject key, in the
+                // statement that pages or groups the devices. quiet_hours is 'HH:MM-HH:MM' or 'off'.
+                """
+                CREATE TABLE preference_quiet_hours (
+                    topic TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    quiet_hours TEXT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (topic, subject)
+                )
+                """,
+            ]),
     ]
 
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.

@@ -4,9 +4,10 @@ extension DeviceQuery {
     /// The token of a query of exactly one explicit token: the shape of an inline send to one device. A backend may
     /// read that device by its key, a statement it prepares once, and apply the filters with ``passesFilters(_:)``.
     package var singleToken: DeviceToken? {
-        // A preference rule needs the subject's choices, and a cap estimate its counters, which only the statement reads.
-        guard preference == nil, exhaustedCaps == nil, case .tokens(let tokens) = selector, let first = tokens.first,
-            tokens.allSatisfy({ $0 == first })
+        // A preference rule needs the subject's choices, a cap estimate its counters, and a filter of own quiet hours
+        // the person's window, which only the statement reads.
+        guard preference == nil, exhaustedCaps == nil, !groupsByOwnQuietHours || timeZones == nil,
+            case .tokens(let tokens) = selector, let first = tokens.first, tokens.allSatisfy({ $0 == first })
         else {
             return nil
         }

@@ -11,6 +11,17 @@ extension DeviceQuery {
     /// A device row's ``PreferenceSubject/key``: its user, else its installation, else its token.
     package static let preferenceSubjectKey = "COALESCE('u:' || d.user_id, 'i:' || d.installation_id, 't:' || d.token)"
 
+    /// A device row's person's own quiet hours (``OwnQuietHours``'s text; NULL: the app's window): one primary-key
+    /// probe of `preference_quiet_hours`.
+    package static let ownQuietHoursColumn =
+        "(SELECT q.quiet_hours FROM preference_quiet_hours q WHERE q.topic = d.topic AND q.subject = "
+        + preferenceSubjectKey + ")"
+
+    /// A device row's group for a query that ``groupsByOwnQuietHours``: ``ZoneWithOwnQuietHours/key``, or the zone
+    /// and `|` alone for people without their own quiet hours.
+    private static let zoneWithOwnQuietHoursKey =
+        "COALESCE(d.time_zone, '') || '|' || COALESCE(" + ownQuietHoursColumn + ", '')"
+
     /// The most explicit tokens one statement binds; longer lists are walked in chunks.
     package static let tokenChunk = 1_000
 
@@ -86,7 +97,9 @@ extension DeviceQuery {
 
     /// The statements whose rows together are the distinct time zones of the matches (`NULL` for none).
     package func timeZoneStatements(dialect: SQLStatement.Dialect) -> [SQLStatement] {
-        aggregateStatements("DISTINCT d.time_zone", dialect: dialect)
+        aggregateStatements(
+            groupsByOwnQuietHours ? "DISTINCT d.time_zone, " + Self.ownQuietHoursColumn : "DISTINCT d.time_zone",
+            dialect: dialect)
     }
 
     /// One statement selecting `columns` over the matches, or one per chunk of a long token list.
@@ -141,7 +154,14 @@ extension DeviceQuery {
         }
         if let activityType { conditions.append("d.activity_type = \(statement.bind(activityType))") }
         if let upperBound { conditions.append(position("<=", upperBound, into: &statement)) }
-        if let timeZones {
+        if let timeZones, groupsByOwnQuietHours {
+            // One key per device, its zone and its person's window, against the groups the filter holds.
+            let keys =
+                timeZones.zones.map { $0 + "|" } + (timeZones.includesUnset ? ["|"] : [])
+                + timeZones.ownQuietHours.map(\.key)
+            conditions.append(
+                keys.isEmpty ? "1 = 0" : Self.zoneWithOwnQuietHoursKey + " IN (\(statement.bindList(keys.sorted())))")
+        } else if let timeZones {
             var alternatives: [String] = []
             if !timeZones.zones.isEmpty {
                 alternatives.append("d.time_zone IN (\(statement.bindList(timeZones.zones.sorted())))")

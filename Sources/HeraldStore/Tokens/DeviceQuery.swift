@@ -38,6 +38,10 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var preference: PreferenceFilter?
     /// Only registrations whose subject has used up one of these caps' windows, when set: a dry run's estimate.
     package private(set) var exhaustedCaps: [CapWindow]?
+    /// Whether registrations are grouped by their time zone and their person's own quiet hours, rather than by
+    /// time zone alone: ``TokenStore/timeZones(matching:)`` answers (zone, own window) pairs and
+    /// ``timeZones`` filters on them. Set for sends with a quiet-hours rule.
+    public private(set) var groupsByOwnQuietHours = false
 
     /// One window of a frequency cap: its start, in microseconds since 1970.
     package struct CapWindow: Sendable, Hashable {
@@ -45,17 +49,41 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         package var windowStart: Int64
     }
 
-    /// Registrations by their `timeZone`.
+    /// Registrations by their `timeZone` (and, for a query that ``groupsByOwnQuietHours``, their person's own quiet
+    /// hours: ``zones`` and ``includesUnset`` then hold only people without their own).
     public struct TimeZoneFilter: Sendable, Hashable {
         /// The IANA ids to include.
         public var zones: Set<String>
         /// Whether registrations without a time zone are included.
         public var includesUnset: Bool
+        /// The (zone, own quiet hours) pairs of people with their own quiet hours to include.
+        public var ownQuietHours: Set<ZoneWithOwnQuietHours>
 
-        public init(zones: Set<String>, includesUnset: Bool) {
+        public init(zones: Set<String>, includesUnset: Bool, ownQuietHours: Set<ZoneWithOwnQuietHours> = []) {
             self.zones = zones
             self.includesUnset = includesUnset
+            self.ownQuietHours = ownQuietHours
         }
+
+        /// Whether the filter lets nothing through.
+        public var isEmpty: Bool { zones.isEmpty && !includesUnset && ownQuietHours.isEmpty }
+    }
+
+    /// A group of registrations whose person chose their own quiet hours: their time zone and the window.
+    public struct ZoneWithOwnQuietHours: Sendable, Hashable, Comparable {
+        /// The IANA id; `nil`: registrations without a time zone.
+        public var zone: String?
+        public var quietHours: OwnQuietHours
+
+        public init(zone: String?, quietHours: OwnQuietHours) {
+            self.zone = zone
+            self.quietHours = quietHours
+        }
+
+        /// The key the query's SQL compares: the zone (empty for none), `|`, the window's text.
+        package var key: String { (zone ?? "") + "|" + quietHours.description }
+
+        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.key < rhs.key }
     }
 
     private init(_ selector: Selector, topic: String? = nil) {
@@ -100,6 +128,14 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public func timeZones(_ filter: TimeZoneFilter?) -> DeviceQuery {
         var copy = self
         copy.timeZones = filter
+        return copy
+    }
+
+    /// The same query, grouping registrations by time zone and their person's own quiet hours
+    /// (``groupsByOwnQuietHours``).
+    public func groupingByOwnQuietHours(_ group: Bool = true) -> DeviceQuery {
+        var copy = self
+        copy.groupsByOwnQuietHours = group
         return copy
     }
 
@@ -170,7 +206,8 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         if let activityType { parts.append("activity type \(activityType)") }
         if let timeZones {
             parts.append(
-                "time zones " + (timeZones.zones.sorted() + (timeZones.includesUnset ? ["(none)"] : []))
+                "time zones " + (timeZones.zones.sorted() + (timeZones.includesUnset ? ["(none)"] : [])
+                    + timeZones.ownQuietHours.sorted().map { "\($0.zone ?? "(none)") (own \($0.quietHours))" })
                     .joined(separator: ","))
         }
         if let preference {
