@@ -20,7 +20,6 @@ extension ConsoleController {
     // MARK: Activities
 
     @Sendable func activities(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let app = try chosenApp(request.queryParameter("app"), context)
         let status = try request.queryParameter("status") ?? ""
         let active = try ActivityOperations.status(status.isEmpty ? nil : status)
@@ -86,8 +85,7 @@ extension ConsoleController {
     /// Ends a running activity from the list (a form with the session's CSRF token, `app` and `id`), then shows the
     /// list.
     @Sendable func endActivity(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         let id = try ActivityOperations.activityID(form["id"])
         let fields = JSONFields(form["app"].map { ["topic": .string($0)] } ?? [:])
@@ -103,7 +101,6 @@ extension ConsoleController {
     // MARK: Channels
 
     @Sendable func channels(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let app = try chosenApp(request.queryParameter("app"), context)
         var notice: [String: Any] = [:]
         if let created = try request.queryParameter("created"), APNSChannelID(created) != nil {
@@ -160,8 +157,7 @@ extension ConsoleController {
     /// Creates a channel on APNs from the form (`app`, `environment`, `storagePolicy`); a refusal (a bad field, or
     /// APNs's) is shown above the form with its status, and nothing is created.
     @Sendable func createChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         // The API's body, so the API's checks refuse what they refuse there: a policy that is not a number stays a
         // string, which `storagePolicy` does not take.
@@ -188,8 +184,7 @@ extension ConsoleController {
 
     /// Deletes a live channel (a form with the session's CSRF token and `id`) on APNs and here, then shows the list.
     @Sendable func deleteChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         if Self.isScoped(context) {
             let channel = try await channels.recorded(form["id"] ?? "")

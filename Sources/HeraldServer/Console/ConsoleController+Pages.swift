@@ -13,7 +13,7 @@ extension ConsoleController {
     // MARK: Overview
 
     @Sendable func overview(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        let session = try Self.session(context)
         if Self.isScoped(context), let key = session.apiKey { return try await scopedOverview(key, context: context) }
         let now = clock.now()
         let today = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / Self.day).rounded(.down) * Self.day)
@@ -122,8 +122,6 @@ extension ConsoleController {
     // MARK: Compose
 
     @Sendable func compose(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
         let token = try request.queryParameter("token").flatMap { try? DeviceToken(hex: $0) }?.hex
         let kind = token == nil ? "user" : "token"
         let data: [String: Any] = [
@@ -141,7 +139,6 @@ extension ConsoleController {
     // MARK: Sends
 
     @Sendable func sends(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         var cursor: SendListCursor?
         if let after = try request.queryParameter("after"), !after.isEmpty {
             guard let parsed = SendListCursor(after) else {
@@ -212,7 +209,6 @@ extension ConsoleController {
     }
 
     @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         guard let id = context.parameters.get("id").flatMap(SendID.init), let send = try await store.send(id),
             Self.access(context).sees(app: send.topic)
         else {
@@ -285,8 +281,7 @@ extension ConsoleController {
 
     /// Cancels a queued or running send from its page (a form with the session's CSRF token), then shows the page.
     @Sendable func cancelSend(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
         let unknown = APIError(
             .notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
@@ -329,7 +324,6 @@ extension ConsoleController {
     // MARK: Devices
 
     @Sendable func devices(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let search = (try request.queryParameter("q") ?? "").trimmingCharacters(in: .whitespaces)
         let user = (try request.queryParameter("user") ?? "").trimmingCharacters(in: .whitespaces)
         let tag = (try request.queryParameter("tag") ?? "").trimmingCharacters(in: .whitespaces)
@@ -427,7 +421,6 @@ extension ConsoleController {
     }
 
     @Sendable func device(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let token = try deviceToken(context)
         guard let device = try await store.device(token), Self.access(context).sees(app: device.topic),
             Self.access(context).sees(environment: device.environment)
@@ -479,8 +472,7 @@ extension ConsoleController {
     }
 
     @Sendable func removeDevice(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
+        let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
         let token = try deviceToken(context)
         let removed = try await store.device(token)
@@ -498,8 +490,6 @@ extension ConsoleController {
     // MARK: API keys
 
     @Sendable func keys(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
         try Self.access(context).requireUnscoped("managing keys")
         var data: [String: Any] = [:]
         if try request.queryParameter("revoked") != nil { data["notice"] = "The key was revoked: it no longer works." }
@@ -538,8 +528,7 @@ extension ConsoleController {
     }
 
     @Sendable func createKey(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
+        let session = try Self.session(context)
         try Self.access(context).requireUnscoped("making a key")
         let form = try await ConsoleForm.read(request, session: session)
         let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
@@ -576,8 +565,7 @@ extension ConsoleController {
     }
 
     @Sendable func revokeKey(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
+        let session = try Self.session(context)
         try Self.access(context).requireUnscoped("revoking a key")
         _ = try await ConsoleForm.read(request, session: session)
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
@@ -595,7 +583,6 @@ extension ConsoleController {
     // MARK: Emulator
 
     @Sendable func emulatorInboxes(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         // The inboxes hold every app's devices.
         try Self.access(context).requireUnscoped("the emulator's inboxes")
         guard let emulator else {

@@ -7,7 +7,6 @@ extension ConsoleController {
     /// One notification's delivery trace (``DeliveryTrace``): what `GET /api/sends/{id}/devices/{token}` answers, for
     /// people. Linked from a send's devices and a device's deliveries.
     @Sendable func delivery(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         guard let id = context.parameters.get("id").flatMap(SendID.init), let record = try await store.send(id) else {
             throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
         }

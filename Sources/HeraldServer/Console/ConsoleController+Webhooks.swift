@@ -9,15 +9,13 @@ import Logging
 /// The console's Webhooks page: endpoints with their state, why one is paused, what waits, recent deliveries
 /// (status and latency); register, pause, resume, send a test event, replay the dead letter, delete.
 extension ConsoleController {
-    func addWebhookRoutes(to router: Router<ServerRequestContext>) {
+    func addWebhookRoutes(to router: RouterGroup<ServerRequestContext>) {
         router.get("/console/webhooks", use: webhooks)
         router.post("/console/webhooks", use: createWebhook)
         router.post("/console/webhooks/{id}/{action}", use: webhookAction)
     }
 
     @Sendable func webhooks(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
         var data: [String: Any] = [:]
         if let done = try request.queryParameter("done") { data["notice"] = Self.webhookNotices[done] }
         return try await webhooksPage(data, context: context)
@@ -74,8 +72,7 @@ extension ConsoleController {
     }
 
     @Sendable func createWebhook(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         let app = form["topic"] ?? visibleApps(context).first ?? ""
         let url = (form["url"] ?? "").trimmingCharacters(in: .whitespaces)
@@ -106,8 +103,7 @@ extension ConsoleController {
     }
 
     @Sendable func webhookAction(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
+        let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
         // Another app's endpoint is as unknown to a session limited to apps as a missing one.
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
