@@ -29,35 +29,59 @@ extension PreferenceSubject {
 /// A person's notification choices on the device page and the user view: every category the app declares, what
 /// applies and why; operators and admins change them (`POST /console/preferences`), viewers read them.
 extension ConsoleController {
-    /// The data of the `preferences` partial for a subject of an app; `nil` when the app declares no categories.
+    /// The values of the `preferences` partial for a subject of an app; `nil` when the app declares no categories.
     func preferenceSection(
         topic: String, subject: PreferenceSubject, returnTo: String, context: ServerRequestContext
-    ) async throws -> [String: Any]? {
+    ) async throws -> PreferencesView? {
         guard let app = apps.apps[topic], !app.preferenceCategories.isEmpty else { return nil }
         let stored = try await store.preferences(topic: topic, subject: subject)
-        let categories = app.preferenceCategories.map { category -> [String: Any] in
+        let categories = app.preferenceCategories.map { category in
             let chosen = category.mode == .mandatory ? nil : stored.choices[category.name]
             let enabled = chosen ?? category.enabledByDefault
-            return [
-                "name": category.name, "mandatory": category.mode == .mandatory,
-                "mode": category.mode == .mandatory
+            return PreferencesView.Category(
+                name: category.name, mandatory: category.mode == .mandatory,
+                mode: category.mode == .mandatory
                     ? "mandatory" : category.enabledByDefault ? "on by default" : "off by default",
-                "isDefaultCategory": app.defaultPreferenceCategory == category.name,
-                "enabled": enabled, "chosen": chosen != nil,
-                "selectedDefault": chosen == nil, "selectedOn": chosen == true, "selectedOff": chosen == false,
-            ]
+                isDefaultCategory: app.defaultPreferenceCategory == category.name,
+                enabled: enabled, chosen: chosen != nil,
+                selectedDefault: chosen == nil, selectedOn: chosen == true, selectedOff: chosen == false)
         }
         let canChange = context.consoleSession.map { ConsoleRole($0) >= .operator } ?? false
-        return [
-            "prefTopic": topic, "prefSubject": subject.key, "prefSubjectLabel": subject.consoleLabel,
-            "prefCategories": categories, "prefCanChange": canChange, "prefReturn": returnTo,
-            "prefUpdatedAt": stored.updatedAt.map(Self.display) ?? "never",
-        ]
+        return PreferencesView(
+            prefTopic: topic, prefSubject: subject.key, prefSubjectLabel: subject.consoleLabel,
+            prefCategories: categories, prefCanChange: canChange, prefReturn: returnTo,
+            prefUpdatedAt: stored.updatedAt.map(Self.display) ?? "never")
+    }
+
+    /// preferences.mustache's values. Its keys start with `pref`: the partial is inside the device pages, whose own
+    /// keys it must not shadow.
+    struct PreferencesView {
+        struct Category {
+            let name: String
+            let mandatory: Bool
+            /// The category's mode in words.
+            let mode: String
+            let isDefaultCategory: Bool
+            /// Whether it applies: the person's choice, else the category's default.
+            let enabled: Bool
+            /// Whether the person chose.
+            let chosen: Bool
+            let selectedDefault: Bool
+            let selectedOn: Bool
+            let selectedOff: Bool
+        }
+
+        let prefTopic: String
+        let prefSubject: String
+        let prefSubjectLabel: String
+        let prefCategories: [Category]
+        let prefCanChange: Bool
+        let prefReturn: String
+        let prefUpdatedAt: String
     }
 
     @Sendable func changePreferences(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         guard let topic = form["topic"], Self.access(context).sees(app: topic), let app = apps.apps[topic] else {
             throw APIError(.notFound, reason: "unknownTopic", "This server sends for no such app: reload the page.")

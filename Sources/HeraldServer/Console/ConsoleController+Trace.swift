@@ -20,18 +20,34 @@ extension ConsoleController {
             send: record, stored: stored, device: found, appCaps: found.flatMap { apps.apps[$0.topic]?.frequencyCaps } ?? [],
             store: store)
         let trace = DeliveryTrace(send: record, token: token, stored: stored, device: found, frequencyCap: capped)
-        var data: [String: Any] = [
-            "sendID": id.description, "target": record.target, "summary": record.summary, "token": token.hex,
-            "suffix": String(token.hex.suffix(8)), "verdict": trace.verdict.text, "verdictCode": trace.verdict.code,
-            "steps": trace.steps.map { step -> [String: Any] in
-                ["event": step.event, "at": Self.display(step.at), "text": step.text]
-            },
-        ]
-        if let unique = trace.apnsUniqueID {
-            data["apnsUniqueID"] = unique
-            data["console"] = DeliveryTrace.pushNotificationsConsole
-        }
+        let view = DeliveryView(
+            sendID: id.description, target: record.target, summary: record.summary, token: token.hex,
+            suffix: String(token.hex.suffix(8)), verdict: trace.verdict.text, verdictCode: trace.verdict.code,
+            steps: trace.steps.map { DeliveryView.Step(event: $0.event, at: Self.display($0.at), text: $0.text) },
+            apnsUniqueID: trace.apnsUniqueID,
+            console: trace.apnsUniqueID == nil ? nil : DeliveryTrace.pushNotificationsConsole)
         return renderer.page(
-            "delivery", title: "Delivery to …\(token.hex.suffix(8))", section: .sends, data: data, context: context)
+            "delivery", title: "Delivery to …\(token.hex.suffix(8))", section: .sends, view: view, context: context)
+    }
+
+    /// delivery.mustache's values.
+    struct DeliveryView: ConsoleView {
+        struct Step {
+            let event: String
+            let at: String
+            let text: String
+        }
+
+        let sendID: String
+        let target: String
+        let summary: String
+        let token: String
+        let suffix: String
+        let verdict: String
+        let verdictCode: String
+        let steps: [Step]
+        /// APNs' id of the notification, in development only; with the link to Apple's Push Notifications Console.
+        let apnsUniqueID: String?
+        let console: String?
     }
 }

@@ -116,10 +116,16 @@ struct ConsoleController: Sendable {
         headers[.setCookie] =
             "\(ConsoleAuthority.signInCookie)=\(token); Path=/console/sign-in; HttpOnly; SameSite=Strict"
             + (ConsoleAuthority.isSecure(request) ? "; Secure" : "")
-        var data: [String: Any] = ["formToken": token]
-        if let error { data["error"] = error }
         return renderer.page(
-            "sign-in", title: "Sign in", section: nil, data: data, context: context, status: status, headers: headers)
+            "sign-in", title: "Sign in", section: nil, view: SignInView(formToken: token, error: error),
+            context: context, status: status, headers: headers)
+    }
+
+    /// sign-in.mustache's values.
+    struct SignInView: ConsoleView {
+        /// The form's double-submit CSRF token, also in the sign-in cookie.
+        let formToken: String
+        let error: String?
     }
 
     @Sendable func signIn(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -201,7 +207,6 @@ struct ConsoleController: Sendable {
         return session
     }
 
-
     /// Refuses a console request the session's role may not make (docs/security.md, "The console").
     /// - Throws: ``APIError`` `403 consoleRoleTooLow`, shown as the console's error page.
     static func require(_ role: ConsoleRole, _ session: ConsoleSession) throws(APIError) {
@@ -258,8 +263,14 @@ struct ConsoleController: Sendable {
     }
 
     /// The app picker's options, with the shown app selected.
-    func appChoices(_ app: String, _ context: ServerRequestContext) -> [[String: Any]] {
-        visibleApps(context).map { ["name": $0, "selected": $0 == app] }
+    func appChoices(_ app: String, _ context: ServerRequestContext) -> [AppChoice] {
+        visibleApps(context).map { AppChoice(name: $0, selected: $0 == app) }
+    }
+
+    /// An option of an app picker.
+    struct AppChoice {
+        let name: String
+        let selected: Bool
     }
 
     /// What the session's key may see: its apps and environment (``KeyAccess``); everything for the one-time link.
@@ -279,7 +290,12 @@ struct ConsoleController: Sendable {
 
     /// The empty state of the device lists.
     func emptyDevices(_ request: Request) -> String {
-        renderer.fragment("empty-devices", ["curl": Self.registrationExample(request)])
+        renderer.fragment("empty-devices", EmptyDevicesView(curl: Self.registrationExample(request)))
+    }
+
+    /// empty-devices.mustache's values.
+    struct EmptyDevicesView: ConsoleView {
+        let curl: String
     }
 }
 

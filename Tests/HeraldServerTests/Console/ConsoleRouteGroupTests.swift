@@ -90,4 +90,25 @@ struct ConsoleRouteGroupTests {
             #expect(send.status == .forbidden && send.reason == "insufficientScope", "\(send)")
         }
     }
+
+    /// A view with a missing value, a `nil` one and the parts of a composed view.
+    struct Probe: ComposedView {
+        struct Part { let shared: String; let partOnly: Int }
+        let own: String
+        let shared: String
+        let absent: String?
+        let part: Part
+        var parts: [Any] { [part] }
+    }
+
+    @Test("a view's nil optional is missing, as a dictionary's absent key is; a composed view's own values come first")
+    func viewValues() {
+        let probe = Probe(own: "mine", shared: "own", absent: nil, part: .init(shared: "part", partOnly: 7))
+        #expect(ConsoleViewValues.child(named: "own", of: probe) as? String == "mine")
+        #expect(ConsoleViewValues.child(named: "shared", of: probe) as? String == "own")
+        #expect(ConsoleViewValues.child(named: "partOnly", of: probe) as? Int == 7)
+        #expect(ConsoleViewValues.child(named: "absent", of: probe) == nil)
+        #expect(ConsoleViewValues.child(named: "nothing", of: probe) == nil)
+        #expect(ConsoleViewValues.child(named: "parts", of: probe) == nil, "a computed property is no value")
+    }
 }
