@@ -172,13 +172,13 @@ public func buildApplication(
             configuration.limits.registrationsPerMinute > 0
             ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute, subject: "event reports") : nil
         let audit = AuditTrail(store: store, clock: dependencies.clock)
-        let keys = APIKeyVerifier(store: store, clock: dependencies.clock, audit: audit)
+        let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
+        let keys = APIKeyVerifier(store: store, clock: dependencies.clock, audit: audit, consoleSessions: console)
         // A request may take as long as its sends' retries: a claim is only abandoned well after that.
         let idempotency = IdempotencyMiddleware(
             store: store, clock: dependencies.clock, window: configuration.limits.idempotencyWindow,
             staleAfter: configuration.sending.retry.retryWindow + configuration.limits.requestTimeout + .seconds(60),
             bodyLimit: configuration.limits.sendBodyBytes)
-        let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
         let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
         let deviceFigures = DeviceFigures(
             store: store, clock: dependencies.clock, sleepClock: dependencies.sleepClock, logger: logger)
@@ -239,8 +239,8 @@ public func buildApplication(
             middleware: ErrorMiddleware(
                 routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") }),
                 storeFailed: { metrics.storeFailed() }))
-        router.add(middleware: ConsoleSecurityMiddleware(renderer: renderer))
-        router.add(middleware: ConsoleSessionMiddleware(authority: console))
+        router.add(
+            middleware: ConsoleNotFoundMiddleware(security: ConsoleSecurityMiddleware(renderer: renderer), authority: console))
         addRoutes(router)
         let routes = router.routes.filter { !"\($0.path)".hasPrefix("/console") }.map { "\($0.method) \($0.path)" }
 

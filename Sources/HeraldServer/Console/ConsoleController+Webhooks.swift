@@ -9,18 +9,15 @@ import Logging
 /// The console's Webhooks page: endpoints with their state, why one is paused, what waits, recent deliveries
 /// (status and latency); register, pause, resume, send a test event, replay the dead letter, delete.
 extension ConsoleController {
-    func addWebhookRoutes(to router: Router<ServerRequestContext>) {
+    func addWebhookRoutes(to router: RouterGroup<ServerRequestContext>) {
         router.get("/console/webhooks", use: webhooks)
         router.post("/console/webhooks", use: createWebhook)
         router.post("/console/webhooks/{id}/{action}", use: webhookAction)
     }
 
     @Sendable func webhooks(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
-        var data: [String: Any] = [:]
-        if let done = try request.queryParameter("done") { data["notice"] = Self.webhookNotices[done] }
-        return try await webhooksPage(data, context: context)
+        let notice = try request.queryParameter("done").flatMap { Self.webhookNotices[$0] }
+        return try await webhooksPage(WebhooksView.Outcome(notice: notice), context: context)
     }
 
     private static let webhookNotices = [
@@ -32,56 +29,101 @@ extension ConsoleController {
     ]
 
     private func webhooksPage(
-        _ extra: [String: Any], context: ServerRequestContext, status: HTTPResponse.Status = .ok
+        _ outcome: WebhooksView.Outcome, context: ServerRequestContext, status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let csrf = context.consoleSession?.csrfToken ?? ""
         let queues = try await store.webhookQueues()
-        var endpoints: [[String: Any]] = []
+        var endpoints: [WebhooksView.Endpoint] = []
         // A session of a key limited to apps sees their endpoints only, as the key does through the API.
         for endpoint in try await store.webhookEndpoints(app: nil) where Self.access(context).sees(app: endpoint.app) {
             let queue = queues[endpoint.id] ?? WebhookQueue()
-            let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: 10).map { delivery -> [String: Any] in
-                [
-                    "at": Self.display(delivery.at), "delivered": delivery.delivered, "events": delivery.eventCount,
-                    "status": delivery.statusCode.map(String.init) ?? "—",
-                    "latency": String(format: "%.1f", WebhookController.milliseconds(delivery.latency)),
-                    "error": delivery.error ?? "",
-                ]
+            let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: 10).map { delivery in
+                WebhooksView.Delivery(
+                    at: Self.display(delivery.at), delivered: delivery.delivered, events: delivery.eventCount,
+                    status: delivery.statusCode.map(String.init) ?? "—",
+                    latency: String(format: "%.1f", WebhookController.milliseconds(delivery.latency)),
+                    error: delivery.error ?? "")
             }
-            var row: [String: Any] = [
-                "id": endpoint.id.uuidString.lowercased(), "url": endpoint.url, "app": endpoint.app,
-                "active": endpoint.status == .active, "pending": queue.pending, "deadCount": queue.dead,
-                "hasDead": queue.dead > 0, "failing": endpoint.consecutiveFailures > 0,
-                "events": endpoint.events.map(\.rawValue).joined(separator: ", "), "deliveries": deliveries,
-                "hasDeliveries": !deliveries.isEmpty, "csrf": csrf,
-            ]
-            if let oldest = queue.oldestPendingAt { row["oldest"] = Self.display(oldest) }
-            if let reason = endpoint.pausedReason { row["pausedReason"] = reason }
-            if !endpoint.description.isEmpty { row["description"] = endpoint.description }
-            if endpoint.consecutiveFailures > 0 {
-                row["failures"] = endpoint.consecutiveFailures
-                row["nextAttempt"] = Self.display(endpoint.nextAttemptAt)
-            }
-            endpoints.append(row)
+            let failing = endpoint.consecutiveFailures > 0
+            endpoints.append(
+                WebhooksView.Endpoint(
+                    id: endpoint.id.uuidString.lowercased(), url: endpoint.url, app: endpoint.app,
+                    active: endpoint.status == .active, pending: queue.pending, deadCount: queue.dead,
+                    hasDead: queue.dead > 0, failing: failing,
+                    events: endpoint.events.map(\.rawValue).joined(separator: ", "), deliveries: deliveries,
+                    hasDeliveries: !deliveries.isEmpty, oldest: queue.oldestPendingAt.map(Self.display),
+                    pausedReason: endpoint.pausedReason,
+                    description: endpoint.description.isEmpty ? nil : endpoint.description,
+                    failures: failing ? endpoint.consecutiveFailures : nil,
+                    nextAttempt: failing ? Self.display(endpoint.nextAttemptAt) : nil))
         }
-        var data = extra
-        data["endpoints"] = endpoints
-        data["hasEndpoints"] = !endpoints.isEmpty
-        data["apps"] = visibleApps(context)
-        data["eventTypes"] = WebhookEventType.subscribable.map(\.rawValue)
+        let view = WebhooksView(
+            notice: outcome.notice, error: outcome.error, created: outcome.createdSecret.map(WebhooksView.Created.init),
+            endpoints: endpoints, hasEndpoints: !endpoints.isEmpty, apps: visibleApps(context),
+            eventTypes: WebhookEventType.subscribable.map(\.rawValue))
         return renderer.page(
-            "webhooks", title: "Webhooks", section: .webhooks, data: data, context: context, status: status)
+            "webhooks", title: "Webhooks", section: .webhooks, view: view, context: context, status: status)
+    }
+
+    /// webhooks.mustache's values.
+    struct WebhooksView: ConsoleView {
+        /// What the page says about the change that led to it.
+        struct Outcome {
+            var notice: String?
+            var error: String?
+            /// A new endpoint's signing secret, shown once.
+            var createdSecret: String?
+        }
+
+        struct Created {
+            let secret: String
+        }
+
+        struct Endpoint {
+            let id: String
+            let url: String
+            let app: String
+            let active: Bool
+            let pending: Int
+            let deadCount: Int
+            let hasDead: Bool
+            let failing: Bool
+            let events: String
+            let deliveries: [Delivery]
+            let hasDeliveries: Bool
+            let oldest: String?
+            let pausedReason: String?
+            let description: String?
+            let failures: Int?
+            let nextAttempt: String?
+        }
+
+        struct Delivery {
+            let at: String
+            let delivered: Bool
+            let events: Int
+            let status: String
+            let latency: String
+            /// Empty when the delivery failed without one, or succeeded.
+            let error: String
+        }
+
+        let notice: String?
+        let error: String?
+        let created: Created?
+        let endpoints: [Endpoint]
+        let hasEndpoints: Bool
+        let apps: [String]
+        let eventTypes: [String]
     }
 
     @Sendable func createWebhook(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
+        let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         let app = form["topic"] ?? visibleApps(context).first ?? ""
         let url = (form["url"] ?? "").trimmingCharacters(in: .whitespaces)
         let description = (form["description"] ?? "").trimmingCharacters(in: .whitespaces)
         func refuse(_ message: String) async throws -> Response {
-            try await webhooksPage(["error": message], context: context, status: .badRequest)
+            try await webhooksPage(WebhooksView.Outcome(error: message), context: context, status: .badRequest)
         }
         guard visibleApps(context).contains(app) else { return try await refuse("Pick one of this server's apps.") }
         if let problem = WebhookEndpointRules.problem(withURL: url) { return try await refuse("The URL: \(problem).") }
@@ -102,12 +144,12 @@ extension ConsoleController {
         await audit.record(
             .webhookCreated, context, app: app, subject: endpoint.id.lowercasedText,
             detail: WebhookEndpointRules.auditDetail(url: url, events: events))
-        return try await webhooksPage(["created": ["secret": secret]], context: context, status: .created)
+        return try await webhooksPage(
+            WebhooksView.Outcome(createdSecret: secret), context: context, status: .created)
     }
 
     @Sendable func webhookAction(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
-        try Self.require(.admin, session)
+        let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
         // Another app's endpoint is as unknown to a session limited to apps as a missing one.
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),

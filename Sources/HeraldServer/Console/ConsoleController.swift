@@ -12,7 +12,7 @@ import Logging
 ///
 /// Every page reads through the ``HeraldStore/Store`` interface with bounded, paged queries. Pages that change
 /// something are forms posted with the session's CSRF token (``ConsoleForm``); the compose page and a send's
-/// progress call the API itself with the session cookie and `X-Herald-CSRF` (``ConsoleSessionMiddleware``).
+/// progress call the API itself with the session cookie and `X-Herald-CSRF` (``APIKeyAuthenticator``).
 struct ConsoleController: Sendable {
     let store: any Store
     /// Told of revocations, so a revoked key stops working at once.
@@ -42,35 +42,49 @@ struct ConsoleController: Sendable {
     /// The apps' preference categories, for a person's choices on the device page and the user view.
     var apps = AppDirectory([])
 
+    /// The console's routes, in one group with its security headers and HTML errors; every page but the assets
+    /// finds the session (``ConsoleSessionMiddleware``), and each page's group is kept to the roles that may see it,
+    /// so a handler finds a signed-in session of a sufficient role in ``session(_:)``.
     func addRoutes(to router: Router<ServerRequestContext>) {
-        router.get("/console/assets/{name}", use: asset)
         // Browsers ask for it on any page without an icon link (the JSON answers, /metrics): not a 404 in their console.
         router.get("/favicon.ico", use: favicon)
-        router.get("/console/sign-in", use: signInForm)
-        router.post("/console/sign-in", use: signIn)
-        router.get("/console/sign-in/{token}", use: signInWithLink)
-        router.post("/console/sign-out", use: signOut)
-        router.get("/console", use: overview)
-        router.get("/console/compose", use: compose)
-        router.get("/console/sends", use: sends)
-        router.get("/console/sends/{id}", use: send)
-        router.get("/console/sends/{id}/devices/{token}", use: delivery)
-        router.post("/console/sends/{id}/cancel", use: cancelSend)
-        router.get("/console/devices", use: devices)
-        router.get("/console/devices/{token}", use: device)
-        router.post("/console/devices/{token}/remove", use: removeDevice)
-        router.get("/console/activities", use: activities)
-        router.post("/console/activities/end", use: endActivity)
-        router.get("/console/channels", use: channels)
-        router.post("/console/channels", use: createChannel)
-        router.post("/console/channels/delete", use: deleteChannel)
-        router.get("/console/keys", use: keys)
-        router.post("/console/keys", use: createKey)
-        router.post("/console/keys/{id}/revoke", use: revokeKey)
-        router.get("/console/audit", use: audit)
-        router.get("/console/emulator", use: emulatorInboxes)
-        addWebhookRoutes(to: router)
-        router.post("/console/preferences", use: changePreferences)
+        let console = router.group().add(middleware: ConsoleSecurityMiddleware(renderer: renderer))
+        console.get("/console/assets/{name}", use: asset)
+        func pages(_ role: ConsoleRole?) -> RouterGroup<ServerRequestContext> {
+            console.group().add(middleware: ConsoleSessionMiddleware(authority: authority, role: role))
+        }
+        let signInPages = pages(nil)
+        signInPages.get("/console/sign-in", use: signInForm)
+        signInPages.post("/console/sign-in", use: signIn)
+        signInPages.get("/console/sign-in/{token}", use: signInWithLink)
+
+        let viewerPages = pages(.viewer)
+        viewerPages.post("/console/sign-out", use: signOut)
+        viewerPages.get("/console", use: overview)
+        viewerPages.get("/console/sends", use: sends)
+        viewerPages.get("/console/sends/{id}", use: send)
+        viewerPages.get("/console/sends/{id}/devices/{token}", use: delivery)
+        viewerPages.get("/console/devices", use: devices)
+        viewerPages.get("/console/devices/{token}", use: device)
+        viewerPages.get("/console/activities", use: activities)
+        viewerPages.get("/console/channels", use: channels)
+        viewerPages.get("/console/emulator", use: emulatorInboxes)
+
+        let operatorPages = pages(.operator)
+        operatorPages.get("/console/compose", use: compose)
+        operatorPages.post("/console/sends/{id}/cancel", use: cancelSend)
+        operatorPages.post("/console/activities/end", use: endActivity)
+        operatorPages.post("/console/channels", use: createChannel)
+        operatorPages.post("/console/channels/delete", use: deleteChannel)
+        operatorPages.post("/console/preferences", use: changePreferences)
+
+        let adminPages = pages(.admin)
+        adminPages.post("/console/devices/{token}/remove", use: removeDevice)
+        adminPages.get("/console/keys", use: keys)
+        adminPages.post("/console/keys", use: createKey)
+        adminPages.post("/console/keys/{id}/revoke", use: revokeKey)
+        adminPages.get("/console/audit", use: audit)
+        addWebhookRoutes(to: adminPages)
     }
 
     // MARK: Assets
@@ -102,10 +116,16 @@ struct ConsoleController: Sendable {
         headers[.setCookie] =
             "\(ConsoleAuthority.signInCookie)=\(token); Path=/console/sign-in; HttpOnly; SameSite=Strict"
             + (ConsoleAuthority.isSecure(request) ? "; Secure" : "")
-        var data: [String: Any] = ["formToken": token]
-        if let error { data["error"] = error }
         return renderer.page(
-            "sign-in", title: "Sign in", section: nil, data: data, context: context, status: status, headers: headers)
+            "sign-in", title: "Sign in", section: nil, view: SignInView(formToken: token, error: error),
+            context: context, status: status, headers: headers)
+    }
+
+    /// sign-in.mustache's values.
+    struct SignInView: ConsoleView {
+        /// The form's double-submit CSRF token, also in the sign-in cookie.
+        let formToken: String
+        let error: String?
     }
 
     @Sendable func signIn(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -165,7 +185,7 @@ struct ConsoleController: Sendable {
     }
 
     @Sendable func signOut(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let session = context.consoleSession else { return Self.redirect("/console/sign-in") }
+        let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
         let cookieValue = try await authority.close(request)
         await audit.record(.signedOut, context)
@@ -175,6 +195,17 @@ struct ConsoleController: Sendable {
     }
 
     // MARK: Helpers
+
+    /// The session of a page behind ``ConsoleSessionMiddleware`` with a role: the middleware sent a request without
+    /// one to the sign-in page, so this throws only for a route added outside those groups.
+    /// - Throws: ``APIError`` `401 consoleSignInRequired`.
+    static func session(_ context: ServerRequestContext) throws(APIError) -> ConsoleSession {
+        guard let session = context.consoleSession else {
+            throw APIError(
+                .unauthorized, reason: "consoleSignInRequired", "This page needs a console session: sign in at /console/sign-in.")
+        }
+        return session
+    }
 
     /// Refuses a console request the session's role may not make (docs/security.md, "The console").
     /// - Throws: ``APIError`` `403 consoleRoleTooLow`, shown as the console's error page.
@@ -232,8 +263,14 @@ struct ConsoleController: Sendable {
     }
 
     /// The app picker's options, with the shown app selected.
-    func appChoices(_ app: String, _ context: ServerRequestContext) -> [[String: Any]] {
-        visibleApps(context).map { ["name": $0, "selected": $0 == app] }
+    func appChoices(_ app: String, _ context: ServerRequestContext) -> [AppChoice] {
+        visibleApps(context).map { AppChoice(name: $0, selected: $0 == app) }
+    }
+
+    /// An option of an app picker.
+    struct AppChoice {
+        let name: String
+        let selected: Bool
     }
 
     /// What the session's key may see: its apps and environment (``KeyAccess``); everything for the one-time link.
@@ -253,7 +290,12 @@ struct ConsoleController: Sendable {
 
     /// The empty state of the device lists.
     func emptyDevices(_ request: Request) -> String {
-        renderer.fragment("empty-devices", ["curl": Self.registrationExample(request)])
+        renderer.fragment("empty-devices", EmptyDevicesView(curl: Self.registrationExample(request)))
+    }
+
+    /// empty-devices.mustache's values.
+    struct EmptyDevicesView: ConsoleView {
+        let curl: String
     }
 }
 

@@ -58,8 +58,8 @@ struct ConsoleRenderer: Sendable {
     }
 
     /// Renders a template to HTML without the layout: for parts of pages.
-    func fragment(_ template: String, _ data: [String: Any]) -> String {
-        library.render(data, withTemplate: template) ?? ""
+    func fragment(_ template: String, _ view: some ConsoleView) -> String {
+        library.render(view, withTemplate: template) ?? ""
     }
 
     /// A whole page.
@@ -67,27 +67,24 @@ struct ConsoleRenderer: Sendable {
     ///   - template: The page's template.
     ///   - title: The page title.
     ///   - section: The navigation entry to mark current.
-    ///   - data: The template's values.
+    ///   - view: The template's values; `{{csrf}}` is the session's CSRF token wherever the view has none.
     ///   - scripts: Script files of `/console/assets/` the page loads.
     func page(
-        _ template: String, title: String, section: Section?, data: [String: Any], context: ServerRequestContext,
+        _ template: String, title: String, section: Section?, view: some ConsoleView, context: ServerRequestContext,
         scripts: [String] = [], status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]
     ) -> Response {
-        var data = data
         let session = context.consoleSession
-        data["csrf"] = session?.csrfToken
-        let content = fragment(template, data)
+        let content = fragment(template, PageScope(view: view, csrf: session?.csrfToken))
         let role = session.map(ConsoleRole.init) ?? .viewer
         let scoped = session?.apiKey.map { $0.isScoped || $0.environment != nil } ?? false
-        let nav: [[String: Any]] = Section.allCases.filter {
+        let nav = Section.allCases.filter {
             ($0 != .emulator || hasEmulator) && role >= $0.role && !(scoped && [.emulator, .keys].contains($0))
         }.map {
-            ["href": $0.path, "label": $0.rawValue, "current": $0 == section]
+            NavigationEntry(href: $0.path, label: $0.rawValue, current: $0 == section)
         }
-        let layout: [String: Any] = [
-            "title": title, "content": content, "signedIn": session != nil, "csrf": session?.csrfToken ?? "",
-            "nav": nav, "scripts": ["confirm.js"] + scripts,
-        ]
+        let layout = Layout(
+            title: title, content: content, signedIn: session != nil, csrf: session?.csrfToken ?? "", nav: nav,
+            scripts: ["confirm.js"] + scripts)
         var headers = headers
         headers[.contentType] = "text/html; charset=utf-8"
         headers[.cacheControl] = "no-store"
@@ -96,12 +93,46 @@ struct ConsoleRenderer: Sendable {
             body: .init(byteBuffer: ByteBuffer(string: library.render(layout, withTemplate: "layout") ?? "")))
     }
 
+    /// layout.mustache's values.
+    private struct Layout: ConsoleView {
+        let title: String
+        /// The page's own markup, rendered already.
+        let content: String
+        let signedIn: Bool
+        let csrf: String
+        let nav: [NavigationEntry]
+        let scripts: [String]
+    }
+
+    private struct NavigationEntry {
+        let href: String
+        let label: String
+        let current: Bool
+    }
+
+    /// A page's view with the session's CSRF token beside it, so every form of a page finds `{{csrf}}`.
+    private struct PageScope<View: ConsoleView>: ConsoleView, MustacheParent {
+        let view: View
+        let csrf: String?
+
+        func child(named name: String) -> Any? {
+            if name == "csrf", let csrf { return csrf }
+            return ConsoleViewValues.child(named: name, of: view)
+        }
+    }
+
     /// A page saying what went wrong and what to do.
     func errorPage(status: HTTPResponse.Status, message: String, context: ServerRequestContext) -> Response {
         page(
             "error", title: status.reasonPhrase, section: nil,
-            data: ["heading": "\(status.code) \(status.reasonPhrase)", "message": message], context: context,
+            view: ErrorView(heading: "\(status.code) \(status.reasonPhrase)", message: message), context: context,
             status: status)
+    }
+
+    /// error.mustache's values.
+    private struct ErrorView: ConsoleView {
+        let heading: String
+        let message: String
     }
 
     /// A static file of the console (style sheet, script), or `nil`.
@@ -113,6 +144,48 @@ struct ConsoleRenderer: Sendable {
         return Response(
             status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
             body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+/// The values a console template renders: a struct whose stored properties are named as the template's keys.
+///
+/// Mustache reads a struct's properties by reflection, as it reads a dictionary's keys: a `nil` optional is missing
+/// (a section of it renders nothing, a lookup goes on to the enclosing values), `false` and an empty array render a
+/// section not at all, and anything else is shown by its description.
+protocol ConsoleView {}
+
+/// A view that shows other values as its own (a send's progress on the list of sends and on a send's page): a key
+/// its own properties lack is looked up in ``parts``, so templates read them without a section of their own.
+protocol ComposedView: MustacheParent {
+    /// The values shown too, looked up in order after the view's own properties.
+    var parts: [Any] { get }
+}
+
+extension ComposedView {
+    func child(named name: String) -> Any? {
+        if let own = ConsoleViewValues.property(named: name, of: self) { return own }
+        for part in parts {
+            if let value = ConsoleViewValues.child(named: name, of: part) { return value }
+        }
+        return nil
+    }
+}
+
+enum ConsoleViewValues {
+    /// A view's value for a template key, as Mustache would find it: an optional's wrapped value, `nil` when missing.
+    static func child(named name: String, of view: Any) -> Any? {
+        if let parent = view as? any MustacheParent { return parent.child(named: name) }
+        return property(named: name, of: view)
+    }
+
+    /// The stored property of that name, unwrapped; `nil` when missing or `nil`.
+    static func property(named name: String, of view: Any) -> Any? {
+        guard let value = Mirror(reflecting: view).children.first(where: { $0.label == name })?.value else {
+            return nil
+        }
+        let optional = Mirror(reflecting: value)
+        guard optional.displayStyle == .optional else { return value }
+        return optional.children.first?.value
     }
 }
 

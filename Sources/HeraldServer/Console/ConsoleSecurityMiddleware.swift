@@ -4,8 +4,9 @@ import Hummingbird
 import Logging
 import HeraldSending
 
-/// Gives every response under `/console` the console's security headers, and turns a failure there into an HTML
-/// page instead of the API's JSON error.
+/// Gives every response of the console's routes the console's security headers, and turns a failure there into an
+/// HTML page instead of the API's JSON error. Attached to the console's route group (``ConsoleController``), and
+/// through ``ConsoleNotFoundMiddleware`` to a path under `/console` that no route matches.
 ///
 /// The policy allows only the console's own style sheet and scripts (no inline script or style), no framing, no
 /// forms to elsewhere, and sends no referrer (a one-time sign-in link never leaks through one).
@@ -27,9 +28,6 @@ struct ConsoleSecurityMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        guard request.uri.path == "/console" || request.uri.path.hasPrefix("/console/") else {
-            return try await next(request, context)
-        }
         var response: Response
         do {
             response = try await next(request, context)
@@ -51,5 +49,31 @@ struct ConsoleSecurityMiddleware: RouterMiddleware {
         }
         for field in Self.headers { response.headers[field.name] = field.value }
         return response
+    }
+}
+
+/// Answers a request under `/console` that no route matched (`/console/nowhere`) as the console does: an HTML error
+/// page with the console's headers and, for a signed-in browser, its navigation, instead of the API's JSON error.
+///
+/// It looks at the path only once the router has failed the request, so the API's requests pass through it
+/// untouched; the console's own routes answer their errors in their group (``ConsoleSecurityMiddleware``).
+struct ConsoleNotFoundMiddleware: RouterMiddleware {
+    typealias Context = ServerRequestContext
+
+    let security: ConsoleSecurityMiddleware
+    let authority: ConsoleAuthority
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch where request.uri.path == "/console" || request.uri.path.hasPrefix("/console/") {
+            var context = context
+            if request.headers[.authorization] == nil {
+                context.consoleSession = try? await authority.session(for: request)
+            }
+            return try await security.handle(request, context: context) { _, _ in throw error }
+        }
     }
 }

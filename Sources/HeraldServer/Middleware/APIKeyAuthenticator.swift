@@ -8,7 +8,10 @@ import Logging
 /// Checks `Authorization: Bearer <secret>` against the stored API keys (salted HMAC-SHA256; verified keys are
 /// remembered for a few seconds, ``APIKeyVerifier``) and the scope a route needs.
 ///
-/// A request a console session already authenticated (its cookie, no `Authorization`) only has its scope checked.
+/// Without `Authorization`, the console's session cookie authenticates the call as the session's role may
+/// (``ConsoleAuthority/apiKey(of:)``), so the console's scripts use the same API as everyone else (the dry run,
+/// sends, their progress); a call that changes something must then carry the session's CSRF token in
+/// `X-Herald-CSRF`, else it is `403 csrfTokenMissing`. Only the routes behind this check look at the cookie.
 /// No header is `401 missingAPIKey`; an unknown or revoked key `401 invalidAPIKey`; a key without the scope
 /// `403 insufficientScope`; an expired key `401 expiredAPIKey`. A key scoped to apps passes here: each route checks
 /// the apps it acts on (``KeyAccess``). The secret is never logged; the key's name and display prefix are.
@@ -30,13 +33,19 @@ struct APIKeyAuthenticator: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
         -> Response
     {
-        // A console session's cookie authenticated the request already (ConsoleSessionMiddleware).
-        if let key = context.apiKey, request.headers[.authorization] == nil {
+        if request.headers[.authorization] == nil, let sessions = keys.consoleSessions,
+            let session = try await sessions.session(for: request)
+        {
+            let key = try Self.consoleKey(of: session, request)
             guard !key.isExpired(at: keys.now()) else {
                 await keys.recordExpiry(of: key, context)
                 throw Self.expired(key)
             }
             guard permits(key, request) else { throw Self.insufficientScope(key, scope) }
+            var context = context
+            context.consoleSession = session
+            context.apiKey = key
+            context.logger[metadataKey: LogKey.apiKey] = "console session (\(key.name))"
             return try await next(request, context)
         }
         guard let header = request.headers[.authorization], !header.isEmpty else {
@@ -60,6 +69,21 @@ struct APIKeyAuthenticator: RouterMiddleware {
         context.apiKey = key
         context.logger[metadataKey: LogKey.apiKey] = "\(key.name) \(key.prefix)…"
         return try await next(request, context)
+    }
+
+    /// The key a console session's call acts as.
+    /// - Throws: ``APIError`` `403 csrfTokenMissing` for a call that changes something without the session's CSRF
+    ///   token.
+    private static func consoleKey(of session: ConsoleSession, _ request: Request) throws(APIError) -> APIKey {
+        if ![.get, .head, .options].contains(request.method),
+            !ConsoleAuthority.matches(request.headers[ConsoleAuthority.csrfHeader], session.csrfToken)
+        {
+            throw APIError(
+                .forbidden, reason: "csrfTokenMissing",
+                "A call made with the console's session cookie must carry the session's CSRF token in X-Herald-CSRF: reload the console page, or use an API key."
+            )
+        }
+        return ConsoleAuthority.apiKey(of: session)
     }
 
     /// The secret of `Bearer <secret>` (the scheme in any case), without the spaces and tabs around it; `nil` for

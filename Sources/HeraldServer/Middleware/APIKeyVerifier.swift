@@ -36,11 +36,17 @@ final class APIKeyVerifier: Sendable {
     private let audit: AuditTrail?
     /// Expired keys whose refusal this process recorded, or found recorded.
     private let recordedExpiry = Mutex<Set<UUID>>([])
+    /// The console's sessions, whose cookie authenticates an API call without `Authorization` (the console's
+    /// scripts); `nil` accepts no cookie.
+    let consoleSessions: ConsoleAuthority?
 
-    init(store: any APIKeyStore, clock: any WallClock, audit: AuditTrail? = nil) {
+    init(
+        store: any APIKeyStore, clock: any WallClock, audit: AuditTrail? = nil, consoleSessions: ConsoleAuthority? = nil
+    ) {
         self.store = store
         self.clock = clock
         self.audit = audit
+        self.consoleSessions = consoleSessions
     }
 
     /// The active key with this secret, expired or not, or `nil`.
