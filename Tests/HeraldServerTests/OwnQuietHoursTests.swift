@@ -74,15 +74,9 @@ struct OwnQuietHoursTests {
                 ("2026-01-01T08:00:00Z", [1, 1, 1, 1, 1]),
                 ("2026-01-02T08:00:00Z", [1, 1, 1, 1, 1]),
             ]
-            for step in steps {
-                wall.set(to: try #require(RFC3339.date(step.at)))
-                await app.worker.waitUntilIdle()
-                #expect(try Self.received(emulator) == step.expected, "at \(step.at)")
-                if step.expected.contains(0) {
-                    let waiting = try await client.call(.get, "/api/sends/\(id)", bearer: key)
-                    #expect(waiting.json["status"] == "queued", "not completed while devices wait: \(waiting)")
-                }
-            }
+            try await QuietHoursTests.step(
+                through: steps, wall: wall, app: app, client: client, key: key, send: id,
+                received: { try Self.received(emulator) })
             let record = try #require(try await app.store.send(id))
             #expect(record.status == .completed && record.counts.accepted == 5)
             #expect(record.targetCount == record.counts.total + record.suppressed.total, "the counts add up")

@@ -48,6 +48,26 @@ struct QuietHoursTests {
         try devices.map { emulator.device($0.token) == nil ? 0 : try emulator.inbox(for: $0.token).count }
     }
 
+    /// Moves the clock to each step's time, lets the worker finish what falls due, and checks which devices have
+    /// received the send by then; while any device still waits, the send must still be queued.
+    static func step(
+        through steps: [(at: String, expected: [Int])], wall: ManualWallClock, app: HeraldApplication,
+        client: ServerClient, key: String, send id: SendID, received: () throws -> [Int],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        for step in steps {
+            wall.set(to: try #require(RFC3339.date(step.at), sourceLocation: sourceLocation))
+            await app.worker.waitUntilIdle()
+            #expect(try received() == step.expected, "at \(step.at)", sourceLocation: sourceLocation)
+            if step.expected.contains(0) {
+                let waiting = try await client.call(.get, "/api/sends/\(id)", bearer: key)
+                #expect(
+                    waiting.json["status"] == "queued", "the send is not completed while devices wait: \(waiting)",
+                    sourceLocation: sourceLocation)
+            }
+        }
+    }
+
     @Test(
         "defer: devices in quiet hours get the notification once at their window's end in their own zone, three zones and one without",
         arguments: Backend.available)
@@ -78,17 +98,9 @@ struct QuietHoursTests {
                 ("2026-01-01T08:00:00Z", [1, 1, 1, 1, 1]),
                 ("2026-01-02T08:00:00Z", [1, 1, 1, 1, 1]),
             ]
-            for step in steps {
-                wall.set(to: try #require(RFC3339.date(step.at)))
-                await app.worker.waitUntilIdle()
-                #expect(try Self.received(emulator) == step.expected, "at \(step.at)")
-                if step.expected.contains(0) {
-                    let waiting = try await client.call(.get, "/api/sends/\(id)", bearer: key)
-                    #expect(
-                        waiting.json["status"] == "queued",
-                        "the send is not completed while devices wait: \(waiting)")
-                }
-            }
+            try await Self.step(
+                through: steps, wall: wall, app: app, client: client, key: key, send: id,
+                received: { try Self.received(emulator) })
             let record = try #require(try await app.store.send(id))
             #expect(record.status == .completed && record.counts.accepted == 5)
             #expect(record.targetCount == record.counts.total + record.suppressed.total, "the counts add up")
