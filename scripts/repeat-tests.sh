@@ -30,7 +30,8 @@ one_run() {
     local n=$1 start end status
     start=$(date +%s.%N)
     status=0
-    scripts/watch-tests.py "$logs/run-$n.log" -- "$binary" --testing-library swift-testing \
+    HERALD_TEST_SCREENSHOTS="$logs/screenshots-$n" \
+        scripts/watch-tests.py "$logs/run-$n.log" -- "$binary" --testing-library swift-testing \
         ${REPEAT_FILTER:+--filter "$REPEAT_FILTER"} > "$logs/run-$n.watch" 2>&1 ||
         status=$?
     end=$(date +%s.%N)

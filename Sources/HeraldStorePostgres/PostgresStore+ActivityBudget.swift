@@ -33,7 +33,8 @@ extension PostgresStore {
         return try await transaction("pace push-to-start notifications") { session in
             try await session.execute(
                 StoreSQL.deleteActivityBudgets(
-                    topic: topic, activityID: PushToStartPace.rowActivityID, before: second, .postgres))
+                    topic: topic, activityID: PushToStartPace.rowActivityID,
+                    before: PushToStartPace.oldestKept(by: second), .postgres))
             let statement = StoreSQL.takePushToStartPace(
                 topic: topic, second: second, wanted: wanted, perSecond: perSecond, .postgres)
             guard let row = try await session.rows(statement).first else {

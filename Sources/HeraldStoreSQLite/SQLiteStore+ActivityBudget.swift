@@ -33,7 +33,8 @@ extension SQLiteStore {
         return try await write("pace push-to-start notifications") { db in
             try db.execute(
                 StoreSQL.deleteActivityBudgets(
-                    topic: topic, activityID: PushToStartPace.rowActivityID, before: second, .sqlite))
+                    topic: topic, activityID: PushToStartPace.rowActivityID,
+                    before: PushToStartPace.oldestKept(by: second), .sqlite))
             let statement = StoreSQL.takePushToStartPace(
                 topic: topic, second: second, wanted: wanted, perSecond: perSecond, .sqlite)
             guard let row = try db.rows(statement).first else {

@@ -118,6 +118,26 @@ public final class ManualClock: Clock, Sendable {
         for continuation in due { continuation.resume() }
     }
 
+    /// Runs `body` while time keeps moving: now, and again each time a sleep is asked for, the clock moves forward by
+    /// `step`. A background loop that reckoned its wait from another clock (a wall clock the test moved just before)
+    /// may ask for its sleep after the test advanced this one; moving on each new sleep wakes it all the same, where
+    /// a single advance would leave it asleep for good.
+    public func advancing<Result>(by step: Duration, while body: () async throws -> Result) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                var seen = requestedSleeps.count
+                while !Task.isCancelled {
+                    advance(by: step)
+                    let asked = seen
+                    guard let requests = await waitForRequestedSleeps(where: { $0.count > asked }) else { return }
+                    seen = requests.count
+                }
+            }
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
+
     /// Returns once at least `count` sleepers are suspended: the moment a test can advance past their deadlines.
     public func waitForSleepers(count: Int = 1) async {
         await sleepers.wait(untilAtLeast: count)

@@ -112,23 +112,13 @@ struct PushToStartPaceTests {
             try await Self.waitForWaits(sleep, 1)
             #expect(try await Self.sent(app.store, in: Self.start) == 3)
             wall.advance(by: .seconds(1))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                // The other send may find the first second spent only now, and sleep after this advance: time keeps
-                // moving for each sleep asked for until both sends are done.
-                group.addTask {
-                    var seen = sleep.requestedSleeps.count
-                    while !Task.isCancelled {
-                        sleep.advance(by: .seconds(1))
-                        let asked = seen
-                        guard let requests = await sleep.waitForRequestedSleeps(where: { $0.count > asked }) else { return }
-                        seen = requests.count
-                    }
-                }
+            // The other send may find the first second spent only now, and sleep after this advance: time keeps
+            // moving for each sleep asked for until both sends are done.
+            try await sleep.advancing(by: .seconds(1)) {
                 for id in ids {
                     let finished = try await app.worker.waitUntilFinished(id)
                     #expect(finished.status == .completed && finished.counts.accepted == 3, "\(finished)")
                 }
-                group.cancelAll()
             }
             #expect(try await Self.sent(app.store, in: wall.now()) == 3, "the other three went in the next second")
         }

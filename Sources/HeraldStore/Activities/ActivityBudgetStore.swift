@@ -50,6 +50,13 @@ public struct PushToStartPace: Sendable, Hashable {
 
     /// The `activity_id` of an app's push-to-start row in `activity_budgets`: no activity has an empty id.
     package static let rowActivityID = ""
+
+    /// The oldest second whose row a take in `second` keeps: the one before it. A take whose clock was read just
+    /// before a second ended can reach the store after another take of the next second; were that earlier second's
+    /// row gone, the late take would find it fresh and be granted again beyond the pace.
+    package static func oldestKept(by second: Date) -> Date {
+        second.addingTimeInterval(-1)
+    }
 }
 
 /// An activity's priority-10 updates in one hour.

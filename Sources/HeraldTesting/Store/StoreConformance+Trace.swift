@@ -186,6 +186,11 @@ extension StoreConformance {
         let next = try await store.takePushToStartPace(
             topic: topic, wanted: 25, perSecond: 10, at: now.addingTimeInterval(1))
         #expect(next == PushToStartPace(second: second.addingTimeInterval(1), granted: 10, sentThisSecond: 10, heldBackThisSecond: 15))
+        let late = try await store.takePushToStartPace(
+            topic: topic, wanted: 1, perSecond: 10, at: now.addingTimeInterval(0.7))
+        #expect(
+            late.granted == 0 && late.sentThisSecond == 10,
+            "a take of a second that has just ended, reaching the store after a take of the next, finds it spent: \(late)")
         let fresh = try await store.takePushToStartPace(
             topic: topic, wanted: 2, perSecond: 10, at: now.addingTimeInterval(2))
         #expect(fresh.granted == 2 && fresh.sentThisSecond == 2, "a new second starts afresh")

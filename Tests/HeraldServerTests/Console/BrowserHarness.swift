@@ -31,8 +31,11 @@ enum BrowserHarness {
 
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../..").standardized
-    /// Where the scripts keep their screenshots.
-    static let screenshots = packageRoot.appendingPathComponent(".build/console-screenshots")
+    /// Where the scripts keep their screenshots: `.build/console-screenshots/`, or `HERALD_TEST_SCREENSHOTS` when set
+    /// (scripts/repeat-tests.sh gives each run its own, since a run deletes its old screenshots before taking them).
+    static let screenshots = ProcessInfo.processInfo.environment["HERALD_TEST_SCREENSHOTS"].map {
+        URL(fileURLWithPath: $0)
+    } ?? packageRoot.appendingPathComponent(".build/console-screenshots")
 
     /// A Python script beside these tests.
     static func script(_ name: String) -> URL {
