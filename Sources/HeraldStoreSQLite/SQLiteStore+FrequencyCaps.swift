@@ -10,11 +10,15 @@ extension SQLiteStore {
             caps, topic: topic, subjects: subjects, send: send, recordOnSend: recordOnSend, at: date, .sqlite)
         guard !plan.isEmpty else { return FrequencyCapClaim(allowed: Set(subjects), suppressed: 0) }
         return try await write("claim frequency caps") { db in
-            for statement in plan.prepare { try db.execute(statement) }
-            let rows = try plan.lock.map { try db.rows($0) }
-            let (claim, spend) = try plan.decide(rows)
-            for statement in spend { try db.execute(statement) }
-            return claim
+            let decided: (claim: FrequencyCapClaim, spend: [SQLStatement])
+            if let upsert = plan.upsert {
+                decided = try plan.decide(upserted: try db.rows(upsert))
+            } else {
+                for statement in plan.prepare { try db.execute(statement) }
+                decided = try plan.decide(try plan.lock.map { try db.rows($0) })
+            }
+            for statement in decided.spend { try db.execute(statement) }
+            return decided.claim
         }
     }
 

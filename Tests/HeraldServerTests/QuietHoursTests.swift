@@ -141,6 +141,60 @@ struct QuietHoursTests {
         }
     }
 
+    @Test(
+        "the dry run counts a device that quiet hours drop and a cap would leave out once, under quiet hours, as the send does; now and at a sendAt",
+        arguments: Backend.available)
+    func dryRunCountsEachDeviceOnce(backend: Backend) async throws {
+        let wall = ManualWallClock(Self.start)
+        let configure: (inout ServerConfiguration) -> Void = {
+            Self.configure(&$0)
+            $0.apps[0].frequencyCaps = [try! FrequencyCap(parsing: "*:1/day")]
+        }
+        try await ServerHarness.withServer(backend, clock: wall, configure: configure) { client, app in
+            let key = try await SendTests.key(app)
+            try await Self.registerDevices(client)
+            // New York: 19:00 at the start, awake; 02:30 at 07:30Z, quiet.
+            let newYork = testToken(0x66)
+            try await client.register(newYork, debug: true, extra: #", "timeZone": "America/New_York""#)
+            // Dubai (quiet now) and Los Angeles (awake now) have had their one notification of the day.
+            let first = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"tokens": ["\#(Self.devices[0].token.hex)", "\#(Self.devices[4].token.hex)"]}, "alert": "Hello", "quietHours": "ignore"}"#,
+                bearer: key)
+            #expect(first.status == .ok && first.json["counts"]?["accepted"] == 2, "\(first)")
+
+            /// `[targetCount, preference, quietHoursDropped, quietHoursDeferred, frequencyCap]` of a send's JSON.
+            func figures(_ answer: ServerClient.Answer) -> [Int?] {
+                [answer.json["targetCount"]?.intValue]
+                    + ["preference", "quietHoursDropped", "quietHoursDeferred", "frequencyCap"].map {
+                        answer.json["suppressed"]?[$0]?.intValue
+                    }
+            }
+            // Now: Dubai is dropped (not also capped), Los Angeles capped, New York sent to.
+            let body = #"{"target": {"topic": "com.example.app"}, "alert": "Hello", "quietHours": "drop""#
+            let dry = try await client.call(.post, "/api/send?dryRun=true", body: body + "}", bearer: key)
+            #expect(figures(dry) == [2, 0, 4, 0, 1], "\(dry)")
+            let sent = try await client.call(.post, "/api/send", body: body + "}", bearer: key)
+            #expect(sent.status == .ok && sent.json["counts"]?["accepted"] == 1, "\(sent)")
+            #expect(figures(sent) == figures(dry), "the dry run's figures are the send's: \(sent)")
+
+            // At 07:30Z: Dubai (11:30) awake and capped, Paris (08:30) awake; London, no zone, Los Angeles (23:30) and
+            // New York quiet, dropped.
+            let scheduled = body + #", "sendAt": "2026-01-01T07:30:00Z"}"#
+            let dryLater = try await client.call(.post, "/api/send?dryRun=true", body: scheduled, bearer: key)
+            #expect(figures(dryLater) == [2, 0, 4, 0, 1], "\(dryLater)")
+            let queued = try await client.call(.post, "/api/send", body: scheduled, bearer: key)
+            #expect(queued.status == .accepted, "\(queued)")
+            let id = try #require(queued.json["id"]?.stringValue.flatMap(SendID.init))
+            wall.set(to: try #require(RFC3339.date("2026-01-01T07:30:00Z")))
+            await app.worker.waitUntilIdle()
+            let finished = try await app.worker.waitUntilFinished(id)
+            #expect(finished.counts.accepted == 1, "\(finished)")
+            let record = try await client.call(.get, "/api/sends/\(id)", bearer: key)
+            #expect(figures(record) == figures(dryLater), "the dry run's figures are the send's: \(record)")
+        }
+    }
+
     @Test("ignore: every device gets it at once")
     func ignore() async throws {
         let wall = ManualWallClock(Self.start)

@@ -113,7 +113,8 @@ public struct SendEngine: Sendable {
     private struct QuietHoursEffect {
         /// The zones whose devices the send would reach in their quiet hours; `nil`: none (or no rule).
         var zones: DeviceQuery.TimeZoneFilter?
-        /// For a send that drops quiet devices, the send narrowed to the others; `nil` otherwise.
+        /// For a send that drops quiet devices, the send narrowed to the others: the devices it ever sends to, and
+        /// claims frequency caps for; `nil` otherwise.
         var reached: SendPlan?
         /// How many devices the send would reach in their quiet hours.
         var count = 0
@@ -128,9 +129,11 @@ public struct SendEngine: Sendable {
         guard let quiet = timetable.quietZones(zones) else { return QuietHoursEffect() }
         var effect = QuietHoursEffect(
             zones: quiet, count: try await store.count(matching: plan.query.timeZones(quiet)))
-        if rule.mode == .drop, plan.schedule == nil {
-            let first = timetable.wave(zones: zones, after: nil, through: rule.from).filter
-            effect.reached = plan.narrowed(to: first ?? DeviceQuery.TimeZoneFilter(zones: [], includesUnset: false))
+        if rule.mode == .drop {
+            // Every group with a due date, whenever it falls (a `localTime` send's zones differ): the quiet ones have
+            // none.
+            let awake = timetable.wave(zones: zones, after: nil, through: .distantFuture).filter
+            effect.reached = plan.narrowed(to: awake ?? DeviceQuery.TimeZoneFilter(zones: [], includesUnset: false))
         }
         return effect
     }
@@ -155,12 +158,16 @@ public struct SendEngine: Sendable {
     /// How many devices a send would reach and how many its rules would leave out or defer, by rule, were it sent at
     /// `date`: what a dry run says before anything is sent. The frequency caps' share is an estimate from the counters
     /// of the moment, since other sends may claim or a window end meanwhile.
+    ///
+    /// Each device is counted under one rule, as the send counts it: the caps' share is taken among the devices the
+    /// send would send to, so a device quiet hours drop is never also counted as capped.
     public func preview(_ plan: SendPlan, at date: Date) async throws -> (targetCount: Int, suppressed: SuppressedCounts) {
+        let quiet = try await quietHours(of: plan)
         var (targetCount, suppressed) = try await counted(
-            plan, whole: try await store.count(matching: plan.query), quiet: quietHours(of: plan))
+            plan, whole: try await store.count(matching: plan.query), quiet: quiet)
         if !plan.job.frequencyCaps.isEmpty {
             suppressed.frequencyCap = try await store.count(
-                matching: plan.query.exhaustingFrequencyCaps(plan.job.frequencyCaps, at: date))
+                matching: (quiet.reached ?? plan).query.exhaustingFrequencyCaps(plan.job.frequencyCaps, at: date))
         }
         return (targetCount, suppressed)
     }

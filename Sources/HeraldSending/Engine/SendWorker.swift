@@ -522,8 +522,9 @@ public final class SendWorker: Service, Sendable {
             guard var plan = try await plan(of: record, logger: logger) else { return }
             let timetable = plan.timetable
             if timetable.hasWaves {
-                // Only a send of one wave is cut into shards: the zones its first wave reaches.
-                let zones = try await store.timeZones(matching: plan.query)
+                // Only a send of one wave is cut into shards: the zones its first wave reaches, among the shard's
+                // devices (those of the whole target cost a pass over every device per shard).
+                let zones = try await store.timeZones(matching: plan.query.after(shard.after).through(shard.through))
                 let wave = timetable.wave(zones: zones, after: nil, through: record.sendAt ?? record.createdAt)
                 plan = plan.narrowed(to: wave.filter ?? DeviceQuery.TimeZoneFilter(zones: [], includesUnset: false))
             }

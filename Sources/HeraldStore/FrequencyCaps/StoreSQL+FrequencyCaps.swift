@@ -31,6 +31,39 @@ package struct FrequencyCapClaimPlan: Sendable {
     /// Whether there is nothing to claim: no cap, or no subject.
     package var isEmpty: Bool { caps.isEmpty || uniqueSubjects.isEmpty }
 
+    /// The claim of a send with one cap (the common case) as one upsert, whose rows are the subjects allowed; `nil`
+    /// for several caps, whose room must be known in every one of them before any is spent (``prepare``, ``lock``).
+    ///
+    /// Each counter is written once: a person without one gets it at 1, one with room gets one more, the send's own
+    /// earlier claim is kept as it is, and a full one is left alone (locked, not written, not returned). Rows are
+    /// taken in the order of the values, the same for every claim, so two never wait on each other in a circle.
+    package var upsert: SQLStatement? {
+        guard caps.count == 1 else { return nil }
+        var statement = SQLStatement(dialect)
+        let key = bindKey(0, into: &statement)
+        let sendPlaceholder = statement.bind(send.description)
+        let end = statement.bind(.integer(windows[0].end))
+        let limit = statement.bind(.integer(Int64(caps[0].limit)))
+        let values = uniqueSubjects.map { "(\(statement.bind($0)))" }.joined(separator: ", ")
+        // `WHERE 1 = 1` keeps SQLite from reading ON CONFLICT as a join's constraint.
+        statement.sql = """
+            INSERT INTO frequency_counts AS c (topic, scope, period_seconds, window_start, subject, count, last_send, \
+            expires_at) SELECT \(key.topic), \(key.scope), \(key.period), \(key.window), s.column1, 1, \(sendPlaceholder), \(end) \
+            FROM (VALUES \(values)) AS s WHERE 1 = 1 ON CONFLICT (topic, scope, period_seconds, window_start, subject) \
+            DO UPDATE SET count = c.count + CASE WHEN c.last_send = excluded.last_send THEN 0 ELSE 1 END, \
+            last_send = excluded.last_send WHERE c.last_send = excluded.last_send OR c.count < \(limit) RETURNING subject
+            """
+        return statement
+    }
+
+    /// What the claim of ``upsert`` decided from its rows (the subjects allowed), and the statement that counts the
+    /// devices left out on the send's row, when it records them.
+    package func decide(upserted rows: [some StoredRow]) throws -> (claim: FrequencyCapClaim, spend: [SQLStatement]) {
+        let allowed = Set(try rows.map { try $0.text(0) })
+        let suppressed = subjects.count { !allowed.contains($0) }
+        return (FrequencyCapClaim(allowed: allowed, suppressed: suppressed), recording(suppressed))
+    }
+
     /// A counter at zero for each subject and cap that has none in the current window.
     package var prepare: [SQLStatement] {
         caps.indices.map { index in
@@ -97,14 +130,17 @@ package struct FrequencyCapClaimPlan: Sendable {
             spend.append(statement)
         }
         let suppressed = subjects.count { !allowed.contains($0) }
-        if recordOnSend, suppressed > 0 {
-            spend.append(
-                SQLStatement(
-                    dialect,
-                    "UPDATE sends SET suppressed_frequency_cap = suppressed_frequency_cap + $1 WHERE id = $2",
-                    [.integer(Int64(suppressed)), .text(sendID)]))
-        }
-        return (FrequencyCapClaim(allowed: allowed, suppressed: suppressed), spend)
+        return (FrequencyCapClaim(allowed: allowed, suppressed: suppressed), spend + recording(suppressed))
+    }
+
+    /// The statement that adds the devices left out to the send's row, when the claim records them and left any out.
+    private func recording(_ suppressed: Int) -> [SQLStatement] {
+        guard recordOnSend, suppressed > 0 else { return [] }
+        return [
+            SQLStatement(
+                dialect, "UPDATE sends SET suppressed_frequency_cap = suppressed_frequency_cap + $1 WHERE id = $2",
+                [.integer(Int64(suppressed)), .text(send.description)])
+        ]
     }
 
     private func bindKey(_ index: Int, into statement: inout SQLStatement)

@@ -21,6 +21,7 @@ package struct RetentionBatchPlan {
         case deletedAttempts(sends: [String], deleted: Int)
         case deletedSessions
         case deletedTokens
+        case deletedTokenChoices(deleted: Int)
         case done
         case finished
     }
@@ -87,13 +88,18 @@ package struct RetentionBatchPlan {
             step = .deletedTokens
             return StoreSQL.deleteInvalidatedTokens(before: cutoff, limit: limit, dialect)
         case (.deletedTokens, _):
-            // The choices of a token removed or invalidated as long ago share the batch's limit with the tokens:
-            // nobody can make or see them again (a person's or an installation's choices stay).
+            // The choices and own quiet hours of a token removed or invalidated as long ago share the batch's limit
+            // with the tokens: nobody can make or see them again (a person's or an installation's stay).
             let tokens = rows?.count ?? 0
             guard tokens < limit else { return finish(deleted: tokens, finished: false) }
+            step = .deletedTokenChoices(deleted: tokens)
+            return StoreSQL.deleteTokenPreferences(.choices, goneBefore: cutoff, limit: limit - tokens, dialect)
+        case (.deletedTokenChoices(let tokens), _):
+            let deleted = tokens + (rows?.count ?? 0)
+            guard deleted < limit else { return finish(deleted: deleted, finished: false) }
             step = .done
-            result = RetentionBatch(deleted: tokens, finished: true)
-            return StoreSQL.deleteTokenPreferences(goneBefore: cutoff, limit: limit - tokens, dialect)
+            result = RetentionBatch(deleted: deleted, finished: true)
+            return StoreSQL.deleteTokenPreferences(.quietHours, goneBefore: cutoff, limit: limit - deleted, dialect)
         case (.finished, _):
             return nil
         case (.done, _):

@@ -12,8 +12,9 @@ public enum RetentionKind: String, Sendable, Hashable, CaseIterable, CustomStrin
     case sends
     /// Console sessions last used before the cutoff, and one-time sign-in links that expired before it.
     case consoleSessions = "console_sessions"
-    /// Tokens taken out of sends (invalidated) before the cutoff, with their tag rows; and the preference choices held
-    /// by a token alone (no user, no installation) once that token is gone or was invalidated before the cutoff.
+    /// Tokens taken out of sends (invalidated) before the cutoff, with their tag rows; and the preference choices and
+    /// own quiet hours held by a token alone (no user, no installation) once that token is gone or was invalidated
+    /// before the cutoff.
     case invalidatedTokens = "invalidated_tokens"
     /// Audit log entries made before the cutoff.
     case auditLog = "audit_log"

@@ -105,16 +105,33 @@ extension StoreSQL {
             """, [.integer(cutoff), .integer(Int64(limit))])
     }
 
-    /// Deletes up to `limit` preference choices held by a token alone (`t:` subjects) whose token is gone, or was
-    /// invalidated before a moment; returns a row for each.
-    static func deleteTokenPreferences(goneBefore cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect)
-        -> SQLStatement
-    {
+    /// The rows a token alone holds as a preference subject (`t:` subjects): its choices, and its own quiet hours.
+    enum TokenPreferenceRows {
+        case choices
+        case quietHours
+
+        /// The table, and the columns of its primary key.
+        fileprivate var table: (name: String, key: String) {
+            switch self {
+            case .choices: ("preference_choices", "topic, subject, category")
+            case .quietHours: ("preference_quiet_hours", "topic, subject")
+            }
+        }
+    }
+
+    /// Deletes up to `limit` rows held by a token alone (`t:` subjects) whose token is gone, or was invalidated before
+    /// a moment; returns a row for each.
+    static func deleteTokenPreferences(
+        _ rows: TokenPreferenceRows, goneBefore cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        let (table, key) = rows.table
         // 't:' <= subject < 't;' is the range of token subjects in the primary key's order within a topic.
-        SQLStatement(
+        return SQLStatement(
             dialect,
             """
-            DELETE FROM preference_choices WHERE (topic, subject, category) IN (SELECT p.topic, p.subject, p.category             FROM preference_choices p WHERE p.subject >= 't:' AND p.subject < 't;' AND NOT EXISTS (SELECT 1 FROM             devices d WHERE d.token = substr(p.subject, 3) AND (d.invalidated_at IS NULL OR d.invalidated_at >= $1))             LIMIT $2\(skipLocked(dialect))) RETURNING subject
+            DELETE FROM \(table) WHERE (\(key)) IN (SELECT \(key) FROM \(table) p WHERE p.subject >= 't:' \
+            AND p.subject < 't;' AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.token = substr(p.subject, 3) \
+            AND (d.invalidated_at IS NULL OR d.invalidated_at >= $1)) LIMIT $2\(skipLocked(dialect))) RETURNING subject
             """, [.integer(cutoff), .integer(Int64(limit))])
     }
 

@@ -25,6 +25,7 @@ extension DeviceQuery {
             let passes = device.timeZone.map(timeZones.zones.contains) ?? timeZones.includesUnset
             if !passes { return false }
         }
+        if let lowerBound, !isPast(lowerBound, device) { return false }
         if let upperBound, isPast(upperBound, device) { return false }
         return includesInvalidated || device.isActive
     }

@@ -153,6 +153,7 @@ extension DeviceQuery {
             conditions.append(kinds.isEmpty ? "1 = 0" : "d.token_kind IN (\(statement.bindList(kinds)))")
         }
         if let activityType { conditions.append("d.activity_type = \(statement.bind(activityType))") }
+        if let lowerBound { conditions.append(position(">", lowerBound, into: &statement)) }
         if let upperBound { conditions.append(position("<=", upperBound, into: &statement)) }
         if let timeZones, groupsByOwnQuietHours {
             // One key per device, its zone and its person's window, against the groups the filter holds.

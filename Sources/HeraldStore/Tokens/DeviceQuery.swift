@@ -32,6 +32,8 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var timeZones: TimeZoneFilter?
     /// Only push-to-start tokens of this activity attributes type, when set.
     public private(set) var activityType: String?
+    /// Only registrations after this position of the query's order, exclusive: the start of a shard of a large send.
+    public private(set) var lowerBound: DeviceCursor?
     /// Only registrations up to this position of the query's order, inclusive: the end of a shard of a large send.
     public private(set) var upperBound: DeviceCursor?
     /// Only registrations whose subject lets a preference category through, when set.
@@ -146,6 +148,15 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
+    /// The same query, narrowed to the registrations after a position of its order (exclusive; `nil`: from the
+    /// start): what one shard of a large send holds, with ``through(_:)``, for a statement over the shard's range
+    /// other than its pages (which walk from a cursor).
+    public func after(_ bound: DeviceCursor?) -> DeviceQuery {
+        var copy = self
+        copy.lowerBound = bound
+        return copy
+    }
+
     /// The same query, narrowed to the registrations up to a position of its order (inclusive; `nil`: to the end):
     /// one shard of a large send walks from its start cursor through its end.
     public func through(_ bound: DeviceCursor?) -> DeviceQuery {
@@ -214,6 +225,7 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
             parts.append("category \(preference.category) (\(preference.enabledByDefault ? "on" : "off") by default)")
         }
         if includesInvalidated { parts.append("including invalidated") }
+        if lowerBound != nil { parts.append("from a shard's start") }
         if upperBound != nil { parts.append("up to a shard's end") }
         return parts.joined(separator: ", ")
     }

@@ -12,6 +12,9 @@ extension StoreConformance {
             Case(
                 "a query grouping by own quiet hours answers (zone, window) pairs and filters on them, one statement",
                 ownQuietHoursGroups),
+            Case(
+                "retention deletes a token's own quiet hours with its choices, in the same batches; a person's and an installation's stay",
+                ownQuietHoursRetention),
         ]
     }
 
@@ -96,5 +99,47 @@ extension StoreConformance {
             .init(zones: [], includesUnset: false, ownQuietHours: [aliceParis]))) == [1])
         #expect(try await tokens(.user("alice").groupingByOwnQuietHours().timeZones(
             .init(zones: ["Europe/Paris"], includesUnset: false))) == [6], "her window is this app's only")
+    }
+
+    static func ownQuietHoursRetention(_ context: Context) async throws {
+        let store = context.store
+        let night = try #require(QuietHours("23:00-07:00"))
+        let installation = UUID()
+        // Tokens: 1 removed (a choice and its own window), 2 invalidated long ago (its own window), 3 invalidated
+        // lately, 4 active; 5 alice's and 6 an installation's, both removed: their people's windows outlive them.
+        _ = try await store.upsert(registration(1))
+        _ = try await store.upsert(registration(2))
+        _ = try await store.upsert(registration(3))
+        _ = try await store.upsert(registration(4))
+        _ = try await store.upsert(registration(5, user: "alice"))
+        _ = try await store.upsert(registration(6, installation: installation))
+        let now = context.clock.now()
+        func ownWindow(_ subject: PreferenceSubject, choices: [String: Bool?] = [:]) async throws {
+            _ = try await store.updatePreferences(
+                topic: topic, subject: subject, choices: choices, quietHours: .own(.window(night)), at: now)
+        }
+        try await ownWindow(.token(token(1)), choices: ["marketing": true])
+        for n in 2...4 { try await ownWindow(.token(token(n))) }
+        try await ownWindow(.user("alice"))
+        try await ownWindow(.installation(installation))
+        for n in [1, 5, 6] { _ = try await store.remove(token(n)) }
+        _ = try await store.invalidate(token: token(2), reason: .unregistered, at: nil)
+        context.clock.advance(by: .seconds(86_400))
+        let cutoff = context.clock.now()
+        context.clock.advance(by: .seconds(60))
+        _ = try await store.invalidate(token: token(3), reason: .unregistered, at: nil)
+
+        // Token 2, token 1's choice and the windows of tokens 1 and 2: four rows, in batches of two.
+        let run = try await deleteAll(.invalidatedTokens, before: cutoff, limit: 2, on: store)
+        #expect(run.deleted == 4 && run.batches == 3, "\(run)")
+        for n in [1, 2] {
+            #expect(try await store.preferences(topic: topic, subject: .token(token(n))) == StoredPreferences())
+        }
+        for n in [3, 4] {
+            #expect(try await store.preferences(topic: topic, subject: .token(token(n))).quietHours == .window(night))
+        }
+        #expect(try await store.preferences(topic: topic, subject: .user("alice")).quietHours == .window(night))
+        #expect(try await store.preferences(topic: topic, subject: .installation(installation)).quietHours == .window(night))
+        #expect(try await deleteAll(.invalidatedTokens, before: cutoff, limit: 2, on: store).deleted == 0)
     }
 }

@@ -39,6 +39,10 @@ extension StoreConformance {
                     cursor = page.next
                 } while cursor != nil
                 #expect(index == boundaries.count ? shard.count <= 5 : shard.count == 5, "shard \(index)")
+                // The shard's range as a query of its own (a shard's time zones): its devices, from its start.
+                let range = query.after(index == 0 ? nil : boundaries[index - 1])
+                #expect(try await store.count(matching: range) == shard.count, "shard \(index)")
+                #expect(try await all(store, range, pageSize: 2).map(\.token) == shard, "shard \(index)")
                 seen += shard
             }
             #expect(seen.count == total && Set(seen).count == total)
