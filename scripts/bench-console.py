@@ -93,14 +93,15 @@ def rows(devices, sends, now):
             token = tokens[(n * 7919 + seq * 104_729) % len(tokens)]
             if seq % 20 == 0:
                 rejected += 1
-                outcome_rows.append((send_id, seq, token, "production", "rejected", None, 410, rng.choice(reasons),
+                outcome_rows.append((n + 1, seq, token, "production", "rejected", None, 410, rng.choice(reasons),
                                      created, None, created, "removed"))
             else:
                 accepted += 1
-                outcome_rows.append((send_id, seq, token, "production", "accepted", str(uuid.uuid4()), None, None,
+                outcome_rows.append((n + 1, seq, token, "production", "accepted", str(uuid.uuid4()), None, None,
                                      None, None, created, None))
+        # Outcomes name their send by its ref (migration 27): numbered here as the sends are.
         send_rows.append((send_id, created, created, "every device", "alert push", None, count, accepted, rejected, 0,
-                          "completed"))
+                          "completed", n + 1))
     return device_rows, tag_rows, send_rows, outcome_rows, tokens
 
 
@@ -111,10 +112,10 @@ DEVICE_INSERT = (
 TAG_INSERT = "INSERT INTO device_tags (tag, token) VALUES ({})"
 SEND_INSERT = (
     "INSERT INTO sends (id, created_at, updated_at, target, summary, job, target_count, accepted, rejected, failed, "
-    "status) VALUES ({})"
+    "status, ref) VALUES ({})"
 )
 OUTCOME_INSERT = (
-    "INSERT INTO send_outcomes (send_id, seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, "
+    "INSERT INTO send_outcomes (send_ref, seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, "
     "message, at, action) VALUES ({})"
 )
 
@@ -122,7 +123,10 @@ OUTCOME_INSERT = (
 def seed_sqlite(path, data):
     database = sqlite3.connect(path)
     database.execute("PRAGMA journal_mode=WAL")
-    for statement, values in zip([DEVICE_INSERT, TAG_INSERT, SEND_INSERT, OUTCOME_INSERT], data):
+    devices, tags, sends, outcomes = data
+    # The outcomes' tokens are stored as their bytes (migration 27).
+    outcomes = [row[:2] + (bytes.fromhex(row[2]),) + row[3:] for row in outcomes]
+    for statement, values in zip([DEVICE_INSERT, TAG_INSERT, SEND_INSERT, OUTCOME_INSERT], [devices, tags, sends, outcomes]):
         width = len(values[0]) if values else 0
         if width:
             database.executemany(statement.format(", ".join("?" * width)), values)
@@ -141,18 +145,23 @@ def seed_postgres(url, schema, data):
         "devices (token, topic, environment, token_kind, user_id, installation_id, preferred_languages, app_version, "
         "platform, tags, registered_at, created_at, updated_at, activity_type)",
         "device_tags (tag, token)",
-        "sends (id, created_at, updated_at, target, summary, job, target_count, accepted, rejected, failed, status)",
-        "send_outcomes (send_id, seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, "
+        "sends (id, created_at, updated_at, target, summary, job, target_count, accepted, rejected, failed, status, ref)",
+        "send_outcomes (send_ref, seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, "
         "at, action)",
     ]
-    for table, values in zip(columns, data):
+    devices, tags, sends, outcomes = data
+    # The outcomes' tokens are stored as their bytes (migration 27): bytea's hex input.
+    outcomes = [row[:2] + ("\\x" + row[2],) + row[3:] for row in outcomes]
+    for table, values in zip(columns, [devices, tags, sends, outcomes]):
         def field(value):
             return "\\N" if value is None else str(value).replace("\\", "\\\\").replace("\t", "\\t")
         text = "\n".join("\t".join(field(v) for v in row) for row in values) + "\n"
         subprocess.run(base + ["-c", f"SET search_path TO {schema}; COPY {table} FROM STDIN"], input=text.encode(),
                        env=env, check=True)
     analyze = "; ".join(f"ANALYZE {table}" for table in ["devices", "device_tags", "sends", "send_outcomes"])
-    subprocess.run(base + ["-c", f"SET search_path TO {schema}; {analyze}"], env=env, check=True)
+    # The refs were given: the sends the server makes next are numbered after them.
+    renumber = "SELECT setval(pg_get_serial_sequence('sends', 'ref'), (SELECT max(ref) FROM sends))"
+    subprocess.run(base + ["-c", f"SET search_path TO {schema}; {analyze}; {renumber}"], env=env, check=True)
 
 
 class Browser:

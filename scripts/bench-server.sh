@@ -44,12 +44,15 @@
 #       registrations are offered at REGISTER_RATE (500) a second for REGISTER_SECONDS (60), open loop; then the same
 #       load with retention idle. Prints the database's size before and after (SQLite's file; pg_database_size and
 #       Herald's schema), bytes per outcome, both p99s and retention's log line; then (AGAIN=1, the default) SENDS
-#       sends again, to show the space freed is reused.
+#       sends again, to show the space freed is reused. Each send's wall time gives the fan-out speed (devices a second,
+#       median over the sends). PG_WAIT_SAMPLES=1 (postgres): samples what the active statements wait for
+#       (pg_stat_activity every 10 ms) while retention deletes and idle, with checkpoints, WAL and autovacuum meanwhile.
 #
 # HERALD_BENCH_SERVER_LOG=/path/to/file keeps the server's log (standard output and error) there.
 # HERALD_BENCH_BINARY=/path/to/herald runs that build instead of building this tree (to measure a baseline in the same
 # session). PostgreSQL: set HERALD_BENCH_DATABASE_URL to a database the script may fill (it creates a schema per run), or let
-# it start a throwaway cluster on 127.0.0.1 as .ci/run does (needs Debian's postgresql). Needs wrk and curl.
+# it start a throwaway cluster on 127.0.0.1 as .ci/run does (needs Debian's postgresql), with PG_SETTINGS added to its
+# settings (e.g. PG_SETTINGS="-c wal_compression=lz4"). Needs wrk and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -100,9 +103,11 @@ start_postgres() {
     pg_ctl_cmd=("${as_pg[@]}" "$bin/pg_ctl" -D "$pg_dir/data" -m fast)
     log "Starting PostgreSQL on 127.0.0.1:$port"
     "${as_pg[@]}" "$bin/initdb" -D "$pg_dir/data" -U postgres --auth-local=trust --auth-host=scram-sha-256 >/dev/null
-    # Durable commits, as in production; shared_buffers sized for a million devices.
+    # Durable commits, as in production; shared_buffers sized for a million devices. PG_SETTINGS adds server settings
+    # (e.g. "-c wal_compression=lz4").
     "${pg_ctl_cmd[@]}" -l "$pg_dir/server.log" -w -t 60 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $pg_dir -c max_connections=200 -c shared_buffers=512MB" start >/dev/null
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $pg_dir -c max_connections=200 -c shared_buffers=512MB ${PG_SETTINGS:-}" \
+        start >/dev/null
     "${as_pg[@]}" "$bin/psql" -q -h "$pg_dir" -p "$port" -U postgres -d postgres \
         -c "CREATE ROLE herald LOGIN PASSWORD 'bench'" -c "CREATE DATABASE herald_bench OWNER herald" >/dev/null
     HERALD_BENCH_DATABASE_URL="postgres://herald:bench@127.0.0.1:$port/herald_bench?sslmode=disable"
@@ -773,10 +778,13 @@ retention)
         kill "$server_pid" 2>/dev/null || true
         wait "$server_pid" 2>/dev/null || true
     }
-    run_sends() {
+    run_sends() {  # appends each send's wall time in seconds to $work/fanout.txt
         log "$sends sends to every one of $devices devices"
+        local started
         for _ in $(seq 1 "$sends"); do
+            started=$(date +%s%N)
             send_and_wait "$port" '{"target": {"topic": "com.example.app"}, "alert": "campaign"}' >/dev/null
+            echo "$(( ($(date +%s%N) - started) / 1000000 ))" >>"$work/fanout.txt"
         done
     }
     seeded=$(database_size)
@@ -793,6 +801,13 @@ rows = db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name ORDER BY 2
 print(", ".join(f"{name} {size / 1e6:,.0f} MB" for name, size in rows))
 PY
 )
+    else
+        # The same for PostgreSQL: each relation of Herald's schema (tables, their indexes, TOAST), largest first.
+        breakdown=$(psql "${HERALD_BENCH_DATABASE_URL}" -At -c "SELECT string_agg(c.relname || ' ' || \
+            round(pg_relation_size(c.oid) / 1e6) || ' MB', ', ' ORDER BY pg_relation_size(c.oid) DESC) FROM (SELECT c.oid, \
+            c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+            WHERE n.nspname = '$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")' \
+            ORDER BY pg_relation_size(c.oid) DESC LIMIT 8) c")
     fi
     # 40 days older: past the outcomes' 30 days, within the sends' 90 (a send keeps its counts).
     shift_sql="UPDATE sends SET created_at = created_at - 3456000000000, updated_at = updated_at - 3456000000000"
@@ -807,13 +822,50 @@ PY
         python3 scripts/bench/open-loop.py "http://127.0.0.1:$port/api/token" "$register_rate" "$register_seconds" \
             --body "$register_body"
     }
+    # PG_WAIT_SAMPLES=1: what the registrations wait for, while retention deletes and idle: pg_stat_activity sampled
+    # every 10 ms in one session (its snapshot cleared each time), the active statements by kind and wait event; then
+    # what checkpoints, the WAL and autovacuum did meanwhile.
+    sample_waits() {  # LABEL: in the background, for REGISTER_SECONDS
+        [ "$backend" = postgres ] && [ "${PG_WAIT_SAMPLES:-0}" = 1 ] || return 0
+        local schema
+        schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
+        {
+            psql "${HERALD_BENCH_DATABASE_URL}" -At -F ' ' -c "SELECT '$1: checkpoints and buffers before', \
+                checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_backend FROM pg_stat_bgwriter" \
+                -c "SELECT '$1: WAL before', wal_records, wal_fpi, wal_bytes, wal_write, wal_sync FROM pg_stat_wal"
+            psql "${HERALD_BENCH_DATABASE_URL}" -At -F ' ' -c "CREATE TEMP TABLE samples (what text, wait text); \
+                DO \$\$ BEGIN FOR i IN 1..$((register_seconds * 100)) LOOP PERFORM pg_stat_clear_snapshot(); \
+                INSERT INTO samples SELECT CASE WHEN query LIKE '%herald_register%' THEN 'register' \
+                WHEN query LIKE 'DELETE%' OR query LIKE 'UPDATE sends SET outcomes_deleted_at%' \
+                OR query LIKE 'SELECT id FROM sends WHERE outcomes_deleted_at%' THEN 'retention' \
+                ELSE left(regexp_replace(query, '\\s+', ' ', 'g'), 40) END, \
+                coalesce(wait_event_type || ':' || wait_event, 'on CPU') FROM pg_stat_activity \
+                WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend'; \
+                PERFORM pg_sleep(0.01); END LOOP; END \$\$; \
+                SELECT '$1: sampled', what, wait, count(*) FROM samples GROUP BY what, wait ORDER BY what, 4 DESC" \
+                | grep -v '^CREATE TABLE$\|^DO$'
+            psql "${HERALD_BENCH_DATABASE_URL}" -At -F ' ' -c "SELECT '$1: checkpoints and buffers after', \
+                checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_backend FROM pg_stat_bgwriter" \
+                -c "SELECT '$1: WAL after', wal_records, wal_fpi, wal_bytes, wal_write, wal_sync FROM pg_stat_wal" \
+                -c "SELECT '$1: autovacuum so far', relname, autovacuum_count, autoanalyze_count, n_dead_tup \
+                    FROM pg_stat_user_tables WHERE schemaname = '$schema' AND autovacuum_count + autoanalyze_count > 0"
+        } >>"$work/waits.txt" 2>&1 &
+        sampler_pid=$!
+    }
+    sampled_open_loop() {  # LABEL
+        sampler_pid=
+        sample_waits "$1"
+        open_loop
+        if [ -n "$sampler_pid" ]; then wait "$sampler_pid" || true; fi
+    }
     # Info level, for retention's line; the server's first run starts once the store is migrated.
     server_log_level=info start_server "$url"
-    during=$(open_loop)
+    during=$(sampled_open_loop during)
     for _ in $(seq 1 600); do grep -q "Retention deleted" "$work/serve.log" && break; sleep 1; done
     retention_line=$(grep -m1 "Retention deleted" "$work/serve.log" || echo "retention did not finish")
     log "Registrations again, retention idle"
-    idle=$(open_loop)
+    idle=$(sampled_open_loop idle)
+    if [ -f "$work/waits.txt" ]; then cat "$work/waits.txt"; echo; fi
     stop_server
     after=$(database_size)
     # The space retention freed is reused: as many sends again, and their outcomes fit in it (PostgreSQL's files do
@@ -826,12 +878,13 @@ PY
         again=$(database_size)
     fi
     python3 - "$backend" "$devices" "$sends" "$seeded" "$before" "$after" "$again" "$during" "$idle" \
-        "$retention_line" "$register_rate" "${breakdown:-}" <<'PY'
-import json, sys
+        "$retention_line" "$register_rate" "${breakdown:-}" "$(cat "$work/fanout.txt")" <<'PY'
+import json, statistics, sys
 backend, devices, sends = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 seeded, before, after, again = [list(map(int, a.split())) for a in sys.argv[4:8]]
 during, idle = json.loads(sys.argv[8]), json.loads(sys.argv[9])
 line, rate, breakdown = sys.argv[10], sys.argv[11], sys.argv[12]
+fanout = [int(ms) / 1000 for ms in sys.argv[13].split()]
 mb = lambda b: f"{b / 1e6:,.0f} MB"
 outcomes = sends * devices
 print(f"| {backend}: {sends} sends × {devices:,} devices | seeded | after the sends | after retention | after {sends} sends again |")
@@ -848,6 +901,8 @@ print(f"Registrations at {rate}/s, open loop: during retention p50 {during['p50_
       f"max {during['max_ms']:.0f} ms, errors {during['errors']}; idle p50 {idle['p50_ms']:.1f} ms, p99 {idle['p99_ms']:.1f} ms, "
       f"max {idle['max_ms']:.0f} ms; p99 ratio {during['p99_ms'] / max(idle['p99_ms'], 0.001):.1f}")
 print(line[line.index("Retention deleted"):] if "Retention deleted" in line else line)
+print(f"Fan-out: {len(fanout)} sends to {devices:,} devices, wall times {', '.join(f'{t:.1f}' for t in fanout)} s; "
+      f"median {statistics.median(fanout):.1f} s, {devices / statistics.median(fanout):,.0f} devices/s")
 PY
     ;;
 *)

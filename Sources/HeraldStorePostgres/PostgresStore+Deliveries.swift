@@ -130,7 +130,7 @@ extension PostgresStore {
         let limit = max(1, limit)
         let rows = try await session("read delivery outcomes") { session in
             try await session.rows(StoreSQL.outcomes(of: id, after: cursor, limit: limit, .postgres)).map {
-                try $0.outcome()
+                try $0.outcome(send: id)
             }
         }
         return OutcomePage(rows, limit: limit)

@@ -9,7 +9,7 @@ extension PostgresStore {
         return try await transaction("record delivery receipts") { session in
             var recording = ReceiptRecording(events, at: now, .postgres)
             for (index, lookup) in recording.lookups.enumerated() {
-                try recording.resolve(index, row: try await session.rows(lookup).first)
+                try recording.resolve(index, rows: try await session.rows(lookup))
             }
             for (index, insert) in recording.inserts().enumerated() {
                 recording.inserted(index, row: try await session.rows(insert).first)

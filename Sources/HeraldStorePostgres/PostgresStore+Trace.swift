@@ -4,8 +4,8 @@ public import HeraldStore
 extension PostgresStore {
     public func deliveryTrace(of id: SendID, to token: DeviceToken) async throws -> StoredDeliveryTrace {
         try await session("read a delivery trace") { session in
-            var outcome = try await session.rows(StoreSQL.outcome(of: id, to: token, .postgres)).first?.outcome()
-                .outcome
+            var outcome = try await session.rows(StoreSQL.outcome(of: id, to: token, .postgres)).first?
+                .outcome(send: id).outcome
             if outcome != nil {
                 outcome?.attempts = try await session.rows(StoreSQL.attempts(of: id, to: token, .postgres)).map {
                     try $0.deliveryAttempt()

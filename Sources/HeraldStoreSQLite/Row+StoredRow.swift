@@ -53,12 +53,16 @@ extension Database {
     /// Inserts outcomes numbered from `firstSequence`, one prepared row statement each, and counts those inserted: a
     /// device the send already has an outcome for keeps it.
     func insertOutcomes(_ outcomes: [DeliveryOutcome], of id: SendID, firstSequence: Int64) throws -> OutcomeCounts {
+        guard !outcomes.isEmpty else { return OutcomeCounts() }
         let statement = try cachedStatement(sql: StoreSQL.insertOneOutcomeSQL)
-        let send = SQLStatement.Value.text(id.description)
+        guard let reference = try rows(StoreSQL.sendReference(of: id, .sqlite)).first?.optionalInteger(0) else {
+            throw SendRecord.notFound(id)
+        }
+        let send = SQLStatement.Value.integer(reference)
         var counts = OutcomeCounts()
         for (offset, outcome) in outcomes.enumerated() {
-            try run(statement, binding: [send] + StoreSQL.outcomeValues(outcome, sequence: firstSequence + Int64(offset)))
-            { _ in }
+            let values = StoreSQL.outcomeValues(outcome, send: id, sequence: firstSequence + Int64(offset))
+            try run(statement, binding: [send] + values + [.text(StoreSQL.suffixHex(outcome.token))]) { _ in }
             if sqlite3_changes(sqliteConnection) > 0 { counts.add(kinds: CollectionOfOne(outcome.result.kind)) }
         }
         try insertAttempts(outcomes, of: id)

@@ -94,7 +94,9 @@ extension SQLiteStore {
     public func outcomes(of id: SendID, after cursor: OutcomeCursor?, limit: Int) async throws -> OutcomePage {
         let limit = max(1, limit)
         let rows = try await read("read delivery outcomes") { db in
-            try db.rows(StoreSQL.outcomes(of: id, after: cursor, limit: limit, .sqlite)).map { try $0.outcome() }
+            try db.rows(StoreSQL.outcomes(of: id, after: cursor, limit: limit, .sqlite)).map {
+                try $0.outcome(send: id)
+            }
         }
         return OutcomePage(rows, limit: limit)
     }

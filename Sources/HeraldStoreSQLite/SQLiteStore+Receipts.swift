@@ -9,7 +9,7 @@ extension SQLiteStore {
         return try await write("record delivery receipts") { db in
             var recording = ReceiptRecording(events, at: now, .sqlite)
             for (index, lookup) in recording.lookups.enumerated() {
-                try recording.resolve(index, row: try db.rows(lookup).first)
+                try recording.resolve(index, rows: try db.rows(lookup))
             }
             for (index, insert) in recording.inserts().enumerated() {
                 recording.inserted(index, row: try db.rows(insert).first)

@@ -5,7 +5,7 @@ public import HeraldStore
 extension SQLiteStore {
     public func deliveryTrace(of id: SendID, to token: DeviceToken) async throws -> StoredDeliveryTrace {
         try await read("read a delivery trace") { db in
-            var outcome = try db.rows(StoreSQL.outcome(of: id, to: token, .sqlite)).first?.outcome().outcome
+            var outcome = try db.rows(StoreSQL.outcome(of: id, to: token, .sqlite)).first?.outcome(send: id).outcome
             outcome?.attempts = try db.rows(StoreSQL.attempts(of: id, to: token, .sqlite)).map {
                 try $0.deliveryAttempt()
             }

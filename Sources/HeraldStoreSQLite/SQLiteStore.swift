@@ -44,6 +44,7 @@ public final class SQLiteStore: Store, VersionedMigrations {
             // temporary files: they hold a write's pages only until it ends, and as files they cost a system call per
             // page, a fifth of a fan-out's time.
             try db.execute(sql: "PRAGMA temp_store = MEMORY")
+            db.add(function: HexFunction.unhex)
         }
         do {
             if let path = configuration.location.path {
@@ -92,7 +93,7 @@ public final class SQLiteStore: Store, VersionedMigrations {
                 let applied = Set(try Int64.fetchAll(db, sql: StoreSchema.selectVersions).map(Int.init))
                 for migration in try Migration.pending(StoreSchema.migrations, applied: applied)
                 where migration.version <= version {
-                    for statement in migration.statements { try db.execute(sql: statement) }
+                    for statement in migration.statements + migration.sqliteStatements { try db.execute(sql: statement) }
                     try db.execute(StoreSchema.recordMigration(migration, at: now, .sqlite))
                 }
             }

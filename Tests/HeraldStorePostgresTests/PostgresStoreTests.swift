@@ -103,6 +103,13 @@ struct PostgresStoreTests {
         try await StoreConformance.checkUpgradeToReceipts(on: Self.fixture())
     }
 
+    @Test(
+        "a database of schema 26 keeps every outcome through the compact outcomes (27): tokens, apns-ids, order, trace, deliveries, receipts",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"), .timeLimit(.minutes(3)))
+    func upgradeToCompactOutcomes() async throws {
+        try await StoreConformance.checkUpgradeToCompactOutcomes(on: Self.fixture())
+    }
+
     @Test("a URL gives server, credentials, database, TLS mode, schema and pool size")
     func url() throws {
         let configuration = try PostgresStore.Configuration(

@@ -33,6 +33,13 @@ struct SQLiteStoreTests {
     }
 
     @Test(
+        "a database of schema 26 keeps every outcome through the compact outcomes (27): tokens, apns-ids, order, trace, deliveries, receipts"
+    )
+    func upgradeToCompactOutcomes() async throws {
+        try await StoreConformance.checkUpgradeToCompactOutcomes(on: Self.fixture().0)
+    }
+
+    @Test(
         "an in-memory store behaves the same for a single instance",
         arguments: [
             "an upsert creates a registration, and the next one updates it completely",

@@ -1,4 +1,3 @@
-import Crypto
 import DequeModule
 import Foundation
 import HeraldAPNS
@@ -418,18 +417,8 @@ public struct FanOut: Sendable {
     /// namespace, the same on every attempt, after every restart and on every instance. Anyone can compute it
     /// (`uuid.uuid5(uuid.UUID(send_id), token_hex)` in Python) to match APNs's or a device's logs to a send.
     public static func apnsID(send: SendID, token: DeviceToken) -> APNSID {
-        // Once per device of a fan-out: hashed from the token's stored text and into a tuple, with no array made.
-        var hash = Insecure.SHA1()
-        withUnsafeBytes(of: send.uuid.uuid) { hash.update(bufferPointer: $0) }
-        var hex = token.hex
-        hex.withUTF8 { hash.update(bufferPointer: UnsafeRawBufferPointer($0)) }
-        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        hash.finalize().withUnsafeBytes { digest in
-            withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: digest.prefix(16))) }
-        }
-        uuid.6 = uuid.6 & 0x0F | 0x50
-        uuid.8 = uuid.8 & 0x3F | 0x80
-        return APNSID(UUID(uuid: uuid))
+        // The store derives it too: an accepted outcome under this id is stored without it.
+        APNSID.derived(send: send, token: token)
     }
 
     static func seconds(_ duration: Duration) -> TimeInterval {

@@ -177,22 +177,22 @@ extension StoreSQL {
         SQLStatement(
             dialect,
             """
-            SELECT outcome, reason, action, count(*) FROM send_outcomes WHERE send_id = $1 \
+            SELECT outcome, reason, action, count(*) FROM send_outcomes WHERE send_ref = \(sendReference("$1")) \
             GROUP BY outcome, reason, action ORDER BY 4 DESC, 1, 2
             """, [.text(id.description)])
     }
 
-    /// A device's latest outcomes: rows of ``outcomeColumns`` then send id, target and summary.
+    /// A device's latest outcomes: rows of ``selectedOutcomeColumns(_:alias:)`` then send id, target and summary.
     package static func deliveries(to token: DeviceToken, limit: Int, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
-        let columns = outcomeColumns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }
-        return SQLStatement(
+        SQLStatement(
             dialect,
             """
-            SELECT \(columns.joined(separator: ", ")), s.id, s.target, s.summary FROM send_outcomes o \
-            JOIN sends s ON s.id = o.send_id WHERE o.token = $1 ORDER BY o.at DESC, o.send_id LIMIT $2
-            """, [.text(token.hex), .integer(Int64(limit))])
+            SELECT \(selectedOutcomeColumns(dialect, alias: "o.")), s.id, s.target, s.summary \
+            FROM \(outcomesByToken(dialect, alias: "o")) JOIN sends s ON s.ref = o.send_ref \
+            WHERE \(tokenIs("o.token", hex: "$1", suffixHex: "$3", dialect)) ORDER BY o.at DESC, s.id LIMIT $2
+            """, [.text(token.hex), .integer(Int64(limit)), .text(suffixHex(token))])
     }
 
     /// Registrations whose token ends with hex digits. The suffix is checked to be hex before it gets here, so it
@@ -241,7 +241,8 @@ extension StoredRow {
         guard let id = SendID(try text(12)) else {
             throw StoreError(.corruptRecord, "A stored send has an unreadable id: repair or delete the row.")
         }
-        return DeviceDelivery(sendID: id, target: try text(13), summary: try text(14), outcome: try outcome().outcome)
+        return DeviceDelivery(
+            sendID: id, target: try text(13), summary: try text(14), outcome: try outcome(send: id).outcome)
     }
 
     /// An outcome group from ``StoreSQL/outcomeGroups(of:_:)``.

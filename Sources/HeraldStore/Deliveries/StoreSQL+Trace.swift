@@ -42,11 +42,15 @@ extension StoreSQL {
         return statement
     }
 
-    /// A device's outcome in a send: one row of ``outcomeColumns``, or none.
+    /// A device's outcome in a send: one row of ``selectedOutcomeColumns(_:alias:)``, or none.
     package static func outcome(of id: SendID, to token: DeviceToken, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(
-            dialect, "SELECT \(outcomeColumns) FROM send_outcomes WHERE send_id = $1 AND token = $2",
-            [.text(id.description), .text(token.hex)])
+            dialect,
+            """
+            SELECT \(selectedOutcomeColumns(dialect)) FROM \(outcomesByToken(dialect)) \
+            WHERE \(tokenIs("token", hex: "$2", suffixHex: "$3", dialect)) AND send_ref = \(sendReference("$1"))
+            """,
+            [.text(id.description), .text(token.hex), .text(suffixHex(token))])
     }
 
     /// A device's attempts in a send, first to last.

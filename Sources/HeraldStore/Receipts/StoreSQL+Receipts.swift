@@ -3,35 +3,51 @@ package import HeraldCore
 
 /// The statements of delivery receipts and cancellation, for both backends (see ``StoreSQL``).
 extension StoreSQL {
-    /// The accepted outcome of a send for a device: rows of (send id, apns-id); none when APNs did not accept one, or
-    /// retention deleted the send's receipt events (a report counted again after its event was deleted would count
-    /// twice).
+    /// The accepted outcome of a send for a device: rows of (send id, apns-id), the apns-id `NULL` when it is the one
+    /// the send derives; none when APNs did not accept one, or retention deleted the send's receipt events (a report
+    /// counted again after its event was deleted would count twice).
     package static func acceptedOutcome(of id: SendID, for token: DeviceToken, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
         SQLStatement(
             dialect,
             """
-            SELECT o.send_id, o.apns_id FROM send_outcomes o JOIN sends s ON s.id = o.send_id \
-            WHERE o.send_id = $1 AND o.token = $2 AND o.outcome = 'accepted' AND s.receipts_deleted_at IS NULL
+            SELECT s.id, o.apns_id FROM \(outcomesByToken(dialect, alias: "o")) JOIN sends s ON s.ref = o.send_ref \
+            WHERE \(tokenIs("o.token", hex: "$2", suffixHex: "$3", dialect)) AND o.send_ref = \(sendReference("$1")) \
+            AND o.outcome = 'accepted' AND s.receipts_deleted_at IS NULL
             """,
-            [.text(id.description), .text(token.hex)])
+            [.text(id.description), .text(token.hex), .text(suffixHex(token))])
     }
 
     /// The accepted outcome with an `apns-id` for a device, of a send whose receipt events retention has not deleted:
-    /// rows of (send id, apns-id). Narrowed by the token first
-    /// (`send_outcomes_token_at`), so the cost is the device's own deliveries, whatever the table's size.
+    /// rows of (send id, apns-id): the stored match, then the device's latest ``derivedCandidates`` accepted outcomes
+    /// that store no apns-id (the one their send derives, which ``ReceiptRecording`` compares). Narrowed by the token
+    /// first (`send_outcomes_token`), so the cost is the device's own deliveries, whatever the table's size.
     package static func acceptedOutcome(apnsID: APNSID, for token: DeviceToken, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
-        SQLStatement(
+        let byToken = outcomesByToken(dialect, alias: "o")
+        let device = """
+            \(tokenIs("o.token", hex: "$1", suffixHex: "$4", dialect)) AND o.outcome = 'accepted' \
+            AND s.receipts_deleted_at IS NULL
+            """
+        return SQLStatement(
             dialect,
             """
-            SELECT o.send_id, o.apns_id FROM send_outcomes o JOIN sends s ON s.id = o.send_id \
-            WHERE o.token = $1 AND o.apns_id = $2 AND o.outcome = 'accepted' AND s.receipts_deleted_at IS NULL \
-            ORDER BY o.at DESC LIMIT 1
-            """, [.text(token.hex), .text(apnsID.headerValue)])
+            SELECT * FROM (SELECT s.id, o.apns_id FROM \(byToken) JOIN sends s ON s.ref = o.send_ref \
+            WHERE \(device) AND o.apns_id = $2 ORDER BY o.at DESC LIMIT 1) matched \
+            UNION ALL SELECT * FROM (SELECT s.id, o.apns_id FROM \(byToken) JOIN sends s ON s.ref = o.send_ref \
+            WHERE \(device) AND o.apns_id IS NULL ORDER BY o.at DESC LIMIT $3) derived
+            """,
+            [
+                .text(token.hex), .text(apnsID.headerValue), .integer(Int64(derivedCandidates)),
+                .text(suffixHex(token)),
+            ])
     }
+
+    /// How many of a device's latest accepted outcomes under a derived apns-id a receipt that names only its apns-id
+    /// is compared with: a device gets far fewer notifications than this within the retention of outcomes.
+    package static let derivedCandidates = 1000
 
     /// Stores one event unless the same (send, device, kind, action) is stored; returns its kind when stored.
     package static func insertReceipt(
@@ -94,7 +110,7 @@ extension StoreSQL {
 }
 
 /// How a batch of receipt events is recorded, as statements each backend runs in one transaction, in order:
-/// ``lookups`` (one per event, answered with ``resolve(_:row:)``), then ``inserts`` (answered with
+/// ``lookups`` (one per event, answered with ``resolve(_:rows:)``), then ``inserts`` (answered with
 /// ``inserted(_:row:)``), then ``countUpdates``; ``results`` says what became of each event.
 ///
 /// Inserts and count updates are sorted by key, so two batches that touch the same rows on PostgreSQL take their
@@ -129,12 +145,21 @@ package struct ReceiptRecording {
         }
     }
 
-    /// Takes the answer of an event's lookup: its first row, or `nil`.
-    package mutating func resolve(_ index: Int, row: (some StoredRow)?) throws {
-        guard let row else { return }
-        let send = try row.text(0)
-        if let apnsID = events[index].apnsID, try row.optionalText(1)?.lowercased() != apnsID.headerValue { return }
-        sends[index] = send
+    /// Takes the answer of an event's lookup: the first row whose apns-id (stored, or derived from its send when it
+    /// stores none) is the event's, if it names one.
+    package mutating func resolve(_ index: Int, rows: [some StoredRow]) throws {
+        let event = events[index]
+        for row in rows {
+            let send = try row.text(0)
+            if let apnsID = event.apnsID {
+                let matched =
+                    try row.optionalText(1).map { $0.lowercased() == apnsID.headerValue }
+                    ?? (SendID(send).map { APNSID.derived(send: $0, token: event.token) == apnsID } ?? false)
+                guard matched else { continue }
+            }
+            sends[index] = send
+            return
+        }
     }
 
     /// The inserts of the resolved events (and the `received` they imply), sorted by key.

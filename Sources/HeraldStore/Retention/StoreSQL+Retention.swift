@@ -3,11 +3,15 @@ extension StoreSQL {
     /// The statuses of a send that has finished: its outcomes, events and row may go once old enough.
     static let finishedStatuses = "status IN ('completed', 'failed', 'cancelled')"
 
-    /// The column that marks a send whose rows of a kind are deleted, and the table and key of those rows.
-    private static func perSend(_ kind: RetentionKind) -> (mark: String, table: String, key: String) {
+    /// The column that marks a send whose rows of a kind are deleted, the table and key of those rows, and how a row
+    /// names its send: by id, or by `ref` (outcomes, migration 27).
+    private static func perSend(_ kind: RetentionKind)
+        -> (mark: String, table: String, key: String, owner: (column: String, sendColumn: String))
+    {
         switch kind {
-        case .receiptEvents: ("receipts_deleted_at", "receipt_events", "send_id, token, kind, action")
-        default: ("outcomes_deleted_at", "send_outcomes", "send_id, seq")
+        case .receiptEvents:
+            ("receipts_deleted_at", "receipt_events", "send_id, token, kind, action", ("send_id", "id"))
+        default: ("outcomes_deleted_at", "send_outcomes", "send_ref, seq", ("send_ref", "ref"))
         }
     }
 
@@ -28,14 +32,15 @@ extension StoreSQL {
     static func deleteRows(_ kind: RetentionKind, ofSends sends: [String], limit: Int, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
-        let (_, table, key) = perSend(kind)
+        let (_, table, key, owner) = perSend(kind)
         var statement = SQLStatement(dialect)
         let list = statement.bindList(sends)
         let limitPlaceholder = statement.bind(.integer(Int64(limit)))
+        let owned = owner.column == "send_id" ? list : "SELECT \(owner.sendColumn) FROM sends WHERE id IN (\(list))"
         // By key, through the table's primary key: a range of it per send.
         statement.sql = """
-            DELETE FROM \(table) WHERE (\(key)) IN (SELECT \(key) FROM \(table) WHERE send_id IN (\(list)) \
-            ORDER BY \(key) LIMIT \(limitPlaceholder)) RETURNING send_id
+            DELETE FROM \(table) WHERE (\(key)) IN (SELECT \(key) FROM \(table) WHERE \(owner.column) IN (\(owned)) \
+            ORDER BY \(key) LIMIT \(limitPlaceholder)) RETURNING \(owner.column)
             """
         return statement
     }
@@ -44,13 +49,13 @@ extension StoreSQL {
     static func markSends(_ sends: [String], without kind: RetentionKind, at now: Int64, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
-        let (mark, table, _) = perSend(kind)
+        let (mark, table, _, owner) = perSend(kind)
         var statement = SQLStatement(dialect)
         let nowPlaceholder = statement.bind(.integer(now))
         let list = statement.bindList(sends)
         statement.sql = """
             UPDATE sends SET \(mark) = \(nowPlaceholder) WHERE id IN (\(list)) \
-            AND NOT EXISTS (SELECT 1 FROM \(table) r WHERE r.send_id = sends.id) RETURNING id
+            AND NOT EXISTS (SELECT 1 FROM \(table) r WHERE r.\(owner.column) = sends.\(owner.sendColumn)) RETURNING id
             """
         return statement
     }

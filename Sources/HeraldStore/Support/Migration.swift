@@ -8,12 +8,19 @@ package struct Migration: Sendable {
     package let statements: [String]
     /// Statements only PostgreSQL runs, after ``statements`` (stored functions).
     package let postgresStatements: [String]
+    /// Statements only SQLite runs, after ``statements``: where the two backends' DDL differs (column types,
+    /// `WITHOUT ROWID`, triggers).
+    package let sqliteStatements: [String]
 
-    package init(version: Int, name: String, statements: [String], postgresStatements: [String] = []) {
+    package init(
+        version: Int, name: String, statements: [String], postgresStatements: [String] = [],
+        sqliteStatements: [String] = []
+    ) {
         self.version = version
         self.name = name
         self.statements = statements
         self.postgresStatements = postgresStatements
+        self.sqliteStatements = sqliteStatements
     }
 
     /// The migrations of a list that a database with these versions applied still lacks, in order.

@@ -278,13 +278,19 @@ package enum StoreSQL {
     /// PostgreSQL: records a batch of outcomes in one statement, after ``lockSend(_:_:)`` in the same transaction:
     /// inserts them numbered after the send's last outcome (one array parameter per column), adds the kinds of those
     /// inserted to the send's counts, moves its checkpoint, and returns its counts (no row when there is no such send).
-    /// A device the send already has an outcome for keeps it and is not counted again.
+    /// A device the send already has an outcome for keeps it and is not counted again: the statement looks for it
+    /// (there is no unique index to conflict with, see migration 27), and the send's lock keeps two batches from
+    /// looking at once; a device twice in the batch is recorded the first time. The look is a lateral subquery with a
+    /// `LIMIT`, which PostgreSQL runs per row through the `(suffix, send)` index: a `NOT EXISTS` may be planned as an
+    /// anti-join over the send's whole range of the primary key, a million rows for a campaign, once per batch.
     package static func recordOutcomes(
         _ outcomes: [DeliveryOutcome], of id: SendID, checkpoint: DeviceCursor?, at now: Date
     ) -> SQLArrayStatement {
-        SQLArrayStatement(
+        var seen = Set<DeviceToken>()
+        let firsts = outcomes.filter { seen.insert($0.token).inserted }
+        return SQLArrayStatement(
             sql: recordOutcomesSQL,
-            rows: outcomes.enumerated().map { outcomeValues($1, sequence: Int64($0 + 1)) },
+            rows: firsts.enumerated().map { outcomeValues($1, send: id, sequence: Int64($0 + 1)) },
             width: outcomeColumnTypes.count,
             scalars: [
                 .text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now)),
@@ -301,12 +307,22 @@ package enum StoreSQL {
     private static let recordOutcomesSQL: String = {
         let arrays = outcomeColumnTypes.enumerated().map { "$\($0 + 1)::\($1)[]" }.joined(separator: ", ")
         let (send, checkpoint, time) = ("$13", "$14", "$15")
-        let selected = outcomeColumnNames.map { $0 == "seq" ? "last.seq + v.seq" : "v.\($0)" }.joined(separator: ", ")
+        let selected = outcomeColumnNames.map {
+            switch $0 {
+            case "seq": "last.seq + v.seq"
+            case "token": tokenBytes("v.token", .postgres)
+            default: "v.\($0)"
+            }
+        }.joined(separator: ", ")
+        let token = tokenBytes("v.token", .postgres)
         return """
-            WITH last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_id = \(send)), \
-            inserted AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) \
-            SELECT \(send), \(selected) FROM last, unnest(\(arrays)) AS v(\(outcomeColumns)) \
-            ON CONFLICT (send_id, token) DO NOTHING RETURNING outcome) \
+            WITH ref AS (SELECT ref FROM sends WHERE id = \(send)), \
+            last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes, ref WHERE send_ref = ref.ref), \
+            inserted AS (INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) \
+            SELECT ref.ref, \(selected) FROM ref CROSS JOIN last CROSS JOIN unnest(\(arrays)) AS v(\(outcomeColumns)) \
+            LEFT JOIN LATERAL (SELECT 1 AS found FROM send_outcomes o \
+            WHERE \(tokenSuffix("o.token")) = \(tokenSuffix(token)) AND o.send_ref = ref.ref AND o.token = \(token) \
+            LIMIT 1) recorded ON true WHERE recorded.found IS NULL RETURNING outcome) \
             UPDATE sends SET accepted = accepted + (SELECT count(*) FROM inserted WHERE outcome = 'accepted'), \
             rejected = rejected + (SELECT count(*) FROM inserted WHERE outcome = 'rejected'), \
             failed = failed + (SELECT count(*) FROM inserted WHERE outcome NOT IN ('accepted', 'rejected')), \
@@ -315,13 +331,18 @@ package enum StoreSQL {
             """
     }()
 
-    /// SQLite: inserts one outcome; the send id is `?1`, then ``outcomeValues(_:sequence:)``. A device the send already
-    /// has an outcome for keeps it (no change). The same SQL for every row, so it is prepared once per connection and
+    /// SQLite: inserts one outcome; the send's `ref` is `?1`, then ``outcomeValues(_:send:sequence:)``, then the
+    /// token's ``suffixHex(_:)``. A device the send already has an outcome for keeps it (no change): the statement looks for
+    /// it, under SQLite's single writer. The same SQL for every row, so it is prepared once per connection and
     /// only rebound: in process, a statement per row costs less than multi-row statements, which SQLite journals per
     /// statement and whose binding looks placeholders up linearly.
     package static let insertOneOutcomeSQL =
-        "INSERT INTO send_outcomes (send_id, \(outcomeColumns)) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
-        + "ON CONFLICT (send_id, token) DO NOTHING"
+        """
+        INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) \
+        SELECT ?1, ?2, herald_unhex(?3), ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 WHERE NOT EXISTS \
+        (SELECT 1 FROM \(outcomesByToken(.sqlite)) WHERE \(tokenIs("token", hex: "?3", suffixHex: "?14", .sqlite)) \
+        AND send_ref = ?1)
+        """
 
     /// A send's id, locked on PostgreSQL so that its batches are numbered one after the other (SQLite's single writer
     /// holds it already); no row when there is no such send.
@@ -332,25 +353,35 @@ package enum StoreSQL {
     /// The sequence number of a send's last outcome, 0 for none. Run after ``lockSend(_:_:)``.
     package static func lastOutcomeSequence(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(
-            dialect, "SELECT coalesce(max(seq), 0) FROM send_outcomes WHERE send_id = $1", [.text(id.description)])
+            dialect, "SELECT coalesce(max(seq), 0) FROM send_outcomes WHERE send_ref = \(sendReference("$1"))",
+            [.text(id.description)])
+    }
+
+    /// SQLite: a send's `ref`, which ``insertOneOutcomeSQL`` binds; no row when there is no such send.
+    package static func sendReference(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(dialect, "SELECT ref FROM sends WHERE id = $1", [.text(id.description)])
     }
 
     /// The bound values of outcome rows, in ``outcomeColumns`` order, numbered from `firstSequence`.
     private static func outcomeValues(
-        _ outcomes: ArraySlice<DeliveryOutcome>, firstSequence: Int64, binding statement: inout SQLStatement
+        _ outcomes: ArraySlice<DeliveryOutcome>, send: SendID, firstSequence: Int64,
+        binding statement: inout SQLStatement
     ) -> [String] {
         outcomes.enumerated().map { offset, outcome in
-            outcomeValues(outcome, sequence: firstSequence + Int64(offset)).map { statement.bind($0) }
+            outcomeValues(outcome, send: send, sequence: firstSequence + Int64(offset)).map { statement.bind($0) }
                 .joined(separator: ", ")
         }
     }
 
-    /// The values of one outcome row, in ``outcomeColumns`` order.
-    package static func outcomeValues(_ outcome: DeliveryOutcome, sequence: Int64) -> [SQLStatement.Value] {
+    /// The values of one outcome row of a send, in ``outcomeColumns`` order: the token as hex (the statements store
+    /// its bytes), no apns-id when it is the one the send derives.
+    package static func outcomeValues(_ outcome: DeliveryOutcome, send: SendID, sequence: Int64)
+        -> [SQLStatement.Value]
+    {
         let columns = outcome.resultColumns
         return [
             .integer(sequence), .text(outcome.token.hex), .text(outcome.environment.name), .text(outcome.result.kind),
-            .textOrNull(columns.apnsID), .integerOrNull(columns.status), .textOrNull(columns.reason),
+            .textOrNull(storedAPNSID(outcome, send: send)), .integerOrNull(columns.status), .textOrNull(columns.reason),
             .integerOrNull(columns.timestamp), .textOrNull(columns.message),
             .integer(StoreTime.microseconds(outcome.at)),
             .textOrNull(outcome.action?.rawValue), .textOrNull(outcome.apnsUniqueID),
@@ -368,18 +399,19 @@ package enum StoreSQL {
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
             rejected, failed, message, suppressed_preference, topic, suppressed_frequency_cap, suppressed_quiet_dropped, \
             suppressed_quiet_deferred) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
-            ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
+            ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns), ref
             """
         guard !outcomes.isEmpty else {
             statement.sql = insertSend
             return statement
         }
-        let rows = outcomeValues(outcomes[...], firstSequence: 1, binding: &statement)
+        let rows = outcomeValues(outcomes[...], send: send.id, firstSequence: 1, binding: &statement)
         statement.sql = """
-            WITH created AS (\(insertSend)), recorded AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) \
-            SELECT created.id, v.seq::bigint, v.token, v.environment, v.outcome, v.apns_id, v.status::bigint, v.reason, \
+            WITH created AS (\(insertSend)), recorded AS (INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) \
+            SELECT created.ref, v.seq::bigint, decode(v.token, 'hex'), v.environment, v.outcome, v.apns_id, \
+            v.status::bigint, v.reason, \
             v.apns_timestamp::bigint, v.message, v.at::bigint, v.action, v.apns_unique_id FROM created, (VALUES \(rows.map { "(\($0))" }.joined(separator: ", "))) \
-            AS v(\(outcomeColumns))) SELECT * FROM created
+            AS v(\(outcomeColumns))) SELECT \(sendColumns) FROM created
             """
         return statement
     }
@@ -393,7 +425,7 @@ package enum StoreSQL {
         let sendRows = sends.map { finishedSendValues($0.send, outcomes: $0.outcomes, at: $0.at) }
         let outcomeRows: [[Value]] = sends.flatMap { send, outcomes, _ in
             let id = Value.text(send.id.description)
-            return outcomes.enumerated().map { [id] + outcomeValues($1, sequence: Int64($0 + 1)) }
+            return outcomes.enumerated().map { [id] + outcomeValues($1, send: send.id, sequence: Int64($0 + 1)) }
         }
         return SQLArrayStatement(
             sql: insertFinishedSendsSQL,
@@ -437,25 +469,32 @@ package enum StoreSQL {
         let names = finishedSendColumns.map(\.0)
         let insertedColumns = names.flatMap { $0 == "created_at" ? [$0, "updated_at"] : [$0] }.joined(separator: ", ")
         let inserted = names.flatMap { $0 == "created_at" ? [$0, $0] : [$0] }.joined(separator: ", ")
-        let outcomeNames = outcomeColumnNames.map { "o.\($0)" }.joined(separator: ", ")
+        let outcomeNames = outcomeColumnNames.map { $0 == "token" ? tokenBytes("o.token", .postgres) : "o.\($0)" }
+            .joined(separator: ", ")
         return """
             WITH v AS (SELECT * FROM unnest(\(sendArrays)) AS v(\(sendNames))), \
             created AS (INSERT INTO sends (\(insertedColumns)) SELECT \(inserted) FROM v ORDER BY id \
-            ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)), \
-            recorded AS (INSERT INTO send_outcomes (send_id, \(outcomeColumns)) SELECT created.id, \(outcomeNames) \
+            ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns), ref), \
+            recorded AS (INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) SELECT created.ref, \(outcomeNames) \
             FROM unnest(\(outcomeArrays)) AS o(send_id, \(outcomeColumns)) JOIN created ON created.id = o.send_id) \
-            SELECT * FROM created
+            SELECT \(sendColumns) FROM created
             """
     }()
 
-    /// Which of some tokens already have an outcome in a send.
+    /// Which of some tokens already have an outcome in a send: rows of their hex.
     package static func tokensWithOutcomes(
         of id: SendID, among tokens: [DeviceToken], _ dialect: SQLStatement.Dialect
     ) -> SQLStatement {
         var statement = SQLStatement(dialect)
         let sendPlaceholder = statement.bind(id.description)
-        let list = statement.bindList(tokens.map(\.hex))
-        statement.sql = "SELECT token FROM send_outcomes WHERE send_id = \(sendPlaceholder) AND token IN (\(list))"
+        let suffixes = Set(tokens.map(suffixHex)).sorted().map { tokenBytes(statement.bind($0), dialect) }
+        let list = tokens.map { tokenBytes(statement.bind($0.hex), dialect) }.joined(separator: ", ")
+        // Through the index of (suffix, send): one probe per suffix.
+        statement.sql = """
+            SELECT \(tokenHex("token", dialect)) FROM \(outcomesByToken(dialect)) \
+            WHERE \(tokenSuffix("token")) IN (\(suffixes.joined(separator: ", "))) \
+            AND send_ref = \(sendReference(sendPlaceholder)) AND token IN (\(list))
+            """
         return statement
     }
 
@@ -493,7 +532,7 @@ package enum StoreSQL {
         "seq, token, environment, outcome, apns_id, status, reason, apns_timestamp, message, at, action, apns_unique_id"
 
     /// ``outcomeColumns`` one by one.
-    private static let outcomeColumnNames = outcomeColumns.split(separator: ",").map {
+    static let outcomeColumnNames = outcomeColumns.split(separator: ",").map {
         $0.trimmingCharacters(in: .whitespaces)
     }
 
@@ -503,7 +542,10 @@ package enum StoreSQL {
     ) -> SQLStatement {
         SQLStatement(
             dialect,
-            "SELECT \(outcomeColumns) FROM send_outcomes WHERE send_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            """
+            SELECT \(selectedOutcomeColumns(dialect)) FROM send_outcomes WHERE send_ref = \(sendReference("$1")) \
+            AND seq > $2 ORDER BY seq LIMIT $3
+            """,
             [.text(id.description), .integer(cursor?.sequence ?? 0), .integer(Int64(limit + 1))])
     }
 

@@ -62,10 +62,17 @@ extension StoredRow {
             suppressedQuietHours: (dropped: Int(integer(22)), deferred: Int(integer(23))))
     }
 
-    /// An outcome from the columns of ``StoreSQL/outcomeColumns``, with its sequence number.
-    package func outcome() throws -> (sequence: Int64, outcome: DeliveryOutcome) {
+    /// An outcome of a send from the columns of ``StoreSQL/selectedOutcomeColumns(_:alias:)``, with its sequence
+    /// number. An accepted outcome that stores no `apns-id` has the one its send derives (migration 27).
+    package func outcome(send: SendID) throws -> (sequence: Int64, outcome: DeliveryOutcome) {
+        let token = try text(1)
+        let kind = try text(3)
+        var apnsID = try optionalText(4)
+        if apnsID == nil, kind == "accepted" {
+            apnsID = APNSID.derived(send: send, token: try DeviceToken(storedHex: token)).headerValue
+        }
         let outcome = try DeliveryOutcome(
-            token: text(1), environment: text(2), kind: text(3), apnsID: optionalText(4),
+            token: token, environment: text(2), kind: kind, apnsID: apnsID,
             status: optionalInteger(5).map(Int.init), reason: optionalText(6), apnsTimestamp: optionalInteger(7),
             message: optionalText(8), at: integer(9), action: optionalText(10), apnsUniqueID: optionalText(11))
         return (try integer(0), outcome)

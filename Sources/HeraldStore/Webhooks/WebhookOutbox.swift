@@ -68,8 +68,9 @@ package struct WebhookOutbox {
                         SQLStatement(
                             dialect,
                             """
-                            SELECT 1 FROM send_outcomes o JOIN devices d ON d.token = o.token \
-                            WHERE o.send_id = $1 AND d.topic = $2 LIMIT 1
+                            SELECT 1 FROM send_outcomes o \
+                            JOIN devices d ON d.token = \(StoreSQL.tokenHex("o.token", dialect)) \
+                            WHERE o.send_ref = \(StoreSQL.sendReference("$1")) AND d.topic = $2 LIMIT 1
                             """, [.text(send.description), .text(app)])))
             }
         }

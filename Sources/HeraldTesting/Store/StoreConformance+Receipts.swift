@@ -143,69 +143,78 @@ extension StoreConformance {
     /// swaps the sends' status column, which must not touch their outcomes (on SQLite a table rebuild would
     /// cascade-delete them).
     public static func checkUpgradeToReceipts(on fixture: StoreFixture) async throws {
+        try await withUnmigrated(fixture) { store, upgradable, clock in
+            try await upgradable.migrate(through: 6)
+            #expect(try await store.health().schemaVersion == 6)
+            // Rows as schema 6 had them, written as they are: today's statements name later columns.
+            let (done, running) = (SendID(), SendID())
+            let at = StoreTime.microseconds(clock.now())
+            let lease = at + 60_000_000
+            let checkpoint = "production:" + token(2).hex
+            try await upgradable.executeRaw([
+                """
+                INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, \
+                accepted, rejected, failed, checkpoint, worker, lease_until, message) VALUES \
+                ('\(done)', \(at), \(at), 'user 1', 'done', NULL, 'completed', 2, 2, 0, 0, '\(checkpoint)', NULL, \
+                NULL, NULL), \
+                ('\(running)', \(at), \(at), 'user 2', 'running', '{}', 'running', NULL, 0, 0, 1, NULL, 'v', \
+                \(lease), NULL)
+                """,
+                """
+                INSERT INTO send_outcomes (send_id, seq, token, environment, outcome, apns_id, status, reason, \
+                apns_timestamp, message, at, action) VALUES \
+                ('\(done)', 1, '\(token(1).hex)', 'production', 'accepted', '\(APNSID())', NULL, NULL, NULL, NULL, \
+                \(at), NULL), \
+                ('\(done)', 2, '\(token(2).hex)', 'development', 'accepted', '\(APNSID())', NULL, NULL, NULL, NULL, \
+                \(at), NULL), \
+                ('\(running)', 1, '\(token(3).hex)', 'production', 'failed', NULL, NULL, NULL, NULL, 'reset', \(at), NULL)
+                """,
+                """
+                INSERT INTO devices (token, topic, environment, token_kind, user_id, tags, registered_at, \
+                created_at, updated_at) VALUES ('\(token(4).hex)', '\(topic)', 'development', 'device', 'u', \
+                '["beta"]', \(at), \(at), \(at))
+                """,
+                "INSERT INTO device_tags (tag, token) VALUES ('beta', '\(token(4).hex)')",
+            ])
+
+            try await store.migrate()
+            #expect(try await store.health().schemaVersion == StoreSchema.latestVersion)
+            let completed = try #require(try await store.send(done))
+            #expect(completed.status == .completed && completed.targetCount == 2 && completed.counts.accepted == 2)
+            #expect(completed.checkpoint == DeviceCursor(checkpoint) && completed.sendAt == nil)
+            let held = try #require(try await store.send(running))
+            #expect(held.status == .running && held.worker == "v" && held.counts.failed == 1 && held.job == "{}")
+            #expect(try await store.outcomes(of: done, after: nil, limit: 10).outcomes.count == 2)
+            #expect(try await store.outcomes(of: running, after: nil, limit: 10).outcomes.count == 1)
+            #expect(try await store.cancelSend(running)?.status == .cancelled)
+            #expect(try await store.cancelSend(done)?.status == .completed)
+            #expect(
+                try await store.claimNextQueuedSend(worker: "x", leaseUntil: clock.now().addingTimeInterval(60))
+                    == nil)
+
+            let device = try #require(try await store.device(token(4)))
+            #expect(device.userID == "u" && device.tags == ["beta"] && device.registration.timeZone == nil)
+            // The registration statement of the latest schema (PostgreSQL: herald_register, replaced by 8).
+            var again = device.registration
+            again.timeZone = "Asia/Tokyo"
+            #expect(try await store.upsert(again).registration.registration == again)
+            #expect(
+                try await store.devices(matching: .tag("beta"), after: nil, limit: 10).devices.map(\.token)
+                    == [token(4)], "the tag rows of the old registration are still there")
+        }
+    }
+
+    /// Runs `body` with a store on a fresh database that is running but not migrated, as an upgrade test needs it
+    /// (the store, its ``VersionedMigrations``, its clock), then cleans the database up.
+    static func withUnmigrated(
+        _ fixture: StoreFixture,
+        _ body: (any Store, any VersionedMigrations, ManualWallClock) async throws -> Void
+    ) async throws {
         let clock = ManualWallClock()
         do {
             let store = try fixture.open(clock)
             let upgradable = try #require(store as? any VersionedMigrations)
-            try await withRunning(store, migrate: false) { store in
-                try await upgradable.migrate(through: 6)
-                #expect(try await store.health().schemaVersion == 6)
-                // Rows as schema 6 had them, written as they are: today's statements name later columns.
-                let (done, running) = (SendID(), SendID())
-                let at = StoreTime.microseconds(clock.now())
-                let lease = at + 60_000_000
-                let checkpoint = "production:" + token(2).hex
-                try await upgradable.executeRaw([
-                    """
-                    INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, \
-                    accepted, rejected, failed, checkpoint, worker, lease_until, message) VALUES \
-                    ('\(done)', \(at), \(at), 'user 1', 'done', NULL, 'completed', 2, 2, 0, 0, '\(checkpoint)', NULL, \
-                    NULL, NULL), \
-                    ('\(running)', \(at), \(at), 'user 2', 'running', '{}', 'running', NULL, 0, 0, 1, NULL, 'v', \
-                    \(lease), NULL)
-                    """,
-                    """
-                    INSERT INTO send_outcomes (send_id, seq, token, environment, outcome, apns_id, status, reason, \
-                    apns_timestamp, message, at, action) VALUES \
-                    ('\(done)', 1, '\(token(1).hex)', 'production', 'accepted', '\(APNSID())', NULL, NULL, NULL, NULL, \
-                    \(at), NULL), \
-                    ('\(done)', 2, '\(token(2).hex)', 'development', 'accepted', '\(APNSID())', NULL, NULL, NULL, NULL, \
-                    \(at), NULL), \
-                    ('\(running)', 1, '\(token(3).hex)', 'production', 'failed', NULL, NULL, NULL, NULL, 'reset', \(at), NULL)
-                    """,
-                    """
-                    INSERT INTO devices (token, topic, environment, token_kind, user_id, tags, registered_at, \
-                    created_at, updated_at) VALUES ('\(token(4).hex)', '\(topic)', 'development', 'device', 'u', \
-                    '["beta"]', \(at), \(at), \(at))
-                    """,
-                    "INSERT INTO device_tags (tag, token) VALUES ('beta', '\(token(4).hex)')",
-                ])
-
-                try await store.migrate()
-                #expect(try await store.health().schemaVersion == StoreSchema.latestVersion)
-                let completed = try #require(try await store.send(done))
-                #expect(completed.status == .completed && completed.targetCount == 2 && completed.counts.accepted == 2)
-                #expect(completed.checkpoint == DeviceCursor(checkpoint) && completed.sendAt == nil)
-                let held = try #require(try await store.send(running))
-                #expect(held.status == .running && held.worker == "v" && held.counts.failed == 1 && held.job == "{}")
-                #expect(try await store.outcomes(of: done, after: nil, limit: 10).outcomes.count == 2)
-                #expect(try await store.outcomes(of: running, after: nil, limit: 10).outcomes.count == 1)
-                #expect(try await store.cancelSend(running)?.status == .cancelled)
-                #expect(try await store.cancelSend(done)?.status == .completed)
-                #expect(
-                    try await store.claimNextQueuedSend(worker: "x", leaseUntil: clock.now().addingTimeInterval(60))
-                        == nil)
-
-                let device = try #require(try await store.device(token(4)))
-                #expect(device.userID == "u" && device.tags == ["beta"] && device.registration.timeZone == nil)
-                // The registration statement of the latest schema (PostgreSQL: herald_register, replaced by 8).
-                var again = device.registration
-                again.timeZone = "Asia/Tokyo"
-                #expect(try await store.upsert(again).registration.registration == again)
-                #expect(
-                    try await store.devices(matching: .tag("beta"), after: nil, limit: 10).devices.map(\.token)
-                        == [token(4)], "the tag rows of the old registration are still there")
-            }
+            try await withRunning(store, migrate: false) { store in try await body(store, upgradable, clock) }
         } catch {
             await fixture.cleanup()
             throw error

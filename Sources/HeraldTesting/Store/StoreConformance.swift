@@ -49,7 +49,7 @@ public enum StoreConformance {
     public static var cases: [Case] {
         tokenCases + deliveryCases + keyCases + lifecycleCases + consoleCases + receiptCases + activityCases
             + channelCases + shardCases + idempotencyCases + retentionCases + preferenceCases + webhookCases
-            + traceCases + accessCases + frequencyCapCases + ownQuietHoursCases
+            + traceCases + accessCases + frequencyCapCases + ownQuietHoursCases + compactOutcomeCases
     }
 
     /// Runs one case on a fresh database: opens a store, runs and migrates it, runs the case, then cleans up.
