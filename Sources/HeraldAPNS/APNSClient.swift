@@ -188,10 +188,14 @@ public final class APNSClient: Service, Sendable {
     /// Starts sending one prepared notification without a task, for bulk loops (``APNSBulkSend``): if a connection has
     /// a free stream right now, the request is written and `answered` is called once, on an event loop, with how it
     /// ended or with the retry to run in a task. It must not block.
+    ///
+    /// Such a send has no task to cancel: `cancellation` cancels it instead (``APNSCancellation``), and it then ends
+    /// ``APNSClientError/Code/cancelled``. A retry handed back as `.continuing` runs in the caller's task and answers
+    /// that task's cancellation.
     /// - Returns: `false` when no stream is free (or no connection is open yet): nothing was sent, and the caller
     ///   should use ``send(_:to:)-(PreparedNotification,_)`` from a task instead, which waits for one.
     public func startSending(
-        _ notification: PreparedNotification, to token: DeviceToken,
+        _ notification: PreparedNotification, to token: DeviceToken, cancellation: APNSCancellation? = nil,
         answered: @escaping @Sendable (APNSStarted<APNSDelivery>) -> Void
     ) -> Bool {
         let providerToken = configuration.credentials.tokenCache?.currentToken()
@@ -201,7 +205,7 @@ public final class APNSClient: Service, Sendable {
                 notification: notification, body: shared.body, token: token,
                 apnsID: notification.apnsID?.headerValue ?? ids.next(), providerToken: providerToken,
                 template: shared.template),
-            answered: answered)
+            cancellation: cancellation, answered: answered)
     }
 
     /// Sends many notifications with at most `maximumInFlight` at once, calling `onDelivery` for each outcome as it
@@ -220,19 +224,26 @@ public final class APNSClient: Service, Sendable {
         typealias Bulk = APNSBulkSend<APNSBulkItem<Void>, APNSDelivery>
         let answers = BatchQueue<Bulk.Answer>()
         var bulk: Bulk = bulkSend(permits: maximumInFlight) { answers.push($0) }
-        try await withThrowingDiscardingTaskGroup { group in
-            func settle() async throws {
-                for answer in try await answers.take() {
-                    guard let delivery = bulk.outcome(of: answer, in: &group) else { continue }
-                    bulk.finished(1)
-                    try await onDelivery(delivery)
+        let cancellation = bulk.cancellation
+        // Cancelled, the loop ends at its next wait and the group cancels its tasks; the requests written without a
+        // task are reset rather than left holding their streams.
+        try await withTaskCancellationHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                func settle() async throws {
+                    for answer in try await answers.take() {
+                        guard let delivery = bulk.outcome(of: answer, in: &group) else { continue }
+                        bulk.finished(1)
+                        try await onDelivery(delivery)
+                    }
                 }
+                for try await (notification, token) in notifications {
+                    while !bulk.hasPermit { try await settle() }
+                    bulk.start(APNSBulkItem(notification, to: token, context: ()), in: &group)
+                }
+                while bulk.inFlight > 0 { try await settle() }
             }
-            for try await (notification, token) in notifications {
-                while !bulk.hasPermit { try await settle() }
-                bulk.start(APNSBulkItem(notification, to: token, context: ()), in: &group)
-            }
-            while bulk.inFlight > 0 { try await settle() }
+        } onCancel: {
+            cancellation.cancel()
         }
     }
 
@@ -288,7 +299,7 @@ public final class APNSClient: Service, Sendable {
             case .final(let delivery):
                 return delivery
             case .retry(let delay, let otherwise):
-                if !(await pause(delay)) { return giveUp(otherwise) }
+                if !(await pause(delay)) { return cancelled(otherwise) }
             }
         }
     }
@@ -310,7 +321,8 @@ public final class APNSClient: Service, Sendable {
         } catch let error as APNSClientError {
             return .failure(error)
         } catch {
-            return .failure(APNSClientError(.shutdown, "The send was cancelled before a connection was free."))
+            return .failure(APNSClientError(
+                .cancelled, "The request was cancelled while it waited for a free stream: it was never sent."))
         }
         metrics.attempt()
         progress.connection = lease.connection.id
@@ -322,7 +334,9 @@ public final class APNSClient: Service, Sendable {
 
     /// Starts an attempt without a task if a stream is free right now; `answered` gets its verdict on the event loop.
     /// - Returns: `false` when every stream is taken: the caller must wait for one.
-    private func startAttempt(_ send: Send, answered: @escaping @Sendable (APNSStarted<APNSDelivery>) -> Void) -> Bool {
+    private func startAttempt(
+        _ send: Send, cancellation: APNSCancellation?, answered: @escaping @Sendable (APNSStarted<APNSDelivery>) -> Void
+    ) -> Bool {
         guard let lease = pool.tryLease() else { return false }
         var attempting = send
         attempting.progress.begin(at: clockTime())
@@ -331,7 +345,9 @@ public final class APNSClient: Service, Sendable {
         attempting.progress.connection = lease.connection.id
         let started = ContinuousClock.now
         let sent = attempting
-        lease.connection.submit(APNSStreamRequest(template: sent.template, token: sent.token, apnsID: sent.apnsID, body: sent.body) { result in
+        let request = APNSStreamRequest(
+            template: sent.template, token: sent.token, apnsID: sent.apnsID, body: sent.body, cancellation: cancellation
+        ) { result in
             self.finish(lease, of: self.pool, started: started, result)
             var send = sent
             switch self.judge(result, &send) {
@@ -340,14 +356,15 @@ public final class APNSClient: Service, Sendable {
                 let retrying = send
                 answered(.continuing { await self.continueRetry(retrying, delay: delay, otherwise: otherwise) })
             }
-        })
+        }
+        lease.connection.submit(request)
         return true
     }
 
-    /// The rest of a retry that ``startSending(_:to:answered:)`` could not finish on the event loop: the backoff and
-    /// the further attempts, which need a task.
+    /// The rest of a retry that ``startSending(_:to:cancellation:answered:)`` could not finish on the event loop: the
+    /// backoff and the further attempts, which need a task.
     private func continueRetry(_ send: Send, delay: Duration, otherwise: APNSDelivery) async -> APNSDelivery {
-        if !(await pause(delay)) { return giveUp(otherwise) }
+        if !(await pause(delay)) { return cancelled(otherwise) }
         return await deliver(send)
     }
 
@@ -413,14 +430,21 @@ public final class APNSClient: Service, Sendable {
         }
     }
 
-    /// How a notification ends when its retry cannot happen (the backoff was cancelled).
-    private func giveUp(_ delivery: APNSDelivery) -> APNSDelivery {
-        if case .failed = delivery.outcome { metrics.fail() }
-        return delivery
+    /// How a notification ends when its task is cancelled before a retry: `cancelled`, saying what the last attempt
+    /// met. Not a failure: the notification may be sent again with the same `apns-id`.
+    private func cancelled(_ delivery: APNSDelivery) -> APNSDelivery {
+        APNSDelivery(
+            token: delivery.token, apnsID: delivery.apnsID,
+            outcome: .failed(APNSClientError(
+                .cancelled,
+                "The send was cancelled while it waited to be sent again; APNs may or may not have received an earlier attempt. The last attempt: \(delivery.outcome)."
+            )),
+            attempts: delivery.attempts, unprocessedAttempts: delivery.unprocessedAttempts, trail: delivery.trail)
     }
 
-    /// Sleeps a retry's backoff (nothing when it is zero); `false` when the task was cancelled meanwhile.
+    /// Sleeps a retry's backoff (nothing when it is zero); `false` when the task was cancelled, before or meanwhile.
     func pause(_ delay: Duration) async -> Bool {
+        guard !Task.isCancelled else { return false }
         guard delay > .zero else { return true }
         do {
             try await clock.sleep(for: delay)

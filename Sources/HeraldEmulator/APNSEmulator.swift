@@ -259,6 +259,13 @@ public final class APNSEmulator: Service, Sendable {
     // MARK: Counters and faults
 
     public var counters: EmulatorCounters { registry.counters() }
+
+    /// Returns once `condition` holds for the counters — at once if it does already — or when the task is cancelled:
+    /// for a test that must know what the emulator received without polling. Looked at again whenever a request is
+    /// accepted, a fault injected or a stream reset by the client.
+    public func waitForCounters(_ condition: @escaping @Sendable (EmulatorCounters) -> Bool) async {
+        await registry.waitForCounters(condition)
+    }
     public func resetCounters() { registry.resetCounters() }
 
     public var faults: FaultConfiguration { faultInjector.configuration }

@@ -27,6 +27,10 @@ public struct SendingSettings: Sendable {
     /// How late a scheduled send (or a wave of a `localTime` send) may still go out, when no server ran at its
     /// time: later than that it is skipped and says so. Default 24 hours.
     public var catchUpLimit: Duration
+    /// How long a graceful shutdown waits for APNs to answer what the running sends have in flight before it cancels
+    /// those requests (their devices get no outcome and are sent again, with the same `apns-id`, when the send
+    /// resumes). Default 5 seconds: APNs answers in milliseconds; a slow or silent APNs does not hold the shutdown.
+    public var shutdownGrace: Duration = .seconds(5)
 
     /// - Parameters: see the properties; each has its default.
     public init(

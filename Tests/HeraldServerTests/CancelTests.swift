@@ -6,18 +6,22 @@ import HeraldEmulator
 import HeraldStore
 import HeraldTesting
 import Logging
+import ServiceLifecycle
 import Testing
 
 @testable import HeraldServer
 
-/// `DELETE /api/sends/{id}`: a queued send never starts; a running one stops, keeps what it recorded, and is never
-/// resumed.
+/// `DELETE /api/sends/{id}`: a queued send never starts; a running one stops at once, keeps what APNs answered, gives
+/// the devices whose requests it cancelled no outcome (not a failure), and is never resumed.
 @Suite("Sends: cancellation", .timeLimit(.minutes(3)))
 struct CancelTests {
     /// A worker over a store and a sender, as `herald serve` builds it, with polls that never come during a test.
-    static func worker(_ store: any Store, _ sender: any PushSender, maximumInFlight: Int) -> SendWorker {
+    static func worker(
+        _ store: any Store, _ sender: any PushSender, maximumInFlight: Int, shutdownGrace: Duration = .seconds(5)
+    ) -> SendWorker {
         var sending = ServerConfiguration.Sending(pageSize: 50, maximumInFlight: maximumInFlight)
         sending.pollInterval = .seconds(3600)
+        sending.shutdownGrace = shutdownGrace
         let ready = Gate()
         ready.open()
         return SendWorker(
@@ -30,22 +34,27 @@ struct CancelTests {
             logger: Logger(label: "herald.test.cancel"))
     }
 
+    /// Registers `count` production devices tagged `all`.
+    static func registerTagged(_ count: Int, in store: any Store) async throws {
+        for n in 1...count {
+            _ = try await store.upsert(
+                TokenRegistration(
+                    token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .production,
+                    tags: ["all"]))
+        }
+    }
+
     static func queue(_ store: any Store, target: String, count: Int) async throws -> SendRecord {
         let job = #"{"target": \#(target), "topic": "\#(ServerHarness.topic)", "alert": "hi"}"#
         return try await store.createSend(NewSend(target: target, summary: "alert push", job: job, targetCount: count))
     }
 
     @Test(
-        "a running send stops: what was in flight is recorded, nothing more is sent, and a restarted worker never resumes it",
+        "a running send stops without waiting for what APNs holds: what was answered is recorded, the held requests are cancelled and recorded as nothing, nothing more is sent, and a restarted worker never resumes it",
         arguments: Backend.available)
     func running(backend: Backend) async throws {
         try await TestDatabase.withMigratedStore(backend) { store in
-            for n in 1...120 {
-                _ = try await store.upsert(
-                    TokenRegistration(
-                        token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .production,
-                        tags: ["all"]))
-            }
+            try await Self.registerTagged(120, in: store)
             _ = try await store.upsert(
                 TokenRegistration(
                     token: StoreConformance.token(500), topic: ServerHarness.topic, environment: .production,
@@ -63,11 +72,14 @@ struct CancelTests {
             let cancelled = try #require(try await store.cancelSend(send.id))
             worker.cancelled(send.id)
             #expect(cancelled.status == .cancelled)
-            sender.release()
+            // The sender still holds its 8: the send ends anyway.
             let stopped = try await worker.waitUntilFinished(send.id)
+            sender.release()
             #expect(stopped.status == .cancelled && stopped.worker == nil && stopped.leaseUntil == nil)
             #expect(sender.sent.count == 20 + limit, "nothing was sent after the cancellation but what was in flight")
-            #expect(stopped.counts.accepted == 20 + limit, "what was in flight is recorded: \(stopped.counts)")
+            #expect(
+                stopped.counts.accepted == 20 && stopped.counts.total == 20,
+                "what was answered is recorded; the \(limit) cancelled in flight have no outcome, not a failure: \(stopped.counts)")
             #expect(stopped.message?.contains("Cancelled while sending") == true, "\(stopped.message ?? "")")
             run.cancel()
             _ = try? await run.value
@@ -84,6 +96,89 @@ struct CancelTests {
             #expect(after.status == .cancelled && after.counts == stopped.counts)
             rerun.cancel()
             _ = try? await rerun.value
+        }
+    }
+
+    @Test(
+        "a graceful shutdown does not wait for what APNs holds past its grace: the held requests are cancelled, the send goes back to the queue, and the next start sends them with the same apns-ids",
+        arguments: Backend.available)
+    func shutdownDuringHeldRequests(backend: Backend) async throws {
+        try await TestDatabase.withMigratedStore(backend) { store in
+            try await Self.registerTagged(60, in: store)
+            let send = try await Self.queue(store, target: #"{"tag": "all"}"#, count: 60)
+            let limit = 8
+            let sender = SendCrashTests.StallingSender(answering: 20)
+            // No grace: the shutdown cancels what is in flight as soon as it begins.
+            let worker = Self.worker(store, sender, maximumInFlight: limit, shutdownGrace: .zero)
+            let group = ServiceGroup(services: [worker], logger: ServerHarness.quietLogger())
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                worker.wake()
+                await sender.held.wait(untilAtLeast: limit)
+                // Ends while the sender still holds its 8.
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+            }
+            sender.release()
+            let paused = try #require(try await store.send(send.id))
+            #expect(paused.status == .queued && paused.worker == nil, "\(paused)")
+            #expect(
+                paused.counts.accepted == 20 && paused.counts.total == 20,
+                "what was answered is recorded; the \(limit) cancelled have no outcome, not a failure: \(paused.counts)")
+
+            let second = SendCrashTests.StallingSender(answering: .max)
+            let restarted = Self.worker(store, second, maximumInFlight: limit)
+            let rerun = Task { try await restarted.run() }
+            restarted.wake()
+            let finished = try await restarted.waitUntilFinished(send.id)
+            #expect(finished.status == .completed && finished.counts.accepted == 60, "\(finished.counts)")
+            let resent = Set(second.sent.map(\.token)).intersection(sender.sent.map(\.token))
+            #expect(resent.count == limit, "only the cancelled requests are sent again: \(resent.count)")
+            var ids: [DeviceToken: Set<APNSID?>] = [:]
+            for (token, id) in sender.sent + second.sent { ids[token, default: []].insert(id) }
+            #expect(ids.values.allSatisfy { $0.count == 1 }, "one apns-id per device across both runs")
+            rerun.cancel()
+            _ = try? await rerun.value
+        }
+    }
+
+    @Test(
+        "a send whose requests APNs holds is cancelled at once through the API, whole or in shards: the held devices get no outcome and their streams are reset",
+        arguments: Backend.available, [false, true])
+    func heldByAPNs(backend: Backend, sharded: Bool) async throws {
+        let count = 30
+        try await ServerHarness.withServer(
+            backend,
+            configure: {
+                $0.limits.inlineSendLimit = 0
+                // Three shards of 10, run side by side.
+                if sharded { $0.sending.shardSize = 10 }
+            }
+        ) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            for n in 1...count { try await client.register(testToken(n), debug: true, extra: #", "tags": ["held"]"#) }
+            // APNs takes every request and never answers: only the cancellation can end the send.
+            try emulator.setFaults(FaultConfiguration(noResponseProbability: 1))
+            let answer = try await client.call(
+                .post, "/api/send", body: #"{"target": {"tag": "held"}, "alert": "held"}"#, bearer: key)
+            #expect(answer.status == .accepted, "\(answer)")
+            let id = try #require(answer.json["id"]?.stringValue.flatMap(SendID.init))
+            await emulator.waitForCounters { $0.faults["noResponse", default: 0] >= count }
+
+            let cancelled = try await client.call(.delete, "/api/sends/\(id)", bearer: key)
+            #expect(cancelled.status == .ok, "\(cancelled)")
+            // Every run of the send (each shard's) has ended, with APNs still holding every answer.
+            await app.worker.waitUntilIdle()
+            let stopped = try await app.worker.waitUntilFinished(id)
+            #expect(stopped.shardCount == (sharded ? 3 : nil), "\(stopped)")
+            #expect(stopped.status == .cancelled && stopped.worker == nil, "\(stopped)")
+            #expect(stopped.counts.total == 0 && stopped.counts.failed == 0, "nothing recorded, no failure: \(stopped.counts)")
+            let status = try await client.call(.get, "/api/sends/\(id)", bearer: key)
+            #expect(status.json["status"] == "cancelled" && status.json["outcomes"] == [], "\(status)")
+            await emulator.waitForCounters { $0.clientResets >= count }
+            #expect(emulator.counters.clientResets == count, "each held request's stream was reset once")
+            #expect(emulator.counters.accepted == 0)
         }
     }
 

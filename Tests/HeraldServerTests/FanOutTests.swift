@@ -42,7 +42,7 @@ struct FanOutTests {
 
         func start(
             _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-            answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
+            cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
         ) -> Bool {
             let n = Self.number(token)
             guard !n.isMultiple(of: 3) else { return false }

@@ -32,8 +32,11 @@ public enum APNSStarted<Result: Sendable>: Sendable {
 /// task — comes back through the one `answered` callback with its item, so the caller's loop drains them in batches
 /// from its own queue (a ``HeraldCore/BatchQueue``) alongside its other events and calls ``outcome(of:in:)`` on each.
 ///
-/// A value owned by the caller's loop: not shared between tasks. Cancelling the caller's group ends the child tasks;
-/// the answers of requests already written then go to `answered` with nobody waiting for them.
+/// A value owned by the caller's loop: not shared between tasks. To stop at once, call ``cancelInFlight()`` and cancel
+/// the group its tasks run in: every item in flight then answers promptly, those APNs had not answered with
+/// ``APNSClientError/Code/cancelled`` (never sent, or its stream reset), so the loop can wait for its in-flight count
+/// to reach zero without waiting for APNs. Cancelling the group alone ends the child tasks, but the requests written
+/// without a task would hold their streams until APNs answers, with nobody waiting for them.
 public struct APNSBulkSend<Item: Sendable, Result: Sendable> {
     /// An answer to hand to ``outcome(of:in:)``: the item it is for and how it went.
     public struct Answer: Sendable {
@@ -42,8 +45,12 @@ public struct APNSBulkSend<Item: Sendable, Result: Sendable> {
     }
 
     /// Starts an item without a task when a stream is free now; calls back once, from any thread, without blocking.
-    /// Returns `false` when nothing could start without waiting.
-    public typealias Start = @Sendable (Item, _ answered: @escaping @Sendable (APNSStarted<Result>) -> Void) -> Bool
+    /// Returns `false` when nothing could start without waiting. The ``APNSCancellation`` is the bulk send's: the
+    /// request must carry it (``APNSClient/startSending(_:to:cancellation:answered:)``) so that ``cancelInFlight()``
+    /// reaches it.
+    public typealias Start = @Sendable (
+        Item, APNSCancellation, _ answered: @escaping @Sendable (APNSStarted<Result>) -> Void
+    ) -> Bool
     /// Sends an item from a task, waiting for a stream, and returns how it ended.
     public typealias Send = @Sendable (Item) async -> Result
 
@@ -55,10 +62,12 @@ public struct APNSBulkSend<Item: Sendable, Result: Sendable> {
     public var permits: Int
     /// Items started whose end the caller has not yet reported with ``finished(_:)``.
     public private(set) var inFlight = 0
+    /// What cancels the items started without a task (``cancelInFlight()``).
+    public let cancellation = APNSCancellation()
 
     /// - Parameters:
     ///   - permits: The most items in flight at first.
-    ///   - start: Starts an item without a task if it can (``APNSClient/startSending(_:to:answered:)``).
+    ///   - start: Starts an item without a task if it can (``APNSClient/startSending(_:to:cancellation:answered:)``).
     ///   - send: Sends an item from a task (``APNSClient/send(_:to:)-(PreparedNotification,_)``).
     ///   - answered: Where every answer goes, from any thread; it must not block (push it to the caller's queue).
     public init(permits: Int, start: @escaping Start, send: @escaping Send, answered: @escaping @Sendable (Answer) -> Void) {
@@ -78,7 +87,7 @@ public struct APNSBulkSend<Item: Sendable, Result: Sendable> {
         guard hasPermit else { return false }
         inFlight += 1
         let answered = answered
-        let started = startWithoutTask(item) { answered(Answer(item: item, started: $0)) }
+        let started = startWithoutTask(item, cancellation) { answered(Answer(item: item, started: $0)) }
         if !started {
             let send = sendInTask
             group.addTask { answered(Answer(item: item, started: .finished(await send(item)))) }
@@ -98,6 +107,13 @@ public struct APNSBulkSend<Item: Sendable, Result: Sendable> {
             group.addTask { answered(Answer(item: item, started: .finished(await rest()))) }
             return nil
         }
+    }
+
+    /// Cancels every item started without a task that APNs has not answered: each answers
+    /// ``APNSClientError/Code/cancelled`` promptly (never sent, or its stream reset), and any item started afterwards
+    /// too. Cancel the group given to ``start(_:in:)`` and ``outcome(of:in:)`` for the items that run in tasks.
+    public func cancelInFlight() {
+        cancellation.cancel()
     }
 
     /// The caller is done with `count` outcomes: their permits are free again.
@@ -130,7 +146,9 @@ extension APNSClient {
     ) -> APNSBulkSend<APNSBulkItem<Context>, APNSDelivery> {
         APNSBulkSend(
             permits: permits,
-            start: { item, answered in self.startSending(item.notification, to: item.token, answered: answered) },
+            start: { item, cancellation, answered in
+                self.startSending(item.notification, to: item.token, cancellation: cancellation, answered: answered)
+            },
             send: { item in await self.send(item.notification, to: item.token) },
             answered: answered)
     }

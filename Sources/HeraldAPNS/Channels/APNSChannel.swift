@@ -106,4 +106,7 @@ extension ErrorCode where Domain == APNSChannelError {
     /// APNs answered success without what its documentation promises (a created channel without `apns-channel-id`,
     /// a body that is not the documented JSON).
     public static let badResponse = Self("badResponse")
+    /// The task waiting for the answer was cancelled: a request not yet written was never sent; one already written
+    /// had its stream reset, and APNs may or may not have acted on it (list or read the channels to know).
+    public static let cancelled = Self("cancelled")
 }

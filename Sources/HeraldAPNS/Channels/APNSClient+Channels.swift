@@ -143,8 +143,10 @@ extension APNSClient {
             case .retry(let delay, let refreshed):
                 if let refreshed { headers = template(refreshed) }
                 if await pause(delay) { continue }
-                // Cancelled during the backoff: the last result stands.
-                if case .failure = result { metrics.fail() }
+                throw APNSChannelError(
+                    .cancelled,
+                    "\(operation) was cancelled while it waited to be sent again; APNs may or may not have acted on an earlier attempt.",
+                    requestID: id, attempts: progress.attempts)
             case .gaveUp(let stop):
                 history = " (\(gaveUpSummary(stop, progress)))"
             case .final:
@@ -161,6 +163,8 @@ extension APNSClient {
                 throw APNSChannelError(
                     .rejected, "\(operation) was refused: \(rejection.status) \(rejection.reason)\(history). \(rejection.reason.explanation)",
                     rejection: rejection, requestID: rejection.apnsID, attempts: progress.attempts)
+            case .failure(let error) where error.code == .cancelled:
+                throw APNSChannelError(.cancelled, "\(operation): \(error.message)", requestID: id, attempts: progress.attempts)
             case .failure(let error):
                 logger.warning("\(operation) got no answer", metadata: ["herald.request_id": "\(id)", "herald.error": "\(error)"])
                 throw APNSChannelError(

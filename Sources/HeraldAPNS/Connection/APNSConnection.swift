@@ -70,7 +70,12 @@ final class APNSConnection: Sendable {
             firstSettings.fail(APNSClientError(.connectFailed, "\(destination) sent no HTTP/2 SETTINGS within the connect timeout."))
         }
         do {
-            _ = try await firstSettings.futureResult.get()
+            // The pool's task stops waiting when it is cancelled (shutdown), not at the connect timeout.
+            _ = try await withTaskCancellationHandler {
+                try await firstSettings.futureResult.get()
+            } onCancel: {
+                firstSettings.fail(APNSClientError(.shutdown, "The connection to \(destination) was abandoned during setup: the client shut down."))
+            }
             deadline.cancel()
         } catch {
             deadline.cancel()
@@ -85,14 +90,44 @@ final class APNSConnection: Sendable {
     }
 
     /// Sends one request and waits for its response.
+    ///
+    /// Cancelling the task answers at once with ``APNSClientError/Code/cancelled``: a request not yet written is never
+    /// written, one already written has its stream reset (``APNSCancellation``).
     func execute(template: APNSHeaderTemplate, target: APNSRequestTarget, requestID: String, body: ByteBuffer) async -> Result<APNSResponse, APNSClientError> {
-        await withUnsafeContinuation { continuation in
-            submit(APNSStreamRequest(template: template, target: target, requestID: requestID, body: body) { continuation.resume(returning: $0) })
+        let cancellation = APNSCancellation()
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                // The handler calls `onResponse` once, on the event loop, whether the answer, a failure or the
+                // cancellation comes first: the one resume.
+                let request = APNSStreamRequest(
+                    template: template, target: target, requestID: requestID, body: body, cancellation: cancellation
+                ) { continuation.resume(returning: $0) }
+                // Its cancellation reaches this connection alone (below): nothing to attach.
+                if cancellation.isCancelled {
+                    request.onResponse(.failure(APNSCancellation.beforeSending))
+                } else {
+                    enqueue(request)
+                }
+            }
+        } onCancel: {
+            cancellation.cancel()
+            self.cancel(cancellation)
         }
     }
 
-    /// Queues one request; its `onResponse` runs on the event loop when the answer (or failure) is known.
+    /// Queues one request; its `onResponse` runs on the event loop when the answer (or failure) is known. A request
+    /// whose cancellation came already is answered `cancelled` at once, here, and never sent.
     func submit(_ request: APNSStreamRequest) {
+        if let cancellation = request.cancellation, !cancellation.attach(self) {
+            request.onResponse(.failure(APNSCancellation.beforeSending))
+            return
+        }
+        enqueue(request)
+    }
+
+    /// Hands a request to the event loop with the others waiting; a request whose cancellation comes before the loop
+    /// writes it is answered there, unwritten.
+    private func enqueue(_ request: APNSStreamRequest) {
         let scheduleDrain = outbox.withLock { outbox in
             outbox.requests.append(request)
             defer { outbox.drainScheduled = true }
@@ -108,6 +143,12 @@ final class APNSConnection: Sendable {
             return outbox.requests
         }
         handler.value.write(batch)
+    }
+
+    /// On the event loop: answers the requests carrying `cancellation` `cancelled`, resetting the streams of those
+    /// already written. Those still waiting for the loop are answered when it reaches them, unwritten.
+    func cancel(_ cancellation: APNSCancellation) {
+        channel.eventLoop.execute { self.handler.value.cancel(cancellation) }
     }
 
     func close() async {

@@ -32,6 +32,7 @@ final class APNSConnectionHandler: ChannelInboundHandler {
     private struct Stream {
         let onResponse: @Sendable (Result<APNSResponse, APNSClientError>) -> Void
         let deadline: NIODeadline
+        let cancellation: APNSCancellation?
         var response = APNSResponse()
         /// Body bytes waiting for flow-control window.
         var unsentBody: ByteBuffer?
@@ -113,20 +114,26 @@ final class APNSConnectionHandler: ChannelInboundHandler {
         guard let context, context.channel.isActive, !goingAway, closeReason == nil else {
             let error = closeReason.map { APNSClientError(.notProcessed, "The connection is closing (\($0.message)); the notification was not sent on it.") }
                 ?? APNSClientError(.notProcessed, "The connection is closing; the notification was not sent on it.")
-            for request in requests { request.onResponse(.failure(error)) }
+            for request in requests {
+                request.onResponse(.failure(request.cancellation?.isCancelled == true ? APNSCancellation.beforeSending : error))
+            }
             return
         }
         if !blocked.isEmpty { resumeBlockedBodies() }
         // The event loop's clock, not the wall's: an EmbeddedEventLoop's advanceTime then drives timeouts in tests.
         let deadline = context.eventLoop.now + requestTimeout
         for request in requests {
+            if request.cancellation?.isCancelled == true {
+                request.onResponse(.failure(APNSCancellation.beforeSending))
+                continue
+            }
             let endStream = request.body.readableBytes == 0
             guard let streamID = state.openLocalStream(endStream: endStream) else {
                 request.onResponse(.failure(APNSClientError(.notProcessed, "The connection ran out of stream ids; the notification was not sent on it.")))
                 continue
             }
             writeHeaders(streamID: streamID, request: request, endStream: endStream)
-            var stream = Stream(onResponse: request.onResponse, deadline: deadline)
+            var stream = Stream(onResponse: request.onResponse, deadline: deadline, cancellation: request.cancellation)
             if !endStream {
                 var body = request.body
                 writeData(streamID: streamID, body: &body)
@@ -362,6 +369,21 @@ final class APNSConnectionHandler: ChannelInboundHandler {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         state.forgetStream(streamID)
         stream.onResponse(.failure(error))
+        settled()
+    }
+
+    /// Answers the open streams of requests carrying `cancellation` `cancelled` and resets them (RST_STREAM CANCEL),
+    /// so APNs stops working on them; an answer that arrives later for one is ignored like any answer for a stream
+    /// this side gave up on. Streams already answered are gone from ``streams``: their answer stands.
+    func cancel(_ cancellation: APNSCancellation) {
+        let cancelled = streams.filter { $0.value.cancellation === cancellation }.keys.sorted()
+        guard !cancelled.isEmpty else { return }
+        for streamID in cancelled {
+            let stream = streams.removeValue(forKey: streamID)!
+            try? state.resetStream(streamID, code: .cancel, into: &out)
+            stream.onResponse(.failure(APNSCancellation.whileWaiting))
+        }
+        flush()
         settled()
     }
 

@@ -9,26 +9,34 @@ struct APNSStreamRequest {
     /// `apns-id` of a device push, `apns-request-id` of a broadcast or channel-management request.
     let requestID: String
     let body: ByteBuffer
-    /// Called exactly once, on the connection's event loop, with the response or why there is none.
+    /// What may cancel it before its answer comes; `nil`: nothing does.
+    let cancellation: APNSCancellation?
+    /// Called exactly once, on the connection's event loop, with the response or why there is none (for a request
+    /// cancelled before it reached the connection, at once by ``APNSConnection/submit(_:)``).
     let onResponse: @Sendable (Result<APNSResponse, APNSClientError>) -> Void
 
     init(
         template: APNSHeaderTemplate, target: APNSRequestTarget, requestID: String, body: ByteBuffer,
+        cancellation: APNSCancellation? = nil,
         onResponse: @escaping @Sendable (Result<APNSResponse, APNSClientError>) -> Void
     ) {
         self.template = template
         self.target = target
         self.requestID = requestID
         self.body = body
+        self.cancellation = cancellation
         self.onResponse = onResponse
     }
 
     /// A device push: `POST /3/device/<token>` with `apns-id`.
     init(
         template: APNSHeaderTemplate, token: DeviceToken, apnsID: String, body: ByteBuffer,
+        cancellation: APNSCancellation? = nil,
         onResponse: @escaping @Sendable (Result<APNSResponse, APNSClientError>) -> Void
     ) {
-        self.init(template: template, target: .device(token), requestID: apnsID, body: body, onResponse: onResponse)
+        self.init(
+            template: template, target: .device(token), requestID: apnsID, body: body, cancellation: cancellation,
+            onResponse: onResponse)
     }
 }
 

@@ -39,10 +39,15 @@ public enum APNSOutcome: Sendable, CustomStringConvertible {
     case rejected(APNSRejection)
     /// Not accepted, though APNs never refused it for good: connection failures, timeouts or answers asking for a
     /// retry (429, 500, 503) until the retry policy stopped — its message then counts what each attempt met — or
-    /// invalid credentials configuration.
+    /// invalid credentials configuration. Also a send whose task was cancelled before the end
+    /// (``APNSClientError/Code/cancelled``, ``isCancelled``): that is no failure but an unknown outcome.
     case failed(APNSClientError)
 
     public var isAccepted: Bool { if case .accepted = self { true } else { false } }
+
+    /// Whether the send was cancelled before it ended (its task was cancelled): APNs may or may not have received it,
+    /// so it neither failed nor succeeded. Sending it again with the same `apns-id` is safe.
+    public var isCancelled: Bool { if case .failed(let error) = self { error.code == .cancelled } else { false } }
 
     /// The rejection, if APNs refused.
     public var rejection: APNSRejection? { if case .rejected(let rejection) = self { rejection } else { nil } }
@@ -110,6 +115,10 @@ extension ErrorCode where Domain == APNSClientError {
     public static let badResponse = Self("badResponse")
     /// The client was shut down.
     public static let shutdown = Self("shutdown")
+    /// The task that waited for the answer was cancelled (a send cancelled, a server stopping): a request not yet
+    /// written was never sent, one already written had its stream reset and APNs may or may not have received it. Not
+    /// a failure: the outcome is unknown, and the notification may be sent again with the same `apns-id`.
+    public static let cancelled = Self("cancelled")
     /// APNs answered that the notification should be sent again later (429 `TooManyRequests`, 500, 503
     /// `ServiceUnavailable` or `Shutdown`) until the retry policy stopped; ``APNSClientError/rejection`` is the last
     /// answer. APNs did not take the notification: it may be sent again.

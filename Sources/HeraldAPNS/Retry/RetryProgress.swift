@@ -91,6 +91,9 @@ extension APNSClient {
             default:
                 return .final
             }
+        case .failure(let error) where error.code == .cancelled:
+            // No failure: the outcome is unknown.
+            return .final
         case .failure(let error):
             guard error.isRetryable else {
                 metrics.fail()

@@ -283,6 +283,7 @@ struct AdminAPI: Sendable {
             "broadcastDeliveries": .integer(counters.broadcastDeliveries),
             "channelRequests": .integer(counters.channelRequests),
             "liveActivityBudgetDropped": .integer(counters.liveActivityBudgetDropped),
+            "clientResets": .integer(counters.clientResets),
         ]
     }
 }

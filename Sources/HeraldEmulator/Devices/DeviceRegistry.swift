@@ -24,9 +24,27 @@ final class DeviceRegistry: Sendable {
     private struct State {
         var records: [Key: Record] = [:]
         var counters = EmulatorCounters()
+        /// Tasks waiting in ``waitForCounters(_:)`` for a condition on the counters, by a number of their own.
+        var counterWaiters: [Int: CounterWaiter] = [:]
+        var nextCounterWaiter = 0
+
+        /// Resumes the waiters whose condition the counters now meet (a resume only schedules their task): after
+        /// every change of a count a waiter may wait for.
+        mutating func wakeCounterWaiters() {
+            guard !counterWaiters.isEmpty else { return }
+            for (id, waiter) in counterWaiters where waiter.condition(counters) {
+                counterWaiters.removeValue(forKey: id)
+                waiter.continuation.resume()
+            }
+        }
         var seenAPNSIDs = Set<UInt64>()
         var random: SeededRandomNumberGenerator
         var liveActivityBudget: Int?
+    }
+
+    struct CounterWaiter {
+        let condition: @Sendable (EmulatorCounters) -> Bool
+        let continuation: CheckedContinuation<Void, Never>
     }
 
     enum Lookup {
@@ -72,6 +90,7 @@ final class DeviceRegistry: Sendable {
         state.withLock { state in
             if Self.isDuplicate(notification.apnsID, in: &state.seenAPNSIDs) { state.counters.duplicateAPNSIDs += 1 }
             state.counters.accepted += 1
+            state.wakeCounterWaiters()
             guard case .recording(let capacity) = inboxMode else { return }
             let key = Key(environment: environment, token: token.hex)
             guard let record = state.records[key] else { return }
@@ -148,9 +167,18 @@ final class DeviceRegistry: Sendable {
     }
 
     func countFault(_ name: String) {
-        state.withLock { $0.counters.faults[name, default: 0] += 1 }
+        state.withLock { state in
+            state.counters.faults[name, default: 0] += 1
+            state.wakeCounterWaiters()
+        }
     }
 
+    func countClientReset() {
+        state.withLock { state in
+            state.counters.clientResets += 1
+            state.wakeCounterWaiters()
+        }
+    }
     func countConnection() { state.withLock { $0.counters.connections += 1 } }
     func countGoAway() { state.withLock { $0.counters.goAways += 1 } }
 
@@ -245,6 +273,26 @@ final class DeviceRegistry: Sendable {
     }
 
     func counters() -> EmulatorCounters { state.withLock { $0.counters } }
+
+    /// Returns once `condition` holds for the counters (at once if it does), or when the task is cancelled.
+    func waitForCounters(_ condition: @escaping @Sendable (EmulatorCounters) -> Bool) async {
+        let id = state.withLock { state in
+            defer { state.nextCounterWaiter += 1 }
+            return state.nextCounterWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { state in
+                    if Task.isCancelled || condition(state.counters) { return true }
+                    state.counterWaiters[id] = CounterWaiter(condition: condition, continuation: continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.counterWaiters.removeValue(forKey: id) }?.continuation.resume()
+        }
+    }
 
     func resetCounters() {
         state.withLock { state in

@@ -73,6 +73,8 @@ public struct EmulatorCounters: Sendable, Hashable {
     /// Priority-10 Live Activity updates accepted by APNs but over a device's hourly budget for the activity: the
     /// device would drop them, so they are not in its inbox.
     public var liveActivityBudgetDropped: Int = 0
+    /// Streams the client reset (RST_STREAM) before their answer: requests it cancelled or stopped waiting for.
+    public var clientResets: Int = 0
 
     public var totalRejected: Int { rejected.values.reduce(0, +) }
 }

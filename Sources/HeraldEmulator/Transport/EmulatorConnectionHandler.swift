@@ -178,7 +178,13 @@ final class EmulatorConnectionHandler: ChannelInboundHandler {
             stream.bodyLength += payload.readableBytes
             streams[streamID] = stream
             if endStream { complete(streamID) }
-        case .streamReset(let streamID, _), .streamError(let streamID, _):
+        case .streamReset(let streamID, _):
+            // The client gave up on the stream (a cancelled request, a timeout): it wants no answer.
+            settings.processor.registry.countClientReset()
+            streams[streamID] = nil
+            blocked.removeAll { $0.streamID == streamID }
+            closeIfDrained()
+        case .streamError(let streamID, _):
             streams[streamID] = nil
             blocked.removeAll { $0.streamID == streamID }
             closeIfDrained()

@@ -104,6 +104,11 @@ public struct Broadcaster: Sendable {
             return
         }
         let outcome = await send(BroadcastPlan(job: job, sendID: record.id, at: now))
+        if case .failure(.apns(let error)) = outcome.result, error.code == .cancelled {
+            // The worker stopped before APNs answered: not a failure; the broadcast stays claimed and is sent again
+            // when its lease runs out (or this instance starts again).
+            throw CancellationError()
+        }
         _ = try await store.updateSend(
             record.id,
             SendUpdate(

@@ -13,6 +13,9 @@ public struct ReportedOutcome: Sendable {
         get { outcome.action }
         set { outcome.action = newValue }
     }
+    /// Whether the send was cancelled before APNs answered (``PushResult/isCancelled``): the device has no outcome,
+    /// and this one must not be recorded.
+    public internal(set) var isCancelled = false
 
     public init(outcome: DeliveryOutcome, action: Action?) {
         self.outcome = outcome
@@ -66,8 +69,10 @@ public struct Delivery: Sendable {
 
     /// The outcome of an answer that needs nothing from the registry (accepted, failed).
     private func settle(_ pushed: PushResult, _ device: DeviceRegistration) -> ReportedOutcome {
-        metrics.outcome(pushed.result)
-        return ReportedOutcome(outcome: outcome(pushed, device.token, device.environment), action: nil)
+        if !pushed.isCancelled { metrics.outcome(pushed.result) }
+        var reported = ReportedOutcome(outcome: outcome(pushed, device.token, device.environment), action: nil)
+        reported.isCancelled = pushed.isCancelled
+        return reported
     }
 
     private func outcome(_ pushed: PushResult, _ token: DeviceToken, _ environment: APNSEnvironment) -> DeliveryOutcome {
@@ -88,6 +93,11 @@ public struct Delivery: Sendable {
         if reason == .badDeviceToken {
             let other = environment.other
             let second = await sender.send(notification, to: token, in: other)
+            if second.isCancelled {
+                // The other host's answer never came: nothing is known that would correct or remove the token.
+                metrics.outcome(result)
+                return reported
+            }
             let retry = second.result
             // The trace shows both hosts' attempts: the correction is a second attempt of the same notification.
             let attempts = DeliveryAttempt.joined(

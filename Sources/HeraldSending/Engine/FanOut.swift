@@ -20,7 +20,8 @@ public import HeraldStore
 ///
 /// Memory stays bounded whatever the target's size: at most two pages wait to be sent and as many outcomes wait to be
 /// recorded as the run holds permits. Runs as one task group: the page fetch, the sends and the recording overlap, and
-/// nothing outlives the call but the requests already written, whose answers nobody awaits after a failure.
+/// nothing outlives the call: a run that ends early (cancelled, a store error) cancels the requests it still has in
+/// flight, and their devices get no outcome.
 public struct FanOut: Sendable {
     let store: any Store
     let delivery: Delivery
@@ -116,6 +117,8 @@ public struct FanOut: Sendable {
         case permits(Int)
         /// The app's push-to-start pace granted starts (0: its second was spent, and the next one has begun).
         case paced(Int)
+        /// The send's requests in flight are to be cancelled (``InFlightCancellation``).
+        case cancelInFlight
     }
 
     /// A send's `rate` as starts granted per tick: one start at a time up to 100 a second, batches at ticks of 10 ms
@@ -158,15 +161,19 @@ public struct FanOut: Sendable {
     ///   - collect: Whether to return every outcome (inline sends only: a small target).
     ///   - lane: The send's lane in the shared budget (``budget``).
     ///   - share: Its app's priority and weight in the shared budget.
+    ///   - cancellation: Once cancelled, nothing more is fetched or sent, the requests in flight are cancelled, what
+    ///     APNs answered is recorded, and the run ends without waiting for APNs; the devices whose requests were
+    ///     cancelled get no outcome (a later run would send them again with the same `apns-id`).
     ///   - shouldStop: Checked between events; once `true`, nothing more is fetched or sent, and what is in flight
     ///     is finished and recorded (graceful shutdown). A later run skips what was recorded.
     /// - Throws: ``LeaseLost``, a store error, or `CancellationError`.
     public func run(
         _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, resuming: Bool = false, lease: Lease?,
         collect: Bool, lane: SendLane = .background, share: InFlightBudget.AppShare = .init(),
-        shouldStop: @escaping @Sendable () -> Bool = { false }
+        cancellation: InFlightCancellation? = nil, shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Result {
         let events = BatchQueue<Event>()
+        cancellation?.whenCancelled { events.push(.cancelInFlight) }
         @Sendable func record(_ batch: [DeliveryOutcome], checkpoint: DeviceCursor?) async throws -> OutcomeCounts {
             if let shard = lease?.shard {
                 return try await store.recordOutcomes(batch, for: id, shard: shard, checkpoint: checkpoint)
@@ -178,200 +185,227 @@ public struct FanOut: Sendable {
         }
         defer { if let flow { budget?.leave(flow) } }
         return try await withThrowingDiscardingTaskGroup { group in
-            var cursor = checkpoint
-            var exhausted = false
-            var fetching = false
-            var pagesFetched = 0
-            var queue = Deque<(page: Int, device: DeviceRegistration)>()
-            let sender = delivery.sender
-            // Its in-flight count is what was sent and not yet recorded: in flight, answered, or in the batch being
-            // recorded. Its permits: the budget's this send holds, or its own limit without a budget.
-            var bulk = Bulk(
-                permits: flow == nil ? maximumInFlight : 0,
-                start: { push, answered in
-                    sender.start(push.notification, to: push.device.token, in: push.device.environment, answered: answered)
-                },
-                send: { push in await sender.send(push.notification, to: push.device.token, in: push.device.environment) },
-                answered: { events.push(.answered($0)) })
-            var pages: [Int: PageProgress] = [:]
-            var nextPageToCheckpoint = 0
-            var ready: [DeliveryOutcome] = []
-            var readyPages: [Int] = []
-            var recording = false
-            var pendingCheckpoint: DeviceCursor?
-            var result = Result(finished: false, counts: OutcomeCounts(), outcomes: [])
-            var lastRenewal = clock.now()
-            var stopping = false
-            var dropped = false
-            var pace = plan.rate.map(Pace.init(rate:))
-            // A start on push-to-start tokens also draws on its app's pace, shared with every send and instance.
-            let appPace = pushToStart.flatMap { $0.applies(to: plan) ? $0 : nil }
-            var appAllowance = appPace == nil ? Int.max : 0
-            var takingAppPace = false
-            var reported: (inUse: Int, wanted: Int)?
-            func gather(_ outcome: ReportedOutcome, page: Int) {
-                ready.append(outcome.outcome)
-                readyPages.append(page)
-                if collect { result.outcomes.append(outcome) }
-            }
+            // The sends' own tasks (a device waiting for a stream, a retry), apart from the fetches and recordings: the
+            // cancellation of what is in flight cancels them alone.
+            try await withThrowingDiscardingTaskGroup { sends in
+                var cursor = checkpoint
+                var exhausted = false
+                var fetching = false
+                var pagesFetched = 0
+                var queue = Deque<(page: Int, device: DeviceRegistration)>()
+                let sender = delivery.sender
+                // Its in-flight count is what was sent and not yet recorded: in flight, answered, or in the batch being
+                // recorded. Its permits: the budget's this send holds, or its own limit without a budget.
+                var bulk = Bulk(
+                    permits: flow == nil ? maximumInFlight : 0,
+                    start: { push, cancellation, answered in
+                        sender.start(
+                            push.notification, to: push.device.token, in: push.device.environment,
+                            cancellation: cancellation, answered: answered)
+                    },
+                    send: { push in
+                        await sender.send(push.notification, to: push.device.token, in: push.device.environment)
+                    },
+                    answered: { events.push(.answered($0)) })
+                // However the run ends (a store error, its task cancelled), no request it wrote keeps a stream.
+                defer { bulk.cancelInFlight() }
+                var pages: [Int: PageProgress] = [:]
+                var nextPageToCheckpoint = 0
+                var ready: [DeliveryOutcome] = []
+                var readyPages: [Int] = []
+                var recording = false
+                var pendingCheckpoint: DeviceCursor?
+                var result = Result(finished: false, counts: OutcomeCounts(), outcomes: [])
+                var lastRenewal = clock.now()
+                var stopping = false
+                var dropped = false
+                var pace = plan.rate.map(Pace.init(rate:))
+                // A start on push-to-start tokens also draws on its app's pace, shared with every send and instance.
+                let appPace = pushToStart.flatMap { $0.applies(to: plan) ? $0 : nil }
+                var appAllowance = appPace == nil ? Int.max : 0
+                var takingAppPace = false
+                var reported: (inUse: Int, wanted: Int)?
+                func gather(_ outcome: ReportedOutcome, page: Int) {
+                    ready.append(outcome.outcome)
+                    readyPages.append(page)
+                    if collect { result.outcomes.append(outcome) }
+                }
 
-            while true {
-                if !stopping, shouldStop() {
-                    stopping = true
-                    dropped = !queue.isEmpty
-                    queue.removeAll()
-                }
-                if let flow, let budget {
-                    // What this send could have in flight now: a paced send asks only for what its rate allows.
-                    let startable = min(
-                        queue.count, pace?.allowance ?? Int.max, appPace.map { max(appAllowance, $0.share) } ?? Int.max)
-                    let wanted = min(bulk.inFlight + startable, maximumInFlight)
-                    if reported.map({ $0 != (bulk.inFlight, wanted) }) ?? true {
-                        reported = (bulk.inFlight, wanted)
-                        bulk.permits += budget.update(flow, inUse: bulk.inFlight, wanted: wanted)
+                while true {
+                    if !stopping, shouldStop() {
+                        stopping = true
+                        dropped = !queue.isEmpty
+                        queue.removeAll()
                     }
-                }
-                while bulk.hasPermit, pace.map({ $0.allowance > 0 }) ?? true, appAllowance > 0,
-                    let next = queue.popFirst()
-                {
-                    pace?.allowance -= 1
-                    if appPace != nil { appAllowance -= 1 }
-                    let notification = plan.notification(for: next.device).with(
-                        apnsID: Self.apnsID(send: id, token: next.device.token))
-                    bulk.start(Push(page: next.page, device: next.device, notification: notification), in: &group)
-                }
-                if let current = pace, current.allowance == 0, !current.ticking, !queue.isEmpty {
-                    pace?.ticking = true
-                    group.addTask {
-                        try? await sleepClock.sleep(for: current.period)
-                        events.push(.tick)
-                    }
-                }
-                if let appPace, appAllowance == 0, !takingAppPace, !queue.isEmpty, bulk.hasPermit {
-                    takingAppPace = true
-                    let wanted = queue.count
-                    group.addTask {
-                        do {
-                            events.push(.paced(try await appPace.take(wanted, app: plan.bundleID)))
-                        } catch {
-                            events.push(.failed(error))
+                    if let flow, let budget {
+                        // What this send could have in flight now: a paced send asks only for what its rate allows.
+                        let startable = min(
+                            queue.count, pace?.allowance ?? Int.max,
+                            appPace.map { max(appAllowance, $0.share) } ?? Int.max)
+                        let wanted = min(bulk.inFlight + startable, maximumInFlight)
+                        if reported.map({ $0 != (bulk.inFlight, wanted) }) ?? true {
+                            reported = (bulk.inFlight, wanted)
+                            bulk.permits += budget.update(flow, inUse: bulk.inFlight, wanted: wanted)
                         }
                     }
-                }
-                if !fetching, !exhausted, !stopping, queue.count < pageSize {
-                    let after = cursor
-                    group.addTask {
-                        do {
-                            let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
-                            var done =
-                                resuming
-                                ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
-                            // Left out like devices done before: not sent, and no outcome to wait for.
-                            let capped = try await claimFrequencyCaps(
-                                plan, send: id, devices: page.devices.filter { !done.contains($0.token) },
-                                recordOnSend: true)
-                            done.formUnion(capped.suppressed.map(\.token))
-                            events.push(.page(page, done: done))
-                        } catch {
-                            events.push(.failed(error))
+                    while bulk.hasPermit, pace.map({ $0.allowance > 0 }) ?? true, appAllowance > 0,
+                        let next = queue.popFirst()
+                    {
+                        pace?.allowance -= 1
+                        if appPace != nil { appAllowance -= 1 }
+                        let notification = plan.notification(for: next.device).with(
+                            apnsID: Self.apnsID(send: id, token: next.device.token))
+                        bulk.start(Push(page: next.page, device: next.device, notification: notification), in: &sends)
+                    }
+                    if let current = pace, current.allowance == 0, !current.ticking, !queue.isEmpty {
+                        pace?.ticking = true
+                        group.addTask {
+                            try? await sleepClock.sleep(for: current.period)
+                            events.push(.tick)
                         }
                     }
-                    fetching = true
-                }
-                // A paced send records once it has gathered a batch, or when it cannot go on without recording: its
-                // window is full, or nothing is left to start until the next page (or ever).
-                let batchDue =
-                    pace.map { ready.count >= $0.recordingBatch || !bulk.hasPermit || queue.isEmpty } ?? true
-                if !recording, (!ready.isEmpty && batchDue) || pendingCheckpoint != nil {
-                    // Whole pages whose every device is in this batch or an earlier one move the checkpoint: batches
-                    // are recorded one at a time, in order, so it is committed with the last of them.
-                    for page in readyPages { pages[page]!.unbatched -= 1 }
-                    var batchCheckpoint = pendingCheckpoint
-                    while let page = pages[nextPageToCheckpoint], page.unbatched == 0 {
-                        if let next = page.next { batchCheckpoint = next }
-                        pages[nextPageToCheckpoint] = nil
-                        nextPageToCheckpoint += 1
-                    }
-                    let batch = ready
-                    ready = []
-                    readyPages = []
-                    pendingCheckpoint = nil
-                    group.addTask {
-                        do {
-                            events.push(
-                                .recorded(
-                                    count: batch.count,
-                                    try await record(batch, checkpoint: batchCheckpoint)))
-                        } catch {
-                            events.push(.failed(error))
-                        }
-                    }
-                    recording = true
-                }
-                if !fetching, !recording, !takingAppPace, bulk.inFlight == 0, queue.isEmpty, exhausted || stopping { break }
-                for event in try await events.take() {
-                    switch event {
-                    case .page(let page, let done):
-                        fetching = false
-                        cursor = page.next
-                        exhausted = page.next == nil
-                        let devices = page.devices.filter { !done.contains($0.token) }
-                        pages[pagesFetched] = PageProgress(unbatched: devices.count, next: page.next)
-                        if devices.isEmpty, pagesFetched == nextPageToCheckpoint, page.next != nil {
-                            // Every device of the page was done before: only the checkpoint moves.
-                            pages[pagesFetched] = nil
-                            nextPageToCheckpoint += 1
-                            pendingCheckpoint = page.next
-                        }
-                        if stopping {
-                            dropped = dropped || !devices.isEmpty
-                        } else {
-                            for device in devices { queue.append((pagesFetched, device)) }
-                        }
-                        pagesFetched += 1
-                    case .answered(let answer):
-                        guard let pushed = bulk.outcome(of: answer, in: &group) else { break }
-                        let push = answer.item
-                        if let outcome = delivery.settledAtOnce(pushed, push.device) {
-                            gather(outcome, page: push.page)
-                        } else {
-                            group.addTask {
-                                events.push(
-                                    .delivered(
-                                        page: push.page, await delivery.settle(pushed, push.notification, push.device)))
+                    if let appPace, appAllowance == 0, !takingAppPace, !queue.isEmpty, bulk.hasPermit {
+                        takingAppPace = true
+                        let wanted = queue.count
+                        group.addTask {
+                            do {
+                                events.push(.paced(try await appPace.take(wanted, app: plan.bundleID)))
+                            } catch {
+                                events.push(.failed(error))
                             }
                         }
-                    case .delivered(let page, let outcome):
-                        gather(outcome, page: page)
-                    case .recorded(let count, let counts):
-                        recording = false
-                        bulk.finished(count)
-                        result.counts = counts
-                    case .failed(let error):
-                        throw error
-                    case .permits(let count):
-                        bulk.permits += count
-                    case .paced(let granted):
-                        takingAppPace = false
-                        appAllowance += granted
-                    case .tick:
-                        if var current = pace {
-                            current.ticking = false
-                            current.allowance = current.grant
-                            pace = current
+                    }
+                    if !fetching, !exhausted, !stopping, queue.count < pageSize {
+                        let after = cursor
+                        group.addTask {
+                            do {
+                                let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
+                                var done =
+                                    resuming
+                                    ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
+                                // Left out like devices done before: not sent, and no outcome to wait for.
+                                let capped = try await claimFrequencyCaps(
+                                    plan, send: id, devices: page.devices.filter { !done.contains($0.token) },
+                                    recordOnSend: true)
+                                done.formUnion(capped.suppressed.map(\.token))
+                                events.push(.page(page, done: done))
+                            } catch {
+                                events.push(.failed(error))
+                            }
+                        }
+                        fetching = true
+                    }
+                    // A paced send records once it has gathered a batch, or when it cannot go on without recording: its
+                    // window is full, or nothing is left to start until the next page (or ever).
+                    let batchDue =
+                        pace.map { ready.count >= $0.recordingBatch || !bulk.hasPermit || queue.isEmpty } ?? true
+                    if !recording, (!ready.isEmpty && batchDue) || pendingCheckpoint != nil {
+                        // Whole pages whose every device is in this batch or an earlier one move the checkpoint: batches
+                        // are recorded one at a time, in order, so it is committed with the last of them.
+                        for page in readyPages { pages[page]!.unbatched -= 1 }
+                        var batchCheckpoint = pendingCheckpoint
+                        while let page = pages[nextPageToCheckpoint], page.unbatched == 0 {
+                            if let next = page.next { batchCheckpoint = next }
+                            pages[nextPageToCheckpoint] = nil
+                            nextPageToCheckpoint += 1
+                        }
+                        let batch = ready
+                        ready = []
+                        readyPages = []
+                        pendingCheckpoint = nil
+                        group.addTask {
+                            do {
+                                events.push(
+                                    .recorded(
+                                        count: batch.count,
+                                        try await record(batch, checkpoint: batchCheckpoint)))
+                            } catch {
+                                events.push(.failed(error))
+                            }
+                        }
+                        recording = true
+                    }
+                    if !fetching, !recording, !takingAppPace, bulk.inFlight == 0, queue.isEmpty, exhausted || stopping {
+                        break
+                    }
+                    for event in try await events.take() {
+                        switch event {
+                        case .page(let page, let done):
+                            fetching = false
+                            cursor = page.next
+                            exhausted = page.next == nil
+                            let devices = page.devices.filter { !done.contains($0.token) }
+                            pages[pagesFetched] = PageProgress(unbatched: devices.count, next: page.next)
+                            if devices.isEmpty, pagesFetched == nextPageToCheckpoint, page.next != nil {
+                                // Every device of the page was done before: only the checkpoint moves.
+                                pages[pagesFetched] = nil
+                                nextPageToCheckpoint += 1
+                                pendingCheckpoint = page.next
+                            }
+                            if stopping {
+                                dropped = dropped || !devices.isEmpty
+                            } else {
+                                for device in devices { queue.append((pagesFetched, device)) }
+                            }
+                            pagesFetched += 1
+                        case .answered(let answer):
+                            guard let pushed = bulk.outcome(of: answer, in: &sends) else { break }
+                            let push = answer.item
+                            if pushed.isCancelled {
+                                // No outcome: APNs may or may not have it. Its page is never checkpointed, so a later
+                                // run of the send would send it again.
+                                bulk.finished(1)
+                                dropped = true
+                            } else if let outcome = delivery.settledAtOnce(pushed, push.device) {
+                                gather(outcome, page: push.page)
+                            } else {
+                                group.addTask {
+                                    events.push(
+                                        .delivered(
+                                            page: push.page,
+                                            await delivery.settle(pushed, push.notification, push.device)))
+                                }
+                            }
+                        case .delivered(let page, let outcome):
+                            gather(outcome, page: page)
+                        case .recorded(let count, let counts):
+                            recording = false
+                            bulk.finished(count)
+                            result.counts = counts
+                        case .failed(let error):
+                            throw error
+                        case .permits(let count):
+                            bulk.permits += count
+                        case .paced(let granted):
+                            takingAppPace = false
+                            appAllowance += granted
+                        case .cancelInFlight:
+                            stopping = true
+                            dropped = dropped || !queue.isEmpty
+                            queue.removeAll()
+                            bulk.cancelInFlight()
+                            sends.cancelAll()
+                        case .tick:
+                            if var current = pace {
+                                current.ticking = false
+                                current.allowance = current.grant
+                                pace = current
+                            }
+                        }
+                    }
+                    if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {
+                        lastRenewal = clock.now()
+                        let until = lastRenewal.addingTimeInterval(Self.seconds(lease.duration))
+                        guard try await lease.renew(id, until: until, in: store) else {
+                            throw LeaseLost()
                         }
                     }
                 }
-                if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {
-                    lastRenewal = clock.now()
-                    let until = lastRenewal.addingTimeInterval(Self.seconds(lease.duration))
-                    guard try await lease.renew(id, until: until, in: store) else {
-                        throw LeaseLost()
-                    }
-                }
+                result.finished = exhausted && !dropped
+                // Only a paced send's next tick may still wait: it is not needed.
+                group.cancelAll()
+                return result
             }
-            result.finished = exhausted && !dropped
-            return result
         }
     }
 

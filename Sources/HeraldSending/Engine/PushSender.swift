@@ -7,8 +7,13 @@ public import HeraldStore
 ///
 /// The server implements it over HeraldAPNS clients (one per app and environment); tests may plug in anything. Implementations retry what the
 /// APNs retry policy allows and return how the notification ended; they do not touch the registry.
+///
+/// Cancellation: a send whose task is cancelled, or a start whose `cancellation` is, ends promptly with
+/// ``PushResult/cancelled(_:)`` rather than waiting for APNs. Its device then gets no outcome (APNs may or may not
+/// have received it): the send engine never records it as failed.
 public protocol PushSender: Sendable {
-    /// Sends a notification and returns how it ended: accepted, rejected with APNs's reason, or failed.
+    /// Sends a notification and returns how it ended: accepted, rejected with APNs's reason, failed, or cancelled
+    /// when its task was cancelled first.
     /// - Parameters:
     ///   - notification: Validated and encoded; its topic carries the push type's suffix.
     ///   - token: The device.
@@ -21,19 +26,20 @@ public protocol PushSender: Sendable {
     /// (``HeraldAPNS/APNSBulkSend``).
     ///
     /// Calls `answered` once (from any thread; it must not block) with the end, or with the rest of the work to run in
-    /// a task (retries): the client's answer with its result mapped, not wrapped again.
+    /// a task (retries): the client's answer with its result mapped, not wrapped again. Once `cancellation` is
+    /// cancelled, the end is ``PushResult/cancelled(_:)`` unless APNs answered before.
     /// - Returns: `false` when the send could not start without waiting: nothing was sent, and the caller uses
     ///   ``send(_:to:in:)`` from a task. The default implementation always answers `false`.
     func start(
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-        answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
+        cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool
 }
 
 extension PushSender {
     public func start(
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-        answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
+        cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool { false }
 }
 
@@ -45,11 +51,21 @@ public struct PushResult: Sendable {
     public var apnsUniqueID: String?
     /// Every attempt when there was more than one; empty when the first decided (no allocation on the usual path).
     public var attempts: [DeliveryAttempt]
+    /// Whether the send was cancelled before APNs answered (``PushSender``): its outcome is unknown, so it is not
+    /// recorded; ``result`` is then a failure that says so, for callers that must show something.
+    public private(set) var isCancelled = false
 
     public init(_ result: DeliveryOutcome.Result, apnsUniqueID: String? = nil, attempts: [DeliveryAttempt] = []) {
         self.result = result
         self.apnsUniqueID = apnsUniqueID
         self.attempts = attempts
+    }
+
+    /// A send cancelled before APNs answered; `message` says how far it got.
+    public static func cancelled(_ message: String, attempts: [DeliveryAttempt] = []) -> PushResult {
+        var result = PushResult(.failed(message: message), attempts: attempts)
+        result.isCancelled = true
+        return result
     }
 }
 

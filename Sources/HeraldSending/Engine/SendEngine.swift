@@ -78,7 +78,8 @@ public struct SendEngine: Sendable {
                 targetCount: targetCount, suppressed: suppressed, topic: plan.bundleID)
             metrics.sendStarted(background: false)
             metrics.suppressed(suppressed)
-            let outcomes = await fanOut.deliver(plan, send: new.id, to: devices)
+            // A device whose request was cancelled (the request's task was) has no outcome to record.
+            let outcomes = await fanOut.deliver(plan, send: new.id, to: devices).filter { !$0.isCancelled }
             let record = try await store.recordFinishedSend(new, outcomes: outcomes.map(\.outcome))
             logger.info("Sent", metadata: [LogKey.count: "\(record.counts)"])
             return .sent(record, outcomes)
@@ -192,7 +193,8 @@ public struct SendEngine: Sendable {
     }
 
     /// Cancels a queued or running send: it is never started, or stops at once on this instance (and within its
-    /// next status check on another one); what it had in flight is recorded, so its counts are what was sent.
+    /// next status check on another one) without waiting for APNs: what APNs had answered is recorded, the requests
+    /// still waiting are cancelled and their devices get no outcome.
     /// - Returns: The send, now `cancelled` (again, if it was already).
     /// - Throws: ``SendError`` `unknownSend`, or `sendFinished` when it had completed or failed; a store error.
     public func cancel(_ id: SendID) async throws -> SendRecord {

@@ -16,8 +16,9 @@ import Synchronization
 ///
 /// A send cancelled while this worker performs it (`DELETE /api/sends/{id}`) stops: at once when the cancellation came
 /// through this instance (``cancelled(_:)``), and otherwise at the worker's next look at the send's status (every poll
-/// interval). The worker stops sending, records what is in flight, and lets go of the send, which stays cancelled and
-/// is never claimed again.
+/// interval). The worker stops sending, cancels the requests waiting for APNs (``InFlightCancellation``), records what
+/// APNs had answered, and lets go of the send, which stays cancelled and is never claimed again. A device whose
+/// request was cancelled has no outcome: APNs may or may not have received it.
 ///
 /// Several instances on one PostgreSQL database share the queue: a claim gives a send to one worker, and a worker that
 /// dies loses its lease, so another instance resumes the send once the lease runs out (docs/reliability.md). A worker
@@ -26,8 +27,9 @@ import Synchronization
 /// can be alive, so it puts back the sends that run held and resumes them at once. When another process holds the
 /// lock (two servers with one instance id), it says so and leaves those sends to their leases, trying the lock again
 /// at each poll. On SQLite the database is this server's alone, so every send an earlier run held is put back. On
-/// graceful shutdown the worker stops sending, records what is in flight, and puts the send back in the queue, so the
-/// next start resumes it at once. A resumed send skips the devices already recorded.
+/// graceful shutdown the worker stops sending, records what APNs answers of what is in flight — cancelling the requests
+/// still unanswered after ``SendingSettings/shutdownGrace`` — and puts the send back in the queue, so the next start
+/// resumes it at once. A resumed send skips the devices already recorded.
 public final class SendWorker: Service, Sendable {
     private let store: any Store
     /// The apps this server has APNs credentials for: a send of another app fails instead of running.
@@ -39,6 +41,7 @@ public final class SendWorker: Service, Sendable {
     private let leaseDuration: Duration
     private let pollInterval: Duration
     private let catchUpLimit: TimeInterval
+    private let shutdownGrace: Duration
     private let clock: any Clock<Duration>
     private let wallClock: any WallClock
     private let logger: Logger
@@ -77,6 +80,8 @@ public final class SendWorker: Service, Sendable {
     private struct RunningSend {
         let lane: SendLane
         var cancelled = false
+        /// Cancels the run's requests in flight when its send is cancelled.
+        let inFlight = InFlightCancellation()
     }
 
     /// What a look at the queue gave the worker.
@@ -121,6 +126,7 @@ public final class SendWorker: Service, Sendable {
         self.leaseDuration = sending.leaseDuration
         self.pollInterval = sending.pollInterval
         self.catchUpLimit = FanOut.seconds(sending.catchUpLimit)
+        self.shutdownGrace = sending.shutdownGrace
         self.clock = clock
         self.wallClock = wallClock
         self.logger = logger
@@ -200,8 +206,32 @@ public final class SendWorker: Service, Sendable {
                 await wakeup.wait(timeout: await untilNextLook(), clock: clock)
                 polls.withLock { $0.waiting = false }
             }
-            // Graceful shutdown: every running send sees `stopping`, records what it has in flight and goes back to
-            // the queue; the group waits for them.
+            // Graceful shutdown: every running send sees `stopping`, records what APNs answers of what it has in
+            // flight and goes back to the queue; the group waits for them, and cancels what APNs leaves unanswered.
+            if stopping.load(ordering: .relaxed), !Task.isCancelled {
+                group.addTask { await self.cancelInFlight(after: self.shutdownGrace) }
+            }
+        }
+    }
+
+    /// Cancels the running sends' requests in flight once `grace` has passed, unless every run ended before.
+    private func cancelInFlight(after grace: Duration) async {
+        await withTaskGroup(of: Bool.self) { timer in
+            timer.addTask { (try? await self.clock.sleep(for: grace)) != nil }
+            timer.addTask {
+                _ = try? await self.waitFor { self.running.withLock { $0.isEmpty } ? true : nil }
+                return false
+            }
+            let expired = await timer.next() ?? false
+            timer.cancelAll()
+            guard expired else { return }
+            let runs = running.withLock { $0.values.map(\.inFlight) }
+            if !runs.isEmpty {
+                logger.notice(
+                    "APNs left requests unanswered past the shutdown grace: cancelled; their devices are sent again when the sends resume",
+                    metadata: [LogKey.count: "\(runs.count)"])
+            }
+            for run in runs { run.cancel() }
         }
     }
 
@@ -307,9 +337,16 @@ public final class SendWorker: Service, Sendable {
     /// Tells the worker a send was cancelled through this instance: if it is performing that send, it stops at its
     /// next event instead of at its next status check.
     public func cancelled(_ id: SendID) {
-        running.withLock { running in
+        let runs = running.withLock { running in
             for key in running.keys where key.send == id { running[key]?.cancelled = true }
+            return running.filter { $0.key.send == id }.map(\.value.inFlight)
         }
+        for run in runs { run.cancel() }
+    }
+
+    /// What cancels a run's requests in flight; `nil` once the run ended.
+    private func inFlightCancellation(of send: SendID, shard: Int?) -> InFlightCancellation? {
+        running.withLock { $0[RunKey(send: send, shard: shard)]?.inFlight }
     }
 
     private func isCancelled(_ id: SendID) -> Bool {
@@ -449,6 +486,7 @@ public final class SendWorker: Service, Sendable {
                     resuming: record.counts.total > 0 || record.sentThrough != nil,
                     lease: FanOut.Lease(worker: name, duration: leaseDuration), collect: false, lane: record.lane,
                     share: appShares[plan.bundleID] ?? .init(),
+                    cancellation: inFlightCancellation(of: record.id, shard: nil),
                     shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
                 group.cancelAll()
                 return result
@@ -457,7 +495,7 @@ public final class SendWorker: Service, Sendable {
                 // The store keeps the send cancelled whatever the status asked; this releases the lease.
                 _ = try await store.updateSend(record.id, SendUpdate(status: .cancelled))
                 logger.notice(
-                    "Stopped a cancelled background send; what was in flight is recorded",
+                    "Stopped a cancelled background send; what APNs had answered is recorded",
                     metadata: [LogKey.count: "\(result.counts)"])
             } else if result.finished, let wave {
                 logger.info("Sent a wave of a send", metadata: [LogKey.count: "\(result.counts)"])
@@ -536,6 +574,7 @@ public final class SendWorker: Service, Sendable {
                     resuming: shard.recorded > 0 || shard.checkpoint != nil,
                     lease: FanOut.Lease(worker: name, duration: leaseDuration, shard: shard.index), collect: false,
                     lane: record.lane, share: appShares[plan.bundleID] ?? .init(),
+                    cancellation: inFlightCancellation(of: record.id, shard: shard.index),
                     shouldStop: { self.stopping.load(ordering: .relaxed) || self.isCancelled(record.id) })
                 group.cancelAll()
                 return result
@@ -549,7 +588,7 @@ public final class SendWorker: Service, Sendable {
             } else {
                 // Cancelled (never claimed again) or paused by a shutdown (resumed after its checkpoint).
                 _ = try await store.endShardRun(of: key.id, shard: key.shard, worker: name, status: .queued)
-                logger.notice("Stopped a shard; what was in flight is recorded")
+                logger.notice("Stopped a shard; what APNs had answered is recorded")
             }
         } catch is FanOut.LeaseLost {
             logger.warning("Another worker took over a shard whose lease ran out; stopping here")

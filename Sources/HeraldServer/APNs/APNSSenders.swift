@@ -50,10 +50,12 @@ final class APNSSenders: PushSender {
 
     func start(
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
-        answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
+        cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool {
         guard let client = client(for: notification, in: environment) else { return false }
-        return client.startSending(notification, to: token) { answered($0.map { Self.pushed($0, in: environment) }) }
+        return client.startSending(notification, to: token, cancellation: cancellation) {
+            answered($0.map { Self.pushed($0, in: environment) })
+        }
     }
 
     /// The client of an app in an environment: for broadcast channels, which name the bare bundle id.
@@ -72,12 +74,14 @@ final class APNSSenders: PushSender {
         case .rejected(let rejection): uniqueID = rejection.uniqueID
         case .failed(let error): uniqueID = error.rejection?.uniqueID
         }
-        guard !delivery.trail.isEmpty else { return PushResult(result(of: delivery), apnsUniqueID: uniqueID) }
         let attempts = delivery.trail.map { attempt in
             DeliveryAttempt(
                 number: attempt.number, at: attempt.at, environment: environment, connection: attempt.connection,
                 status: attempt.status, reason: attempt.reason?.rawValue ?? attempt.error.map { "\($0.code)" },
                 message: attempt.error?.message, apnsUniqueID: attempt.uniqueID, retryAfter: attempt.retryAfter)
+        }
+        if case .failed(let error) = delivery.outcome, error.code == .cancelled {
+            return .cancelled(error.message, attempts: attempts)
         }
         return PushResult(result(of: delivery), apnsUniqueID: uniqueID, attempts: attempts)
     }

@@ -134,7 +134,8 @@ struct SendController: Sendable {
     /// `409 sendFinished` when it had completed or failed; `404 unknownSend`.
     ///
     /// A queued send is never started. A running one stops at once on this instance (the worker is told), and within
-    /// its next status check on another instance; what it had in flight is recorded, so its counts are what was sent.
+    /// its next status check on another instance, without waiting for APNs: what APNs had answered is recorded, the
+    /// requests still waiting are cancelled and their devices get no outcome.
     @Sendable func cancel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let id = try Self.sendID(context)
         if context.access.topics != nil {
