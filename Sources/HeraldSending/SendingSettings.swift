@@ -29,7 +29,7 @@ public struct SendingSettings: Sendable {
     public var catchUpLimit: Duration
     /// How long a graceful shutdown waits for APNs to answer what the running sends have in flight before it cancels
     /// those requests (their devices get no outcome and are sent again, with the same `apns-id`, when the send
-    /// resumes). Default 5 seconds: APNs answers in milliseconds; a slow or silent APNs does not hold the shutdown.
+    /// resumes). Default 5 seconds (`HERALD_SEND_SHUTDOWN_GRACE`): APNs answers in milliseconds; a slow or silent APNs does not hold the shutdown.
     public var shutdownGrace: Duration = .seconds(5)
 
     /// - Parameters: see the properties; each has its default.

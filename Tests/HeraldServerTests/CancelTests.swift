@@ -179,6 +179,10 @@ struct CancelTests {
             await emulator.waitForCounters { $0.clientResets >= count }
             #expect(emulator.counters.clientResets == count, "each held request's stream was reset once")
             #expect(emulator.counters.accepted == 0)
+            let metrics = try await client.call(.get, "/metrics")
+            #expect(
+                metrics.body.contains("herald_notifications_cancelled_total \(count)\n"),
+                "\(metrics.body.split(separator: "\n").filter { $0.contains("cancelled") })")
         }
     }
 

@@ -137,6 +137,7 @@ struct ConfigurationTests {
             "HERALD_TEAM_ID": "TEAM123456", "HERALD_KEY_FILE": keyFile, "HERALD_REGISTRATION_KEYS": "a, b",
             "HERALD_CONTENT_KEY": "k1:\(contentKey.base64)", "HERALD_RATE_LIMIT": "0", "HERALD_INLINE_SEND_LIMIT": "5",
             "HERALD_API_KEYS": "backend:send+admin:0123456789abcdefghij0123456789abcdefghij", "HERALD_APNS": "apple",
+            "HERALD_SEND_SHUTDOWN_GRACE": "0",
         ])
         #expect(
             configuration.listen == .init(host: "0.0.0.0", port: 9000)
@@ -147,6 +148,7 @@ struct ConfigurationTests {
             app.credentials?.signingKey?.keyID == "ABC123DEFG" && app.credentials?.signingKey?.teamID == "TEAM123456")
         #expect(app.registrationKeys == ["a", "b"] && app.contentKey?.id == "k1")
         #expect(configuration.limits.registrationsPerMinute == 0 && configuration.limits.inlineSendLimit == 5)
+        #expect(configuration.sending.shutdownGrace == .zero && ServerConfiguration().sending.shutdownGrace == .seconds(5))
         #expect(
             configuration.apiKeys == [
                 .init(name: "backend", scopes: [.send, .admin], secret: "0123456789abcdefghij0123456789abcdefghij")
@@ -228,6 +230,7 @@ struct ConfigurationTests {
             (["HERALD_INSTANCE_ID": String(repeating: "a", count: 65)], "HERALD_INSTANCE_ID"),
             (["HERALD_RETENTION_OUTCOMES_DAYS": "-1"], "HERALD_RETENTION_OUTCOMES_DAYS"),
             (["HERALD_RETENTION_INTERVAL": "5"], "HERALD_RETENTION_INTERVAL"),
+            (["HERALD_SEND_SHUTDOWN_GRACE": "601"], "HERALD_SEND_SHUTDOWN_GRACE"),
             (["HERALD_PREFERENCE_CATEGORIES": "orders:maybe"], "HERALD_PREFERENCE_CATEGORIES"),
             (["HERALD_PREFERENCE_CATEGORIES": "or ders"], "HERALD_PREFERENCE_CATEGORIES"),
             (["HERALD_PREFERENCE_CATEGORIES": "orders,orders:off"], "HERALD_PREFERENCE_CATEGORIES"),

@@ -67,9 +67,12 @@ public struct Delivery: Sendable {
         return settle(pushed, device)
     }
 
+    /// Counts a notification whose wait for APNs was cancelled, which has no outcome.
+    func countCancelled() { metrics.cancelled() }
+
     /// The outcome of an answer that needs nothing from the registry (accepted, failed).
     private func settle(_ pushed: PushResult, _ device: DeviceRegistration) -> ReportedOutcome {
-        if !pushed.isCancelled { metrics.outcome(pushed.result) }
+        if pushed.isCancelled { countCancelled() } else { metrics.outcome(pushed.result) }
         var reported = ReportedOutcome(outcome: outcome(pushed, device.token, device.environment), action: nil)
         reported.isCancelled = pushed.isCancelled
         return reported

@@ -354,6 +354,7 @@ public struct FanOut: Sendable {
                             if pushed.isCancelled {
                                 // No outcome: APNs may or may not have it. Its page is never checkpointed, so a later
                                 // run of the send would send it again.
+                                delivery.countCancelled()
                                 bulk.finished(1)
                                 dropped = true
                             } else if let outcome = delivery.settledAtOnce(pushed, push.device) {

@@ -8,6 +8,9 @@ public import HeraldStore
 public protocol SendingMetrics: Sendable {
     /// One notification's outcome, after the sender's retries.
     func outcome(_ result: DeliveryOutcome.Result)
+    /// A notification whose send was cancelled (by `DELETE /api/sends/{id}`, or by a shutdown past its grace) before
+    /// APNs answered: it has no outcome, and a resumed send sends it again.
+    func cancelled()
     /// A token taken out of sends, per APNs reason (`Unregistered`, `ExpiredToken`, `BadDeviceToken`).
     func removal(_ reason: APNSReason)
     /// A `BadDeviceToken` token that the other environment accepted, and moved there.

@@ -55,6 +55,7 @@ extension ServerConfiguration {
     /// | `HERALD_REQUEST_TIMEOUT` [`requestTimeout`] | seconds for a request to arrive whole | 30 |
     /// | `HERALD_MAX_CONNECTIONS` [`maxConnections`] | connections open at once | 4096 |
     /// | `HERALD_SHUTDOWN_GRACE` [`shutdownGrace`] | seconds a busy connection gets at shutdown | 10 |
+    /// | `HERALD_SEND_SHUTDOWN_GRACE` [`sendShutdownGrace`] | seconds a shutdown waits for APNs's answers to what the running sends have in flight, before it cancels those requests | 5 |
     /// | `HERALD_SEND_CONCURRENCY` [`sendConcurrency`] | notifications in flight on this instance, shared by its sends | 1000 |
     /// | `HERALD_RUNNING_SENDS` [`runningSends`] | background sends running at once per lane | 16 |
     /// | `HERALD_CAMPAIGN_THRESHOLD` [`campaignThreshold`] | devices above which a send goes to the campaign lane | 10000 |
@@ -122,6 +123,9 @@ extension ServerConfiguration {
         limits.shutdownGracePeriod =
             try reader.integer("HERALD_SHUTDOWN_GRACE", "shutdownGrace", in: 0...3600).map { .seconds($0) }
             ?? limits.shutdownGracePeriod
+        sending.shutdownGrace =
+            try reader.integer("HERALD_SEND_SHUTDOWN_GRACE", "sendShutdownGrace", in: 0...600).map { .seconds($0) }
+            ?? sending.shutdownGrace
         sending.maximumInFlight =
             try reader.integer("HERALD_SEND_CONCURRENCY", "sendConcurrency", in: 1...100_000) ?? sending.maximumInFlight
         sending.runningSendsPerLane =

@@ -16,6 +16,7 @@ struct ServerMetrics: SendingMetrics {
     private let accepted: Counter
     private let failed: Counter
     private let corrected: Counter
+    private let cancelledNotifications: Counter
     private let storeErrors: Counter
 
     private enum Name {
@@ -23,6 +24,10 @@ struct ServerMetrics: SendingMetrics {
         static let unregistrations = ("unregistrations", "Tokens the apps unregistered (DELETE /api/token).")
         static let outcomes = ("send_outcomes", "Notification outcomes, by outcome and APNs reason.")
         static let removals = ("token_removals", "Tokens taken out of sends after APNs rejected them, by reason.")
+        static let cancelled = (
+            "notifications_cancelled",
+            "Notifications whose send was cancelled (DELETE /api/sends/{id}, or a shutdown past HERALD_SEND_SHUTDOWN_GRACE) before APNs answered: no outcome; a resumed send sends them again."
+        )
         static let corrections = ("environment_corrections", "BadDeviceToken tokens the other environment accepted.")
         static let sends = ("sends", "Sends started, inline or in the background.")
         static let receipts = ("receipt_events", "Delivery receipts the apps reported, by what became of them.")
@@ -61,6 +66,7 @@ struct ServerMetrics: SendingMetrics {
         accepted = Self.counter(registry, Name.outcomes, [("outcome", "accepted"), ("reason", "")])
         failed = Self.counter(registry, Name.outcomes, [("outcome", "failed"), ("reason", "")])
         corrected = Self.counter(registry, Name.corrections, [])
+        cancelledNotifications = Self.counter(registry, Name.cancelled, [])
         // Registered at start, so the rate of a counter that has not moved yet reads 0, not no data.
         storeErrors = Self.counter(registry, Name.storeErrors, [])
     }
@@ -98,6 +104,8 @@ struct ServerMetrics: SendingMetrics {
     }
 
     func environmentCorrected() { corrected.increment() }
+
+    func cancelled() { cancelledNotifications.increment() }
 
     /// A batch of delivery receipts: recorded, duplicates of earlier ones, ignored (no such delivery).
     func receipts(recorded: Int, duplicates: Int, ignored: Int) {

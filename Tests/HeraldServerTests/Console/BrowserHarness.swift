@@ -61,6 +61,48 @@ enum BrowserHarness {
         try await withCleanup({ _ = await server.terminate() }) { try await body(server) }
     }
 
+    /// A scenario of a flow script (its first argument) and the screenshots it takes.
+    struct Scenario: Sendable, CustomTestStringConvertible {
+        let name: String
+        let screenshots: [String]
+
+        var testDescription: String { name }
+    }
+
+    /// The scenarios a flow script lists with `--list`, in its order.
+    static func listedScenarios(of script: String) async throws -> [String] {
+        let listed = try await ProcessRunner.run("python3", [Self.script(script).path, "--list"])
+        try #require(listed.status == 0, "\(script) --list failed: \(listed.standardError)")
+        return listed.standardOutput.split(separator: "\n").map(String.init)
+    }
+
+    /// Signs in to `server` through a flow script: runs `python3 script [leading…] <base URL> <sign-in link>
+    /// <screenshots directory> [trailing…]` after deleting the screenshots it should take, and expects it to end well
+    /// and to have taken each one.
+    /// - Parameters:
+    ///   - what: What the script does, for the failure message.
+    ///   - failureScreenshot: The screenshot the script saves when it fails, if it saves one.
+    static func runFlows(
+        _ script: String, on server: ServeProcess, leading: [String] = [], trailing: [String] = [],
+        screenshots expected: [String], what: String, failureScreenshot: String? = nil
+    ) async throws {
+        let link = try await signInLink(server)
+        for name in expected {
+            try? FileManager.default.removeItem(at: screenshots.appendingPathComponent(name + ".png"))
+        }
+        let result = try await ProcessRunner.run(
+            "python3",
+            [Self.script(script).path] + leading + ["http://127.0.0.1:\(server.port)", link, screenshots.path] + trailing)
+        #expect(
+            result.status == 0,
+            "\(what) failed\(failureScreenshot.map { " (screenshot: \($0))" } ?? ""):\n\(result.standardOutput)\n\(result.standardError.suffix(4000))")
+        for name in expected {
+            #expect(
+                FileManager.default.fileExists(atPath: screenshots.appendingPathComponent(name + ".png").path),
+                "screenshot \(name)")
+        }
+    }
+
     /// The path of the one-time sign-in link `herald serve` prints at start.
     static func signInLink(_ server: ServeProcess) async throws -> String {
         let log = try #require(

@@ -9,17 +9,10 @@ import Testing
 /// unless `CI` is set.
 @Suite("Console in a real browser: quiet hours", .serialized)
 struct ConsoleQuietHoursBrowserTests {
-    struct Scenario: Sendable, CustomTestStringConvertible {
-        let name: String
-        let screenshots: [String]
-
-        var testDescription: String { name }
-    }
-
-    static let scenarios = [
-        Scenario(name: "compose", screenshots: ["compose-quiet-deferred", "compose-quiet-dropped"]),
-        Scenario(name: "send", screenshots: ["send-quiet-deferred", "send-quiet-dropped"]),
-        Scenario(name: "preferences", screenshots: ["device-quiet-hours"]),
+    static let scenarios: [BrowserHarness.Scenario] = [
+        .init(name: "compose", screenshots: ["compose-quiet-deferred", "compose-quiet-dropped"]),
+        .init(name: "send", screenshots: ["send-quiet-deferred", "send-quiet-dropped"]),
+        .init(name: "preferences", screenshots: ["device-quiet-hours"]),
     ]
 
     /// A window of the minutes from `start` to `end` after the current UTC minute (negative: before it).
@@ -32,39 +25,21 @@ struct ConsoleQuietHoursBrowserTests {
     @Test(
         "quiet hours in chromium: the compose page's dry run and the send page count deferred and dropped devices; a device's page shows and edits its person's own window",
         BrowserHarness.needsBrowser, .timeLimit(.minutes(5)), arguments: scenarios)
-    func scenario(_ scenario: Scenario) async throws {
+    func scenario(_ scenario: BrowserHarness.Scenario) async throws {
         try await BrowserHarness.requireBrowser()
         // Quiet from an hour ago to two hours on in UTC; twelve hours away, and in nora's own window, awake.
         let appWindow = Self.window(from: -60, to: 120)
         let awake = Self.window(from: 360, to: 420)
         try await BrowserHarness.withServe("quiet-browser", environment: { _ in ["HERALD_QUIET_HOURS": appWindow] }) {
             server in
-            let link = try await BrowserHarness.signInLink(server)
-            let screenshots = BrowserHarness.screenshots
-            for name in scenario.screenshots {
-                try? FileManager.default.removeItem(at: screenshots.appendingPathComponent(name + ".png"))
-            }
-            let result = try await ProcessRunner.run(
-                "python3",
-                [
-                    BrowserHarness.script("quiet_flows.py").path, scenario.name, "http://127.0.0.1:\(server.port)", link,
-                    screenshots.path, awake,
-                ])
-            #expect(
-                result.status == 0,
-                "quiet-hours scenario \(scenario.name) failed (screenshot: quiet-\(scenario.name)-failed.png):\n\(result.standardOutput)\n\(result.standardError.suffix(4000))")
-            for name in scenario.screenshots {
-                #expect(
-                    FileManager.default.fileExists(atPath: screenshots.appendingPathComponent(name + ".png").path),
-                    "screenshot \(name)")
-            }
+            try await BrowserHarness.runFlows(
+                "quiet_flows.py", on: server, leading: [scenario.name], trailing: [awake], screenshots: scenario.screenshots,
+                what: "quiet-hours scenario \(scenario.name)", failureScreenshot: "quiet-\(scenario.name)-failed.png")
         }
     }
 
     @Test("every scenario of quiet_flows.py is a test case here", BrowserHarness.needsBrowser)
     func everyScenarioRuns() async throws {
-        let listed = try await ProcessRunner.run("python3", [BrowserHarness.script("quiet_flows.py").path, "--list"])
-        #expect(listed.status == 0, "\(listed.standardError)")
-        #expect(listed.standardOutput.split(separator: "\n").map(String.init) == Self.scenarios.map(\.name))
+        #expect(try await BrowserHarness.listedScenarios(of: "quiet_flows.py") == Self.scenarios.map(\.name))
     }
 }

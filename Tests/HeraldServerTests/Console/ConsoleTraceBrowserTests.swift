@@ -14,19 +14,8 @@ struct ConsoleTraceBrowserTests {
         try await BrowserHarness.requireBrowser()
         try await BrowserHarness.withServe("trace-browser", environment: { _ in ["HERALD_LIVE_ACTIVITY_BUDGET": "2"] }) {
             server in
-            let link = try await BrowserHarness.signInLink(server)
-            let screenshots = BrowserHarness.screenshots
-            let result = try await ProcessRunner.run(
-                "python3",
-                [BrowserHarness.script("trace_flows.py").path, "http://127.0.0.1:\(server.port)", link, screenshots.path])
-            #expect(
-                result.status == 0,
-                "trace flows failed:\n\(result.standardOutput)\n\(result.standardError.suffix(4000))")
-            for name in ["trace", "activities-budget"] {
-                #expect(
-                    FileManager.default.fileExists(atPath: screenshots.appendingPathComponent(name + ".png").path),
-                    "screenshot \(name)")
-            }
+            try await BrowserHarness.runFlows(
+                "trace_flows.py", on: server, screenshots: ["trace", "activities-budget"], what: "trace flows")
         }
     }
 }
