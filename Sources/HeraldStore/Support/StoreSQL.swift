@@ -304,7 +304,11 @@ package enum StoreSQL {
 
     /// The text of ``recordOutcomes(_:of:checkpoint:at:)``: `$1…$12` the columns, `$13` the send, `$14` the
     /// checkpoint, `$15` the time.
-    private static let recordOutcomesSQL: String = {
+    ///
+    /// The send's last sequence is read with the send's `ref` as a value (a subquery), not joined from the `ref` CTE:
+    /// only then does PostgreSQL read it from the primary key's end. Joined, it read every outcome of the table for each
+    /// page recorded, which made a million-device send quadratic (QueryPlanTests).
+    package static let recordOutcomesSQL: String = {
         let arrays = outcomeColumnTypes.enumerated().map { "$\($0 + 1)::\($1)[]" }.joined(separator: ", ")
         let (send, checkpoint, time) = ("$13", "$14", "$15")
         let selected = outcomeColumnNames.map {
@@ -317,7 +321,7 @@ package enum StoreSQL {
         let token = tokenBytes("v.token", .postgres)
         return """
             WITH ref AS (SELECT ref FROM sends WHERE id = \(send)), \
-            last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes, ref WHERE send_ref = ref.ref), \
+            last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_ref = \(sendReference(send))), \
             inserted AS (INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) \
             SELECT ref.ref, \(selected) FROM ref CROSS JOIN last CROSS JOIN unnest(\(arrays)) AS v(\(outcomeColumns)) \
             LEFT JOIN LATERAL (SELECT 1 AS found FROM send_outcomes o \
