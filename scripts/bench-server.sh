@@ -823,8 +823,9 @@ PY
             --body "$register_body"
     }
     # PG_WAIT_SAMPLES=1: what the registrations wait for, while retention deletes and idle: pg_stat_activity sampled
-    # every 10 ms in one session (its snapshot cleared each time), the active statements by kind and wait event; then
-    # what checkpoints, the WAL and autovacuum did meanwhile.
+    # every 10 ms in one session, each sample its own transaction (a sampler holding one transaction open for the
+    # minute would keep every row version the registrations leave from being pruned, and slow what it measures), the
+    # active statements by kind and wait event; then what checkpoints, the WAL and autovacuum did meanwhile.
     sample_waits() {  # LABEL: in the background, for REGISTER_SECONDS
         [ "$backend" = postgres ] && [ "${PG_WAIT_SAMPLES:-0}" = 1 ] || return 0
         local schema
@@ -833,7 +834,7 @@ PY
             psql "${HERALD_BENCH_DATABASE_URL}" -At -F ' ' -c "SELECT '$1: checkpoints and buffers before', \
                 checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_backend FROM pg_stat_bgwriter" \
                 -c "SELECT '$1: WAL before', wal_records, wal_fpi, wal_bytes, wal_write, wal_sync FROM pg_stat_wal"
-            psql "${HERALD_BENCH_DATABASE_URL}" -At -F ' ' -c "CREATE TEMP TABLE samples (what text, wait text); \
+            psql "${HERALD_BENCH_DATABASE_URL}" -At -F ' ' -c "CREATE TEMP TABLE samples (what text, wait text)" -c " \
                 DO \$\$ BEGIN FOR i IN 1..$((register_seconds * 100)) LOOP PERFORM pg_stat_clear_snapshot(); \
                 INSERT INTO samples SELECT CASE WHEN query LIKE '%herald_register%' THEN 'register' \
                 WHEN query LIKE 'DELETE%' OR query LIKE 'UPDATE sends SET outcomes_deleted_at%' \
@@ -841,8 +842,8 @@ PY
                 ELSE left(regexp_replace(query, '\\s+', ' ', 'g'), 40) END, \
                 coalesce(wait_event_type || ':' || wait_event, 'on CPU') FROM pg_stat_activity \
                 WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend'; \
-                PERFORM pg_sleep(0.01); END LOOP; END \$\$; \
-                SELECT '$1: sampled', what, wait, count(*) FROM samples GROUP BY what, wait ORDER BY what, 4 DESC" \
+                COMMIT; PERFORM pg_sleep(0.01); END LOOP; END \$\$" \
+                -c "SELECT '$1: sampled', what, wait, count(*) FROM samples GROUP BY what, wait ORDER BY what, 4 DESC" \
                 | grep -v '^CREATE TABLE$\|^DO$'
             psql "${HERALD_BENCH_DATABASE_URL}" -At -F ' ' -c "SELECT '$1: checkpoints and buffers after', \
                 checkpoints_timed, checkpoints_req, buffers_checkpoint, buffers_backend FROM pg_stat_bgwriter" \
