@@ -258,7 +258,7 @@ public final class APNSEmulator: Service, Sendable {
 
     // MARK: Counters and faults
 
-    public var counters: EmulatorCounters { registry.counters() }
+    public var counters: EmulatorCounters { registry.currentCounters() }
 
     /// Returns once `condition` holds for the counters — at once if it does already — or when the task is cancelled:
     /// for a test that must know what the emulator received without polling. Looked at again whenever a request is

@@ -23,28 +23,9 @@ final class DeviceRegistry: Sendable {
 
     private struct State {
         var records: [Key: Record] = [:]
-        var counters = EmulatorCounters()
-        /// Tasks waiting in ``waitForCounters(_:)`` for a condition on the counters, by a number of their own.
-        var counterWaiters: [Int: CounterWaiter] = [:]
-        var nextCounterWaiter = 0
-
-        /// Resumes the waiters whose condition the counters now meet (a resume only schedules their task): after
-        /// every change of a count a waiter may wait for.
-        mutating func wakeCounterWaiters() {
-            guard !counterWaiters.isEmpty else { return }
-            for (id, waiter) in counterWaiters where waiter.condition(counters) {
-                counterWaiters.removeValue(forKey: id)
-                waiter.continuation.resume()
-            }
-        }
         var seenAPNSIDs = Set<UInt64>()
         var random: SeededRandomNumberGenerator
         var liveActivityBudget: Int?
-    }
-
-    struct CounterWaiter {
-        let condition: @Sendable (EmulatorCounters) -> Bool
-        let continuation: CheckedContinuation<Void, Never>
     }
 
     enum Lookup {
@@ -53,6 +34,9 @@ final class DeviceRegistry: Sendable {
     }
 
     private let state: Mutex<State>
+    /// Changed only inside `state`'s lock (``withCounters(_:)``), so a task that sees a count also sees the inbox
+    /// entries it counts.
+    private let counters = WatchedState(EmulatorCounters(), readyWhen: { _ in true })
     private let mode: EmulatorConfiguration.DeviceMode
     private let inboxMode: EmulatorConfiguration.InboxMode
 
@@ -87,16 +71,15 @@ final class DeviceRegistry: Sendable {
     /// Records an accepted notification: counters always, the inbox unless counting only.
     /// - Parameter budgetedActivity: the Live Activity a priority-10 update counts against (`device`), or `nil`.
     func deliver(_ notification: InboxEntry, to token: DeviceToken, environment: APNSEnvironment, budgetedActivity: String? = nil) {
-        state.withLock { state in
-            if Self.isDuplicate(notification.apnsID, in: &state.seenAPNSIDs) { state.counters.duplicateAPNSIDs += 1 }
-            state.counters.accepted += 1
-            state.wakeCounterWaiters()
+        withCounters { state, counters in
+            if Self.isDuplicate(notification.apnsID, in: &state.seenAPNSIDs) { counters.duplicateAPNSIDs += 1 }
+            counters.accepted += 1
             guard case .recording(let capacity) = inboxMode else { return }
             let key = Key(environment: environment, token: token.hex)
             guard let record = state.records[key] else { return }
             if record.device.isOnline {
-                guard Self.withinBudget(budgetedActivity, of: key, at: notification.receivedAt, in: &state) else { return }
-                state.records[key]!.append(notification, capacity: capacity, dropped: &state.counters.droppedFromInbox)
+                guard Self.withinBudget(budgetedActivity, of: key, at: notification.receivedAt, in: &state, counters: &counters) else { return }
+                state.records[key]!.append(notification, capacity: capacity, dropped: &counters.droppedFromInbox)
             } else if notification.expiration != 0 {
                 // Offline: APNs stores one notification per app and device; the newest replaces the older.
                 state.records[key]!.pending = notification
@@ -108,16 +91,18 @@ final class DeviceRegistry: Sendable {
     /// activity); an offline one keeps it as the channel's stored message until `storeUntil` when the channel stores
     /// one (`nil`: it does not, or the broadcast's expiration is 0).
     func deliverBroadcast(_ entry: InboxEntry, to tokens: some Sequence<String>, environment: APNSEnvironment, storeUntil: Date?, budgeted: Bool) {
-        state.withLock { state in
-            state.counters.broadcasts += 1
+        withCounters { state, counters in
+            counters.broadcasts += 1
             guard case .recording(let capacity) = inboxMode, let channelID = entry.channelID else { return }
             for token in tokens {
                 let key = Key(environment: environment, token: token)
                 guard let record = state.records[key], record.device.state == .active else { continue }
                 if record.device.isOnline {
-                    guard Self.withinBudget(budgeted ? "channel:" + channelID : nil, of: key, at: entry.receivedAt, in: &state) else { continue }
-                    state.records[key]!.append(entry, capacity: capacity, dropped: &state.counters.droppedFromInbox)
-                    state.counters.broadcastDeliveries += 1
+                    guard Self.withinBudget(
+                        budgeted ? "channel:" + channelID : nil, of: key, at: entry.receivedAt, in: &state, counters: &counters)
+                    else { continue }
+                    state.records[key]!.append(entry, capacity: capacity, dropped: &counters.droppedFromInbox)
+                    counters.broadcastDeliveries += 1
                 } else if let storeUntil {
                     state.records[key]!.pendingBroadcasts[channelID] = (entry, storeUntil)
                 }
@@ -125,10 +110,12 @@ final class DeviceRegistry: Sendable {
         }
     }
 
-    func countChannelRequest() { state.withLock { $0.counters.channelRequests += 1 } }
+    func countChannelRequest() { withCounters { $1.channelRequests += 1 } }
 
     /// Whether one more priority-10 update of `activity` fits the device's hourly budget; counts it either way.
-    private static func withinBudget(_ activity: String?, of key: Key, at now: Date, in state: inout State) -> Bool {
+    private static func withinBudget(
+        _ activity: String?, of key: Key, at now: Date, in state: inout State, counters: inout EmulatorCounters
+    ) -> Bool {
         guard let activity, let limit = state.liveActivityBudget else { return true }
         var use = state.records[key]!.budget[activity] ?? ([], 0)
         use.recent.removeAll { now.timeIntervalSince($0) >= 3600 }
@@ -137,7 +124,7 @@ final class DeviceRegistry: Sendable {
             use.recent.append(now)
         } else {
             use.dropped += 1
-            state.counters.liveActivityBudgetDropped += 1
+            counters.liveActivityBudgetDropped += 1
         }
         state.records[key]!.budget[activity] = use
         return fits
@@ -163,24 +150,18 @@ final class DeviceRegistry: Sendable {
     }
 
     func countRejection(_ reason: APNSReason) {
-        state.withLock { $0.counters.rejected[reason.rawValue, default: 0] += 1 }
+        withCounters { $1.rejected[reason.rawValue, default: 0] += 1 }
     }
 
     func countFault(_ name: String) {
-        state.withLock { state in
-            state.counters.faults[name, default: 0] += 1
-            state.wakeCounterWaiters()
-        }
+        withCounters { $1.faults[name, default: 0] += 1 }
     }
 
     func countClientReset() {
-        state.withLock { state in
-            state.counters.clientResets += 1
-            state.wakeCounterWaiters()
-        }
+        withCounters { $1.clientResets += 1 }
     }
-    func countConnection() { state.withLock { $0.counters.connections += 1 } }
-    func countGoAway() { state.withLock { $0.counters.goAways += 1 } }
+    func countConnection() { withCounters { $1.connections += 1 } }
+    func countGoAway() { withCounters { $1.goAways += 1 } }
 
     private static func isDuplicate(_ apnsID: String, in seen: inout Set<UInt64>) -> Bool {
         // An 8-byte fingerprint keeps a million ids in a few MB; collisions are ~1e-8 at that count.
@@ -239,14 +220,14 @@ final class DeviceRegistry: Sendable {
     func setOnline(_ token: DeviceToken, _ online: Bool, now: Date) throws(EmulatorError) {
         let capacity: Int
         if case .recording(let value) = inboxMode { capacity = value } else { capacity = 0 }
-        try state.withLock { state throws(EmulatorError) in
-            guard let key = findKey(token, in: state) else { throw Self.unknown(token) }
+        let found: Result<Void, EmulatorError> = withCounters { state, counters in
+            guard let key = findKey(token, in: state) else { return .failure(Self.unknown(token)) }
             state.records[key]!.device.isOnline = online
             if online, let pending = state.records[key]!.pending {
                 state.records[key]!.pending = nil
                 let expired = pending.expiration.map { $0 != 0 && Double($0) < now.timeIntervalSince1970 } ?? false
                 if !expired, capacity > 0 {
-                    state.records[key]!.append(pending, capacity: capacity, dropped: &state.counters.droppedFromInbox)
+                    state.records[key]!.append(pending, capacity: capacity, dropped: &counters.droppedFromInbox)
                 }
             }
             // Each storing channel's newest message arrives if it is still within its 8 hours (or its expiration).
@@ -254,11 +235,13 @@ final class DeviceRegistry: Sendable {
                 let stored = state.records[key]!.pendingBroadcasts.values.sorted { $0.entry.receivedAt < $1.entry.receivedAt }
                 state.records[key]!.pendingBroadcasts = [:]
                 for (entry, until) in stored where until >= now && capacity > 0 {
-                    state.records[key]!.append(entry, capacity: capacity, dropped: &state.counters.droppedFromInbox)
-                    state.counters.broadcastDeliveries += 1
+                    state.records[key]!.append(entry, capacity: capacity, dropped: &counters.droppedFromInbox)
+                    counters.broadcastDeliveries += 1
                 }
             }
+            return .success(())
         }
+        try found.get()
     }
 
     func inbox(_ token: DeviceToken) throws(EmulatorError) -> [InboxEntry] {
@@ -272,36 +255,27 @@ final class DeviceRegistry: Sendable {
         try mutate(token) { $0.inbox.removeAll() }
     }
 
-    func counters() -> EmulatorCounters { state.withLock { $0.counters } }
+    func currentCounters() -> EmulatorCounters { counters.value }
 
     /// Returns once `condition` holds for the counters (at once if it does), or when the task is cancelled.
     func waitForCounters(_ condition: @escaping @Sendable (EmulatorCounters) -> Bool) async {
-        let id = state.withLock { state in
-            defer { state.nextCounterWaiter += 1 }
-            return state.nextCounterWaiter
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let now = state.withLock { state in
-                    if Task.isCancelled || condition(state.counters) { return true }
-                    state.counterWaiters[id] = CounterWaiter(condition: condition, continuation: continuation)
-                    return false
-                }
-                if now { continuation.resume() }
-            }
-        } onCancel: {
-            state.withLock { $0.counterWaiters.removeValue(forKey: id) }?.continuation.resume()
-        }
+        await counters.wait(until: condition)
     }
 
     func resetCounters() {
-        state.withLock { state in
-            state.counters = EmulatorCounters()
+        withCounters { state, counters in
+            counters = EmulatorCounters()
             state.seenAPNSIDs.removeAll()
             for key in state.records.keys {
                 for activity in state.records[key]!.budget.keys { state.records[key]!.budget[activity]!.dropped = 0 }
             }
         }
+    }
+
+    /// Runs `body` on the records and the counters under `state`'s lock; waiters whose condition the counters then
+    /// meet are let through.
+    private func withCounters<Result: Sendable>(_ body: (inout State, inout EmulatorCounters) -> Result) -> Result {
+        state.withLock { state in counters.update { counters in body(&state, &counters) } }
     }
 
     private func mutate(_ token: DeviceToken, _ body: (inout Record) -> Void) throws(EmulatorError) {
