@@ -52,6 +52,8 @@ public struct HeraldApplication: ApplicationProtocol {
     public let emulator: APNSEmulator?
     /// The background send worker.
     public let worker: SendWorker
+    /// The send engine the API's and the console's sends go through.
+    let engine: SendEngine
     /// The webhook deliverer.
     public let webhooks: WebhookDeliverer
     /// Every route of the HTTP API, as `METHOD /path/{parameter}`; the console's pages (`/console…`) are not listed.
@@ -62,13 +64,15 @@ public struct HeraldApplication: ApplicationProtocol {
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
-        webhooks: WebhookDeliverer, routes: [String], console: ConsoleAuthority, metricsListener: OneShot<Int>
+        engine: SendEngine, webhooks: WebhookDeliverer, routes: [String], console: ConsoleAuthority,
+        metricsListener: OneShot<Int>
     ) {
         self.metricsListener = metricsListener
         self.application = application
         self.store = store
         self.emulator = emulator
         self.worker = worker
+        self.engine = engine
         self.webhooks = webhooks
         self.routes = routes
         self.console = console
@@ -315,7 +319,7 @@ public func buildApplication(
         }
         return HeraldApplication(
             application: application, store: store, emulator: destination.emulator, worker: worker,
-            webhooks: webhooks, routes: routes, console: console, metricsListener: metricsListener)
+            engine: engine, webhooks: webhooks, routes: routes, console: console, metricsListener: metricsListener)
     } catch {
         await destination.emulator?.shutdown()
         throw error

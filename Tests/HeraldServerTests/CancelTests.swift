@@ -186,6 +186,42 @@ struct CancelTests {
         }
     }
 
+    @Test(
+        "a broadcast sent at once whose request is cancelled while APNs holds it is recorded cancelled with no outcome, not failed, and counted",
+        arguments: Backend.available)
+    func inlineBroadcastHeldByAPNs(backend: Backend) async throws {
+        try await ServerHarness.withServer(backend) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let created = try await client.call(.post, "/api/channels", body: #"{"environment": "production"}"#, bearer: key)
+            let channelID = try #require(created.json["channel"]?["id"]?.stringValue, "\(created)")
+            let channel = try #require(try await app.store.channel(id: channelID))
+            let now = Date()
+            let plan = try BroadcastPlan(
+                JSONFields(body: Array(#"{"contentState": {"score": "1-0"}}"#.utf8)), channel: channel,
+                sendID: SendID(at: now), at: now)
+            // APNs takes the broadcast and never answers: only the cancellation ends the request.
+            try emulator.setFaults(FaultConfiguration(noResponseProbability: 1))
+            let request = Task { try await app.engine.broadcast(plan) }
+            await emulator.waitForCounters { $0.faults["noResponse", default: 0] >= 1 }
+            request.cancel()
+            guard case .sent(let outcome, let record) = try await request.value else {
+                Issue.record("a broadcast without sendAt is sent at once")
+                return
+            }
+            #expect(!outcome.accepted && outcome.counts.total == 0, "\(outcome.counts)")
+            #expect(record.status == .cancelled && record.counts.total == 0, "\(record)")
+            #expect(record.message?.contains("Cancelled before APNs answered") == true, "\(record.message ?? "")")
+            let stored = try await client.call(.get, "/api/sends/\(plan.sendID)", bearer: key)
+            #expect(stored.json["status"] == "cancelled" && stored.json["counts"]?["failed"] == 0, "\(stored)")
+            await emulator.waitForCounters { $0.clientResets >= 1 }
+            let metrics = try await client.call(.get, "/metrics")
+            #expect(
+                metrics.body.contains("herald_notifications_cancelled_total 1\n"),
+                "\(metrics.body.split(separator: "\n").filter { $0.contains("cancelled") })")
+        }
+    }
+
     @Test("a queued send is cancelled before it starts; cancelling again answers it again; ended and unknown sends are refused")
     func queued() async throws {
         try await ServerHarness.withServer(configure: { $0.limits.inlineSendLimit = 0 }) { client, app in

@@ -72,16 +72,27 @@ public struct Broadcaster: Sendable {
         }
     }
 
-    /// Sends a broadcast while its request waits and records it whole, in one write.
+    /// Sends a broadcast while its request waits and records it whole, in one write: `completed`, `failed`, or
+    /// `cancelled` with no outcome when the request's task was cancelled before APNs answered (APNs may still deliver
+    /// it; nothing was refused).
     public func sendNow(_ plan: BroadcastPlan) async throws -> (Outcome, SendRecord) {
         let outcome = await send(plan)
-        let record = try await store.recordFinishedSend(
-            NewSend(
-                id: plan.sendID, target: plan.targetDescription, summary: plan.summary,
-                status: outcome.accepted ? .completed : .failed, targetCount: 1, counts: outcome.counts,
-                message: outcome.message, topic: plan.topic),
-            outcomes: [])
-        return (outcome, record)
+        let status: SendStatus
+        var counts = outcome.counts
+        var message = outcome.message
+        if case .failure(.apns(let error)) = outcome.result, error.code == .cancelled {
+            metrics.cancelled()
+            (status, counts) = (.cancelled, OutcomeCounts())
+            message = "Cancelled before APNs answered (the request that sent it ended): APNs may have taken it. \(message)"
+        } else {
+            status = outcome.accepted ? .completed : .failed
+        }
+        let send = NewSend(
+            id: plan.sendID, target: plan.targetDescription, summary: plan.summary, status: status, targetCount: 1,
+            counts: counts, message: message, topic: plan.topic)
+        // Its own task: a cancelled request's task would have the store refuse the write that says so.
+        let record = try await Task { [store] in try await store.recordFinishedSend(send, outcomes: []) }.value
+        return (Outcome(result: outcome.result, counts: counts, message: message), record)
     }
 
     /// Records a broadcast that waits for its time (`sendAt`): a queued send a worker fires once.
