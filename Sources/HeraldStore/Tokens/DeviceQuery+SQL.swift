@@ -64,15 +64,17 @@ extension DeviceQuery {
         return PageStatement(statement: statement, limit: limit, nextChunk: nextChunk)
     }
 
-    /// The position of the `count`-th match after a cursor, in the order pages walk (`environment`, `token` columns),
-    /// and of the match after it: where a shard of `count` devices ends, when another shard follows (two rows). Fewer
-    /// rows: the rest fits in one shard. Reads the index's keys only.
+    /// The position of the `count`-th device after a cursor, in the order pages walk (`environment`, `token` columns),
+    /// and of the device after it: where a shard of `count` devices ends, when another shard follows (two rows). Fewer
+    /// rows: the rest fits in one shard. Counts the target before the rules about the person (see
+    /// ``filters(into:personRules:)``), so a shard holds at most `count` matches; reads the index's keys and each
+    /// device's own columns only.
     package func boundaryStatement(after cursor: DeviceCursor?, count: Int, dialect: SQLStatement.Dialect)
         -> SQLStatement
     {
         var statement = SQLStatement(dialect)
         let key = selectorIsTag ? "t.token" : "d.token"
-        var conditions = filters(into: &statement)
+        var conditions = filters(into: &statement, personRules: false)
         if let cursor { conditions.append(position(">", cursor, into: &statement)) }
         let order = ordersByEnvironment ? "d.environment, d.token" : key
         statement.sql =
@@ -131,6 +133,25 @@ extension DeviceQuery {
         return "\(selectorIsTag ? "t.token" : "d.token") \(comparison) \(statement.bind(cursor.token.hex))"
     }
 
+    /// A shard's range (``lowerBound`` exclusive, ``upperBound`` inclusive). In the `(environment, token)` order a range
+    /// inside one environment — every shard but the one where development ends — is that environment and a range of
+    /// tokens: PostgreSQL estimates a row comparison's rows from its first column alone (half the devices), and then
+    /// plans a shard's statements as a scan of the whole table, so such a range is said with plain columns.
+    private func shardRange(into statement: inout SQLStatement) -> [String] {
+        let from = lowerBound?.environment ?? APNSEnvironment.all[0]
+        let through = upperBound?.environment ?? APNSEnvironment.all[APNSEnvironment.all.count - 1]
+        guard ordersByEnvironment, from == through else {
+            var conditions: [String] = []
+            if let lowerBound { conditions.append(position(">", lowerBound, into: &statement)) }
+            if let upperBound { conditions.append(position("<=", upperBound, into: &statement)) }
+            return conditions
+        }
+        var conditions = ["d.environment = \(statement.bind(from.name))"]
+        if let lowerBound { conditions.append("d.token > \(statement.bind(lowerBound.token.hex))") }
+        if let upperBound { conditions.append("d.token <= \(statement.bind(upperBound.token.hex))") }
+        return conditions
+    }
+
     private var selectorIsTag: Bool {
         if case .tag = selector { return true }
         return false
@@ -143,7 +164,11 @@ extension DeviceQuery {
 
     /// The conditions shared by pages and counts. Binds in the order the SQL text uses them, except the tag of the
     /// join, which numbered placeholders make order-independent.
-    private func filters(into statement: inout SQLStatement) -> [String] {
+    /// - Parameter personRules: `false` leaves out the rules about the person: the preference and frequency cap
+    ///   probes, and the person's own quiet hours (only the device's zone is compared). Those probe other tables for
+    ///   each device, which a shard boundary (an offset of 10,000 devices) cannot afford; without them the conditions
+    ///   hold for every match and for some devices the rules remove.
+    private func filters(into statement: inout SQLStatement, personRules: Bool = true) -> [String] {
         var conditions: [String] = []
         if case .user(let user) = selector { conditions.append("d.user_id = \(statement.bind(user))") }
         if case .activity(let id) = selector { conditions.append("d.activity_id = \(statement.bind(id))") }
@@ -153,9 +178,8 @@ extension DeviceQuery {
             conditions.append(kinds.isEmpty ? "1 = 0" : "d.token_kind IN (\(statement.bindList(kinds)))")
         }
         if let activityType { conditions.append("d.activity_type = \(statement.bind(activityType))") }
-        if let lowerBound { conditions.append(position(">", lowerBound, into: &statement)) }
-        if let upperBound { conditions.append(position("<=", upperBound, into: &statement)) }
-        if let timeZones, groupsByOwnQuietHours {
+        conditions += shardRange(into: &statement)
+        if let timeZones, groupsByOwnQuietHours, personRules {
             // One key per device, its zone and its person's window, against the groups the filter holds.
             let keys =
                 timeZones.zones.map { $0 + "|" } + (timeZones.includesUnset ? ["|"] : [])
@@ -163,15 +187,17 @@ extension DeviceQuery {
             conditions.append(
                 keys.isEmpty ? "1 = 0" : Self.zoneWithOwnQuietHoursKey + " IN (\(statement.bindList(keys.sorted())))")
         } else if let timeZones {
+            // Without the person's own quiet hours, a (zone, own window) group holds every device of its zone.
+            let zones = timeZones.zones.union(timeZones.ownQuietHours.compactMap(\.zone))
             var alternatives: [String] = []
-            if !timeZones.zones.isEmpty {
-                alternatives.append("d.time_zone IN (\(statement.bindList(timeZones.zones.sorted())))")
+            if !zones.isEmpty { alternatives.append("d.time_zone IN (\(statement.bindList(zones.sorted())))") }
+            if timeZones.includesUnset || timeZones.ownQuietHours.contains(where: { $0.zone == nil }) {
+                alternatives.append("d.time_zone IS NULL")
             }
-            if timeZones.includesUnset { alternatives.append("d.time_zone IS NULL") }
             conditions.append(alternatives.isEmpty ? "1 = 0" : "(" + alternatives.joined(separator: " OR ") + ")")
         }
         if !includesInvalidated { conditions.append("d.invalidated_at IS NULL") }
-        if let preference {
+        if let preference, personRules {
             // One primary-key probe per device, in the same statement: no lookup per device from Swift.
             let choice = preference.enabledByDefault ? 0 : 1
             conditions.append(
@@ -180,7 +206,7 @@ extension DeviceQuery {
                     + Self.preferenceSubjectKey + " AND p.category = \(statement.bind(preference.category))"
                     + " AND p.enabled = \(choice))")
         }
-        if let exhaustedCaps {
+        if let exhaustedCaps, personRules {
             let windows = exhaustedCaps.map { window in
                 let (cap, windowStart) = (window.cap, window.windowStart)
                 return "(c.scope = \(statement.bind(cap.scope)) AND c.period_seconds = \(statement.bind(.integer(Int64(cap.periodSeconds))))"

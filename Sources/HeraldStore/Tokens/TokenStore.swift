@@ -36,10 +36,12 @@ public protocol TokenStore: Sendable {
     /// How many registrations a query matches.
     func count(matching query: DeviceQuery) async throws -> Int
 
-    /// Where to cut a query's matches into shards of `size`: the position of every `size`-th match but the last one,
-    /// in the order ``devices(matching:after:limit:)`` walks, up to `limit` positions (so no shard is empty). Shard `i` runs from position `i − 1`
-    /// (exclusive; the start for the first) through position `i` (inclusive; the end for the last). Reads index keys
-    /// only, one statement per boundary.
+    /// Where to cut a query's matches into shards of `size`: the position of every `size`-th device but the last one,
+    /// in the order ``devices(matching:after:limit:)`` walks, up to `limit` positions (so no shard is empty). Shard `i`
+    /// runs from position `i − 1` (exclusive; the start for the first) through position `i` (inclusive; the end for the
+    /// last). Counts the query's target before the rules about the person (preferences, frequency caps, own quiet
+    /// hours), which probe other tables per device: a shard holds at most `size` matches. One statement per boundary,
+    /// over the index and each device's own columns.
     func shardBoundaries(matching query: DeviceQuery, size: Int, limit: Int) async throws -> [DeviceCursor]
 
     /// The time zones of the registrations a query matches: what a send at a local wall-clock time must wait for.

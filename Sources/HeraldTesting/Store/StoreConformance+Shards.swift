@@ -27,27 +27,51 @@ extension StoreConformance {
             let boundaries = try await store.shardBoundaries(matching: ordered, size: 5, limit: 100)
             #expect(boundaries.count == (total - 1) / 5, "\(ordered): a boundary every 5, none at the very end")
             #expect(try await store.shardBoundaries(matching: ordered, size: 5, limit: 2).count == min(2, boundaries.count))
-            // Each shard's pages, from its start through its end, hold its devices; together every device once.
-            var seen: [DeviceToken] = []
-            for index in 0...boundaries.count {
-                let query = ordered.through(index == boundaries.count ? nil : boundaries[index])
-                var cursor = index == 0 ? nil : boundaries[index - 1]
-                var shard: [DeviceToken] = []
-                repeat {
-                    let page = try await store.devices(matching: query, after: cursor, limit: 2)
-                    shard += page.devices.map(\.token)
-                    cursor = page.next
-                } while cursor != nil
+            let shards = try await walkShards(store, ordered, boundaries)
+            for (index, shard) in shards.enumerated() {
                 #expect(index == boundaries.count ? shard.count <= 5 : shard.count == 5, "shard \(index)")
-                // The shard's range as a query of its own (a shard's time zones): its devices, from its start.
-                let range = query.after(index == 0 ? nil : boundaries[index - 1])
-                #expect(try await store.count(matching: range) == shard.count, "shard \(index)")
-                #expect(try await all(store, range, pageSize: 2).map(\.token) == shard, "shard \(index)")
-                seen += shard
             }
+            let seen = shards.flatMap { $0 }
             #expect(seen.count == total && Set(seen).count == total)
         }
         #expect(try await store.shardBoundaries(matching: .topic("com.none.herald"), size: 5, limit: 10).isEmpty)
+
+        // The rules about the person do not move the cuts: they count the target, so a shard holds at most 5 matches,
+        // and the shards together hold every match once.
+        for n in 1...10 {
+            _ = try await store.updatePreferences(
+                topic: topic, subject: .token(token(n)), choices: ["marketing": false], at: context.clock.now())
+        }
+        let target = DeviceQuery.topic(topic)
+        let ruled = target.preference(PreferenceFilter(category: "marketing", enabledByDefault: true))
+        let boundaries = try await store.shardBoundaries(matching: ruled, size: 5, limit: 100)
+        #expect(try await boundaries == store.shardBoundaries(matching: target, size: 5, limit: 100))
+        let shards = try await walkShards(store, ruled, boundaries)
+        #expect(shards.allSatisfy { $0.count <= 5 }, "\(shards.map(\.count))")
+        #expect(shards.flatMap { $0 }.map { Int($0.hex, radix: 16)! }.sorted() == Array(11...25))
+    }
+
+    /// The devices of each shard a query's boundaries cut, read page by page from the shard's start through its end;
+    /// checks that the shard's range as a query of its own (a shard's time zones, its count) holds the same devices.
+    private static func walkShards(_ store: any Store, _ ordered: DeviceQuery, _ boundaries: [DeviceCursor])
+        async throws -> [[DeviceToken]]
+    {
+        var shards: [[DeviceToken]] = []
+        for index in 0...boundaries.count {
+            let query = ordered.through(index == boundaries.count ? nil : boundaries[index])
+            var cursor = index == 0 ? nil : boundaries[index - 1]
+            var shard: [DeviceToken] = []
+            repeat {
+                let page = try await store.devices(matching: query, after: cursor, limit: 2)
+                shard += page.devices.map(\.token)
+                cursor = page.next
+            } while cursor != nil
+            let range = query.after(index == 0 ? nil : boundaries[index - 1])
+            #expect(try await store.count(matching: range) == shard.count, "shard \(index)")
+            #expect(try await all(store, range, pageSize: 2).map(\.token) == shard, "shard \(index)")
+            shards.append(shard)
+        }
+        return shards
     }
 
     /// A queued send claimed by `worker` and cut into three shards of 10 devices.
