@@ -120,11 +120,18 @@ struct QueryPlanTests {
                 let boundary = ruled.boundaryStatement(
                     after: DeviceCursor(environment: .development, token: try DeviceToken(hex: hex(19_999))),
                     count: 10_000, dialect: .postgres)
+                // A page deep into the last development shard: from seed 180,001 on, through its end.
+                let deepPage = DeviceQuery.topic(StoreConformance.topic).kinds([.device])
+                    .through(DeviceCursor(environment: .development, token: try DeviceToken(hex: hex(199_999))))
+                    .pageStatement(
+                        after: DeviceCursor(environment: .development, token: try DeviceToken(hex: hex(179_999))),
+                        limit: 1000, dialect: .postgres
+                    ).statement!
                 return try await store.session("explain") { session in
                     var plans: [String] = []
-                    for statement in statements + [boundary] {
+                    for (statement, analyze) in statements.map({ ($0, false) }) + [(boundary, false), (deepPage, true)] {
                         var explain = statement
-                        explain.sql = "EXPLAIN " + statement.sql
+                        explain.sql = (analyze ? "EXPLAIN (ANALYZE, BUFFERS) " : "EXPLAIN ") + statement.sql
                         plans.append(try await session.rows(explain).map { try $0.optionalText(0) ?? "" }.joined(separator: "\n"))
                     }
                     plans.append(try await session.rows("SHOW jit").first?.optionalText(0) ?? "")
@@ -132,11 +139,17 @@ struct QueryPlanTests {
                 }
             }
         }
-        for plan in plans.dropLast(2) {
+        for plan in plans.dropLast(3) {
             #expect(!plan.contains("Seq Scan on devices"), "a shard's statement reads every device:\n\(plan)")
             #expect(plan.contains("Index Cond"), "\(plan)")
         }
-        let boundary = plans[plans.count - 2]
+        // A page of 1,000 development devices reads about 70 buffers (heap and index); a scan that starts at the
+        // shard's start instead of at the cursor reads the index's entries before the cursor too: 2,500.
+        let deepPage = plans[plans.count - 2]
+        let buffers = try #require(deepPage.firstMatch(of: /Buffers: shared hit=(\d+)(?: read=(\d+))?/), "\(deepPage)")
+        let read = Int(buffers.1)! + (buffers.2.flatMap { Int($0) } ?? 0)
+        #expect(read < 400, "a page read \(read) buffers:\n\(deepPage)")
+        let boundary = plans[plans.count - 3]
         #expect(!boundary.contains("Seq Scan on devices"), "a boundary reads every device:\n\(boundary)")
         #expect(
             !boundary.contains("preference_choices") && !boundary.contains("preference_quiet_hours"),

@@ -43,9 +43,10 @@ extension DeviceQuery {
         var statement = SQLStatement(dialect)
         var nextChunk: DeviceCursor?
         let key = selectorIsTag ? "t.token" : "d.token"
-        var conditions = filters(into: &statement)
+        var conditions: [String]
         switch selector {
         case .tokens(let tokens):
+            conditions = filters(into: &statement)
             let remaining = Set(tokens).filter { cursor == nil || $0 > cursor!.token }.sorted()
             if remaining.isEmpty { return PageStatement(statement: nil, limit: limit, nextChunk: nil) }
             let chunk = remaining.prefix(Swift.min(limit, Self.tokenChunk))
@@ -54,7 +55,7 @@ extension DeviceQuery {
             }
             conditions.append("d.token IN (\(statement.bindList(chunk.map(\.hex))))")
         default:
-            if let cursor { conditions.append(position(">", cursor, into: &statement)) }
+            conditions = continuing(after: cursor).filters(into: &statement)
         }
         let order = ordersByEnvironment ? "d.environment, d.token" : key
         statement.sql =
@@ -74,8 +75,7 @@ extension DeviceQuery {
     {
         var statement = SQLStatement(dialect)
         let key = selectorIsTag ? "t.token" : "d.token"
-        var conditions = filters(into: &statement, personRules: false)
-        if let cursor { conditions.append(position(">", cursor, into: &statement)) }
+        let conditions = continuing(after: cursor).filters(into: &statement, personRules: false)
         let order = ordersByEnvironment ? "d.environment, d.token" : key
         statement.sql =
             "SELECT d.environment, \(key) FROM devices d\(join(&statement)) WHERE "
@@ -122,6 +122,21 @@ extension DeviceQuery {
                 + conditions.joined(separator: " AND ")
             return statement
         }
+    }
+
+    /// The query from after `cursor` on: the cursor becomes its lower bound (the later of the two), so its range has one
+    /// start. Beside a range said in plain columns (``shardRange(into:)``) a cursor would be a second lower bound that
+    /// PostgreSQL cannot compare with the first: it started the index scan at the range's start and skipped to the
+    /// cursor, 55 ms a page against 2.6 ms deep into a million devices.
+    private func continuing(after cursor: DeviceCursor?) -> DeviceQuery {
+        guard let cursor else { return self }
+        if let lowerBound, walkPlace(of: lowerBound) > walkPlace(of: cursor) { return self }
+        return after(cursor)
+    }
+
+    /// A position's place in the walk's order: by environment (development first) then token, or by token alone.
+    private func walkPlace(of cursor: DeviceCursor) -> (Int, String) {
+        (ordersByEnvironment ? APNSEnvironment.all.firstIndex(of: cursor.environment) ?? 0 : 0, cursor.token.hex)
     }
 
     /// A condition comparing a row's place in the walk's order with a cursor's: `(environment, token)` or `token`.
