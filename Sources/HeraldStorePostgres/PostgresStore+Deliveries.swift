@@ -33,28 +33,27 @@ extension PostgresStore {
         try await record(outcomes, for: id, shard: nil, checkpoint: checkpoint)
     }
 
-    /// Records a batch of outcomes; the checkpoint is the shard's when one is given, else the send's.
+    /// Records a batch of outcomes; the checkpoint is the shard's when one is given, else the send's. A shard's
+    /// batch locks the shard's row, not the send's, and counts on it (`StoreSQL.recordShardOutcomes`): the shards of
+    /// one send record side by side.
     func record(_ outcomes: [DeliveryOutcome], for id: SendID, shard: Int?, checkpoint: DeviceCursor?) async throws
         -> OutcomeCounts
     {
         let now = clock.now()
         return try await transaction("record delivery outcomes") { session in
-            guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil else {
-                throw SendRecord.notFound(id)
-            }
             // Locked first, in its own statement: the next one's snapshot then sees the last outcome of any batch
             // committed while this one waited for the lock.
-            let record = StoreSQL.recordOutcomes(
-                outcomes, of: id, checkpoint: shard == nil ? checkpoint : nil, at: now)
+            let lock = shard.map { StoreSQL.lockShard(id, shard: $0) } ?? StoreSQL.lockSend(id, .postgres)
+            guard try await session.rows(lock).first != nil else { throw SendRecord.notFound(id) }
+            let record =
+                if let shard {
+                    StoreSQL.recordShardOutcomes(outcomes, of: id, shard: shard, checkpoint: checkpoint, at: now)
+                } else {
+                    StoreSQL.recordOutcomes(outcomes, of: id, checkpoint: checkpoint, at: now)
+                }
             guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
             try await session.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             try await self.insertAttempts(outcomes, of: id, in: session)
-            if let shard {
-                // What the shard recorded counts the outcomes given: the batch statement reports the send's totals.
-                try await session.execute(
-                    StoreSQL.shardProgress(
-                        id, shard: shard, checkpoint: checkpoint, recorded: outcomes.count, at: now, .postgres))
-            }
             return try OutcomeCounts(stored: row)
         }
     }

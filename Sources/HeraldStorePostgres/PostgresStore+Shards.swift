@@ -56,17 +56,15 @@ extension PostgresStore {
         let now = clock.now()
         return try await transaction("end a shard's run") { session in
             // The send's row first: two workers ending its last two shards at once then run one after the other, and
-            // the second sees the first's shard done.
-            guard status == .done else {
-                _ = try await session.rows(
-                    StoreSQL.endShardRun(id, shard: shard, worker: worker, status: status, at: now, .postgres))
-                return nil
-            }
+            // the second sees the first's shard done. The shard's row next (the run's end): what it counted then
+            // moves onto the send.
             guard try await session.rows(StoreSQL.lockSend(id, .postgres)).first != nil,
                 try await !session.rows(
                     StoreSQL.endShardRun(id, shard: shard, worker: worker, status: status, at: now, .postgres)
                 ).isEmpty
             else { return nil }
+            for move in StoreSQL.moveShardCounts(id, shard: shard, .postgres) { try await session.execute(move) }
+            guard status == .done else { return nil }
             let send = try await session.rows(StoreSQL.completeShardedSend(id, at: now, .postgres)).first?.send()
             if let ended = send.flatMap({ WebhookEventDraft.event(ofEnded: $0, at: now) }) {
                 try await session.writeWebhookEvents([ended])

@@ -168,7 +168,7 @@ extension StoreSQL {
         }
         let filter = conditions.isEmpty ? "" : " WHERE " + conditions.joined(separator: " AND ")
         let limitPlaceholder = statement.bind(.integer(Int64(limit + 1)))
-        statement.sql = "SELECT \(sendColumns) FROM sends\(filter) ORDER BY created_at DESC, id DESC LIMIT \(limitPlaceholder)"
+        statement.sql = "SELECT \(liveSendColumns) FROM sends\(filter) ORDER BY created_at DESC, id DESC LIMIT \(limitPlaceholder)"
         return statement
     }
 

@@ -50,7 +50,8 @@ public protocol DeliveryStore: Sendable {
     /// A send, or `nil` when unknown.
     func send(_ id: SendID) async throws -> SendRecord?
 
-    /// One page of a send's outcomes, in the order recorded.
+    /// One page of a send's outcomes, in the order recorded; a sharded send's on PostgreSQL by shard, each in the
+    /// order recorded (its shards record side by side, each numbering its own).
     /// - Parameters:
     ///   - cursor: The previous page's ``OutcomePage/next``, or `nil` for the first page.
     ///   - limit: The most outcomes to return, at least 1.
@@ -165,7 +166,9 @@ public protocol DeliveryStore: Sendable {
     func endShardRun(of id: SendID, shard: Int, worker: String, status: SendShard.Status) async throws -> SendRecord?
 
     /// ``recordOutcomes(_:for:checkpoint:)`` for a shard's run: the outcomes and the send's counts as there, and the
-    /// checkpoint is the shard's (the send's stays).
+    /// checkpoint is the shard's (the send's stays). On PostgreSQL the batch waits for no other shard of the send: it
+    /// locks the shard's row alone and counts on it until the run ends (``endShardRun(of:shard:worker:status:)``
+    /// moves the counts onto the send); reads of the send add what its shards hold.
     func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, shard: Int, checkpoint: DeviceCursor?)
         async throws -> OutcomeCounts
 }

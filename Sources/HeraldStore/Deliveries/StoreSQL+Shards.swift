@@ -5,6 +5,29 @@ extension StoreSQL {
     package static let shardColumns =
         "send_id, shard, after_cursor, through_cursor, status, worker, lease_until, checkpoint, size, recorded"
 
+    /// Moves the counts a shard holds (``recordShardOutcomesSQL``) onto its send, in the transaction that ends the
+    /// shard's run, after ``lockSend(_:_:)`` and ``endShardRun(_:shard:worker:status:at:_:)`` (which locks the shard's
+    /// row): the send's counts then need no sum once its shards' runs ended. Two statements: the send takes them, the
+    /// shard lets go of them.
+    package static func moveShardCounts(_ id: SendID, shard: Int, _ dialect: SQLStatement.Dialect) -> [SQLStatement] {
+        let key: [SQLStatement.Value] = [.text(id.description), .integer(Int64(shard))]
+        return [
+            SQLStatement(
+                dialect,
+                """
+                UPDATE sends SET accepted = sends.accepted + h.accepted, rejected = sends.rejected + h.rejected, \
+                failed = sends.failed + h.failed FROM send_shards h WHERE sends.id = $1 AND h.send_id = $1 \
+                AND h.shard = $2 AND h.accepted + h.rejected + h.failed > 0
+                """, key),
+            SQLStatement(
+                dialect,
+                """
+                UPDATE send_shards SET accepted = 0, rejected = 0, failed = 0 \
+                WHERE send_id = $1 AND shard = $2 AND accepted + rejected + failed > 0
+                """, key),
+        ]
+    }
+
     /// The rows of a send cut at some boundaries: shard `i` after boundary `i − 1` through boundary `i`, the last one
     /// to the end, each of `size` devices but the last, which holds what is left of `targetCount`.
     package static func insertShards(
@@ -124,7 +147,7 @@ extension StoreSQL {
             """
             UPDATE sends SET status = 'completed', updated_at = $2 WHERE id = $1 AND status = 'running' \
             AND shard_count IS NOT NULL \
-            AND NOT EXISTS (SELECT 1 FROM send_shards WHERE send_id = $1 AND status <> 'done') RETURNING \(sendColumns)
+            AND NOT EXISTS (SELECT 1 FROM send_shards WHERE send_id = $1 AND status <> 'done') RETURNING \(liveSendColumns)
             """,
             [.text(id.description), .integer(StoreTime.microseconds(now))])
     }

@@ -204,6 +204,19 @@ package enum StoreSQL {
         suppressed_frequency_cap, suppressed_quiet_dropped, suppressed_quiet_deferred
         """
 
+    /// ``sendColumns`` as read from `sends` itself (a query or an update of the table, not a CTE's rows), the counts
+    /// with what the shards of a sharded send hold and have not moved onto it yet: on PostgreSQL each shard counts what
+    /// it records on its own row until its run ends (``recordShardOutcomesSQL``), so that the shards of one send do not
+    /// wait for each other on the send's row.
+    package static let liveSendColumns = sendColumns.replacingOccurrences(
+        of: "accepted, rejected, failed",
+        with: ["accepted", "rejected", "failed"].map {
+            """
+            \($0) + CASE WHEN shard_count IS NULL THEN 0 ELSE coalesce((SELECT CAST(sum(h.\($0)) AS BIGINT) \
+            FROM send_shards h WHERE h.send_id = sends.id), 0) END
+            """
+        }.joined(separator: ", "))
+
     /// Inserts a send unless its id exists; returns it.
     package static func insertSend(_ send: NewSend, at now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(
@@ -229,7 +242,7 @@ package enum StoreSQL {
 
     /// A send.
     package static func selectSend(_ id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
-        SQLStatement(dialect, "SELECT \(sendColumns) FROM sends WHERE id = $1", [.text(id.description)])
+        SQLStatement(dialect, "SELECT \(liveSendColumns) FROM sends WHERE id = $1", [.text(id.description)])
     }
 
     /// Applies a ``SendUpdate``; a final or queued status also releases the lease. A cancelled send keeps its status
@@ -247,7 +260,7 @@ package enum StoreSQL {
             worker = CASE WHEN $6 = 1 THEN NULL ELSE worker END, \
             lease_until = CASE WHEN $6 = 1 THEN NULL ELSE lease_until END, \
             accepted = coalesce($7, accepted), rejected = coalesce($8, rejected), failed = coalesce($9, failed) \
-            WHERE id = $1 RETURNING \(sendColumns)
+            WHERE id = $1 RETURNING \(liveSendColumns)
             """,
             [
                 .text(id.description), .textOrNull(update.status?.rawValue), .integerOrNull(update.targetCount),
@@ -286,15 +299,41 @@ package enum StoreSQL {
     package static func recordOutcomes(
         _ outcomes: [DeliveryOutcome], of id: SendID, checkpoint: DeviceCursor?, at now: Date
     ) -> SQLArrayStatement {
-        var seen = Set<DeviceToken>()
-        let firsts = outcomes.filter { seen.insert($0.token).inserted }
-        return SQLArrayStatement(
-            sql: recordOutcomesSQL,
-            rows: firsts.enumerated().map { outcomeValues($1, send: id, sequence: Int64($0 + 1)) },
-            width: outcomeColumnTypes.count,
+        SQLArrayStatement(
+            sql: recordOutcomesSQL, rows: outcomeRows(outcomes, of: id), width: outcomeColumnTypes.count,
             scalars: [
                 .text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now)),
             ])
+    }
+
+    /// PostgreSQL: ``recordOutcomes(_:of:checkpoint:at:)`` for a shard's run, after ``lockShard(_:shard:)`` in the same
+    /// transaction instead of the send's lock: the outcomes are numbered in the shard's own range of sequence numbers
+    /// (``shardSequenceBase(_:)``), and their counts, the checkpoint and what was recorded go on the shard's row, not
+    /// the send's, so that the shards of one send record side by side. Returns the send's counts: its own, and what
+    /// every shard holds (this one's with the batch). The look for a device recorded already needs no more than the
+    /// shard's lock: shards are disjoint ranges of the target, and a device is only ever sent by its shard.
+    package static func recordShardOutcomes(
+        _ outcomes: [DeliveryOutcome], of id: SendID, shard: Int, checkpoint: DeviceCursor?, at now: Date
+    ) -> SQLArrayStatement {
+        SQLArrayStatement(
+            sql: recordShardOutcomesSQL, rows: outcomeRows(outcomes, of: id), width: outcomeColumnTypes.count,
+            scalars: [
+                .text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now)),
+                .integer(Int64(shard)), .integer(shardSequenceBase(shard)),
+            ])
+    }
+
+    /// The first sequence number of a shard's outcomes is one past its base: shard `i` numbers from `(i + 1) · 2³²`,
+    /// above those a send records whole (from 1) and below the next shard's. Outcomes list by sequence, so a sharded
+    /// send's list by shard, each in the order recorded.
+    package static func shardSequenceBase(_ shard: Int) -> Int64 { Int64(shard + 1) << 32 }
+
+    /// The values of a batch's rows, numbered from 1 (the statement adds the last sequence number): a device twice in
+    /// the batch is recorded the first time.
+    private static func outcomeRows(_ outcomes: [DeliveryOutcome], of id: SendID) -> [[SQLStatement.Value]] {
+        var seen = Set<DeviceToken>()
+        let firsts = outcomes.filter { seen.insert($0.token).inserted }
+        return firsts.enumerated().map { outcomeValues($1, send: id, sequence: Int64($0 + 1)) }
     }
 
     /// The PostgreSQL type of each of ``outcomeColumns``.
@@ -308,9 +347,15 @@ package enum StoreSQL {
     /// The send's last sequence is read with the send's `ref` as a value (a subquery), not joined from the `ref` CTE:
     /// only then does PostgreSQL read it from the primary key's end. Joined, it read every outcome of the table for each
     /// page recorded, which made a million-device send quadratic (QueryPlanTests).
-    package static let recordOutcomesSQL: String = {
+    package static let recordOutcomesSQL = recordOutcomesSQL(onShard: false)
+
+    /// The text of ``recordShardOutcomes(_:of:shard:checkpoint:at:)``: as ``recordOutcomesSQL``, then `$16` the shard
+    /// and `$17` its ``shardSequenceBase(_:)``.
+    package static let recordShardOutcomesSQL = recordOutcomesSQL(onShard: true)
+
+    private static func recordOutcomesSQL(onShard: Bool) -> String {
         let arrays = outcomeColumnTypes.enumerated().map { "$\($0 + 1)::\($1)[]" }.joined(separator: ", ")
-        let (send, checkpoint, time) = ("$13", "$14", "$15")
+        let (send, checkpoint, time, shard, base) = ("$13", "$14", "$15", "$16", "$17::bigint")
         let selected = outcomeColumnNames.map {
             switch $0 {
             case "seq": "last.seq + v.seq"
@@ -319,21 +364,41 @@ package enum StoreSQL {
             }
         }.joined(separator: ", ")
         let token = tokenBytes("v.token", .postgres)
+        let last =
+            onShard
+            ? """
+            SELECT coalesce(max(seq), \(base)) AS seq FROM send_outcomes WHERE send_ref = \(sendReference(send)) \
+            AND seq > \(base) AND seq < \(base) + 4294967296
+            """
+            : "SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_ref = \(sendReference(send))"
+        let counts = """
+            accepted = accepted + (SELECT count(*) FROM inserted WHERE outcome = 'accepted'), \
+            rejected = rejected + (SELECT count(*) FROM inserted WHERE outcome = 'rejected'), \
+            failed = failed + (SELECT count(*) FROM inserted WHERE outcome NOT IN ('accepted', 'rejected')), \
+            checkpoint = coalesce(\(checkpoint), checkpoint), updated_at = \(time)
+            """
+        let counting =
+            onShard
+            ? """
+            , counted AS (UPDATE send_shards SET \(counts), recorded = recorded + (SELECT count(*) FROM inserted) \
+            WHERE send_id = \(send) AND shard = \(shard) RETURNING accepted, rejected, failed) \
+            SELECT s.accepted + counted.accepted + others.accepted, s.rejected + counted.rejected + others.rejected, \
+            s.failed + counted.failed + others.failed FROM sends s CROSS JOIN counted CROSS JOIN \
+            (SELECT CAST(coalesce(sum(accepted), 0) AS BIGINT) AS accepted, \
+            CAST(coalesce(sum(rejected), 0) AS BIGINT) AS rejected, CAST(coalesce(sum(failed), 0) AS BIGINT) AS failed \
+            FROM send_shards WHERE send_id = \(send) AND shard <> \(shard)) others WHERE s.id = \(send)
+            """
+            : " UPDATE sends SET \(counts) WHERE id = \(send) RETURNING accepted, rejected, failed"
         return """
             WITH ref AS (SELECT ref FROM sends WHERE id = \(send)), \
-            last AS (SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_ref = \(sendReference(send))), \
+            last AS (\(last)), \
             inserted AS (INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) \
             SELECT ref.ref, \(selected) FROM ref CROSS JOIN last CROSS JOIN unnest(\(arrays)) AS v(\(outcomeColumns)) \
             LEFT JOIN LATERAL (SELECT 1 AS found FROM send_outcomes o \
             WHERE \(tokenSuffix("o.token")) = \(tokenSuffix(token)) AND o.send_ref = ref.ref AND o.token = \(token) \
-            LIMIT 1) recorded ON true WHERE recorded.found IS NULL RETURNING outcome) \
-            UPDATE sends SET accepted = accepted + (SELECT count(*) FROM inserted WHERE outcome = 'accepted'), \
-            rejected = rejected + (SELECT count(*) FROM inserted WHERE outcome = 'rejected'), \
-            failed = failed + (SELECT count(*) FROM inserted WHERE outcome NOT IN ('accepted', 'rejected')), \
-            checkpoint = coalesce(\(checkpoint), checkpoint), updated_at = \(time) WHERE id = \(send) \
-            RETURNING accepted, rejected, failed
+            LIMIT 1) recorded ON true WHERE recorded.found IS NULL RETURNING outcome)\(counting)
             """
-    }()
+    }
 
     /// SQLite: inserts one outcome; the send's `ref` is `?1`, then ``outcomeValues(_:send:sequence:)``, then the
     /// token's ``suffixHex(_:)``. A device the send already has an outcome for keeps it (no change): the statement looks for
@@ -349,9 +414,21 @@ package enum StoreSQL {
         """
 
     /// A send's id, locked on PostgreSQL so that its batches are numbered one after the other (SQLite's single writer
-    /// holds it already); no row when there is no such send.
+    /// holds it already); no row when there is no such send. The lock is the one an update takes (`NO KEY`): it keeps
+    /// out other updates and locks of the row, not the inserts of outcomes that refer to it (their foreign key's check
+    /// only shares the key), so a shard records while its send's row is locked.
     package static func lockSend(_ id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
-        SQLStatement(dialect, "SELECT id FROM sends WHERE id = $1" + lock(dialect), [.text(id.description)])
+        SQLStatement(
+            dialect, "SELECT id FROM sends WHERE id = $1" + (dialect == .postgres ? " FOR NO KEY UPDATE" : ""),
+            [.text(id.description)])
+    }
+
+    /// PostgreSQL: locks a shard's row, so that its batches are numbered one after the other (a worker that lost the
+    /// shard's lease may still be recording); no row when there is no such shard.
+    package static func lockShard(_ id: SendID, shard: Int) -> SQLStatement {
+        SQLStatement(
+            .postgres, "SELECT shard FROM send_shards WHERE send_id = $1 AND shard = $2 FOR UPDATE",
+            [.text(id.description), .integer(Int64(shard))])
     }
 
     /// The sequence number of a send's last outcome, 0 for none. Run after ``lockSend(_:_:)``.

@@ -602,6 +602,12 @@ package enum StoreSchema {
                     """,
                 ],
                 tokenType: "BLOB", tokenBytes: "herald_unhex(o.token)", suffix: " WITHOUT ROWID")),
+        Migration(
+            version: 28,
+            name: "a shard holds the counts it recorded until its run ends, so that shards of one send record side by side",
+            statements: ["accepted", "rejected", "failed"].map {
+                "ALTER TABLE send_shards ADD COLUMN \($0) BIGINT NOT NULL DEFAULT 0"
+            }),
     ]
 
     /// Migration 27: `send_outcomes` rebuilt compact (docs/storage.md, "Outcomes, compactly"). The send is its `ref`

@@ -125,15 +125,43 @@ extension StoreConformance {
         #expect(progressed.checkpoint == page.next && progressed.recorded == 4 && progressed.resumesAfter == page.next)
         #expect(try await store.send(send.id)?.checkpoint == nil)
 
+        // Another shard's batch, and a device of shard 0 again: the send's counts, read whole or in a list, hold
+        // every shard's, each device once, and so do its outcomes, page by page.
+        let secondPage = try await store.devices(
+            matching: .topic("com.example.herald").after(second.shard.after).through(second.shard.through), after: nil,
+            limit: 3)
+        let failed = secondPage.devices.map {
+            DeliveryOutcome(
+                token: $0.token, environment: $0.environment, result: .failed(message: "gave up"), at: context.clock.now())
+        }
+        let both = try await store.recordOutcomes(failed, for: send.id, shard: 1, checkpoint: secondPage.next)
+        #expect(both.accepted == 4 && both.failed == 3, "the send's counts: \(both)")
+        let again = try await store.recordOutcomes(Array(outcomes.prefix(1)), for: send.id, shard: 0, checkpoint: nil)
+        #expect(again == both, "a device recorded already counts once")
+        #expect(try await store.send(send.id)?.counts == both)
+        #expect(try await store.recentSends(after: nil, limit: 10).sends.first { $0.id == send.id }?.counts == both)
+        var listed: [DeviceToken] = []
+        var cursor: OutcomeCursor?
+        repeat {
+            let outcomePage = try await store.outcomes(of: send.id, after: cursor, limit: 3)
+            listed += outcomePage.outcomes.map(\.token)
+            cursor = outcomePage.next
+        } while cursor != nil
+        #expect(listed.count == 7 && Set(listed) == Set(page.devices.map(\.token) + secondPage.devices.map(\.token)))
+        #expect(Array(listed.prefix(4)) == page.devices.map(\.token), "a shard's outcomes in the order recorded")
+
         #expect(try await store.endShardRun(of: send.id, shard: 0, worker: "b", status: .done) == nil, "not b's shard")
         #expect(try await store.endShardRun(of: send.id, shard: 0, worker: "a", status: .done) == nil, "two left")
+        #expect(try await store.send(send.id)?.counts == both, "a shard's counts stay the send's once its run ends")
         #expect(try await store.endShardRun(of: send.id, shard: 2, worker: "b", status: .queued) == nil)
         #expect(try await store.shards(of: send.id).map(\.status) == [.done, .running, .queued])
         #expect(try await store.endShardRun(of: send.id, shard: 1, worker: "b", status: .done) == nil, "one left")
+        #expect(try await store.send(send.id)?.counts == both)
         let last = try #require(try await store.claimShard(worker: "c", leaseUntil: lease, lanes: [.campaign], excluding: []))
         #expect(last.shard.index == 2, "a shard put back is claimed again")
         let completed = try await store.endShardRun(of: send.id, shard: 2, worker: "c", status: .done)
-        #expect(completed?.id == send.id && completed?.status == .completed && completed?.counts.accepted == 4)
+        #expect(completed?.id == send.id && completed?.status == .completed && completed?.counts == both)
+        #expect(try await store.send(send.id)?.counts == both)
         #expect(try await store.claimShard(worker: "d", leaseUntil: lease, lanes: [.campaign], excluding: []) == nil)
     }
 
