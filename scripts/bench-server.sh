@@ -143,6 +143,17 @@ cpu_micros() {  # PID
     awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%d\n", ($12 + $13) * 1000000 / hz }' "/proc/$1/stat"
 }
 
+# CPU time the PostgreSQL this script started has used so far, in microseconds: the postmaster and its live
+# processes (backends, checkpointer, WAL writer), with what their exited children used; 0 for a database it did not
+# start (HERALD_BENCH_DATABASE_URL given) or SQLite (in the server's process).
+database_cpu_micros() {
+    local postmaster
+    postmaster=$(head -n 1 "${pg_dir:-/nonexistent}/data/postmaster.pid" 2>/dev/null) || { echo 0; return; }
+    for stat in /proc/[0-9]*/stat; do cat "$stat" 2>/dev/null; echo; done | awk -v hz="$(getconf CLK_TCK)" -v pm="$postmaster" '
+        NF { pid = $1; sub(/^.*\) /, ""); if (pid == pm || $2 == pm) total += $12 + $13 + $14 + $15 }
+        END { printf "%d\n", total * 1000000 / hz }'
+}
+
 # Context switches of a process's threads so far (voluntary and involuntary, threads still alive).
 context_switches() {  # PID
     cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { total += $2 } END { print total + 0 }'
@@ -369,16 +380,18 @@ fanout)
     log "One send to every device of the app"
     server_cpu=$(cpu_micros "$server_pid")
     emulator_cpu=$(sink_cpu_micros)
+    db_cpu=$(database_cpu_micros)
     record=$(send_and_wait "$port" '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
     emulator_cpu=$(( $(sink_cpu_micros) - emulator_cpu ))
+    db_cpu=$(( $(database_cpu_micros) - db_cpu ))
     stop_perf
     peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
-    python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "${APNS_SINK:-emulator}" <<'PY'
+    python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "${APNS_SINK:-emulator}" "$db_cpu" <<'PY'
 import json, sys
 from datetime import datetime
 record, peak, devices, backend = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-server_cpu, emulator_cpu, sink = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7]
+server_cpu, emulator_cpu, sink, db_cpu = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], int(sys.argv[8])
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
 counts = record["counts"]
@@ -386,8 +399,9 @@ print("| Fan-out | Devices | Wall time | Notifications/s | Peak RSS (server) | A
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 print(f"| {backend}, {sink} | {devices:,} | {seconds:.1f} s | {devices / seconds:,.0f} | {peak} MB | {counts['accepted']:,} | {counts['rejected']:,} | {counts['failed']:,} |")
 print()
+database = f", PostgreSQL {db_cpu / devices:.1f} µs ({db_cpu / 1e6 / seconds:.2f} cores)" if db_cpu > 0 else ""
 print(f"CPU per notification: server {server_cpu / devices:.1f} µs ({server_cpu / 1e6 / seconds:.2f} cores), "
-      f"{sink} {emulator_cpu / devices:.1f} µs ({emulator_cpu / 1e6 / seconds:.2f} cores)")
+      f"{sink} {emulator_cpu / devices:.1f} µs ({emulator_cpu / 1e6 / seconds:.2f} cores){database}")
 PY
     if [ -z "${sink_pid:-}" ]; then curl -s "http://127.0.0.1:$emulator_admin/counters" >&2; echo >&2; fi
     kill "$server_pid" 2>/dev/null || true
@@ -487,7 +501,15 @@ lanes)
             --header "Authorization: Bearer $secret" --body "$inline_body"
     }
     log "Inline one-token sends, idle: $inline_rate/s for $inline_seconds s (open loop)"
+    start_perf "$server_pid"
+    server_cpu=$(cpu_micros "$server_pid")
+    db_cpu=$(database_cpu_micros)
+    switches=$(context_switches "$server_pid")
     idle=$(open_loop)
+    server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
+    db_cpu=$(( $(database_cpu_micros) - db_cpu ))
+    switches=$(( $(context_switches "$server_pid") - switches ))
+    stop_perf
     log "A campaign to $devices devices at rate 1000"
     campaign=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/send" \
         -d '{"target": {"topic": "com.example.app"}, "alert": "campaign", "rate": 1000}')
@@ -519,10 +541,11 @@ PY
 )
     campaign_record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$campaign_id?limit=1")
     curl -s -X DELETE -H "Authorization: Bearer $secret" "http://127.0.0.1:$port/api/sends/$campaign_id" >/dev/null
-    python3 - "$idle" "$busy" "$user_sends" "$campaign_record" "$backend" "$devices" "$inline_rate" <<'PY'
+    python3 - "$idle" "$busy" "$user_sends" "$campaign_record" "$backend" "$devices" "$inline_rate" "$server_cpu" "$db_cpu" "$switches" <<'PY'
 import json, sys
 idle, busy, user, campaign = (json.loads(a) for a in sys.argv[1:5])
 backend, devices, rate = sys.argv[5], int(sys.argv[6]), sys.argv[7]
+server_cpu, db_cpu, switches = int(sys.argv[8]), int(sys.argv[9]), int(sys.argv[10])
 print(f"Campaign: {devices:,} devices of one app at rate 1000 on {backend}; "
       f"{campaign['counts']['accepted']:,} sent while measuring ({campaign['status']}, lane {campaign['lane']})")
 print()
@@ -533,6 +556,10 @@ print(f"| inline one-token send at {rate}/s, during the campaign | {busy['p50_ms
 print(f"| 300-device user send ({user['lane']} lane), during the campaign, 20 tries | {user['p50'] * 1000:.0f} ms | {user['p99'] * 1000:.0f} ms | | 0 |")
 print()
 print(f"inline p99 during the campaign / idle = {busy['p99_ms'] / idle['p99_ms']:.2f} (aim ≤ 1.2 and < 10 ms)")
+database = f", PostgreSQL {db_cpu / max(1, idle['requests']):.0f} µs" if db_cpu > 0 else ""
+requests = max(1, idle['requests'])
+print(f"CPU per inline send, idle: server {server_cpu / requests:.0f} µs{database}; "
+      f"server context switches per send: {switches / requests:.1f}")
 PY
     ;;
 fairness)

@@ -5,12 +5,16 @@ public import HeraldStore
 extension PostgresStore {
     public func createSend(_ send: NewSend) async throws -> SendRecord {
         let now = clock.now()
-        return try await session("record a send") { session in
+        @Sendable func create(_ session: Session) async throws -> SendRecord {
             guard let row = try await session.rows(StoreSQL.insertSend(send, at: now, .postgres)).first else {
                 throw NewSend.alreadyExists(send.id)
             }
+            if let audit = send.audit { try await session.execute(StoreSQL.insertAudit(audit.clipped(), .postgres)) }
             return try row.send()
         }
+        // With its audit entry, in one transaction; alone, one statement.
+        return try await send.audit == nil
+            ? session("record a send", create) : transaction("record a send and its audit entry", create)
     }
 
     public func updateSend(_ id: SendID, _ update: SendUpdate) async throws -> SendRecord {

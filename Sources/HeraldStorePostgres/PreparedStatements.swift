@@ -12,7 +12,9 @@ import PostgresNIO
 /// ``SQLStatement``, the same rows.
 enum PreparedShapes {
     static let bySQL: [String: any PreparedShape.Type] = {
-        let shapes: [any PreparedShape.Type] = [SelectDeviceByToken.self, FinishedSendToOneDevice.self]
+        let shapes: [any PreparedShape.Type] = [
+            SelectDeviceByToken.self, FinishedSendToOneDevice.self, AuditedFinishedSendToOneDevice.self,
+        ]
         return Dictionary(uniqueKeysWithValues: shapes.map { shape in (shape.text.sql, shape) })
     }()
 }
@@ -87,11 +89,25 @@ private enum SelectDeviceByToken: PreparedShape {
 /// An inline send to one device, recorded with its outcome.
 private enum FinishedSendToOneDevice: PreparedShape {
     static let name = "herald_finished_send_to_one_device"
-    static let text: PreparedText = {
+    static let text = finishedSendToOneDevice(audit: nil)
+}
+
+/// An inline send to one device made through the API, recorded with its outcome and its request's audit entry.
+private enum AuditedFinishedSendToOneDevice: PreparedShape {
+    static let name = "herald_audited_finished_send_to_one_device"
+    static let text = finishedSendToOneDevice(
+        audit: AuditEntry(
+            at: Date(timeIntervalSince1970: 0), actor: AuditActor(kind: .apiKey, keyID: UUID(), name: "sample"),
+            address: "sample", action: .sendCreated, app: "sample", subject: "sample", detail: "sample"))
+}
+
+/// The samples of an inline send to one device, each kind of outcome.
+private func finishedSendToOneDevice(audit: AuditEntry?) -> PreparedText {
+    do {
         let now = Date(timeIntervalSince1970: 0)
         let send = NewSend(
             target: "sample", summary: "sample", job: "sample", status: .completed, targetCount: 1, message: "sample",
-            topic: "sample")
+            topic: "sample", audit: audit)
         let results: [DeliveryOutcome.Result] = [
             .accepted(apnsID: APNSID()), .rejected(status: 410, reason: .unregistered, timestamp: now),
             .failed(message: "sample"),
@@ -106,7 +122,7 @@ private enum FinishedSendToOneDevice: PreparedShape {
                             apnsUniqueID: "sample")
                     ], at: now)
             })
-    }()
+    }
 }
 
 /// A token for the samples: only the SQL and the kinds of values they bind are used.

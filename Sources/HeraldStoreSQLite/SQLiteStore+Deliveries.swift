@@ -11,6 +11,7 @@ extension SQLiteStore {
             guard let row = try db.rows(StoreSQL.insertSend(send, at: now, .sqlite)).first else {
                 throw NewSend.alreadyExists(send.id)
             }
+            if let audit = send.audit { try db.execute(StoreSQL.insertAudit(audit.clipped(), .sqlite)) }
             return try row.send()
         }
     }
@@ -64,6 +65,7 @@ extension SQLiteStore {
             guard try db.rows(StoreSQL.insertSend(finished, at: now, .sqlite)).first != nil else {
                 throw NewSend.alreadyExists(send.id)
             }
+            if let audit = send.audit { try db.execute(StoreSQL.insertAudit(audit.clipped(), .sqlite)) }
             let counts = try db.insertOutcomes(outcomes, of: send.id, firstSequence: 1)
             _ = try db.rows(StoreSQL.addCounts(counts, to: send.id, checkpoint: nil, at: now, .sqlite))
             guard let row = try db.rows(StoreSQL.selectSend(send.id, .sqlite)).first else {

@@ -15,15 +15,22 @@ import Testing
     "PostgreSQL inline sends by group commit", .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"),
     .timeLimit(.minutes(2)))
 struct FinishedSendGroupCommitTests {
-    @Test("120 sends recorded at once go in two calls; each caller gets its own record, counts and outcomes")
+    @Test(
+        "120 sends recorded at once go in two calls; each caller gets its own record, counts, outcomes and audit entry")
     func concurrentSends() async throws {
         try await RegistrationGroupCommitTests.withCase { store, own, clock in
             let now = clock.now()
+            let actor = AuditActor(kind: .apiKey, keyID: n0Key, name: "batch")
             let sends = (0..<120).map { n in
                 (
                     send: NewSend(
                         target: "user \(n)", summary: "alert \(n)", status: .completed, targetCount: n % 4,
-                        counts: n % 10 == 0 ? OutcomeCounts(rejected: 1) : OutcomeCounts()),
+                        counts: n % 10 == 0 ? OutcomeCounts(rejected: 1) : OutcomeCounts(),
+                        audit: n % 3 == 0
+                            ? nil
+                            : AuditEntry(
+                                at: now, actor: actor, address: n % 2 == 0 ? nil : "10.0.0.\(n)", action: .sendCreated,
+                                subject: "send \(n)", detail: "alert \(n)")),
                     outcomes: (0..<(n % 4)).map { k in
                         StoreConformance.outcome(
                             1000 * n + k,
@@ -51,8 +58,12 @@ struct FinishedSendGroupCommitTests {
                 #expect(try await store.send(sent.send.id) == record)
                 #expect(try await store.outcomes(of: sent.send.id, after: nil, limit: 10).outcomes == sent.outcomes)
             }
+            let audited = try await store.auditEntries(AuditQuery(keyID: n0Key), after: nil, limit: 1_000).entries
+            #expect(Set(audited) == Set(sends.compactMap(\.send.audit)), "each send's entry, written with it")
         }
     }
+
+    private let n0Key = UUID()
 
     @Test("a send id twice in one batch, or already stored, is refused for that caller alone; nothing of it is written")
     func duplicateIDs() async throws {

@@ -55,8 +55,10 @@ public struct SendEngine: Sendable {
 
     /// Performs a validated send: at once when its target is small enough and nothing schedules or paces it, else
     /// queued for the worker.
+    /// - Parameter audit: The audit log's entry for the request that made the send, stored in the same write as the
+    ///   send's record.
     /// - Throws: ``SendError`` `unknownToken` for a single token that is not registered; a store error.
-    public func accept(_ plan: SendPlan, logger: Logger) async throws -> Accepted {
+    public func accept(_ plan: SendPlan, logger: Logger, audit: AuditEntry? = nil) async throws -> Accepted {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
         let quiet = try await quietHours(of: plan)
@@ -75,7 +77,7 @@ public struct SendEngine: Sendable {
             let new = NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary,
                 job: suppressed.quietHoursDropped > 0 ? plan.job.jsonText : nil, status: .completed,
-                targetCount: targetCount, suppressed: suppressed, topic: plan.bundleID)
+                targetCount: targetCount, suppressed: suppressed, topic: plan.bundleID, audit: audit)
             metrics.sendStarted(background: false)
             metrics.suppressed(suppressed)
             // A device whose request was cancelled (the request's task was) has no outcome to record.
@@ -91,7 +93,8 @@ public struct SendEngine: Sendable {
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,
                 status: .queued, targetCount: count,
                 sendAt: plan.schedule?.firstInstant ?? plan.job.quietHours?.from,
-                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold), suppressed: suppressed, topic: plan.bundleID))
+                lane: plan.lane(targetCount: count, campaignThreshold: campaignThreshold), suppressed: suppressed,
+                topic: plan.bundleID, audit: audit))
         metrics.sendStarted(background: true)
         metrics.suppressed(suppressed)
         worker.wake()

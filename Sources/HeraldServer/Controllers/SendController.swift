@@ -60,10 +60,12 @@ struct SendController: Sendable {
             let (count, suppressed) = try await engine.preview(plan, at: clock.now())
             return dryRunAnswer(plan, count: count, suppressed: suppressed)
         }
-        let answer = try await perform(plan, context: context)
-        await audit.record(
+        // The audit entry is written with the send's record, in one write.
+        let entry = audit.entry(
             .sendCreated, context, app: plan.bundleID, subject: plan.sendID.description,
             detail: "\(plan.targetDescription): \(plan.summary)")
+        let answer = Self.answer(
+            try await engine.accept(plan, logger: context.logger, audit: entry), context: context)
         return .json(
             answer.body, status: answer.status,
             headers: answer.status == .accepted ? [.location: "/api/sends/\(plan.sendID)"] : [:])
@@ -73,11 +75,6 @@ struct SendController: Sendable {
     struct Answer {
         var body: JSONValue
         var status: HTTPResponse.Status
-    }
-
-    /// Performs a validated send through the engine, and answers it as `POST /api/send` does.
-    func perform(_ plan: SendPlan, context: ServerRequestContext) async throws -> Answer {
-        Self.answer(try await engine.accept(plan, logger: context.logger), context: context)
     }
 
     /// An accepted send as the API answers it: `200` with every device's outcome when it was sent while the request

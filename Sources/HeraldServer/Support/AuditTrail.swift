@@ -10,7 +10,9 @@ import NIOCore
 /// log"): who from the request's key or console session, from where from its peer address, when from the clock.
 ///
 /// The change is made before its entry is written, so a failed write cannot undo it: it is logged as an error
-/// (with the entry's action and subject) instead of failing the request that made the change.
+/// (with the entry's action and subject) instead of failing the request that made the change. A send is the exception:
+/// its entry (``entry(_:_:app:subject:detail:)``) is written in the same write as the send's record, so the hot path
+/// of the API waits for one commit, and the two are stored together or not at all.
 struct AuditTrail: Sendable {
     let store: any Store
     let clock: any WallClock
@@ -24,11 +26,17 @@ struct AuditTrail: Sendable {
         _ action: AuditAction, _ context: ServerRequestContext, app: String? = nil, subject: String? = nil,
         detail: String = ""
     ) async {
-        await record(
-            AuditEntry(
-                at: clock.now(), actor: Self.actor(context), address: Self.address(context), action: action, app: app,
-                subject: subject, detail: detail),
-            logger: context.logger)
+        await record(entry(action, context, app: app, subject: subject, detail: detail), logger: context.logger)
+    }
+
+    /// The entry for a change the request makes, for a store call that writes it with the change itself (a send).
+    func entry(
+        _ action: AuditAction, _ context: ServerRequestContext, app: String? = nil, subject: String? = nil,
+        detail: String = ""
+    ) -> AuditEntry {
+        AuditEntry(
+            at: clock.now(), actor: Self.actor(context), address: Self.address(context), action: action, app: app,
+            subject: subject, detail: detail)
     }
 
     /// Records an entry made elsewhere (a console sign-in, whose session the request does not carry yet).

@@ -27,4 +27,25 @@ extension AuditEntry {
         }
         return self
     }
+
+    /// The entry cut to what ``validated()`` accepts (at a character's boundary): for an entry written with the change
+    /// it records, which a long detail must not refuse.
+    package func clipped() -> AuditEntry {
+        func clip(_ text: String, _ bytes: Int) -> String {
+            guard text.utf8.count > bytes else { return text }
+            var cut = ""
+            for character in text {
+                guard cut.utf8.count + character.utf8.count <= bytes - 3 else { break }
+                cut.append(character)
+            }
+            return cut + "…"
+        }
+        var entry = self
+        entry.actor.name = clip(actor.name.isEmpty ? "unknown" : actor.name, 1_000)
+        entry.detail = clip(detail, 1_000)
+        entry.address = address.map { clip($0, 255) }
+        entry.app = app.map { clip($0, 255) }
+        entry.subject = subject.map { clip($0, 255) }
+        return entry
+    }
 }

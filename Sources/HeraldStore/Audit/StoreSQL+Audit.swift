@@ -10,13 +10,23 @@ extension StoreSQL {
         SQLStatement(
             dialect,
             "INSERT INTO audit_log (\(auditColumns)) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            [
-                .text(entry.id.lowercasedText), .integer(StoreTime.microseconds(entry.at)),
-                .text(entry.actor.kind.rawValue), .textOrNull(entry.actor.keyID?.lowercasedText),
-                .text(entry.actor.name), .textOrNull(entry.address), .text(entry.action.rawValue),
-                .textOrNull(entry.app), .textOrNull(entry.subject), .text(entry.detail),
-            ])
+            auditValues(entry))
     }
+
+    /// An entry's values, in ``auditColumns`` order.
+    package static func auditValues(_ entry: AuditEntry) -> [SQLStatement.Value] {
+        [
+            .text(entry.id.lowercasedText), .integer(StoreTime.microseconds(entry.at)),
+            .text(entry.actor.kind.rawValue), .textOrNull(entry.actor.keyID?.lowercasedText),
+            .text(entry.actor.name), .textOrNull(entry.address), .text(entry.action.rawValue),
+            .textOrNull(entry.app), .textOrNull(entry.subject), .text(entry.detail),
+        ]
+    }
+
+    /// The PostgreSQL type of each of ``auditColumns``.
+    package static let auditColumnTypes = [
+        "text", "bigint", "text", "text", "text", "text", "text", "text", "text", "text",
+    ]
 
     /// One page of entries, newest first (one row more than the limit).
     package static func auditEntries(

@@ -30,12 +30,17 @@ public struct NewSend: Sendable, Hashable {
     public var suppressed: SuppressedCounts
     /// The app (bundle id) the send is for; `nil` when it has none to name. Keys scoped to apps see only theirs.
     public var topic: String?
+    /// The audit log's entry for the request that made the send, written with it in the same write: the send and its
+    /// entry are stored together or not at all, and an inline send waits for one commit, not two.
+    public var audit: AuditEntry?
 
     public init(
         id: SendID = SendID(), target: String, summary: String, job: String? = nil, status: SendStatus = .queued,
         targetCount: Int? = nil, sendAt: Date? = nil, counts: OutcomeCounts = OutcomeCounts(), message: String? = nil,
-        lane: SendLane = .background, suppressed: SuppressedCounts = SuppressedCounts(), topic: String? = nil
+        lane: SendLane = .background, suppressed: SuppressedCounts = SuppressedCounts(), topic: String? = nil,
+        audit: AuditEntry? = nil
     ) {
+        self.audit = audit
         self.suppressed = suppressed
         self.topic = topic
         self.id = id

@@ -482,8 +482,16 @@ package enum StoreSQL {
             suppressed_quiet_deferred) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns), ref
             """
+        // The request's audit entry goes in with the send, and only if the send does.
+        let audited = send.audit.map { entry in
+            let values = auditValues(entry.clipped()).map { statement.bind($0) }
+            return """
+                , audited AS (INSERT INTO audit_log (\(auditColumns)) SELECT \(values[0]), \(values[1])::bigint, \
+                \(values[2...].joined(separator: ", ")) FROM created)
+                """
+        }
         guard !outcomes.isEmpty else {
-            statement.sql = insertSend
+            statement.sql = audited.map { "WITH created AS (\(insertSend))\($0) SELECT \(sendColumns) FROM created" } ?? insertSend
             return statement
         }
         let rows = outcomeValues(outcomes[...], send: send.id, firstSequence: 1, binding: &statement)
@@ -492,7 +500,7 @@ package enum StoreSQL {
             SELECT created.ref, v.seq::bigint, decode(v.token, 'hex'), v.environment, v.outcome, v.apns_id, \
             v.status::bigint, v.reason, \
             v.apns_timestamp::bigint, v.message, v.at::bigint, v.action, v.apns_unique_id FROM created, (VALUES \(rows.map { "(\($0))" }.joined(separator: ", "))) \
-            AS v(\(outcomeColumns))) SELECT \(sendColumns) FROM created
+            AS v(\(outcomeColumns)))\(audited ?? "") SELECT \(sendColumns) FROM created
             """
         return statement
     }
@@ -508,9 +516,15 @@ package enum StoreSQL {
             let id = Value.text(send.id.description)
             return outcomes.enumerated().map { [id] + outcomeValues($1, send: send.id, sequence: Int64($0 + 1)) }
         }
+        let auditRows: [[Value]] = sends.compactMap { send, _, _ in
+            send.audit.map { [.text(send.id.description)] + auditValues($0.clipped()) }
+        }
         return SQLArrayStatement(
             sql: insertFinishedSendsSQL,
-            tables: [(sendRows, finishedSendColumnTypes.count), (outcomeRows, outcomeColumnTypes.count + 1)])
+            tables: [
+                (sendRows, finishedSendColumnTypes.count), (outcomeRows, outcomeColumnTypes.count + 1),
+                (auditRows, auditColumnTypes.count + 1),
+            ])
     }
 
     /// A finished send's row, with its counts from its outcomes, in the order of ``finishedSendColumns``: what
@@ -539,13 +553,18 @@ package enum StoreSQL {
     private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
 
     /// The text of ``insertFinishedSends(_:)``: one array parameter per column of ``finishedSendColumns`` (in that
-    /// order, from `$1`), then the outcomes' send ids, then one per ``outcomeColumns``.
+    /// order, from `$1`), then the outcomes' send ids, then one per ``outcomeColumns``, then the audit entries' send
+    /// ids, then one per ``auditColumns``.
     private static let insertFinishedSendsSQL: String = {
         let sendNames = finishedSendColumns.map(\.0).joined(separator: ", ")
         let sendArrays = finishedSendColumns.enumerated().map { "$\($0 + 1)::\($1.1)[]" }.joined(separator: ", ")
         let first = finishedSendColumns.count + 1
         let outcomeArrays = (["text"] + outcomeColumnTypes).enumerated().map { "$\(first + $0)::\($1)[]" }
             .joined(separator: ", ")
+        let firstAudit = first + outcomeColumnTypes.count + 1
+        let auditArrays = (["text"] + auditColumnTypes).enumerated().map { "$\(firstAudit + $0)::\($1)[]" }
+            .joined(separator: ", ")
+        let auditNames = auditColumns.split(separator: ", ").map { "a.\($0)" }.joined(separator: ", ")
         // A new send's updated_at is its created_at.
         let names = finishedSendColumns.map(\.0)
         let insertedColumns = names.flatMap { $0 == "created_at" ? [$0, "updated_at"] : [$0] }.joined(separator: ", ")
@@ -557,7 +576,9 @@ package enum StoreSQL {
             created AS (INSERT INTO sends (\(insertedColumns)) SELECT \(inserted) FROM v ORDER BY id \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns), ref), \
             recorded AS (INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) SELECT created.ref, \(outcomeNames) \
-            FROM unnest(\(outcomeArrays)) AS o(send_id, \(outcomeColumns)) JOIN created ON created.id = o.send_id) \
+            FROM unnest(\(outcomeArrays)) AS o(send_id, \(outcomeColumns)) JOIN created ON created.id = o.send_id), \
+            audited AS (INSERT INTO audit_log (\(auditColumns)) SELECT \(auditNames) \
+            FROM unnest(\(auditArrays)) AS a(send_id, \(auditColumns)) JOIN created ON created.id = a.send_id) \
             SELECT \(sendColumns) FROM created
             """
     }()

@@ -11,6 +11,9 @@ extension StoreConformance {
             Case("sends keep their app, and a page of sends can be limited to some apps", sendsByApp),
             Case("the audit log keeps who, when, from where and what, pages newest first and filters", auditLog),
             Case("retention deletes audit entries older than the cutoff", auditRetention),
+            Case(
+                "a send's audit entry is written with it, queued or finished, alone or in a batch, and not when the send is refused",
+                sendsWithAuditEntries),
         ]
     }
 
@@ -100,6 +103,59 @@ extension StoreConformance {
                 AuditEntry(at: context.clock.now(), actor: admin, action: .keyCreated, detail: String(repeating: "x", count: 1_001)))
         }
         #expect(try await store.auditEntries(AuditQuery(), after: nil, limit: 100).entries.count == 4, "refused: nothing kept")
+    }
+
+    static func sendsWithAuditEntries(_ context: Context) async throws {
+        let store = context.store
+        for n in 1...3 { _ = try await store.upsert(registration(n)) }
+        let actor = AuditActor(kind: .apiKey, keyID: UUID(), name: "sender")
+        func entry(_ subject: String, detail: String = "a send") -> AuditEntry {
+            AuditEntry(
+                at: context.clock.now(), actor: actor, address: "10.0.0.1", action: .sendCreated, app: topic,
+                subject: subject, detail: detail)
+        }
+        func finished(_ id: SendID, _ n: Int, audit: AuditEntry?) -> (NewSend, [DeliveryOutcome]) {
+            (
+                NewSend(
+                    id: id, target: "one token", summary: "s", status: .completed, targetCount: 1, topic: topic,
+                    audit: audit),
+                [
+                    DeliveryOutcome(
+                        token: token(n), environment: .production, result: .accepted(apnsID: APNSID()),
+                        at: context.clock.now())
+                ]
+            )
+        }
+        let queued = SendID()
+        _ = try await store.createSend(
+            NewSend(id: queued, target: "every device", summary: "s", topic: topic, audit: entry("queued")))
+        // A detail longer than the log keeps is cut, not a reason to refuse the send.
+        let long = String(repeating: "é", count: 800)
+        let (alone, aloneOutcomes) = finished(SendID(), 1, audit: entry("alone", detail: long))
+        _ = try await store.recordFinishedSend(alone, outcomes: aloneOutcomes)
+        // Finished together: a group commit may write them in one batch.
+        let batch = (2...3).map { finished(SendID(), $0, audit: entry("batch \($0)")) }
+        let unaudited = finished(SendID(), 1, audit: nil)
+        try await withThrowingTaskGroup(of: SendRecord.self) { group in
+            for (send, outcomes) in batch + [unaudited] {
+                group.addTask { try await store.recordFinishedSend(send, outcomes: outcomes) }
+            }
+            for try await record in group { #expect(record.status == .completed && record.counts.accepted == 1) }
+        }
+        // The same ids again: refused, and no second entry.
+        await #expect(throws: StoreError.self) {
+            try await store.createSend(NewSend(id: queued, target: "t", summary: "s", audit: entry("queued again")))
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.recordFinishedSend(
+                NewSend(id: alone.id, target: "t", summary: "s", status: .completed, audit: entry("alone again")),
+                outcomes: aloneOutcomes)
+        }
+        let entries = try await store.auditEntries(AuditQuery(action: .sendCreated), after: nil, limit: 100).entries
+        #expect(Set(entries.compactMap(\.subject)) == ["queued", "alone", "batch 2", "batch 3"])
+        let cut = try #require(entries.first { $0.subject == "alone" })
+        #expect(cut.detail.utf8.count <= 1_000 && cut.detail.hasPrefix("éé") && cut.detail.hasSuffix("…"))
+        #expect(cut.actor == actor && cut.address == "10.0.0.1" && cut.app == topic)
     }
 
     static func auditRetention(_ context: Context) async throws {
