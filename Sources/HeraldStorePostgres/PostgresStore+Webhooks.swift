@@ -5,6 +5,7 @@ import PostgresNIO
 
 extension PostgresStore {
     public func createWebhookEndpoint(_ endpoint: NewWebhookEndpoint) async throws -> WebhookEndpoint {
+        defer { webhookSubscriptions.forget() }
         let now = clock.now()
         return try await session("record a webhook endpoint") { session in
             guard let row = try await session.rows(StoreSQL.insertWebhookEndpoint(endpoint, at: now, .postgres)).first
@@ -26,6 +27,7 @@ extension PostgresStore {
     }
 
     public func updateWebhookEndpoint(_ id: UUID, _ update: WebhookEndpointUpdate) async throws -> WebhookEndpoint? {
+        defer { webhookSubscriptions.forget() }
         let now = clock.now()
         return try await session("change a webhook endpoint") { session in
             try await session.rows(StoreSQL.updateWebhookEndpoint(id, update, at: now, .postgres)).first?
@@ -44,7 +46,8 @@ extension PostgresStore {
     }
 
     public func deleteWebhookEndpoint(_ id: UUID) async throws -> Bool {
-        try await transaction("delete a webhook endpoint") { session in
+        defer { webhookSubscriptions.forget() }
+        return try await transaction("delete a webhook endpoint") { session in
             var deleted = false
             for statement in StoreSQL.deleteWebhookEndpoint(id, .postgres) {
                 deleted = try await !session.rows(statement).isEmpty
@@ -164,13 +167,23 @@ extension PostgresStore {
 
     /// Runs `body` on one connection: on its own when no endpoint subscribes to any of `types` (the hot paths keep
     /// their single statement), else in a transaction that also writes the events `body` returns to the outbox.
+    /// When a read of the endpoints at most a second old found none that wants `types`, the endpoints are not read
+    /// again (``WebhookSubscriptionCache``).
     func withWebhookEvents<T: Sendable>(
         _ action: String, types: Set<WebhookEventType>,
         _ body: @escaping @Sendable (Session) async throws -> (T, [WebhookEventDraft])
     ) async throws -> T {
-        try await session(action) { session in
+        let subscriptionsCache = webhookSubscriptions
+        let clock = clock
+        if subscriptionsCache.noneWants(types, at: clock.now()) == true {
+            return try await session(action) { session in try await body(session).0 }
+        }
+        return try await session(action) { session in
+            let read = subscriptionsCache.startRead(at: clock.now())
             let subscriptions = try await session.rows(WebhookOutbox.selectSubscriptions(.postgres))
-            guard try WebhookOutbox.anyWants(types, subscriptions) else { return try await body(session).0 }
+            let wanted = try WebhookOutbox.wantedTypes(subscriptions)
+            subscriptionsCache.remember(wanted, from: read)
+            guard !wanted.isDisjoint(with: types) else { return try await body(session).0 }
             return try await session.connection.withTransaction(logger: session.logger) { connection in
                 let inner = Session(connection: connection, logger: session.logger, lease: session.lease)
                 let (value, drafts) = try await body(inner)

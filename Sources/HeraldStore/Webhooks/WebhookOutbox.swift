@@ -125,6 +125,11 @@ package struct WebhookOutbox {
 extension WebhookOutbox {
     /// Whether any endpoint of ``selectSubscriptions(_:)``'s rows subscribes to one of `types`.
     package static func anyWants(_ types: Set<WebhookEventType>, _ rows: [any StoredRow]) throws -> Bool {
-        try rows.contains { !StoreSQL.webhookEventTypes(try $0.text(2)).isDisjoint(with: types) }
+        try !wantedTypes(rows).isDisjoint(with: types)
+    }
+
+    /// The event types some endpoint of ``selectSubscriptions(_:)``'s rows subscribes to.
+    package static func wantedTypes(_ rows: [any StoredRow]) throws -> Set<WebhookEventType> {
+        try rows.reduce(into: Set<WebhookEventType>()) { $0.formUnion(StoreSQL.webhookEventTypes(try $1.text(2))) }
     }
 }

@@ -22,7 +22,40 @@ extension StoreConformance {
             Case(
                 "recording a delivered batch claims the endpoint's next one in the same write, in order, until nothing waits; a lost lease or a failure claims nothing",
                 webhookRecordAndClaimNext),
+            Case(
+                "an endpoint created through the same instance gets the next inline send's events, one created through another instance within a second",
+                webhookEndpointsSeen),
         ]
+    }
+
+    static func webhookEndpointsSeen(_ context: Context) async throws {
+        let store = context.store
+        _ = try await store.upsert(registration(1, topic: webhookTopic))
+        func sendInline() async throws {
+            _ = try await store.recordFinishedSend(
+                NewSend(target: "one token", summary: "s", status: .completed, targetCount: 1, topic: webhookTopic),
+                outcomes: [
+                    DeliveryOutcome(
+                        token: token(1), environment: .production, result: .accepted(apnsID: APNSID()),
+                        at: context.clock.now())
+                ])
+        }
+        func pending(_ endpoint: WebhookEndpoint) async throws -> Int {
+            try await store.webhookQueues()[endpoint.id]?.pending ?? 0
+        }
+        // No endpoint yet: a store may remember that nobody wants these events.
+        try await sendInline()
+        let here = try await endpoint(store, events: [.sendCompleted])
+        try await sendInline()
+        #expect(try await pending(here) == 1, "the same instance sees its own endpoint at once")
+
+        let elsewhere = try await context.withSecondInstance { other in
+            try await endpoint(other, events: [.notificationAccepted])
+        }
+        context.clock.advance(by: .seconds(2))
+        try await sendInline()
+        #expect(try await pending(elsewhere) == 1, "another instance's endpoint is seen within a second")
+        #expect(try await pending(here) == 2)
     }
 
     static let webhookTopic = "com.example.herald"
