@@ -139,6 +139,14 @@ public struct FanOut: Sendable {
             period = .nanoseconds(Int64(1_000_000_000) * Int64(grant) / Int64(rate))
             allowance = grant
         }
+
+        /// Whether the outcomes gathered are to be recorded now: a batch's worth, or the send cannot go on without
+        /// recording — the pace allows a start but no permit is free (the outcomes waiting to be recorded hold them),
+        /// or nothing is queued to start. Between two ticks a paced send has no permit to spare, and needs none: that
+        /// is no reason to record (it made a campaign at 1,000 a second record every 5 outcomes, 200 commits a second).
+        func recordingDue(gathered: Int, hasPermit: Bool, queueEmpty: Bool) -> Bool {
+            gathered >= recordingBatch || (!hasPermit && allowance > 0) || queueEmpty
+        }
     }
 
     /// A fetched page: how many of its devices are not yet in a recording batch, and the cursor after it.
@@ -295,10 +303,11 @@ public struct FanOut: Sendable {
                         }
                         fetching = true
                     }
-                    // A paced send records once it has gathered a batch, or when it cannot go on without recording: its
-                    // window is full, or nothing is left to start until the next page (or ever).
+                    // A paced send records once it has gathered a batch, or when it cannot go on without recording.
                     let batchDue =
-                        pace.map { ready.count >= $0.recordingBatch || !bulk.hasPermit || queue.isEmpty } ?? true
+                        pace.map {
+                            $0.recordingDue(gathered: ready.count, hasPermit: bulk.hasPermit, queueEmpty: queue.isEmpty)
+                        } ?? true
                     if !recording, (!ready.isEmpty && batchDue) || pendingCheckpoint != nil {
                         // Whole pages whose every device is in this batch or an earlier one move the checkpoint: batches
                         // are recorded one at a time, in order, so it is committed with the last of them.
