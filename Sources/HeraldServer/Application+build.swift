@@ -26,6 +26,10 @@ public struct ServerDependencies: Sendable {
     public var metrics: PrometheusCollectorRegistry
     /// The jitter of webhook retries' backoff: random by default, seeded in tests.
     public var webhookJitter = WebhookJitter()
+    /// How often a graceful shutdown that takes long names, at `notice`, the services it still waits for (10 s).
+    public var shutdownReportInterval: Duration = .seconds(10)
+    /// What that report sleeps on: its own clock, so that a test's manual `sleepClock` neither holds nor spins it.
+    public var shutdownReportClock: any Clock<Duration> = ContinuousClock()
 
     /// - Parameters: see the properties; each has its default (system clocks, a new registry).
     public init(
@@ -61,12 +65,14 @@ public struct HeraldApplication: ApplicationProtocol {
     let console: ConsoleAuthority
     /// The port of `/metrics`'s own listener once it listens; 0 when it has none.
     let metricsListener: OneShot<Int>
+    private let shutdownWatch: ShutdownWatch
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
         engine: SendEngine, webhooks: WebhookDeliverer, routes: [String], console: ConsoleAuthority,
-        metricsListener: OneShot<Int>
+        metricsListener: OneShot<Int>, shutdownWatch: ShutdownWatch
     ) {
+        self.shutdownWatch = shutdownWatch
         self.metricsListener = metricsListener
         self.application = application
         self.store = store
@@ -100,6 +106,11 @@ public struct HeraldApplication: ApplicationProtocol {
     }
     public var eventLoopGroup: any EventLoopGroup { application.eventLoopGroup }
     public func onServerRunning(_ channel: any Channel) async { await application.onServerRunning(channel) }
+
+    /// Runs the application; from a graceful shutdown's start until it ends, logs the services it still waits for.
+    public func run() async throws {
+        try await shutdownWatch.reporting { try await application.run() }
+    }
 }
 
 /// Builds the Herald server: the APNs destination (starting the in-process emulator when pushes go to it, and saying
@@ -238,7 +249,10 @@ public func buildApplication(
         // routes are listed once on a router that is then dropped.
         let listing = Router(context: ServerRequestContext.self)
         addRoutes(listing)
+        let watch = ShutdownWatch(
+            interval: dependencies.shutdownReportInterval, clock: dependencies.shutdownReportClock, logger: logger)
         let router = Router(context: ServerRequestContext.self)
+        router.add(middleware: watch.requestsInProgress())
         router.add(
             middleware: ErrorMiddleware(
                 routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") }),
@@ -248,30 +262,39 @@ public func buildApplication(
         addRoutes(router)
         let routes = router.routes.filter { !"\($0.path)".hasPrefix("/console") }.map { "\($0.method) \($0.path)" }
 
-        var services: [any Service] = [store]
-        if let emulator = destination.emulator { services.append(RunningEmulator(emulator: emulator)) }
-        services += senders.services
+        var services: [any Service] = [watch.observe(store, as: "store")]
+        if let emulator = destination.emulator {
+            services.append(watch.observe(RunningEmulator(emulator: emulator), as: "in-process emulator"))
+        }
+        services += senders.namedServices.map { watch.observe($0.service, as: $0.name) }
         services.append(
-            ProviderTokenSharing(
-                store: store, caches: senders.tokenCaches, interval: .seconds(60), clock: dependencies.sleepClock,
-                storeReady: storeReady, logger: logger))
-        services.append(worker)
-        services.append(deviceFigures)
-        services.append(checks)
+            watch.observe(
+                ProviderTokenSharing(
+                    store: store, caches: senders.tokenCaches, interval: .seconds(60), clock: dependencies.sleepClock,
+                    storeReady: storeReady, logger: logger),
+                as: "provider token sharing"))
+        services.append(watch.observe(worker, as: "send worker"))
+        services.append(watch.observe(deviceFigures, as: "device figures"))
+        services.append(watch.observe(checks, as: "deployment checks"))
         services.append(
-            RetentionService(
-                store: store, settings: configuration.retention, clock: dependencies.clock,
-                sleepClock: dependencies.sleepClock, storeReady: storeReady, metrics: metrics, logger: logger))
+            watch.observe(
+                RetentionService(
+                    store: store, settings: configuration.retention, clock: dependencies.clock,
+                    sleepClock: dependencies.sleepClock, storeReady: storeReady, metrics: metrics, logger: logger),
+                as: "retention"))
         let webhooks = WebhookDeliverer(
             store: store, settings: configuration.webhooks, instance: configuration.instanceID,
             clock: dependencies.clock, sleepClock: dependencies.sleepClock, jitter: dependencies.webhookJitter,
             metrics: WebhookServerMetrics(registry: dependencies.metrics), storeReady: storeReady, logger: logger)
-        services.append(webhooks)
+        services.append(watch.observe(webhooks, as: "webhook deliverer"))
 
         let metricsListener = OneShot<Int>()
         switch metricsPlacement {
         case .own(let address):
-            services.append(metricsEndpoint.application(listening: address, logger: logger, port: metricsListener))
+            services.append(
+                watch.observe(
+                    metricsEndpoint.application(listening: address, logger: logger, port: metricsListener),
+                    as: "metrics listener"))
         case .api:
             metricsListener.fulfil(0)
         case .off:
@@ -319,7 +342,8 @@ public func buildApplication(
         }
         return HeraldApplication(
             application: application, store: store, emulator: destination.emulator, worker: worker,
-            engine: engine, webhooks: webhooks, routes: routes, console: console, metricsListener: metricsListener)
+            engine: engine, webhooks: webhooks, routes: routes, console: console, metricsListener: metricsListener,
+            shutdownWatch: watch)
     } catch {
         await destination.emulator?.shutdown()
         throw error

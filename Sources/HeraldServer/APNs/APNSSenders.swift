@@ -22,8 +22,14 @@ final class APNSSenders: PushSender {
         self.tokenCaches = tokenCaches
     }
 
-    /// Every client, to run as services.
-    var services: [any Service] { clients.values.flatMap { $0.values.map { $0 as any Service } } }
+    /// Every client, to run as services, named by app and environment.
+    var namedServices: [(name: String, service: any Service)] {
+        clients.sorted { $0.key < $1.key }.flatMap { app, perEnvironment in
+            APNSEnvironment.all.compactMap { environment in
+                perEnvironment[environment].map { (name: "APNs client \(app) (\(environment))", service: $0 as any Service) }
+            }
+        }
+    }
 
     /// Each client's latency over the last 24 hours and open connections, by app and then environment.
     var statistics: [SenderStatistics] {
