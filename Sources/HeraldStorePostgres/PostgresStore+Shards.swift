@@ -63,7 +63,7 @@ extension PostgresStore {
                     StoreSQL.endShardRun(id, shard: shard, worker: worker, status: status, at: now, .postgres)
                 ).isEmpty
             else { return nil }
-            for move in StoreSQL.moveShardCounts(id, shard: shard, .postgres) { try await session.execute(move) }
+            try await session.execute(StoreSQL.moveShardCounts(id, shard: shard))
             guard status == .done else { return nil }
             let send = try await session.rows(StoreSQL.completeShardedSend(id, at: now, .postgres)).first?.send()
             if let ended = send.flatMap({ WebhookEventDraft.event(ofEnded: $0, at: now) }) {

@@ -40,24 +40,9 @@ struct PostgresCancellationTests {
             // Waits for the work or 90 s, whichever comes first, without waiting on a task that might never end. A
             // statement already running is let finish, and at the start of a full run it can wait behind every other
             // suite's migrations (45 s, 65 s on a loaded machine: see PostgresStoreTests): 30 s failed there twice.
-            let (ended, signal) = AsyncStream.makeStream(of: Bool.self)
-            let watcher = Task {
-                _ = await work.result
-                signal.yield(true)
-            }
-            let timer = Task {
-                try await Task.sleep(for: .seconds(90))
-                signal.yield(false)
-            }
-            var finished = false
-            for await value in ended {
-                finished = value
-                break
-            }
-            timer.cancel()
+            let finished = await PostgresTestWaits.outcome(of: work, within: .seconds(90)) != nil
             await fixture.cleanup()
             guard finished else {
-                watcher.cancel()
                 Issue.record("round \(round): cancelled after \(delay), the operations had not ended 90 s later")
                 return
             }
@@ -91,7 +76,13 @@ struct PostgresCancellationTests {
                 try await StoreConformance.withRunning(store, migrate: false) { store in
                     let migration = Task { try await store.migrate() }
                     // The store's migration waits for the lock once PostgreSQL shows it waiting.
-                    try await Self.untilMigrationWaits(holder, schema: schema)
+                    try await PostgresTestWaits.until(
+                        holder,
+                        counts: """
+                            SELECT count(*)::int8 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+                            AND classid::int8 = \(Int64(Self.migrationLock)) \
+                            AND objid::int8 = (hashtext(\(schema))::int8 & 4294967295)
+                            """)
                     migration.cancel()
                     release.finish()
                     await #expect(throws: CancellationError.self) { try await migration.value }
@@ -106,17 +97,4 @@ struct PostgresCancellationTests {
     /// The first key of the store's migration lock (`PostgresStore.migrationLock`, "hrld"); the second is the schema's
     /// `hashtext`.
     static let migrationLock: Int32 = 0x68_72_6c_64
-
-    /// Returns once a session waits for the migration lock of `schema` (`pg_locks`), looking every 20 ms.
-    static func untilMigrationWaits(_ client: PostgresClient, schema: String) async throws {
-        while true {
-            let rows = try await client.query(
-                """
-                SELECT count(*)::int8 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
-                AND classid::int8 = \(Int64(migrationLock)) AND objid::int8 = (hashtext(\(schema))::int8 & 4294967295)
-                """, logger: Logger(label: "test"))
-            for try await count in rows.decode(Int.self) where count > 0 { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
 }

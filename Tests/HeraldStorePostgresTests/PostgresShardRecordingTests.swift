@@ -56,7 +56,7 @@ struct PostgresShardRecordingTests {
                     let otherShard = Task {
                         try await store.recordOutcomes(batches[1], for: send.id, shard: 1, checkpoint: nil)
                     }
-                    guard let counts = try await Self.result(of: otherShard, within: .seconds(60)) else {
+                    guard let counts = try await PostgresTestWaits.outcome(of: otherShard, within: .seconds(60))?.get() else {
                         Issue.record("shard 1's batch waited 60 s for a lock another shard's transaction held")
                         release.finish()
                         try await holding0.value
@@ -67,7 +67,13 @@ struct PostgresShardRecordingTests {
                     let sameShard = Task {
                         try await store.recordOutcomes(batches[0], for: send.id, shard: 0, checkpoint: nil)
                     }
-                    try await Self.untilShardLockWaits(holder)
+                    // Once PostgreSQL shows shard 0's batch waiting for the row lock the other session holds.
+                    try await PostgresTestWaits.until(
+                        holder,
+                        counts: """
+                            SELECT count(*)::int8 FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+                            AND query LIKE 'SELECT shard FROM send_shards WHERE send_id = $1 AND shard = $2 FOR UPDATE%'
+                            """)
                     release.finish()
                     try await holding0.value
                     #expect(try await sameShard.value.accepted == 4, "recorded once the other session let go")
@@ -98,44 +104,6 @@ struct PostgresShardRecordingTests {
         }
         #expect(shards.count == 3)
         return (send, shards)
-    }
-
-    /// The task's value, or `nil` (and the task cancelled) when it has none within `limit`.
-    static func result<T: Sendable>(of task: Task<T, any Error>, within limit: Duration) async throws -> T? {
-        let (ended, signal) = AsyncStream.makeStream(of: Result<T, any Error>?.self)
-        let watcher = Task {
-            signal.yield(await task.result)
-        }
-        let timer = Task {
-            try await Task.sleep(for: limit)
-            signal.yield(nil)
-        }
-        defer {
-            timer.cancel()
-            watcher.cancel()
-        }
-        for await value in ended {
-            guard let value else {
-                task.cancel()
-                return nil
-            }
-            return try value.get()
-        }
-        return nil
-    }
-
-    /// Returns once a session waits for a lock on a row while running `lockShard` (`pg_stat_activity`), looking
-    /// every 20 ms.
-    static func untilShardLockWaits(_ client: PostgresClient) async throws {
-        while true {
-            let rows = try await client.query(
-                """
-                SELECT count(*)::int8 FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                AND query LIKE 'SELECT shard FROM send_shards WHERE send_id = $1 AND shard = $2 FOR UPDATE%'
-                """, logger: Logger(label: "test"))
-            for try await count in rows.decode(Int.self) where count > 0 { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
     }
 }
 

@@ -7,25 +7,19 @@ extension StoreSQL {
 
     /// Moves the counts a shard holds (``recordShardOutcomesSQL``) onto its send, in the transaction that ends the
     /// shard's run, after ``lockSend(_:_:)`` and ``endShardRun(_:shard:worker:status:at:_:)`` (which locks the shard's
-    /// row): the send's counts then need no sum once its shards' runs ended. Two statements: the send takes them, the
-    /// shard lets go of them.
-    package static func moveShardCounts(_ id: SendID, shard: Int, _ dialect: SQLStatement.Dialect) -> [SQLStatement] {
-        let key: [SQLStatement.Value] = [.text(id.description), .integer(Int64(shard))]
-        return [
-            SQLStatement(
-                dialect,
-                """
-                UPDATE sends SET accepted = sends.accepted + h.accepted, rejected = sends.rejected + h.rejected, \
-                failed = sends.failed + h.failed FROM send_shards h WHERE sends.id = $1 AND h.send_id = $1 \
-                AND h.shard = $2 AND h.accepted + h.rejected + h.failed > 0
-                """, key),
-            SQLStatement(
-                dialect,
-                """
-                UPDATE send_shards SET accepted = 0, rejected = 0, failed = 0 \
-                WHERE send_id = $1 AND shard = $2 AND accepted + rejected + failed > 0
-                """, key),
-        ]
+    /// row): the send's counts then need no sum once its shards' runs ended. One PostgreSQL statement: the shard lets
+    /// go of its counts (the joined row is the one before the update) and the send takes them.
+    package static func moveShardCounts(_ id: SendID, shard: Int) -> SQLStatement {
+        SQLStatement(
+            .postgres,
+            """
+            WITH moved AS (UPDATE send_shards h SET accepted = 0, rejected = 0, failed = 0 FROM send_shards held \
+            WHERE h.send_id = $1 AND h.shard = $2 AND held.send_id = h.send_id AND held.shard = h.shard \
+            AND held.accepted + held.rejected + held.failed > 0 \
+            RETURNING held.accepted, held.rejected, held.failed) \
+            UPDATE sends SET accepted = sends.accepted + moved.accepted, rejected = sends.rejected + moved.rejected, \
+            failed = sends.failed + moved.failed FROM moved WHERE sends.id = $1
+            """, [.text(id.description), .integer(Int64(shard))])
     }
 
     /// The rows of a send cut at some boundaries: shard `i` after boundary `i − 1` through boundary `i`, the last one
