@@ -299,7 +299,7 @@ public final class APNSClient: Service, Sendable {
             case .final(let delivery):
                 return delivery
             case .retry(let delay, let otherwise):
-                if !(await pause(delay)) { return cancelled(otherwise) }
+                if let end = await stopped(pausing: delay, otherwise) { return end }
             }
         }
     }
@@ -364,7 +364,7 @@ public final class APNSClient: Service, Sendable {
     /// The rest of a retry that ``startSending(_:to:cancellation:answered:)`` could not finish on the event loop: the
     /// backoff and the further attempts, which need a task.
     private func continueRetry(_ send: Send, delay: Duration, otherwise: APNSDelivery) async -> APNSDelivery {
-        if !(await pause(delay)) { return cancelled(otherwise) }
+        if let end = await stopped(pausing: delay, otherwise) { return end }
         return await deliver(send)
     }
 
@@ -430,6 +430,19 @@ public final class APNSClient: Service, Sendable {
         }
     }
 
+    private static func withoutFinalPeriod(_ text: String) -> Substring {
+        text.hasSuffix(".") ? text.dropLast() : text[...]
+    }
+
+    /// Waits for a retry: `nil` when it may go out, else how the notification ends (``RetryPause``).
+    private func stopped(pausing delay: Duration, _ otherwise: APNSDelivery) async -> APNSDelivery? {
+        switch await pause(delay) {
+        case .elapsed: nil
+        case .cancelled: cancelled(otherwise)
+        case .shuttingDown: shutDown(otherwise)
+        }
+    }
+
     /// How a notification ends when its task is cancelled before a retry: `cancelled`, saying what the last attempt
     /// met. Not a failure: the notification may be sent again with the same `apns-id`.
     private func cancelled(_ delivery: APNSDelivery) -> APNSDelivery {
@@ -442,15 +455,36 @@ public final class APNSClient: Service, Sendable {
             attempts: delivery.attempts, unprocessedAttempts: delivery.unprocessedAttempts, trail: delivery.trail)
     }
 
-    /// Sleeps a retry's backoff (nothing when it is zero); `false` when the task was cancelled, before or meanwhile.
-    func pause(_ delay: Duration) async -> Bool {
-        guard !Task.isCancelled else { return false }
-        guard delay > .zero else { return true }
+    /// How a notification ends when a graceful shutdown begins before its retry, in an
+    /// ``APNSRetryScope/endingAtGracefulShutdown(_:isolation:)`` scope: `failed`, saying what the attempts met.
+    private func shutDown(_ delivery: APNSDelivery) -> APNSDelivery {
+        APNSDelivery(
+            token: delivery.token, apnsID: delivery.apnsID,
+            outcome: .failed(APNSClientError(
+                .shutdown,
+                "Not sent again: the server began to shut down while the notification waited to be retried, after \(delivery.attempts) attempt\(delivery.attempts == 1 ? "" : "s"). The last attempt: \(Self.withoutFinalPeriod("\(delivery.outcome)")). Send it again once a server runs."
+            )),
+            attempts: delivery.attempts, unprocessedAttempts: delivery.unprocessedAttempts, trail: delivery.trail)
+    }
+
+    /// Sleeps a retry's backoff (nothing when it is zero), unless the task is cancelled or, in an
+    /// ``APNSRetryScope/endingAtGracefulShutdown(_:isolation:)`` scope, a graceful shutdown begins, before or meanwhile.
+    func pause(_ delay: Duration) async -> RetryPause {
+        let endsAtShutdown = APNSRetryScope.endsAtGracefulShutdown
+        func interrupted() -> RetryPause {
+            !Task.isCancelled && endsAtShutdown && Task.isShuttingDownGracefully ? .shuttingDown : .cancelled
+        }
+        if Task.isCancelled || (endsAtShutdown && Task.isShuttingDownGracefully) { return interrupted() }
+        guard delay > .zero else { return .elapsed }
         do {
-            try await clock.sleep(for: delay)
-            return true
+            if endsAtShutdown {
+                try await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(for: delay) }
+            } else {
+                try await clock.sleep(for: delay)
+            }
+            return .elapsed
         } catch {
-            return false
+            return interrupted()
         }
     }
 

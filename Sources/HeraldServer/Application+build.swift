@@ -252,7 +252,7 @@ public func buildApplication(
         let watch = ShutdownWatch(
             interval: dependencies.shutdownReportInterval, clock: dependencies.shutdownReportClock, logger: logger)
         let router = Router(context: ServerRequestContext.self)
-        router.add(middleware: watch.requestsInProgress())
+        router.add(middleware: watch.requestsAtShutdown())
         router.add(
             middleware: ErrorMiddleware(
                 routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") }),

@@ -142,11 +142,20 @@ extension APNSClient {
             switch judgeAttempt(result, &progress, expiration: nil) {
             case .retry(let delay, let refreshed):
                 if let refreshed { headers = template(refreshed) }
-                if await pause(delay) { continue }
-                throw APNSChannelError(
-                    .cancelled,
-                    "\(operation) was cancelled while it waited to be sent again; APNs may or may not have acted on an earlier attempt.",
-                    requestID: id, attempts: progress.attempts)
+                switch await pause(delay) {
+                case .elapsed:
+                    continue
+                case .cancelled:
+                    throw APNSChannelError(
+                        .cancelled,
+                        "\(operation) was cancelled while it waited to be sent again; APNs may or may not have acted on an earlier attempt.",
+                        requestID: id, attempts: progress.attempts)
+                case .shuttingDown:
+                    throw APNSChannelError(
+                        .failed,
+                        "\(operation) was not sent again: the server began to shut down while it waited to be retried; APNs may or may not have acted on an earlier attempt. Try again once a server runs.",
+                        requestID: id, attempts: progress.attempts)
+                }
             case .gaveUp(let stop):
                 history = " (\(gaveUpSummary(stop, progress)))"
             case .final:

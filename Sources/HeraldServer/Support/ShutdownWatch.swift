@@ -1,3 +1,4 @@
+import HeraldAPNS
 import Hummingbird
 import Logging
 import ServiceLifecycle
@@ -36,12 +37,14 @@ final class ShutdownWatch: Sendable {
         return (requests > 0 ? ["\(requests) HTTP request\(requests == 1 ? "" : "s") in progress"] : []) + services
     }
 
-    /// Counts the requests the router answers, from their start to their response.
-    func requestsInProgress<Context: RequestContext>() -> some RouterMiddleware<Context> {
-        RequestsInProgress(watch: self)
+    /// Counts the requests the router answers, from their start to their response, and ends the APNs retries of what
+    /// they send when the shutdown begins (``HeraldAPNS/APNSRetryScope``): a caller waiting for its answer must not
+    /// hold the stop for a retry window of ten minutes.
+    func requestsAtShutdown<Context: RequestContext>() -> some RouterMiddleware<Context> {
+        RequestsAtShutdown(watch: self)
     }
 
-    private struct RequestsInProgress<Context: RequestContext>: RouterMiddleware {
+    private struct RequestsAtShutdown<Context: RequestContext>: RouterMiddleware {
         let watch: ShutdownWatch
 
         func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
@@ -49,7 +52,7 @@ final class ShutdownWatch: Sendable {
         {
             watch.requests.add(1, ordering: .relaxed)
             defer { watch.requests.subtract(1, ordering: .relaxed) }
-            return try await next(request, context)
+            return try await APNSRetryScope.endingAtGracefulShutdown { try await next(request, context) }
         }
     }
 
