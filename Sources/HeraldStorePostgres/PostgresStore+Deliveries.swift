@@ -10,11 +10,13 @@ extension PostgresStore {
                 throw NewSend.alreadyExists(send.id)
             }
             if let audit = send.audit { try await session.execute(StoreSQL.insertAudit(audit.clipped(), .postgres)) }
+            // A queued send wakes the other instances' idle workers, at the commit.
+            if send.status == .queued { try await self.notifyWork(session) }
             return try row.send()
         }
-        // With its audit entry, in one transaction; alone, one statement.
-        return try await send.audit == nil
-            ? session("record a send", create) : transaction("record a send and its audit entry", create)
+        // With its audit entry or its notification, in one transaction; alone, one statement.
+        return try await send.audit == nil && send.status != .queued
+            ? session("record a send", create) : transaction("record a send", create)
     }
 
     public func updateSend(_ id: SendID, _ update: SendUpdate) async throws -> SendRecord {
@@ -27,6 +29,8 @@ extension PostgresStore {
             if update.status == send.status, let ended = WebhookEventDraft.event(ofEnded: send, at: now) {
                 try await session.writeWebhookEvents([ended])
             }
+            // A send put back in the queue (its instance stops) is for another instance to take.
+            if update.status == .queued, send.status == .queued { try await self.notifyWork(session) }
             return send
         }
     }
@@ -203,6 +207,7 @@ extension PostgresStore {
                 StoreSQL.requeueSends(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres))
             let shards = try await session.rows(
                 StoreSQL.requeueShards(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres))
+            if !sends.isEmpty || !shards.isEmpty { try await self.notifyWork(session) }
             return Array(Set(try (sends + shards).compactMap { SendID(try $0.text(0)) }))
         }
     }

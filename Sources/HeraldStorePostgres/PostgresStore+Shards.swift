@@ -13,6 +13,8 @@ extension PostgresStore {
             let rows = StoreSQL.insertShards(
                 id, boundaries: boundaries, size: size, targetCount: targetCount, at: now, .postgres)
             for row in rows { try await session.execute(row) }
+            // The other instances' workers take shards of it as soon as it commits.
+            try await self.notifyWork(session)
             return true
         }
     }
@@ -64,7 +66,11 @@ extension PostgresStore {
                 ).isEmpty
             else { return nil }
             try await session.execute(StoreSQL.moveShardCounts(id, shard: shard))
-            guard status == .done else { return nil }
+            guard status == .done else {
+                // A shard put back (this instance stops) is for another instance to take.
+                try await self.notifyWork(session)
+                return nil
+            }
             let send = try await session.rows(StoreSQL.completeShardedSend(id, at: now, .postgres)).first?.send()
             if let ended = send.flatMap({ WebhookEventDraft.event(ofEnded: $0, at: now) }) {
                 try await session.writeWebhookEvents([ended])

@@ -138,19 +138,43 @@ public final class SendWorker: Service, Sendable {
     public func run() async throws {
         await withGracefulShutdownHandler {
             await storeReady.wait()
-            do {
-                try await store.withInstanceLock(instance) { lock in await self.work(lock) }
-            } catch {
-                // `work` throws nothing: the store could not give a connection for the lock.
-                guard !stopping.load(ordering: .relaxed), !Task.isCancelled else { return }
-                logger.warning(
-                    "Cannot take the lock of this instance: sends an earlier run left behind resume when their leases run out",
-                    metadata: [LogKey.error: "\(error)"])
-                await work(nil)
+            await withDiscardingTaskGroup { group in
+                group.addTask { await self.hearOtherInstances() }
+                defer { group.cancelAll() }
+                do {
+                    try await store.withInstanceLock(instance) { lock in await self.work(lock) }
+                } catch {
+                    // `work` throws nothing: the store could not give a connection for the lock.
+                    guard !stopping.load(ordering: .relaxed), !Task.isCancelled else { return }
+                    logger.warning(
+                        "Cannot take the lock of this instance: sends an earlier run left behind resume when their leases run out",
+                        metadata: [LogKey.error: "\(error)"])
+                    await work(nil)
+                }
             }
         } onGracefulShutdown: {
             self.stopping.store(true, ordering: .relaxed)
             self.wakeup.signal()
+        }
+    }
+
+    /// Wakes this worker each time another instance queues a send, cuts one into shards or puts one back
+    /// (``HeraldStore/DeliveryStore/watchForWork(_:)``), until cancelled, so that it starts on them at once rather than
+    /// at its next poll. A lost connection is watched again after a poll interval; the look it wakes finds what came
+    /// meanwhile.
+    private func hearOtherInstances() async {
+        while !Task.isCancelled {
+            do {
+                try await store.watchForWork { [wakeup] in wakeup.signal() }
+                return
+            } catch {
+                guard !Task.isCancelled else { return }
+                logger.notice(
+                    "Not hearing of other instances' sends for now: this worker finds them at its polls",
+                    metadata: [LogKey.error: "\(error)"])
+                guard (try? await clock.sleep(for: pollInterval)) != nil else { return }
+                wakeup.signal()
+            }
         }
     }
 

@@ -171,9 +171,21 @@ public protocol DeliveryStore: Sendable {
     /// moves the counts onto the send); reads of the send add what its shards hold.
     func recordOutcomes(_ outcomes: [DeliveryOutcome], for id: SendID, shard: Int, checkpoint: DeviceCursor?)
         async throws -> OutcomeCounts
+
+    /// Calls `wake` each time another instance on the same database may have made work for this one's worker — a
+    /// send queued, a send cut into shards, a shard put back — until the task is cancelled, so that an idle worker
+    /// starts on it at once instead of at its next poll. Returns at once when no other instance can share the
+    /// database (SQLite: one process, whose worker is woken directly).
+    ///
+    /// PostgreSQL: `LISTEN` on a pooled connection kept for the duration; the writes above `NOTIFY` at their commit.
+    /// - Throws: ``StoreError`` when the connection cannot be had or is lost: the caller may watch again later.
+    func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws
 }
 
 extension DeliveryStore {
+    /// One process, nothing to hear from: returns at once.
+    public func watchForWork(_ wake: @escaping @Sendable () -> Void) async throws {}
+
     /// Takes the oldest waiting send of any lane: ``claimNextQueuedSend(worker:leaseUntil:lanes:excluding:precedence:)`` with every lane a
     /// send can wait in.
     public func claimNextQueuedSend(worker: String, leaseUntil: Date) async throws -> SendRecord? {

@@ -46,7 +46,7 @@ struct TestDatabase: Sendable {
             let base = try #require(testDatabaseURL)
             let schema =
                 "herald_server_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-            return TestDatabase(url: base + (base.contains("?") ? "&" : "?") + "schema=\(schema)&pool=4") {
+            return TestDatabase(url: base + (base.contains("?") ? "&" : "?") + "schema=\(schema)&pool=5") {
                 guard let configuration = try? PostgresStore.Configuration(url: base).client else { return }
                 let client = PostgresClient(configuration: configuration)
                 await withTaskGroup(of: Void.self) { group in
