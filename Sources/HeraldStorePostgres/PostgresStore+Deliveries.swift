@@ -207,7 +207,6 @@ extension PostgresStore {
                 StoreSQL.requeueSends(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres))
             let shards = try await session.rows(
                 StoreSQL.requeueShards(exceptWorker: worker, workerPrefix: lock.workerPrefix, at: now, .postgres))
-            if !sends.isEmpty || !shards.isEmpty { try await self.notifyWork(session) }
             return Array(Set(try (sends + shards).compactMap { SendID(try $0.text(0)) }))
         }
     }
