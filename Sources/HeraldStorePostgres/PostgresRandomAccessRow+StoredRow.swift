@@ -53,6 +53,7 @@ extension PostgresBindings {
         switch value {
         case .text(let text): append(text)
         case .integer(let integer): append(integer)
+        case .bytes(let bytes): append(ByteBuffer(bytes: bytes))
         case .null: appendNull()
         }
     }

@@ -43,6 +43,7 @@ struct PreparedText: Sendable {
                 switch sample.binds[index] {
                 case .text: return .text
                 case .integer: return .int8
+                case .bytes: return .bytea
                 case .null: continue
                 }
             }

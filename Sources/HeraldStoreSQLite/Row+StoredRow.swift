@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import HeraldCore
 import HeraldStore
 
 /// A row of a shared statement's result, read from SQLite's C API.
@@ -61,8 +62,10 @@ extension Database {
         let send = SQLStatement.Value.integer(reference)
         var counts = OutcomeCounts()
         for (offset, outcome) in outcomes.enumerated() {
-            let values = StoreSQL.outcomeValues(outcome, send: id, sequence: firstSequence + Int64(offset))
-            try run(statement, binding: [send] + values + [.text(StoreSQL.suffixHex(outcome.token))]) { _ in }
+            var values = StoreSQL.outcomeValues(outcome, send: id, sequence: firstSequence + Int64(offset))
+            let token = outcome.token.bytes
+            values[1] = .bytes(token)
+            try run(statement, binding: [send] + values + [.bytes(Array(token.suffix(8)))]) { _ in }
             if sqlite3_changes(sqliteConnection) > 0 { counts.add(kinds: CollectionOfOne(outcome.result.kind)) }
         }
         try insertAttempts(outcomes, of: id)
@@ -98,6 +101,12 @@ extension Database {
             switch value {
             case .null: code = sqlite3_bind_null(handle, index)
             case .integer(let integer): code = sqlite3_bind_int64(handle, index, integer)
+            case .bytes(let bytes):
+                code = bytes.withUnsafeBytes { buffer in
+                    sqlite3_bind_blob64(
+                        handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(buffer.count),
+                        Self.transient)
+                }
             case .text(var text):
                 code = text.withUTF8 { bytes in
                     guard let start = bytes.baseAddress else {

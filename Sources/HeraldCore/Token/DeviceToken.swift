@@ -106,8 +106,12 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
     }
 
     /// The raw token bytes.
-    public var data: Data {
-        var result = Data(capacity: byteCount)
+    public var data: Data { Data(bytes) }
+
+    /// The raw token bytes, as an array.
+    public var bytes: [UInt8] {
+        var result = [UInt8]()
+        result.reserveCapacity(byteCount)
         var high: UInt8 = 0
         for (index, digit) in hex.utf8.enumerated() {
             let value = digit <= UInt8(ascii: "9") ? digit - UInt8(ascii: "0") : digit - UInt8(ascii: "a") + 10

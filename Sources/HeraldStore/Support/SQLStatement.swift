@@ -16,6 +16,8 @@ package struct SQLStatement: Sendable {
     package enum Value: Sendable, Hashable {
         case text(String)
         case integer(Int64)
+        /// Raw bytes: a `BLOB` on SQLite, `bytea` on PostgreSQL.
+        case bytes([UInt8])
         case null
     }
 
@@ -142,10 +144,13 @@ package struct SQLArrayStatement: Sendable {
                         switch value {
                         case .integer(let integer): integer
                         case .null: nil
-                        case .text: preconditionFailure("parameter \(index + 1) mixes text and integers")
+                        case .text, .bytes: preconditionFailure("parameter \(index + 1) mixes text and integers")
                         }
                     })
             }
+            precondition(
+                !values.contains { if case .bytes = $0 { true } else { false } },
+                "parameter \(index + 1): array parameters of bytes are not supported")
             return .text(values.map { if case .text(let text) = $0 { text } else { nil } })
         }
     }
