@@ -474,8 +474,9 @@ public final class APNSClient: Service, Sendable {
         func interrupted() -> RetryPause {
             !Task.isCancelled && endsAtShutdown && Task.isShuttingDownGracefully ? .shuttingDown : .cancelled
         }
+        // A retry at once (an attempt APNs did not process) waits for nothing: only cancellation stops it.
+        guard delay > .zero else { return Task.isCancelled ? .cancelled : .elapsed }
         if Task.isCancelled || (endsAtShutdown && Task.isShuttingDownGracefully) { return interrupted() }
-        guard delay > .zero else { return .elapsed }
         do {
             if endsAtShutdown {
                 try await cancelWhenGracefulShutdown { [clock] in try await clock.sleep(for: delay) }
