@@ -17,16 +17,10 @@ struct FaultMixSendTests {
         "a 20,000-device send under 2 % 503, 1 % 429, 1 % refused streams, 0.2 % resets and connections closed every 1,000 requests loses nothing and records no failed"
     )
     func faultMix() async throws {
-        let key = TestSigningKeys.make()
-        let emulator = try APNSEmulator(
-            configuration: EmulatorConfiguration(
-                adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)], inbox: .countingOnly,
-                faults: FaultConfiguration(
-                    tooManyRequests: 0.01, serviceUnavailable: 0.02, goAwayAfterStreams: 1500,
-                    resetProbability: 0.002, refusedStreamProbability: 0.01, closeAfterStreams: 1000)))
-        try await emulator.start()
-        try await withCleanup({ await emulator.shutdown() }) {
-            let host = try APNSMode.CustomHost.devicePush(of: emulator)
+        let faults = FaultConfiguration(
+            tooManyRequests: 0.01, serviceUnavailable: 0.02, goAwayAfterStreams: 1500, resetProbability: 0.002,
+            refusedStreamProbability: 0.01, closeAfterStreams: 1000)
+        try await TrustingEmulator.with(inbox: .countingOnly, faults: faults) { key, emulator, host in
             let count = 20_000
             try await ServerHarness.withServer(
                 configure: {

@@ -122,16 +122,10 @@ struct ShardTests {
         .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
     func twoInstances() async throws {
         try await TestDatabase.with(.postgres) { databaseURL in
-            let key = TestSigningKeys.make()
             // Each answer takes 20 ms and each server has two notifications in flight: a shard of 10 takes about
             // 100 ms, so one server cannot run every shard before the other looks.
-            let emulator = try APNSEmulator(
-                configuration: EmulatorConfiguration(
-                    adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)],
-                    faults: FaultConfiguration(latency: .fixed(milliseconds: 20))))
-            try await emulator.start()
-            try await withCleanup({ await emulator.shutdown() }) {
-                let host = try APNSMode.CustomHost.devicePush(of: emulator)
+            try await TrustingEmulator.with(faults: FaultConfiguration(latency: .fixed(milliseconds: 20))) {
+                key, emulator, host in
                 var servers: [HeraldApplication] = []
                 for index in 0..<2 {
                     servers.append(

@@ -44,14 +44,8 @@ struct ShutdownTests {
         "an inline send waiting to retry what APNs answered 503 does not hold the shutdown for its retry window: the notification ends failed, saying why, and the caller gets that answer"
     )
     func inlineSendRetrying() async throws {
-        let key = TestSigningKeys.make()
-        let emulator = try APNSEmulator(
-            configuration: EmulatorConfiguration(
-                adminPort: nil, trustedKeys: [ProviderTokenVerifier.TrustedKey(key)], inbox: .countingOnly,
-                faults: FaultConfiguration(serviceUnavailable: 1)))
-        try await emulator.start()
-        try await withCleanup({ await emulator.shutdown() }) {
-            let host = try APNSMode.CustomHost.devicePush(of: emulator)
+        try await TrustingEmulator.with(inbox: .countingOnly, faults: FaultConfiguration(serviceUnavailable: 1)) {
+            key, emulator, host in
             try await LiveServer.run(configure: {
                 $0.apns = .custom(host)
                 $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
