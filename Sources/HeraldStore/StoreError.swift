@@ -35,6 +35,18 @@ public struct StoreError: CodedError, CustomDebugStringConvertible {
         self.line = line
     }
 
+    /// Whether the same operation may succeed if tried again once the database is back: it could not be reached, a
+    /// connection was lost, it accepts no writes for now (a failover), a statement ran out of time, two transactions
+    /// conflicted, or the disk is full. Nothing was stored then, except where ``Code-swift.typealias/commitUnknown``
+    /// says the outcome cannot be known. Work that meets such an error waits and tries again (docs/reliability.md,
+    /// "When the database is away"); any other error is permanent.
+    public var isTransient: Bool { Self.transientCodes.contains(code) }
+
+    /// The codes of ``isTransient`` errors.
+    public static let transientCodes: Set<Code> = [
+        .unavailable, .readOnly, .timedOut, .conflict, .diskFull, .commitUnknown,
+    ]
+
     public var debugDescription: String {
         var text = "StoreError(\(code)): \(message) [\(file):\(line)]"
         if let underlying { text += " underlying: \(String(reflecting: underlying))" }
@@ -61,4 +73,15 @@ extension ErrorCode where Domain == StoreError {
     public static let closed = Self("closed")
     /// The database driver reported an error.
     public static let backend = Self("backend")
+    /// The database accepts no writes now: a standby, or a primary being demoted in a failover. Transient.
+    public static let readOnly = Self("readOnly")
+    /// A statement ran past its time limit (the database or the path to it stalled). Transient.
+    public static let timedOut = Self("timedOut")
+    /// The transaction conflicted with another one (serialization failure, deadlock). Transient: try again.
+    public static let conflict = Self("conflict")
+    /// The disk under the database is full. Transient: writes succeed again once there is space.
+    public static let diskFull = Self("diskFull")
+    /// The connection was lost while the database committed: the write may or may not be stored. Transient; a caller
+    /// that must know reads it back, or answers that the outcome is unknown.
+    public static let commitUnknown = Self("commitUnknown")
 }

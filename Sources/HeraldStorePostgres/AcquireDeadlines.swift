@@ -1,12 +1,13 @@
 import HeraldCore
 import Synchronization
 
-/// The deadlines of operations waiting for a connection, watched by one task instead of a timer task each.
+/// The deadlines of operations — waiting for a connection, then running on it — watched by one task instead of a
+/// timer task each.
 ///
 /// A timer task per operation (a task, a sleep and its cancellation) was about 8 % of the server's CPU for a one-device
-/// send on PostgreSQL. Every operation of a store waits at most the same acquire timeout, so deadlines come in the
-/// order they were added: the watch sleeps until the oldest one, gives up the operations whose deadline passed, and
-/// sleeps again; with nothing waiting it sleeps until something is added.
+/// send on PostgreSQL. The watch sleeps until the earliest deadline, expires those that passed, and sleeps again; with
+/// nothing waiting it sleeps until something is added. It is woken early only by a deadline earlier than the one it
+/// sleeps until (the limits differ: a wait, an operation, the short ones while the database is away).
 final class AcquireDeadlines: Sendable {
     private struct Entry {
         let deadline: ContinuousClock.Instant
@@ -16,22 +17,50 @@ final class AcquireDeadlines: Sendable {
     private struct State {
         var entries: [Int: Entry] = [:]
         var nextID = 0
+        /// The deadline the watch sleeps until, if it sleeps.
+        var sleepingUntil: ContinuousClock.Instant?
     }
 
     private let state = Mutex(State())
     /// Wakes the watch when a deadline is added while none was waiting.
     private let added = BatchQueue<Void>()
+    /// Wakes the watch sleeping until a later deadline when the deadlines were tightened.
+    private let tightened = BatchQueue<Void>()
 
     /// Watches `deadline`: `expire` runs once it passes, unless ``remove(_:)`` came first.
+    /// - Parameter operation: Whether it is the time limit of an operation that has its connection, rather than of a
+    ///   wait for one.
     /// - Returns: What to pass to ``remove(_:)``.
-    func add(_ deadline: ContinuousClock.Instant, expire: @escaping @Sendable () -> Void) -> Int {
-        let (id, first) = state.withLock { state in
+    func add(_ deadline: ContinuousClock.Instant, operation: Bool = false, expire: @escaping @Sendable () -> Void)
+        -> Int
+    {
+        let (id, first, earlier) = state.withLock { state in
             defer { state.nextID += 1 }
             state.entries[state.nextID] = Entry(deadline: deadline, expire: expire)
-            return (state.nextID, state.entries.count == 1)
+            return (state.nextID, state.entries.count == 1, state.sleepingUntil.map { deadline < $0 } ?? false)
         }
         if first { added.push(()) }
+        // Limits differ (a wait for a connection, an operation, the shorter ones while the database is away): a
+        // deadline before the one the watch sleeps until wakes it.
+        if earlier { tightened.push(()) }
         return id
+    }
+
+    /// Brings every deadline to at most `limit` from now: the database went away, and the operations waiting on it
+    /// must fail within that, not within their own limits.
+    func tighten(to limit: Duration) {
+        let latest = ContinuousClock.now + limit
+        let changed = state.withLock { state -> Bool in
+            var changed = false
+            if let until = state.sleepingUntil, until > latest { changed = true }
+            for (id, entry) in state.entries where entry.deadline > latest {
+                state.entries[id] = Entry(deadline: latest, expire: entry.expire)
+                changed = true
+            }
+            return changed
+        }
+        // The watch may sleep until a later deadline: wake it to sleep until this one.
+        if changed { tightened.push(()) }
     }
 
     /// Stops watching a deadline (its operation got a connection, or ended).
@@ -46,11 +75,18 @@ final class AcquireDeadlines: Sendable {
             let (expired, next) = state.withLock { state -> ([Entry], ContinuousClock.Instant?) in
                 let passed = state.entries.filter { $0.value.deadline <= now }
                 for id in passed.keys { state.entries.removeValue(forKey: id) }
-                return (Array(passed.values), state.entries.values.lazy.map(\.deadline).min())
+                state.sleepingUntil = state.entries.values.lazy.map(\.deadline).min()
+                return (Array(passed.values), state.sleepingUntil)
             }
             for entry in expired { entry.expire() }
             if let next {
-                try? await Task.sleep(until: next, clock: .continuous)
+                // Until the next deadline, or an earlier one added or tightened meanwhile.
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { try? await Task.sleep(until: next, clock: .continuous) }
+                    group.addTask { _ = try? await self.tightened.take() }
+                    await group.next()
+                    group.cancelAll()
+                }
             } else {
                 _ = try? await added.take()
             }

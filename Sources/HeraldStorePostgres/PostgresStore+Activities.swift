@@ -4,7 +4,7 @@ public import HeraldStore
 extension PostgresStore {
     public func createActivity(_ activity: NewActivity) async throws -> ActivityRecord? {
         let now = clock.now()
-        return try await session("record an activity") { session in
+        return try await transaction("record an activity") { session in
             try await session.rows(StoreSQL.insertActivity(activity, at: now, .postgres)).first?.activity()
         }
     }

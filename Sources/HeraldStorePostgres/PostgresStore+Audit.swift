@@ -4,7 +4,7 @@ public import HeraldStore
 extension PostgresStore {
     public func recordAudit(_ entry: AuditEntry) async throws {
         let entry = try entry.validated()
-        try await session("record an audit entry") { session in
+        try await transaction("record an audit entry") { session in
             try await session.execute(StoreSQL.insertAudit(entry, .postgres))
         }
     }

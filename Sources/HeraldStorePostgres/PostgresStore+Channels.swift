@@ -4,7 +4,7 @@ public import HeraldStore
 extension PostgresStore {
     public func recordChannel(_ channel: NewChannel) async throws -> Bool {
         let now = clock.now()
-        return try await session("record a channel") { session in
+        return try await transaction("record a channel") { session in
             try await !session.rows(StoreSQL.insertChannel(channel, at: now, .postgres)).isEmpty
         }
     }

@@ -17,6 +17,19 @@ extension PostgresStore {
         /// How long an operation waits for a pooled connection — the server is down, or every connection is busy —
         /// before it fails with ``HeraldStore/StoreError`` `.unavailable`. Default 10 seconds.
         public var acquireTimeout: Duration = .seconds(10)
+        /// How long one operation may run once it has its connection before Herald closes that connection and fails
+        /// it with ``HeraldStore/StoreError`` `.timedOut`: a connection whose path went silent (a NAT or load
+        /// balancer that lost its state) never answers, and TCP alone would take a quarter of an hour to say so.
+        /// Migrations have no limit. Default 30 seconds (URL option `query_timeout`).
+        public var operationTimeout: Duration = .seconds(30)
+        /// While the database is away (an operation lost its connection, or the health probe got no answer), the most
+        /// an operation waits for a connection, and then for its answer: requests fail within this rather than
+        /// ``acquireTimeout`` and ``operationTimeout``, and the first that succeeds ends the state. Default 1 second.
+        public var awayTimeout: Duration = .seconds(1)
+        /// How often the store checks that the database answers, with `SELECT 1` (a connection within
+        /// ``awayTimeout``, its answer within 5 seconds): a path that went silent is noticed within about 6 seconds,
+        /// without waiting for an operation's own timeout. Default 1 second; `nil` never checks.
+        public var probeInterval: Duration? = .seconds(1)
 
         /// - Parameters:
         ///   - client: Server, credentials, TLS and pool settings.
@@ -33,7 +46,8 @@ extension PostgresStore {
         /// Reads a database URL: `postgres://user:password@host:port/database` (or `postgresql://`).
         ///
         /// Query options: `sslmode=disable|prefer|require` (default `prefer`, as libpq), `schema=<name>`,
-        /// `pool=<most connections>` (default 20). User and password may be percent-encoded.
+        /// `pool=<most connections>` (default 20), `connect_timeout=<seconds>` (``acquireTimeout``),
+        /// `query_timeout=<seconds>` (``operationTimeout``). User and password may be percent-encoded.
         /// - Throws: ``HeraldStore/StoreError`` `.invalidURL`, saying which part is wrong. The message never
         ///   contains the password.
         public init(url: String, clock: any WallClock = SystemWallClock()) throws {
@@ -78,6 +92,12 @@ extension PostgresStore {
                     throw invalid("has a connect_timeout that is not a number of seconds from 1 to 600")
                 }
                 acquireTimeout = .seconds(value)
+            }
+            if let seconds = options["query_timeout"] {
+                guard let value = Int(seconds), (1...86_400).contains(value) else {
+                    throw invalid("has a query_timeout that is not a number of seconds from 1 to 86400")
+                }
+                operationTimeout = .seconds(value)
             }
         }
 

@@ -4,7 +4,7 @@ public import HeraldStore
 
 extension PostgresStore {
     public func createConsoleSession(_ record: ConsoleSession) async throws {
-        try await session("open a console session") { session in
+        try await transaction("open a console session") { session in
             try await session.execute(StoreSQL.insertConsoleSession(record, .postgres))
         }
     }
@@ -22,7 +22,7 @@ extension PostgresStore {
     }
 
     public func deleteConsoleSession(idHash: String) async throws -> Bool {
-        try await session("end a console session") { session in
+        try await transaction("end a console session") { session in
             try await !session.rows(StoreSQL.deleteConsoleSession(idHash: idHash, .postgres)).isEmpty
         }
     }
@@ -35,13 +35,13 @@ extension PostgresStore {
 
     public func createSignInLink(tokenHash: String, expiresAt: Date) async throws {
         let now = clock.now()
-        try await session("store a sign-in link") { session in
+        try await transaction("store a sign-in link") { session in
             try await session.execute(StoreSQL.insertSignInLink(tokenHash: tokenHash, expiresAt: expiresAt, at: now, .postgres))
         }
     }
 
     public func consumeSignInLink(tokenHash: String, at date: Date) async throws -> Bool {
-        try await session("use a sign-in link") { session in
+        try await transaction("use a sign-in link") { session in
             try await !session.rows(StoreSQL.consumeSignInLink(tokenHash: tokenHash, at: date, .postgres)).isEmpty
         }
     }

@@ -14,9 +14,9 @@ extension PostgresStore {
             if send.status == .queued { try await self.notifyWork(session) }
             return try row.send()
         }
-        // With its audit entry or its notification, in one transaction; alone, one statement.
-        return try await send.audit == nil && send.status != .queued
-            ? session("record a send", create) : transaction("record a send", create)
+        // In a transaction even alone: only a COMMIT's answer says the send is stored (postgres-nio answers a lone
+        // statement before its implicit commit).
+        return try await transaction("record a send", create)
     }
 
     public func updateSend(_ id: SendID, _ update: SendUpdate) async throws -> SendRecord {
@@ -127,6 +127,16 @@ extension PostgresStore {
         }
     }
 
+    public func tokensCorrected(by id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
+        guard !tokens.isEmpty else { return [] }
+        return try await session("read which devices a send corrected") { session in
+            Set(
+                try await session.rows(StoreSQL.tokensCorrected(by: id, among: tokens, .postgres)).map {
+                    try DeviceToken(storedHex: $0.text(0))
+                })
+        }
+    }
+
     public func send(_ id: SendID) async throws -> SendRecord? {
         try await session("read a send") { session in
             try await session.rows(StoreSQL.selectSend(id, .postgres)).first?.send()
@@ -148,7 +158,7 @@ extension PostgresStore {
     ) async throws -> SendRecord? {
         guard !lanes.isEmpty else { return nil }
         let now = clock.now()
-        return try await session("claim a send") { session in
+        return try await transaction("claim a send") { session in
             try await session.rows(
                 StoreSQL.claimSend(
                     worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: precedence,
@@ -183,7 +193,8 @@ extension PostgresStore {
             }
             let lock = InstanceLock(instance: instance, held: try await take(), take: take)
             let release = {
-                guard lock.isHeld else { return }
+                // A closed connection took the lock with it (PostgreSQL releases a session's locks when it ends).
+                guard lock.isHeld, session.isConnected else { return }
                 try? await session.execute(SQLStatement(.postgres, "SELECT pg_advisory_unlock($1)", [.integer(key)]))
             }
             do {
@@ -231,7 +242,7 @@ extension PostgresStore {
 
     public func rescheduleSend(_ id: SendID, worker: String, sendAt: Date, sentThrough: Date) async throws -> Bool {
         let now = clock.now()
-        return try await session("reschedule a send") { session in
+        return try await transaction("reschedule a send") { session in
             try await !session.rows(
                 StoreSQL.rescheduleSend(
                     id, worker: worker, sendAt: sendAt, sentThrough: sentThrough, at: now, .postgres)

@@ -6,7 +6,7 @@ extension PostgresStore {
         // The upsert takes the key or leaves the row as the first request left it; a row released between the two
         // statements is claimed on the next round.
         for _ in 0..<3 {
-            let result = try await session("claim an idempotency key") { session -> IdempotencyClaimResult? in
+            let result = try await transaction("claim an idempotency key") { session -> IdempotencyClaimResult? in
                 if try await !session.rows(StoreSQL.claimIdempotencyKey(claim, .postgres)).isEmpty { return .claimed }
                 let row = try await session.rows(
                     StoreSQL.idempotencyKey(scope: claim.scope, key: claim.key, .postgres)
@@ -21,7 +21,7 @@ extension PostgresStore {
     public func completeIdempotencyKey(
         scope: String, key: String, fingerprint: String, response: IdempotentResponse
     ) async throws {
-        try await session("record an idempotent answer") { session in
+        try await transaction("record an idempotent answer") { session in
             try await session.execute(
                 StoreSQL.completeIdempotencyKey(
                     scope: scope, key: key, fingerprint: fingerprint, response: response, .postgres))

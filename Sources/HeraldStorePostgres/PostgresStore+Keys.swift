@@ -4,7 +4,7 @@ public import HeraldStore
 
 extension PostgresStore {
     public func insertAPIKey(_ key: APIKey, credential: APIKeyCredential) async throws {
-        try await session("store an API key") { session in
+        try await transaction("store an API key") { session in
             try await session.execute(StoreSQL.insertAPIKey(key, credential: credential, .postgres))
         }
     }
@@ -17,7 +17,7 @@ extension PostgresStore {
 
     public func revokeAPIKey(_ id: UUID) async throws -> Bool {
         let now = clock.now()
-        return try await session("revoke an API key") { session in
+        return try await transaction("revoke an API key") { session in
             try await !session.rows(StoreSQL.revokeAPIKey(id, at: now, .postgres)).isEmpty
         }
     }

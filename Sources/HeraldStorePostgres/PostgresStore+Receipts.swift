@@ -30,7 +30,7 @@ extension PostgresStore {
 
     public func cancelSend(_ id: SendID) async throws -> SendRecord? {
         let now = clock.now()
-        return try await session("cancel a send") { session in
+        return try await transaction("cancel a send") { session in
             if let row = try await session.rows(StoreSQL.cancelSend(id, at: now, .postgres)).first {
                 return try row.send()
             }

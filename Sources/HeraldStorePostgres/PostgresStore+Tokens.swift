@@ -17,7 +17,7 @@ extension PostgresStore {
     /// Stores a batch of the group commit with one call, in one transaction; their results, in the batch's order.
     func storeRegistrations(_ batch: [PendingRegistration]) async throws -> [UpsertResult] {
         let statement = StoreSQL.registerBatch(batch.map { ($0.registration, $0.registeredAt) })
-        return try await session("store \(batch.count) registrations") { session in
+        return try await transaction("store \(batch.count) registrations") { session in
             let rows = try await session.rows(statement)
             guard rows.count == batch.count,
                 try rows.enumerated().allSatisfy({ index, row in try row.integer(4) == index + 1 })
@@ -36,14 +36,14 @@ extension PostgresStore {
     /// Stores one registration of the group commit on its own (`herald_register`): when its batch's call failed.
     func storeRegistration(_ pending: PendingRegistration) async throws -> UpsertResult {
         let statement = StoreSQL.register(pending.registration, at: pending.registeredAt)
-        return try await session("store a registration") { session in
+        return try await transaction("store a registration") { session in
             try UpsertResult(
                 pending.registration, at: pending.registeredAt, registered: try await session.rows(statement)[0])
         }
     }
 
     public func remove(_ token: DeviceToken) async throws -> Bool {
-        try await session("remove a token") { session in
+        try await transaction("remove a token") { session in
             try await !session.rows(StoreSQL.deleteDevice(token, .postgres)).isEmpty
         }
     }
@@ -143,13 +143,14 @@ extension PostgresStore {
         }
     }
 
-    public func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment) async throws
-        -> DeviceRegistration?
+    public func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment, correctedBy send: SendID?)
+        async throws -> DeviceRegistration?
     {
         let now = clock.now()
         return try await transaction("correct a token's environment") { session in
             let update = StoreSQL.updateEnvironment(token, to: environment, at: now, .postgres)
             guard !(try await session.rows(update)).isEmpty else { return nil }
+            if let send { try await session.execute(StoreSQL.recordCorrection(token, by: send, .postgres)) }
             return try await session.rows(StoreSQL.selectDevice(token, .postgres)).first?.device()
         }
     }

@@ -7,7 +7,7 @@ extension PostgresStore {
     public func createWebhookEndpoint(_ endpoint: NewWebhookEndpoint) async throws -> WebhookEndpoint {
         defer { webhookSubscriptions.forget() }
         let now = clock.now()
-        return try await session("record a webhook endpoint") { session in
+        return try await transaction("record a webhook endpoint") { session in
             guard let row = try await session.rows(StoreSQL.insertWebhookEndpoint(endpoint, at: now, .postgres)).first
             else { throw StoreError(.invalidRecord, "A webhook endpoint with id \(endpoint.id) exists already.") }
             return try row.webhookEndpoint()
@@ -29,7 +29,7 @@ extension PostgresStore {
     public func updateWebhookEndpoint(_ id: UUID, _ update: WebhookEndpointUpdate) async throws -> WebhookEndpoint? {
         defer { webhookSubscriptions.forget() }
         let now = clock.now()
-        return try await session("change a webhook endpoint") { session in
+        return try await transaction("change a webhook endpoint") { session in
             try await session.rows(StoreSQL.updateWebhookEndpoint(id, update, at: now, .postgres)).first?
                 .webhookEndpoint()
         }
@@ -62,7 +62,7 @@ extension PostgresStore {
         let now = clock.now()
         let statement = StoreSQL.rotateWebhookSecret(
             id, to: secret, previousExpiresAt: previousExpiresAt, at: now, .postgres)
-        return try await session("rotate a webhook secret") { session in
+        return try await transaction("rotate a webhook secret") { session in
             try await session.rows(statement).first?.webhookEndpoint()
         }
     }
@@ -165,8 +165,8 @@ extension PostgresStore {
         }
     }
 
-    /// Runs `body` on one connection: on its own when no endpoint subscribes to any of `types` (the hot paths keep
-    /// their single statement), else in a transaction that also writes the events `body` returns to the outbox.
+    /// Runs `body` in a transaction that also writes to the outbox the events `body` returns that some endpoint wants
+    /// (none are drafted into it when no endpoint subscribes to any of `types`).
     /// When a read of the endpoints at most a second old found none that wants `types`, the endpoints are not read
     /// again (``WebhookSubscriptionCache``).
     func withWebhookEvents<T: Sendable>(
@@ -176,20 +176,19 @@ extension PostgresStore {
         let subscriptionsCache = webhookSubscriptions
         let clock = clock
         if subscriptionsCache.noneWants(types, at: clock.now()) == true {
-            return try await session(action) { session in try await body(session).0 }
+            return try await transaction(action) { session in try await body(session).0 }
         }
-        return try await session(action) { session in
+        // In a transaction either way: only a COMMIT's answer says the write is stored (postgres-nio answers a lone
+        // statement before its implicit commit).
+        return try await transaction(action) { session in
             let read = subscriptionsCache.startRead(at: clock.now())
             let subscriptions = try await session.rows(WebhookOutbox.selectSubscriptions(.postgres))
             let wanted = try WebhookOutbox.wantedTypes(subscriptions)
             subscriptionsCache.remember(wanted, from: read)
             guard !wanted.isDisjoint(with: types) else { return try await body(session).0 }
-            return try await session.connection.withTransaction(logger: session.logger) { connection in
-                let inner = Session(connection: connection, logger: session.logger, lease: session.lease)
-                let (value, drafts) = try await body(inner)
-                try await inner.writeWebhookEvents(drafts)
-                return value
-            }
+            let (value, drafts) = try await body(session)
+            try await session.writeWebhookEvents(drafts)
+            return value
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 public import HeraldCore
 public import HeraldStore
 public import Logging
+import NIOCore
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -51,8 +52,11 @@ public final class PostgresStore: Store, VersionedMigrations {
     private let closed = Mutex(false)
     /// The operations holding or waiting for a connection: the pool stops only once there are none.
     private let operations = InFlightOperations()
-    /// The acquire timeouts of the operations waiting for a connection; watched while ``run()`` runs.
+    /// The acquire timeouts of the operations waiting for a connection, and the time limits of those running; watched
+    /// while ``run()`` runs.
     private let deadlines = AcquireDeadlines()
+    /// Whether the database is away now: operations then fail within ``Configuration/awayTimeout``.
+    let availability = DatabaseAvailability()
 
     /// The first key of `pg_advisory_xact_lock(int, int)` for migrations: the bytes of "hrld". The second is the
     /// schema's `hashtext`, so instances migrating one schema wait for each other, and other schemas do not wait.
@@ -121,6 +125,9 @@ public final class PostgresStore: Store, VersionedMigrations {
                     storeBatch: { try await self.storeFinishedSends($0) },
                     storeOne: { try await self.storeFinishedSend($0) })
             }
+            if let interval = configuration.probeInterval {
+                group.addTask { await self.probe(every: interval) }
+            }
             // Until graceful shutdown or cancellation.
             let (stop, stopper) = AsyncStream<Never>.makeStream()
             await cancelWhenGracefulShutdown { for await _ in stop {} }
@@ -156,7 +163,7 @@ public final class PostgresStore: Store, VersionedMigrations {
         let now = StoreTime.microseconds(clock.now())
         let schema = configuration.schema
         do {
-            try await transaction("apply migrations") { session in
+            try await transaction("apply migrations", limited: false) { session in
                 // The schema name was checked against [a-z][a-z0-9_]* when the configuration was made.
                 try await session.execute(
                     "SELECT pg_advisory_xact_lock(\(Self.migrationLock), hashtext('\(schema ?? "public")'))")
@@ -243,35 +250,53 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
 
         func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
-            try await connection.rows(statement, logger: logger)
+            try ensureConnected()
+            return try await connection.rows(statement, logger: logger)
         }
 
         func rows(_ statement: SQLArrayStatement) async throws -> [PostgresRandomAccessRow] {
-            try await connection.rows(statement, logger: logger)
+            try ensureConnected()
+            return try await connection.rows(statement, logger: logger)
         }
 
         func rows(_ sql: String) async throws -> [PostgresRandomAccessRow] {
-            try await connection.rows(SQLStatement(.postgres, sql), logger: logger)
+            try ensureConnected()
+            return try await connection.rows(SQLStatement(.postgres, sql), logger: logger)
         }
 
         func execute(_ statement: SQLStatement) async throws {
+            try ensureConnected()
             try await connection.execute(statement, logger: logger)
         }
 
         func execute(_ sql: String) async throws {
+            try ensureConnected()
             try await connection.execute(SQLStatement(.postgres, sql), logger: logger)
+        }
+
+        /// Whether the connection is still open. A session held for long (an instance's lock, a `LISTEN`) outlives
+        /// its connection when the database restarts; a statement sent on a closed connection may never be answered.
+        var isConnected: Bool { !connection.isClosed }
+
+        private func ensureConnected() throws {
+            guard connection.isClosed else { return }
+            throw StoreError(
+                .unavailable,
+                "PostgreSQL closed this connection (a restart, a failover, or a network fault): the operation was not run.")
         }
     }
 
     /// Runs a transaction on a pooled connection: committed when `body` returns, rolled back when it throws.
-    func transaction<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Session) async throws -> T)
-        async throws -> T
-    {
-        try await leased(action) { client, logger, lease in
+    /// - Parameter limited: Whether the operation has ``Configuration/operationTimeout`` (all but the migrations).
+    func transaction<T: Sendable>(
+        _ action: String, limited: Bool = true, _ body: @escaping @Sendable (Session) async throws -> T
+    ) async throws -> T {
+        try await leased(action, limited: limited) { client, logger, lease in
             // Leased first and BEGIN sent only once the lease counts as acquired: no statement runs on a task that is
             // being given up on (see leased).
             try await client.withConnection { connection in
-                try lease.acquire()
+                try lease.acquire(connection)
+                defer { lease.finished() }
                 return try await connection.withTransaction(logger: logger) { connection in
                     try await body(Session(connection: connection, logger: logger, lease: lease))
                 }
@@ -283,10 +308,30 @@ public final class PostgresStore: Store, VersionedMigrations {
     func session<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Session) async throws -> T)
         async throws -> T
     {
-        try await leased(action) { client, logger, lease in
+        try await leased(action, limited: true) { client, logger, lease in
             try await client.withConnection { connection in
-                try lease.acquire()
+                try lease.acquire(connection)
+                defer { lease.finished() }
                 return try await body(Session(connection: connection, logger: logger, lease: lease))
+            }
+        }
+    }
+
+    /// How long the health probe waits for `SELECT 1` to answer.
+    static let probeTimeout: Duration = .seconds(5)
+
+    /// Checks that the database answers, every `interval` in which nothing else got an answer, so that a path gone
+    /// silent is noticed before an operation's own time limit, and the database's return at once
+    /// (``DatabaseAvailability``).
+    private func probe(every interval: Duration) async {
+        while (try? await Task.sleep(for: interval)) != nil {
+            guard availability.needsProbe(every: interval) else { continue }
+            _ = try? await leased("check that the database answers", limited: true, probing: true) { client, logger, lease in
+                try await client.withConnection { connection in
+                    try lease.acquire(connection)
+                    defer { lease.finished() }
+                    try await connection.execute(SQLStatement(.postgres, "SELECT 1"), logger: logger)
+                }
             }
         }
     }
@@ -304,8 +349,12 @@ public final class PostgresStore: Store, VersionedMigrations {
     ///   at once, and the operation, once the pool answers, returns its connection without running a statement;
     /// - once it has its connection, its statements run to their end (milliseconds) and the caller waits for them; only
     ///   code the caller passed in (``Session/whileCallerWaits(_:)``) sees the caller's cancellation.
+    ///
+    /// Once it has its connection, an operation has ``Configuration/operationTimeout`` (`limited`) to end; past it the
+    /// connection is closed under it — a silent path never answers — and it fails with `.timedOut`. While the database
+    /// is away (``DatabaseAvailability``) both waits are ``Configuration/awayTimeout`` at most.
     private func leased<T: Sendable>(
-        _ action: String,
+        _ action: String, limited: Bool, probing: Bool = false,
         _ operation: @escaping @Sendable (PostgresClient, Logger, LeaseState) async throws -> T
     ) async throws -> T {
         try ensureOpen()
@@ -313,10 +362,23 @@ public final class PostgresStore: Store, VersionedMigrations {
         defer { operations.end() }
         // Checked again once counted: run() may have stopped in between, and it stops the pool only when none is.
         try ensureOpen()
-        let (client, logger, timeout) = (self.client, self.logger, configuration.acquireTimeout)
-        let lease = LeaseState()
-        // The first of the operation's result, the timeout and the cancellation.
+        let away = availability.isAway
+        let awayTimeout = configuration.awayTimeout
+        let timeout = away || probing ? min(configuration.acquireTimeout, awayTimeout) : configuration.acquireTimeout
+        // The probe waits a few seconds for its answer, however busy the database is: a probe that gave up on a slow
+        // answer would call the database away and cut every operation short.
+        let limit =
+            probing
+            ? Self.probeTimeout
+            : limited ? (away ? min(configuration.operationTimeout, awayTimeout) : configuration.operationTimeout) : nil
+        let (client, logger) = (self.client, self.logger)
+        // The first of the operation's result, the timeouts and the cancellation.
         let answer = OneShot<Result<T, any Error>>()
+        // Past its limit the operation's connection is closed, and its caller answered at once: postgres-nio may never
+        // answer a statement whose connection closed under it.
+        let lease = LeaseState(limit: limit, deadlines: deadlines) {
+            answer.fulfil(.failure(LeaseState.GivenUp.ranOutOfTime))
+        }
         Task {
             do {
                 answer.fulfil(.success(try await operation(client, logger, lease)))
@@ -335,14 +397,28 @@ public final class PostgresStore: Store, VersionedMigrations {
             lease.callerCancelled()
         }
         do {
-            return try result.get()
+            let value = try result.get()
+            availability.answered()
+            return value
         } catch LeaseState.GivenUp.timedOut {
             throw StoreError(
                 .unavailable,
                 "PostgreSQL could not \(action): no connection within \(timeout). Check the database URL, that the server runs and accepts connections, or raise the pool size."
             )
         } catch {
-            throw Self.map(error, action)
+            let mapped: any Error =
+                lease.ranOutOfTime || error as? LeaseState.GivenUp == .ranOutOfTime
+                ? StoreError(
+                    .timedOut,
+                    "PostgreSQL could not \(action): no answer within \(limit ?? timeout), so Herald closed the connection. The database or the network to it is stalled.",
+                    underlying: error)
+                : Self.map(error, action)
+            if let storeError = mapped as? StoreError, [.unavailable, .timedOut, .commitUnknown].contains(storeError.code),
+                availability.lost()
+            {
+                deadlines.tighten(to: awayTimeout)
+            }
+            throw mapped
         }
     }
 
@@ -355,6 +431,9 @@ public final class PostgresStore: Store, VersionedMigrations {
     static func map(_ error: any Error, _ action: String) -> any Error {
         if error is StoreError || error is CancellationError { return error }
         if let error = error as? PostgresTransactionError {
+            if error.closureError == nil, error.beginError == nil, let commit = error.commitError {
+                return mapCommit(commit, action)
+            }
             return map(
                 error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? error, action)
         }
@@ -362,13 +441,45 @@ public final class PostgresStore: Store, VersionedMigrations {
             return StoreError(.backend, "PostgreSQL could not \(action).", underlying: error)
         }
         if psql.code == .server, let message = psql.serverInfo?[.message] {
-            let state = psql.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
-            return StoreError(.backend, "PostgreSQL could not \(action): \(message)\(state).", underlying: error)
+            let sqlState = psql.serverInfo?[.sqlState]
+            let state = sqlState.map { " (SQLSTATE \($0))" } ?? ""
+            let (code, advice) = classify(sqlState: sqlState ?? "")
+            return StoreError(code, "PostgreSQL could not \(action): \(message)\(state).\(advice)", underlying: error)
         }
         return StoreError(
             .unavailable,
             "PostgreSQL could not \(action): the server cannot be reached or closed the connection (\(psql.code)). Check the database URL, that the server runs, and that it accepts connections from this host.",
             underlying: error)
+    }
+
+    /// A COMMIT that failed: refused by the server (a deferred constraint, a serialization failure — nothing was
+    /// stored), or lost with its connection, when the transaction may have committed or not.
+    private static func mapCommit(_ error: any Error, _ action: String) -> any Error {
+        if let psql = error as? PSQLError, psql.code == .server { return map(psql, action) }
+        return StoreError(
+            .commitUnknown,
+            "PostgreSQL could not \(action): the connection was lost while the database committed, so it may or may not be stored. Try again; the database may be restarting or failing over.",
+            underlying: error)
+    }
+
+    /// The kind of a server error by its SQLSTATE (PostgreSQL's Appendix A), and what to add to its message.
+    static func classify(sqlState: String) -> (StoreError.Code, String) {
+        switch sqlState {
+        case "40001", "40P01":
+            return (.conflict, " Another transaction conflicted with it: try again.")
+        case "25006":
+            return (.readOnly, " The database accepts no writes now (a standby, or a failover under way).")
+        case "57014":
+            return (.timedOut, " A statement ran out of time: the database or the network to it is slow or stalled.")
+        case "53100":
+            return (.diskFull, " The database's disk is full: free space.")
+        case "57P01", "57P02", "57P03", "53300":
+            return (.unavailable, " The database is shutting down, starting, or has no connection slot free.")
+        case let state where state.hasPrefix("08"):
+            return (.unavailable, " The connection to the database failed.")
+        default:
+            return (.backend, "")
+        }
     }
 }
 
@@ -401,7 +512,7 @@ private final class InFlightOperations: Sendable {
 /// Whether an operation got its connection or was given up on first (timed out, or its caller cancelled); the first of
 /// the two wins. Also passes the caller's cancellation on to the caller's own code run under the lease.
 final class LeaseState: Sendable {
-    enum GivenUp: Error { case timedOut, cancelled }
+    enum GivenUp: Error { case timedOut, cancelled, ranOutOfTime }
 
     private enum Phase {
         case waiting
@@ -414,20 +525,77 @@ final class LeaseState: Sendable {
         var callerCancelled = false
         var callerCode: [Int: @Sendable () -> Void] = [:]
         var nextCallerCode = 0
+        var connection: PostgresConnection?
+        /// The operation's deadline while it runs its statements (not while the caller's own code runs).
+        var deadline: Int?
+        var ranOutOfTime = false
     }
 
     private let state = Mutex(State())
+    /// How long the operation may run once it has its connection; `nil`: no limit.
+    private let limit: Duration?
+    private let deadlines: AcquireDeadlines
 
-    /// Called by the operation once it has its connection.
+    private let expired: @Sendable () -> Void
+
+    /// - Parameter expired: Called once the operation ran past `limit` (after its connection was closed).
+    init(limit: Duration?, deadlines: AcquireDeadlines, expired: @escaping @Sendable () -> Void) {
+        self.limit = limit
+        self.deadlines = deadlines
+        self.expired = expired
+    }
+
+    /// Called by the operation once it has its connection; its time limit starts.
     /// - Throws: `CancellationError` when the wait was given up on: the operation must run no statement.
-    func acquire() throws {
+    func acquire(_ connection: PostgresConnection) throws {
         try state.withLock { state in
             switch state.phase {
             case .waiting: state.phase = .acquired
             case .acquired: break
             case .abandoned: throw CancellationError()
             }
+            state.connection = connection
         }
+        startClock()
+    }
+
+    /// Called by the operation when it is done with its connection: its time limit ends.
+    func finished() {
+        stopClock()
+        state.withLock { $0.connection = nil }
+    }
+
+    /// Whether the operation ran past its time limit, and its connection was closed under it.
+    var ranOutOfTime: Bool { state.withLock { $0.ranOutOfTime } }
+
+    private func startClock() {
+        guard let limit else { return }
+        let id = deadlines.add(.now + limit, operation: true) { [weak self] in self?.expire() }
+        state.withLock { $0.deadline = id }
+    }
+
+    private func stopClock() {
+        if let id = state.withLock({ state -> Int? in
+            defer { state.deadline = nil }
+            return state.deadline
+        }) {
+            deadlines.remove(id)
+        }
+    }
+
+    /// The limit passed: the connection is closed, which fails the statement waiting on it (a silent path never
+    /// answers it), and the pool drops the connection.
+    private func expire() {
+        let connection = state.withLock { state -> PostgresConnection? in
+            state.deadline = nil
+            state.ranOutOfTime = true
+            return state.connection
+        }
+        if let connection {
+            let closing: EventLoopFuture<Void> = connection.close()
+            _ = closing
+        }
+        expired()
     }
 
     /// Gives up the wait for a connection; `false` when the operation has its connection already (it runs to its end).
@@ -451,8 +619,11 @@ final class LeaseState: Sendable {
         for cancel in cancels { cancel() }
     }
 
-    /// Runs `body` in a task the caller's cancellation reaches.
+    /// Runs `body` in a task the caller's cancellation reaches. The operation's time limit stops meanwhile (the work
+    /// under an instance lock, a `LISTEN`), and starts again after.
     func cancellableByCaller<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        stopClock()
+        defer { startClock() }
         let task = Task { try await body() }
         let (id, cancelled) = state.withLock { state in
             defer { state.nextCallerCode += 1 }

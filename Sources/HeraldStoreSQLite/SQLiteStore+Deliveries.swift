@@ -89,6 +89,16 @@ extension SQLiteStore {
         }
     }
 
+    public func tokensCorrected(by id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
+        guard !tokens.isEmpty else { return [] }
+        return try await read("read which devices a send corrected") { db in
+            Set(
+                try db.rows(StoreSQL.tokensCorrected(by: id, among: tokens, .sqlite)).map {
+                    try DeviceToken(storedHex: $0.text(0))
+                })
+        }
+    }
+
     public func send(_ id: SendID) async throws -> SendRecord? {
         try await quickRows("read a send", StoreSQL.selectSend(id, .sqlite)).first?.send()
     }

@@ -95,14 +95,15 @@ extension SQLiteStore {
         }
     }
 
-    public func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment) async throws
-        -> DeviceRegistration?
+    public func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment, correctedBy send: SendID?)
+        async throws -> DeviceRegistration?
     {
         let now = clock.now()
         return try await write("correct a token's environment") { db in
             guard !(try db.rows(StoreSQL.updateEnvironment(token, to: environment, at: now, .sqlite))).isEmpty else {
                 return nil
             }
+            if let send { try db.execute(StoreSQL.recordCorrection(token, by: send, .sqlite)) }
             return try db.rows(StoreSQL.selectDevice(token, .sqlite)).first?.device()
         }
     }

@@ -209,14 +209,18 @@ public final class SQLiteStore: Store, VersionedMigrations {
         // SQLite's C API (Row+StoredRow.swift), so the interruption arrives as SQLite's error, not GRDB's
         // CancellationError.
         if (error as? DatabaseError)?.resultCode == .SQLITE_INTERRUPT { return CancellationError() }
-        let busy = (error as? DatabaseError)?.resultCode == .SQLITE_BUSY
-        return StoreError(
-            busy ? .unavailable : .backend,
-            "SQLite could not \(action): \(reason(error)). "
-                + (busy
-                    ? "Another process held the write lock past the busy timeout: raise it, or find that process."
-                    : "Check that the database file is writable and the disk is not full."),
-            underlying: error)
+        let (code, advice): (StoreError.Code, String) =
+            switch (error as? DatabaseError)?.resultCode.primaryResultCode {
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                (.unavailable, "Another process held the write lock past the busy timeout: raise it, or find that process.")
+            case .SQLITE_FULL:
+                (.diskFull, "The disk under the database is full: free space; nothing of this write was stored.")
+            case .SQLITE_IOERR:
+                (.unavailable, "The disk failed to read or write: check it and its free space.")
+            default:
+                (.backend, "Check that the database file is writable and the disk is not full.")
+            }
+        return StoreError(code, "SQLite could not \(action): \(reason(error)). " + advice, underlying: error)
     }
 
     /// SQLite's own message, which names no bound value.

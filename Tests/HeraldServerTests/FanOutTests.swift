@@ -79,7 +79,7 @@ struct FanOutTests {
             let sender = BulkSender()
             let limit = 16
             let result = try await SendCrashTests.fanOut(store, sender, maximumInFlight: limit).run(
-                plan, send: send.id, after: nil, lease: nil, collect: true)
+                plan, send: send.id, createdAt: send.createdAt, after: nil, lease: nil, collect: true)
 
             #expect(result.finished)
             let all = Set(1...count)

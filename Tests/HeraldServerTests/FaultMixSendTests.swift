@@ -29,20 +29,10 @@ struct FaultMixSendTests {
                     // Backoffs of milliseconds: the retry window (10 minutes) is far beyond the run.
                     $0.sending.retry = RetryPolicy(initialBackoff: .milliseconds(1), maximumBackoff: .milliseconds(50))
                 },
-                prepare: { store in
-                    try await DeviceSeeding.register(
-                        (1...count).lazy.map { n in
-                            TokenRegistration(
-                                token: StoreConformance.token(n), topic: ServerHarness.topic,
-                                environment: n % 2 == 0 ? .production : .development)
-                        }, in: store)
-                }
+                prepare: { try await TopicSends.register(count, in: $0) }
             ) { client, app in
                 let secret = try await SendTests.key(app)
-                let answer = try await client.call(
-                    .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "through it all"}"#,
-                    bearer: secret)
-                let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""), "\(answer)")
+                let id = try await TopicSends.start(client, key: secret, alert: "through it all")
                 let finished = try await app.worker.waitUntilFinished(id)
                 #expect(finished.status == .completed, "\(finished)")
                 #expect(finished.counts.accepted == count && finished.counts.failed == 0, "\(finished.counts)")

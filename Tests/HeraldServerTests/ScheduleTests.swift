@@ -358,7 +358,7 @@ struct ScheduleTests {
             ])
             let plan = try SendPlan(json: request, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID(), at: Self.start)
             let id = try await store.createSend(NewSend(id: plan.sendID, target: "t", summary: "s", status: .running)).id
-            let result = try await fanOut.run(plan, send: id, after: nil, lease: nil, collect: false)
+            let result = try await fanOut.run(plan, send: id, createdAt: Self.start, after: nil, lease: nil, collect: false)
             #expect(result.finished && result.counts.total == 30)
             #expect(sleep.requestedSleeps == Array(repeating: .milliseconds(100), count: 29))
 
@@ -367,7 +367,7 @@ struct ScheduleTests {
                 apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID(), at: Self.start)
             let second = try await store.createSend(NewSend(id: fast.sendID, target: "t", summary: "s", status: .running))
             let before = sleep.requestedSleeps.count
-            _ = try await fanOut.run(fast, send: second.id, after: nil, lease: nil, collect: false)
+            _ = try await fanOut.run(fast, send: second.id, createdAt: second.createdAt, after: nil, lease: nil, collect: false)
             #expect(
                 sleep.requestedSleeps.dropFirst(before) == [.milliseconds(10), .milliseconds(10)],
                 "above 100 a second, starts are granted in batches every 10 ms (10 per tick at 1000 a second)")

@@ -83,7 +83,7 @@ struct SendCrashTests {
             // The first run: 60 answers, then APNs goes quiet and the process dies with `limit` notifications held.
             let first = StallingSender(answering: 60)
             let run = Task { try await Self.fanOut(store, first, maximumInFlight: limit).run(
-                plan, send: send.id, after: nil, lease: nil, collect: false) }
+                plan, send: send.id, createdAt: send.createdAt, after: nil, lease: nil, collect: false) }
             await first.held.wait(untilAtLeast: limit)
             let sentBeforeCrash = Set(first.sent.map(\.token))
             let recorded = try await store.tokensWithOutcomes(of: send.id, among: tokens)
@@ -98,7 +98,7 @@ struct SendCrashTests {
             let stored = try #require(try await store.send(send.id))
             let second = StallingSender(answering: .max)
             let result = try await Self.fanOut(store, second, maximumInFlight: limit).run(
-                plan, send: send.id, after: stored.checkpoint, resuming: stored.counts.total > 0, lease: nil,
+                plan, send: send.id, createdAt: send.createdAt, after: stored.checkpoint, resuming: stored.counts.total > 0, lease: nil,
                 collect: false)
             #expect(result.finished)
             let resent = Set(second.sent.map(\.token)).intersection(sentBeforeCrash)
@@ -146,7 +146,7 @@ struct SendCrashTests {
             let first = StallingSender(answering: 10)
             let lease = FanOut.Lease(worker: "a/1/x", duration: .seconds(600), shard: taken.shard.index)
             let run = Task { try await Self.fanOut(store, first, maximumInFlight: limit).run(
-                plan.bounded(through: taken.shard.through), send: send.id, after: taken.shard.after, lease: lease,
+                plan.bounded(through: taken.shard.through), send: send.id, createdAt: send.createdAt, after: taken.shard.after, lease: lease,
                 collect: false) }
             await first.held.wait(untilAtLeast: limit)
             let sentBeforeCrash = Set(first.sent.map(\.token))
@@ -161,7 +161,7 @@ struct SendCrashTests {
             #expect(resumed.index == taken.shard.index && resumed.recorded > 0, "what a recorded before it died stays")
             let second = StallingSender(answering: .max)
             let result = try await Self.fanOut(store, second, maximumInFlight: limit).run(
-                plan.bounded(through: resumed.through), send: send.id, after: resumed.resumesAfter, resuming: true,
+                plan.bounded(through: resumed.through), send: send.id, createdAt: send.createdAt, after: resumed.resumesAfter, resuming: true,
                 lease: FanOut.Lease(worker: "b/1/y", duration: .seconds(600), shard: resumed.index), collect: false)
             #expect(result.finished)
             let resent = Set(second.sent.map(\.token)).intersection(sentBeforeCrash)

@@ -215,13 +215,17 @@ struct SQLiteStoreTests {
 
 @Suite("SQLite store: errors")
 struct SQLiteStoreErrorTests {
-    @Test("a statement interrupted because its task was cancelled is a cancellation, not a backend failure")
+    @Test("a statement interrupted because its task was cancelled is a cancellation; a busy database or a full disk is transient, a constraint is not")
     func interruptedIsCancelled() {
         #expect(SQLiteStore.map(DatabaseError(resultCode: .SQLITE_INTERRUPT), "read registrations") is CancellationError)
         let busy = SQLiteStore.map(DatabaseError(resultCode: .SQLITE_BUSY), "store a registration") as? StoreError
-        #expect(busy?.code == .unavailable)
+        #expect(busy?.code == .unavailable && busy?.isTransient == true)
         let full = SQLiteStore.map(DatabaseError(resultCode: .SQLITE_FULL), "store a registration") as? StoreError
-        #expect(full?.code == .backend)
+        #expect(full?.code == .diskFull && full?.isTransient == true)
+        #expect(full?.message.contains("disk") == true, "\(String(describing: full))")
+        let constraint = SQLiteStore.map(
+            DatabaseError(resultCode: .SQLITE_CONSTRAINT_UNIQUE), "store a registration") as? StoreError
+        #expect(constraint?.code == .backend && constraint?.isTransient == false)
     }
 
     @Test("a new database gives the space retention frees back to the file system; one made without incremental auto-vacuum says it cannot until vacuumed once")

@@ -85,8 +85,10 @@ public struct Delivery: Sendable {
     }
 
     /// Applies APNs's answer to the registry and returns the outcome with what was done.
+    /// - Parameter send: The background send it is part of: an environment it corrects is noted against it, so that
+    ///   its walk of the other environment does not push to the device again.
     func settle(
-        _ pushed: PushResult, _ notification: PreparedNotification, _ device: DeviceRegistration
+        _ pushed: PushResult, _ notification: PreparedNotification, _ device: DeviceRegistration, send: SendID? = nil
     ) async -> ReportedOutcome {
         let token = device.token
         let environment = device.environment
@@ -108,7 +110,7 @@ public struct Delivery: Sendable {
             reported.outcome.attempts = attempts
             if case .accepted = retry {
                 do {
-                    _ = try await store.updateEnvironment(token: token, to: other)
+                    _ = try await store.updateEnvironment(token: token, to: other, correctedBy: send)
                     var corrected = outcome(second, token, other)
                     corrected.attempts = attempts
                     reported = ReportedOutcome(outcome: corrected, action: .environmentCorrected)

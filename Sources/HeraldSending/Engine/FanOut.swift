@@ -1,7 +1,8 @@
 import DequeModule
-import Foundation
+public import Foundation
 import HeraldAPNS
 public import HeraldCore
+import Logging
 public import HeraldStore
 
 /// Performs one send: walks its target page by page after a checkpoint, keeps devices between "sent" and
@@ -165,6 +166,9 @@ public struct FanOut: Sendable {
     /// - Parameters:
     ///   - checkpoint: Where a resumed send starts; `nil` from the beginning.
     ///   - resuming: Whether outcomes may be recorded already (after the checkpoint too): their devices are skipped.
+    ///   - createdAt: When the send was created: a device the send moved to the other environment (a `BadDeviceToken`
+    ///     correction) was pushed to there already, and is skipped when the walk reaches that environment; only
+    ///     devices updated since (less ``clockSkewAllowance``: another instance may have moved it) are looked up.
     ///   - lease: The background worker's lease to keep renewing; `nil` for an inline send.
     ///   - collect: Whether to return every outcome (inline sends only: a small target).
     ///   - lane: The send's lane in the shared budget (``budget``).
@@ -176,17 +180,40 @@ public struct FanOut: Sendable {
     ///     is finished and recorded (graceful shutdown). A later run skips what was recorded.
     /// - Throws: ``LeaseLost``, a store error, or `CancellationError`.
     public func run(
-        _ plan: SendPlan, send id: SendID, after checkpoint: DeviceCursor?, resuming: Bool = false, lease: Lease?,
+        _ plan: SendPlan, send id: SendID, createdAt: Date, after checkpoint: DeviceCursor?, resuming: Bool = false,
+        lease: Lease?,
         collect: Bool, lane: SendLane = .background, share: InFlightBudget.AppShare = .init(),
         cancellation: InFlightCancellation? = nil, shouldStop: @escaping @Sendable () -> Bool = { false }
     ) async throws -> Result {
         let events = BatchQueue<Event>()
+        let changedSince = createdAt.addingTimeInterval(-Self.clockSkewAllowance)
         cancellation?.whenCancelled { events.push(.cancelInFlight) }
+        // The database away (a restart, a failover) pauses the run, never fails it: a page read or a recording waits
+        // for its return, the outcomes gathered meanwhile stay in memory — no more than the permits the run holds,
+        // since a device holds one until its outcome is recorded — and nothing is sent twice. Given up only when the
+        // run's requests are cancelled (a shutdown past its grace, a cancelled send).
+        let outageLogger = {
+            var logger = delivery.logger
+            logger[metadataKey: LogKey.sendID] = "\(id)"
+            if let shard = lease?.shard { logger[metadataKey: LogKey.shard] = "\(shard)" }
+            return logger
+        }()
+        let outage = StoreOutage(clock: sleepClock, logger: outageLogger, metrics: metrics)
+        let givenUp: @Sendable () -> Bool = { cancellation?.isCancelled ?? false }
         @Sendable func record(_ batch: [DeliveryOutcome], checkpoint: DeviceCursor?) async throws -> OutcomeCounts {
-            if let shard = lease?.shard {
-                return try await store.recordOutcomes(batch, for: id, shard: shard, checkpoint: checkpoint)
+            do {
+                return try await outage.retrying("record delivery outcomes", givenUp: givenUp) {
+                    if let shard = lease?.shard {
+                        return try await store.recordOutcomes(batch, for: id, shard: shard, checkpoint: checkpoint)
+                    }
+                    return try await store.recordOutcomes(batch, for: id, checkpoint: checkpoint)
+                }
+            } catch let error as StoreError where error.isTransient {
+                outageLogger.error(
+                    "Gave up recording outcomes: the database stayed away until the send's requests were cancelled; these devices get the notification again, under the same apns-id, when the send resumes",
+                    metadata: [LogKey.count: "\(batch.count)", LogKey.error: "\(error)"])
+                throw error
             }
-            return try await store.recordOutcomes(batch, for: id, checkpoint: checkpoint)
         }
         let flow = budget?.join(app: plan.bundleID, send: id, lane: lane, share: share) {
             events.push(.permits($0))
@@ -277,7 +304,11 @@ public struct FanOut: Sendable {
                         let wanted = queue.count
                         group.addTask {
                             do {
-                                events.push(.paced(try await appPace.take(wanted, app: plan.bundleID)))
+                                events.push(
+                                    .paced(
+                                        try await outage.retrying("take starts from the push-to-start pace", givenUp: givenUp) {
+                                            try await appPace.take(wanted, app: plan.bundleID)
+                                        }))
                             } catch {
                                 events.push(.failed(error))
                             }
@@ -287,15 +318,27 @@ public struct FanOut: Sendable {
                         let after = cursor
                         group.addTask {
                             do {
-                                let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
-                                var done =
-                                    resuming
-                                    ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
-                                // Left out like devices done before: not sent, and no outcome to wait for.
-                                let capped = try await claimFrequencyCaps(
-                                    plan, send: id, devices: page.devices.filter { !done.contains($0.token) },
-                                    recordOnSend: true)
-                                done.formUnion(capped.suppressed.map(\.token))
+                                let (page, done) = try await outage.retrying("read the next devices", givenUp: givenUp) {
+                                    let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
+                                    var done =
+                                        resuming
+                                        ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token))
+                                        : []
+                                    // A device this send moved from the other environment got its push there: only
+                                    // a device changed since the send began can be one.
+                                    let changed = page.devices.filter { $0.updatedAt >= changedSince }.map(\.token)
+                                    if !changed.isEmpty {
+                                        done.formUnion(try await store.tokensCorrected(by: id, among: changed))
+                                    }
+                                    // Left out like devices done before: not sent, and no outcome to wait for. A claim
+                                    // made again after a lost answer counts the send once (the store's claim is per
+                                    // send and person).
+                                    let capped = try await claimFrequencyCaps(
+                                        plan, send: id, devices: page.devices.filter { !done.contains($0.token) },
+                                        recordOnSend: true)
+                                    done.formUnion(capped.suppressed.map(\.token))
+                                    return (page, done)
+                                }
                                 events.push(.page(page, done: done))
                             } catch {
                                 events.push(.failed(error))
@@ -373,7 +416,7 @@ public struct FanOut: Sendable {
                                     events.push(
                                         .delivered(
                                             page: push.page,
-                                            await delivery.settle(pushed, push.notification, push.device)))
+                                            await delivery.settle(pushed, push.notification, push.device, send: id)))
                                 }
                             }
                         case .delivered(let page, let outcome):
@@ -406,8 +449,15 @@ public struct FanOut: Sendable {
                     if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {
                         lastRenewal = clock.now()
                         let until = lastRenewal.addingTimeInterval(Self.seconds(lease.duration))
-                        guard try await lease.renew(id, until: until, in: store) else {
-                            throw LeaseLost()
+                        do {
+                            guard try await lease.renew(id, until: until, in: store) else {
+                                throw LeaseLost()
+                            }
+                        } catch let error as StoreError where error.isTransient {
+                            // The database is away: the lease stands until it runs out, and is renewed again in a
+                            // second, so that the database's return finds it renewed before another worker can claim.
+                            lastRenewal = clock.now().addingTimeInterval(1 - Self.seconds(lease.duration) / 3)
+                            metrics?.storeFailed()
                         }
                     }
                 }
@@ -464,6 +514,10 @@ public struct FanOut: Sendable {
         // The store derives it too: an accepted outcome under this id is stored without it.
         APNSID.derived(send: send, token: token)
     }
+
+    /// How far the clocks of two instances may disagree, for the look-up of devices a send moved to the other
+    /// environment: the move is timed by the instance that made it.
+    static let clockSkewAllowance: TimeInterval = 300
 
     static func seconds(_ duration: Duration) -> TimeInterval {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

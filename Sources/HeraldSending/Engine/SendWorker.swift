@@ -506,7 +506,7 @@ public final class SendWorker: Service, Sendable {
             let result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await self.watchForCancellation(of: record.id) }
                 let result = try await fanOut.run(
-                    plan, send: record.id, after: record.checkpoint,
+                    plan, send: record.id, createdAt: record.createdAt, after: record.checkpoint,
                     resuming: record.counts.total > 0 || record.sentThrough != nil,
                     lease: FanOut.Lease(worker: name, duration: leaseDuration), collect: false, lane: record.lane,
                     share: appShares[plan.bundleID] ?? .init(),
@@ -537,10 +537,25 @@ public final class SendWorker: Service, Sendable {
         } catch is CancellationError {
             logger.notice(
                 "A background send was cancelled; it resumes when this instance starts again or its lease runs out")
+        } catch let error as StoreError where error.isTransient {
+            // The database was away at a step that is not retried in place: the send goes back in the queue, and its
+            // next run skips what was recorded.
+            logger.warning(
+                "A background send paused: the database is away; it resumes after its checkpoint once it is back",
+                metadata: [LogKey.error: "\(error)"])
+            try? await outage(logger).retrying("put a send back in the queue", givenUp: { self.stopping.load(ordering: .relaxed) }) {
+                _ = try await self.store.updateSend(record.id, SendUpdate(status: .queued))
+            }
+            wakeup.signal()
         } catch {
             logger.error("A background send failed", metadata: [LogKey.error: "\(error)"])
             _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))
         }
+    }
+
+    /// Waits out the database's transient faults for this worker's steps (``StoreOutage``).
+    private func outage(_ logger: Logger) -> StoreOutage {
+        StoreOutage(clock: clock, logger: logger, metrics: metrics)
     }
 
     /// Cuts a fresh send of more than the shard size into shards any worker of any instance can claim, and lets go of
@@ -594,7 +609,8 @@ public final class SendWorker: Service, Sendable {
             let result = try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await self.watchForCancellation(of: record.id) }
                 let result = try await fanOut.run(
-                    plan.bounded(through: shard.through), send: record.id, after: shard.resumesAfter,
+                    plan.bounded(through: shard.through), send: record.id, createdAt: record.createdAt,
+                    after: shard.resumesAfter,
                     resuming: shard.recorded > 0 || shard.checkpoint != nil,
                     lease: FanOut.Lease(worker: name, duration: leaseDuration, shard: shard.index), collect: false,
                     lane: record.lane, share: appShares[plan.bundleID] ?? .init(),
@@ -618,6 +634,14 @@ public final class SendWorker: Service, Sendable {
             logger.warning("Another worker took over a shard whose lease ran out; stopping here")
         } catch is CancellationError {
             logger.notice("A shard's run was cancelled; it resumes when its lease runs out")
+        } catch let error as StoreError where error.isTransient {
+            logger.warning(
+                "A shard paused: the database is away; it resumes after its checkpoint once it is back",
+                metadata: [LogKey.error: "\(error)"])
+            try? await outage(logger).retrying("put a shard back in the queue", givenUp: { self.stopping.load(ordering: .relaxed) }) {
+                _ = try await self.store.endShardRun(of: key.id, shard: key.shard, worker: self.name, status: .queued)
+            }
+            wakeup.signal()
         } catch {
             logger.error("A shard of a background send failed", metadata: [LogKey.error: "\(error)"])
             _ = try? await store.updateSend(record.id, SendUpdate(status: .failed, message: "\(error)"))

@@ -23,6 +23,9 @@ public protocol SendingMetrics: Sendable {
     func sendsWaiting(_ lanes: [SendLane: WaitingSends], at now: Date)
     /// The store failed an operation the engine needed (a claim, a look at the queue, a record).
     func storeFailed()
+    /// Send work began (`ended` false) or stopped (`ended` true) waiting for a database that is away
+    /// (``StoreOutage``): a gauge of the work paused now.
+    func storeOutage(ended: Bool)
     /// A claim of a whole send or of one shard; `resumed` when it had outcomes or a checkpoint already (a restart, or a
     /// lease that ran out: a take-over).
     func sendClaimed(lane: SendLane, shard: Bool, resumed: Bool)

@@ -15,5 +15,6 @@ public enum LogKey {
     public static let error = "herald.error"
     public static let worker = "herald.worker"
     public static let action = "herald.action"
+    public static let seconds = "herald.seconds"
     public static let channelID = "herald.channel_id"
 }

@@ -1,6 +1,7 @@
 public import HTTPTypes
 import HeraldCore
 import HeraldSending
+import HeraldStore
 public import Hummingbird
 
 /// An answer of the HTTP API that is not a success: a status, a stable machine-readable `reason`, and a sentence a
@@ -80,9 +81,22 @@ extension APIError {
             headers: [.allow: list])
     }
 
-    /// `503` when the database does not answer.
-    static let unavailable = APIError(
-        .serviceUnavailable, reason: "unavailable", "The database is not reachable right now: try again shortly.")
+    /// `503` with `Retry-After: 1` when the database does not answer, or cannot take the write now (a restart, a
+    /// failover, a full disk): nothing was stored, or — for a write whose commit lost its connection — it may or may
+    /// not be; every API write may be sent again as it was.
+    static func unavailable(_ code: StoreError.Code) -> APIError {
+        let message =
+            switch code {
+            case .commitUnknown:
+                "The connection to the database was lost while it stored this: it may or may not be stored. Send it again: doing so twice changes nothing."
+            case .readOnly: "The database accepts no writes right now (a failover is under way): try again shortly."
+            case .diskFull: "The database's disk is full: nothing was stored. Try again once the operator freed space."
+            case .timedOut: "The database did not answer in time: nothing was stored. Try again shortly."
+            case .closed: "The server is shutting down: try again shortly."
+            default: "The database is not reachable right now: nothing was stored. Try again shortly."
+            }
+        return APIError(.serviceUnavailable, reason: "unavailable", message, headers: [.retryAfter: "1"])
+    }
 
     /// `500` for a failure the server did not expect; the details are in the server's log.
     static let `internal` = APIError(

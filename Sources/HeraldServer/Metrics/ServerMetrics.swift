@@ -18,6 +18,7 @@ struct ServerMetrics: SendingMetrics {
     private let corrected: Counter
     private let cancelledNotifications: Counter
     private let storeErrors: Counter
+    private let waitingForDatabase: Gauge
 
     private enum Name {
         static let registrations = ("registrations", "Token registrations, by whether the token was new.")
@@ -38,6 +39,9 @@ struct ServerMetrics: SendingMetrics {
         )
         static let storeErrors = (
             "database_errors", "Operations the database failed: API requests answered 503, and the send worker's claims and looks at the queue."
+        )
+        static let waitingForDatabase = (
+            "operations_waiting_for_database", "Send work paused because the database is away (a restart, a failover, a lost connection): each waits and tries again; its outcomes are held in memory meanwhile."
         )
         static let claims = (
             "send_claims", "Background sends and shards of sends this instance claimed, by lane, kind and whether the run resumed (after a restart or another worker's lease ran out)."
@@ -69,6 +73,11 @@ struct ServerMetrics: SendingMetrics {
         cancelledNotifications = Self.counter(registry, Name.cancelled, [])
         // Registered at start, so the rate of a counter that has not moved yet reads 0, not no data.
         storeErrors = Self.counter(registry, Name.storeErrors, [])
+        waitingForDatabase = registry.makeGauge(
+            descriptor: MetricNameDescriptor(
+                namespace: "herald", metricName: Name.waitingForDatabase.0, unitName: "",
+                helpText: Name.waitingForDatabase.1),
+            labels: [])
     }
 
     private static func counter(
@@ -179,6 +188,11 @@ struct ServerMetrics: SendingMetrics {
 
     /// An operation the database failed.
     func storeFailed() { storeErrors.increment() }
+
+    /// Send work began or ended waiting for the database.
+    func storeOutage(ended: Bool) {
+        if ended { waitingForDatabase.decrement() } else { waitingForDatabase.increment() }
+    }
 
     /// A claim of a whole send or of one shard; `resumed` when it had outcomes or a checkpoint already (a restart, or a
     /// lease that ran out: a take-over).

@@ -9,7 +9,8 @@ import NIOHTTP1
 /// Turns every failure into the API's JSON error body, so no client ever sees an empty or framework-shaped error.
 ///
 /// ``APIError`` passes through, and the send engine's ``HeraldSending/SendError`` becomes its status. Hummingbird's own `HTTPError`s (no route, body too large) become the matching reason.
-/// A store that does not answer is `503 unavailable`; anything else is `500 internal`, logged here with its detail
+/// A store that does not answer, or cannot take a write now (``HeraldStore/StoreError/isTransient``), is `503 unavailable`
+/// with `Retry-After`; anything else is `500 internal`, logged here with its detail
 /// (which never includes a token or a secret: store and core errors redact them).
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The routes, to tell a wrong method (`405`) from an unknown path (`404`).
@@ -34,10 +35,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             throw Self.translate(error, path: request.uri.path)
         } catch is NIOTooManyBytesError {
             throw Self.translate(HTTPError(.contentTooLarge), path: request.uri.path)
-        } catch let error as StoreError where error.code == .unavailable || error.code == .closed {
+        } catch let error as StoreError where error.isTransient || error.code == .closed {
             storeFailed()
             context.logger.warning("The store is unavailable", metadata: [LogKey.error: "\(error)"])
-            throw APIError.unavailable
+            throw APIError.unavailable(error.code)
         } catch let error as HTTPParserError {
             // The body was malformed mid-way (a bad chunk, the client closing early): the client's fault, not ours.
             context.logger.debug("Malformed request body", metadata: [LogKey.error: "\(error)"])

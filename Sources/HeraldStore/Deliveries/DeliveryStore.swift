@@ -47,6 +47,10 @@ public protocol DeliveryStore: Sendable {
     /// Which of `tokens` already have an outcome in a send: a resumed send skips them.
     func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken>
 
+    /// Which of `tokens` a send moved to the other environment (``TokenStore/updateEnvironment(token:to:correctedBy:)``):
+    /// the send pushed to them there already, and its walk of that environment skips them.
+    func tokensCorrected(by id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken>
+
     /// A send, or `nil` when unknown.
     func send(_ id: SendID) async throws -> SendRecord?
 

@@ -187,6 +187,29 @@ package enum StoreSQL {
             [.text(token.hex), .text(environment.name), .integer(StoreTime.microseconds(now))])
     }
 
+    /// Records that a send moved a device to the other environment (``updateEnvironment(_:to:at:_:)``, in the same
+    /// transaction), so that its walk of that environment skips it.
+    package static func recordCorrection(
+        _ token: DeviceToken, by send: SendID, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        SQLStatement(
+            dialect, "INSERT INTO send_corrections (send_id, token) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+            [.text(send.description), .text(token.hex)])
+    }
+
+    /// Which of `tokens` a send moved to the other environment.
+    package static func tokensCorrected(
+        by send: SendID, among tokens: [DeviceToken], _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        var statement = SQLStatement(dialect)
+        let sendPlaceholder = statement.bind(send.description)
+        statement.sql = """
+            SELECT token FROM send_corrections WHERE send_id = \(sendPlaceholder) \
+            AND token IN (\(statement.bindList(tokens.map(\.hex))))
+            """
+        return statement
+    }
+
     /// Deletes tokens invalidated before a moment; returns them.
     package static func purgeInvalidated(before date: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(

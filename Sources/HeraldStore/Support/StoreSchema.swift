@@ -608,6 +608,21 @@ package enum StoreSchema {
             statements: ["accepted", "rejected", "failed"].map {
                 "ALTER TABLE send_shards ADD COLUMN \($0) BIGINT NOT NULL DEFAULT 0"
             }),
+        Migration(
+            version: 29,
+            name: "the devices a send moved to the other environment, which its walk of that environment skips",
+            statements: [
+                // A row per correction, written with the device's new environment in one transaction: the page that
+                // finds the device in its new environment can find the row too (FanOut). Few rows: a send's wrong
+                // environments; they go with the send.
+                """
+                CREATE TABLE send_corrections (
+                    send_id TEXT NOT NULL REFERENCES sends (id) ON DELETE CASCADE,
+                    token TEXT NOT NULL,
+                    PRIMARY KEY (send_id, token)
+                )
+                """
+            ]),
     ]
 
     /// Migration 27: `send_outcomes` rebuilt compact (docs/storage.md, "Outcomes, compactly"). The send is its `ref`

@@ -62,8 +62,12 @@ public protocol TokenStore: Sendable {
 
     /// Moves a token to the other APNs environment: the `BadDeviceToken` correction, after the other environment's
     /// host accepted it.
-    /// - Returns: The updated record, or `nil` when the token is not stored.
-    func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment) async throws -> DeviceRegistration?
+    /// - Parameter send: The background send that corrected it, if any: the store notes the correction with the move,
+    ///   in one transaction (``DeliveryStore/tokensCorrected(by:among:)``), so that the send's walk of the other
+    ///   environment does not push to the device a second time.
+    /// - Returns: The updated record, or `nil` when the token is not stored (nothing is noted then).
+    func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment, correctedBy send: SendID?)
+        async throws -> DeviceRegistration?
 
     /// Deletes the tokens invalidated before a moment, for retention.
     /// - Returns: How many were deleted.
@@ -75,6 +79,13 @@ extension TokenStore {
     ///
     /// At most one page is held at a time, so this walks a topic of millions of devices in constant memory.
     /// - Parameter pageSize: The rows fetched per round trip.
+    /// Moves a token to the other APNs environment outside any send (``updateEnvironment(token:to:correctedBy:)``).
+    public func updateEnvironment(token: DeviceToken, to environment: APNSEnvironment) async throws
+        -> DeviceRegistration?
+    {
+        try await updateEnvironment(token: token, to: environment, correctedBy: nil)
+    }
+
     public func allDevices(matching query: DeviceQuery, pageSize: Int = 1_000) -> DeviceSequence {
         DeviceSequence(store: self, query: query, pageSize: pageSize)
     }

@@ -410,6 +410,19 @@ extension StoreConformance {
         #expect(try await store.count(matching: .topic(topic).environment(.production)) == 0)
         #expect(try await store.count(matching: .topic(topic).environment(.development)) == 1)
         #expect(try await store.updateEnvironment(token: token(2), to: .development) == nil)
+
+        // A send's correction is noted with the move, for that send alone; a token not stored notes nothing.
+        let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
+        let other = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
+        _ = try await store.upsert(registration(3, environment: .development))
+        #expect(try await store.updateEnvironment(token: token(3), to: .production, correctedBy: send.id) != nil)
+        #expect(try await store.updateEnvironment(token: token(4), to: .production, correctedBy: send.id) == nil)
+        #expect(try await store.tokensCorrected(by: send.id, among: [token(1), token(3), token(4)]) == [token(3)])
+        #expect(try await store.tokensCorrected(by: other.id, among: [token(3)]).isEmpty)
+        #expect(try await store.tokensCorrected(by: send.id, among: []).isEmpty)
+        // Corrected back by the same send (a second BadDeviceToken): still one note.
+        #expect(try await store.updateEnvironment(token: token(3), to: .development, correctedBy: send.id) != nil)
+        #expect(try await store.tokensCorrected(by: send.id, among: [token(3)]) == [token(3)])
     }
 
     static func purge(_ context: Context) async throws {
