@@ -8,7 +8,8 @@ import Synchronization
 final class DatabaseAvailability: Sendable {
     private struct State {
         var away = false
-        var lastAnswer = ContinuousClock.now
+        /// When an operation last got its answer; `nil` before the first (a pool still opening its connections).
+        var lastAnswer: ContinuousClock.Instant?
     }
 
     private let state = Mutex(State())
@@ -35,6 +36,20 @@ final class DatabaseAvailability: Sendable {
     /// Whether the health probe should ask the database: it is away, or nothing got an answer within `interval` (a
     /// busy store answers all the time, and needs no probe that load could slow past its limit).
     func needsProbe(every interval: Duration) -> Bool {
-        state.withLock { $0.away || ContinuousClock.now - $0.lastAnswer >= interval }
+        state.withLock { state in
+            state.away || state.lastAnswer.map { ContinuousClock.now - $0 >= interval } ?? true
+        }
+    }
+
+    /// The health probe got no connection: every connection is held by operations that get no answer — a path gone
+    /// silent — when nothing at all was answered for `quiet`. Never before the first answer: a pool still opening its
+    /// first connections (slow on a loaded machine) is not a database away.
+    /// - Returns: Whether the database was not away until now and is now.
+    func probeGotNoConnection(quiet: Duration) -> Bool {
+        state.withLock { state in
+            guard !state.away, let last = state.lastAnswer, ContinuousClock.now - last >= quiet else { return false }
+            state.away = true
+            return true
+        }
     }
 }

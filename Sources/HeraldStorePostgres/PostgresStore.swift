@@ -317,6 +317,12 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
     }
 
+    /// A duration in seconds, to one decimal.
+    static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        return String(format: "%.1f", Double(seconds) + Double(attoseconds) / 1e18)
+    }
+
     /// How long the health probe waits for `SELECT 1` to answer.
     static let probeTimeout: Duration = .seconds(5)
 
@@ -362,6 +368,7 @@ public final class PostgresStore: Store, VersionedMigrations {
         defer { operations.end() }
         // Checked again once counted: run() may have stopped in between, and it stops the pool only when none is.
         try ensureOpen()
+        let started = ContinuousClock.now
         let away = availability.isAway
         let awayTimeout = configuration.awayTimeout
         let timeout = away || probing ? min(configuration.acquireTimeout, awayTimeout) : configuration.acquireTimeout
@@ -401,6 +408,7 @@ public final class PostgresStore: Store, VersionedMigrations {
             availability.answered()
             return value
         } catch LeaseState.GivenUp.timedOut {
+            if probing, availability.probeGotNoConnection(quiet: Self.probeTimeout) { deadlines.tighten(to: awayTimeout) }
             throw StoreError(
                 .unavailable,
                 "PostgreSQL could not \(action): no connection within \(timeout). Check the database URL, that the server runs and accepts connections, or raise the pool size."
@@ -410,7 +418,7 @@ public final class PostgresStore: Store, VersionedMigrations {
                 lease.ranOutOfTime || error as? LeaseState.GivenUp == .ranOutOfTime
                 ? StoreError(
                     .timedOut,
-                    "PostgreSQL could not \(action): no answer within \(limit ?? timeout), so Herald closed the connection. The database or the network to it is stalled.",
+                    "PostgreSQL could not \(action): no answer after \(Self.seconds(ContinuousClock.now - started)) s (the limit is \(limit ?? timeout), 1 s once the database is found away), so Herald closed the connection. The database or the network to it is stalled.",
                     underlying: error)
                 : Self.map(error, action)
             if let storeError = mapped as? StoreError, [.unavailable, .timedOut, .commitUnknown].contains(storeError.code),

@@ -52,6 +52,32 @@ struct DatabaseOutageTests {
         }
     }
 
+    @Test(
+        "a server stops while its database is away, silent or refusing, in the middle of a send",
+        .enabled(if: testDatabaseURL != nil), arguments: [TCPFaultProxy.Mode.silent, .refuse])
+    func stopsWhileAway(_ mode: TCPFaultProxy.Mode) async throws {
+        // A stop that waits for the database never ends: the suite's time limit fails it.
+        try await TrustingEmulator.with(inbox: .countingOnly, faults: FaultConfiguration()) { key, emulator, host in
+            try await Self.withProxiedServer(
+                configure: {
+                    $0.apns = .custom(host)
+                    $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+                    $0.sending.pageSize = 100
+                    $0.sending.maximumInFlight = 50
+                    $0.sending.shardSize = 0
+                    $0.sending.shutdownGrace = .seconds(1)
+                }
+            ) { proxy, client, app in
+                let secret = try await SendTests.key(app)
+                _ = try await TopicSends.start(client, key: secret, alert: "stop")
+                await emulator.waitForCounters { $0.accepted >= 300 }
+                proxy.setMode(mode)
+                // The server stops when this returns, with the database away.
+            }
+            #expect(emulator.counters.duplicateAPNSIDs == 0)
+        }
+    }
+
     /// Runs a PostgreSQL server whose connections go through a fault proxy, with `count` devices registered.
     static func withProxiedServer(
         configure: @escaping (inout ServerConfiguration) -> Void,

@@ -123,6 +123,9 @@ struct PostgresStoreTests {
         #expect(defaults.acquireTimeout == .seconds(10))
         let patient = try PostgresStore.Configuration(url: "postgresql://herald@db.internal/herald?connect_timeout=60")
         #expect(patient.acquireTimeout == .seconds(60))
+        #expect(defaults.operationTimeout == .seconds(30) && defaults.awayTimeout == .seconds(1))
+        let slow = try PostgresStore.Configuration(url: "postgresql://herald@db.internal/herald?query_timeout=600")
+        #expect(slow.operationTimeout == .seconds(600))
     }
 
     @Test(
@@ -131,7 +134,8 @@ struct PostgresStoreTests {
             "sqlite:///x.sqlite", "postgres://:hunter2@host/db", "postgres://u:hunter2@/db",
             "postgres://u:hunter2@h/db?sslmode=sometimes", "postgres://u:hunter2@h/db?schema=Drop;Table",
             "postgres://u:hunter2@h/db?pool=0", "postgres://u:hunter2@h/db?connect_timeout=0",
-            "postgres://u:hunter2@h/db?connect_timeout=soon",
+            "postgres://u:hunter2@h/db?connect_timeout=soon", "postgres://u:hunter2@h/db?query_timeout=0",
+            "postgres://u:hunter2@h/db?query_timeout=forever",
         ])
     func badURL(url: String) {
         let error = #expect(throws: StoreError.self) { try PostgresStore.Configuration(url: url) }
