@@ -259,8 +259,20 @@ struct DoctorTests {
         try await store.migrate()
         await store.close()
         let checks = await doctor([keyApp()], database: "sqlite://" + path).databaseChecks()
-        #expect(checks.map(\.name) == ["database", "clock"])
-        #expect(checks.map(\.status) == [.ok, .skipped], "\(checks)")
+        #expect(checks.map(\.name) == ["database", "clock", "disk"])
+        #expect(checks.prefix(2).map(\.status) == [.ok, .skipped], "\(checks)")
+        #expect(checks.last?.message.contains("MB free") == true, "\(checks)")
+    }
+
+    @Test("the free space under a SQLite file: a failure below 100 MB, a warning below 1 GB or a tenth of the disk")
+    func disk() {
+        let gigabyte: Int64 = 1_000_000_000
+        #expect(Doctor.diskVerdict(free: 50_000_000, total: 100 * gigabyte, folder: "/d").status == .failure)
+        #expect(Doctor.diskVerdict(free: 500_000_000, total: 2 * gigabyte, folder: "/d").status == .warning)
+        #expect(Doctor.diskVerdict(free: 5 * gigabyte, total: 100 * gigabyte, folder: "/d").status == .warning)
+        let roomy = Doctor.diskVerdict(free: 50 * gigabyte, total: 100 * gigabyte, folder: "/d")
+        #expect(roomy.status == .ok && roomy.message == "/d has 50000 MB free.", "\(roomy)")
+        #expect(Doctor.diskVerdict(free: 50_000_000, total: 0, folder: "/d").message.contains("sends pause"))
     }
 
     @Test("PostgreSQL: reachable, schema and the clock compared with the database's", .enabled(if: testDatabaseURL != nil))

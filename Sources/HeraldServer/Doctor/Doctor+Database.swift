@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import HeraldStore
 import HeraldStorePostgres
 import HeraldStoreSQLite
@@ -74,7 +77,36 @@ extension Doctor {
         }
         var checks = [Self.schemaCheck(health, database: redacted), await clockCheck(store)]
         if health.isMigrated, let keys = await unscopedKeysCheck(store) { checks.append(keys) }
+        if let disk = diskCheck() { checks.append(disk) }
         return checks
+    }
+
+    /// The free space under a SQLite file: a full disk refuses every registration and pauses every send
+    /// (docs/reliability.md), so the operator hears of it before. `nil` for PostgreSQL and in-memory databases.
+    func diskCheck() -> DeploymentCheck? {
+        let url = configuration.databaseURL
+        guard url.hasPrefix("sqlite:"), let path = try? SQLiteStore.Configuration(url: url).location.path else {
+            return nil
+        }
+        let folder = URL(fileURLWithPath: path).standardizedFileURL.deletingLastPathComponent().path
+        var stats = statvfs()
+        guard statvfs(folder, &stats) == 0 else { return nil }
+        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        let total = Int64(stats.f_blocks) * Int64(stats.f_frsize)
+        return Self.diskVerdict(free: free, total: total, folder: folder)
+    }
+
+    /// Below 100 MB free a failure, below 1 GB or a tenth of the file system a warning.
+    static func diskVerdict(free: Int64, total: Int64, folder: String) -> DeploymentCheck {
+        let megabytes = free / 1_000_000
+        let stated = "\(folder) has \(megabytes) MB free"
+        let advice =
+            "when it fills up, registrations are refused (503) and sends pause until there is space again: free space or move the database"
+        if free < 100_000_000 { return DeploymentCheck("disk", .failure, "\(stated): \(advice).") }
+        if free < 1_000_000_000 || (total > 0 && free < total / 10) {
+            return DeploymentCheck("disk", .warning, "\(stated) (\(total > 0 ? free * 100 / total : 0) %): \(advice).")
+        }
+        return DeploymentCheck("disk", .ok, "\(stated).")
     }
 
     /// With several apps, the active keys that may act on every app: a key made for one app's backend should not

@@ -19,6 +19,7 @@ struct ServerMetrics: SendingMetrics {
     private let cancelledNotifications: Counter
     private let storeErrors: Counter
     private let waitingForDatabase: Gauge
+    private let databaseWaits: Counter
 
     private enum Name {
         static let registrations = ("registrations", "Token registrations, by whether the token was new.")
@@ -42,6 +43,9 @@ struct ServerMetrics: SendingMetrics {
         )
         static let waitingForDatabase = (
             "operations_waiting_for_database", "Send work paused because the database is away (a restart, a failover, a lost connection): each waits and tries again; its outcomes are held in memory meanwhile."
+        )
+        static let databaseWaits = (
+            "database_waits", "Times send work began waiting for a database that was away (herald_operations_waiting_for_database counts those waiting now)."
         )
         static let claims = (
             "send_claims", "Background sends and shards of sends this instance claimed, by lane, kind and whether the run resumed (after a restart or another worker's lease ran out)."
@@ -78,6 +82,7 @@ struct ServerMetrics: SendingMetrics {
                 namespace: "herald", metricName: Name.waitingForDatabase.0, unitName: "",
                 helpText: Name.waitingForDatabase.1),
             labels: [])
+        databaseWaits = Self.counter(registry, Name.databaseWaits, [])
     }
 
     private static func counter(
@@ -191,7 +196,12 @@ struct ServerMetrics: SendingMetrics {
 
     /// Send work began or ended waiting for the database.
     func storeOutage(ended: Bool) {
-        if ended { waitingForDatabase.decrement() } else { waitingForDatabase.increment() }
+        if ended {
+            waitingForDatabase.decrement()
+        } else {
+            waitingForDatabase.increment()
+            databaseWaits.increment()
+        }
     }
 
     /// A claim of a whole send or of one shard; `resumed` when it had outcomes or a checkpoint already (a restart, or a
