@@ -197,7 +197,9 @@ else
     binary=${HERALD_BINARY:-.build/debug/herald}
     [ -x "$binary" ] || fail "$binary is missing: build it (swift build), or set HERALD_BINARY or HERALD_PACKAGE"
     configuration=release
-    if ldd "$binary" | grep -q '/swift/'; then configuration=debug; fi
+    # grep without -q reads all of ldd's output: -q stops at the first match, ldd dies of SIGPIPE writing the rest,
+    # and under pipefail the test is false, so a debug binary was packaged as a release one (CI failed, 2026-12-02).
+    if ldd "$binary" | grep '/swift/' >/dev/null; then configuration=debug; fi
     log "packaging $binary ($configuration, built $(date -u -r "$binary" +%Y-%m-%dT%H:%MZ)) with scripts/release.sh"
     scripts/release.sh --binary "$binary" --configuration "$configuration" --output "$context/dist" >/dev/null
     rm -f "$context"/dist/*.tar.gz "$context"/dist/*.sha256

@@ -69,7 +69,8 @@ if [ -n "$toolchain_libs" ]; then
         echo "$toolchain_libs" >&2
         exit 1
     fi
-    readelf -d "$binary" | grep -q 'RUNPATH.*\$ORIGIN' || {
+    # Not grep -q: stopping at the first match can kill readelf with SIGPIPE, which pipefail reports as a failure.
+    readelf -d "$binary" | grep 'RUNPATH.*\$ORIGIN' >/dev/null || {
         echo "release.sh: $binary has no \$ORIGIN in its RUNPATH, so libraries beside it would not be found" >&2
         exit 1
     }
