@@ -31,14 +31,7 @@ struct DatabaseOutageTests {
     func ridesThrough(_ fault: Fault) async throws {
         try await TrustingEmulator.with(inbox: .countingOnly, faults: FaultConfiguration()) { key, emulator, host in
             try await Self.withProxiedServer(
-                configure: {
-                    $0.apns = .custom(host)
-                    $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
-                    // Pages of 100 and 50 in flight: the send is at its start when the database goes away.
-                    $0.sending.pageSize = 100
-                    $0.sending.maximumInFlight = 50
-                    $0.sending.shardSize = 0
-                }
+                configure: { Self.sendThrough(host, key: key, &$0) }
             ) { proxy, client, app in
                 let secret = try await SendTests.key(app)
                 let id = try await TopicSends.start(client, key: secret, alert: "through it")
@@ -60,11 +53,7 @@ struct DatabaseOutageTests {
         try await TrustingEmulator.with(inbox: .countingOnly, faults: FaultConfiguration()) { key, emulator, host in
             try await Self.withProxiedServer(
                 configure: {
-                    $0.apns = .custom(host)
-                    $0.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
-                    $0.sending.pageSize = 100
-                    $0.sending.maximumInFlight = 50
-                    $0.sending.shardSize = 0
+                    Self.sendThrough(host, key: key, &$0)
                     $0.sending.shutdownGrace = .seconds(1)
                 }
             ) { proxy, client, app in
@@ -76,6 +65,16 @@ struct DatabaseOutageTests {
             }
             #expect(emulator.counters.duplicateAPNSIDs == 0)
         }
+    }
+
+    /// Sends through the emulator at `host`, a whole send (no shards), pages of 100 and 50 in flight: the send is at
+    /// its start when the database goes away.
+    static func sendThrough(_ host: APNSMode.CustomHost, key: ProviderSigningKey, _ configuration: inout ServerConfiguration) {
+        configuration.apns = .custom(host)
+        configuration.apps = [AppConfiguration(bundleID: ServerHarness.topic, credentials: .key(key))]
+        configuration.sending.pageSize = 100
+        configuration.sending.maximumInFlight = 50
+        configuration.sending.shardSize = 0
     }
 
     /// Runs a PostgreSQL server whose connections go through a fault proxy, with `count` devices registered.
