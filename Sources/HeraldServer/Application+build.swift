@@ -136,7 +136,7 @@ public func buildApplication(
     }
     let destination = try await APNSDestination.resolve(configuration, logger: logger)
     do {
-        let store = try StoreFactory.open(url: configuration.databaseURL, clock: dependencies.clock)
+        let store = try StoreFactory.open(url: configuration.databaseURL, clock: dependencies.clock, logger: logger)
         logger.info(
             "Store: \(redactedDatabaseURL(configuration.databaseURL)); instance: \(configuration.instanceID); apps: \(configuration.apps.map { "\($0.bundleID) (\($0.credentials.map(\.description) ?? "emulator key"))" }.joined(separator: ", "))"
         )

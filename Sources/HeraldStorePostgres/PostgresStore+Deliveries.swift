@@ -1,6 +1,7 @@
 public import Foundation
 public import HeraldCore
 public import HeraldStore
+import PostgresNIO
 
 extension PostgresStore {
     public func createSend(_ send: NewSend) async throws -> SendRecord {
@@ -178,33 +179,51 @@ extension PostgresStore {
         _ instance: String, _ body: @escaping @Sendable (InstanceLock) async throws -> T
     ) async throws -> T {
         let key = Self.instanceLockKey(instance, schema: configuration.schema)
-        // A session-level lock lives as long as the connection: this one is kept out of the pool until `body` ends,
+        // A session-level lock lives as long as its connection: one is kept out of the pool for it until `body` ends,
         // and the lock is released before the connection goes back. The process dying closes the connection, and
-        // PostgreSQL releases the lock then.
-        return try await session("hold the lock of instance \(instance)") { session in
-            let take: @Sendable () async throws -> Bool = {
-                do {
-                    let rows = try await session.rows(
-                        SQLStatement(.postgres, "SELECT pg_try_advisory_lock($1)::int", [.integer(key)]))
-                    return try rows.first?.integer(0) == 1
-                } catch {
-                    throw Self.map(error, "take the lock of instance \(instance)")
-                }
-            }
-            let lock = InstanceLock(instance: instance, held: try await take(), take: take)
-            let release = {
-                // A closed connection took the lock with it (PostgreSQL releases a session's locks when it ends).
-                guard lock.isHeld, session.isConnected else { return }
-                try? await session.execute(SQLStatement(.postgres, "SELECT pg_advisory_unlock($1)", [.integer(key)]))
-            }
+        // PostgreSQL releases the lock then. A restart, a failover or a network fault closes it too, and the lock goes
+        // with it: the holder takes it again on a new connection once the database answers.
+        let holder = InstanceLockHolder(instance: instance, logger: events)
+        let take: @Sendable () async throws -> Bool = {
+            try await holder.take { taken in try await self.holdInstanceLock(key, instance: instance, taken: taken) }
+        }
+        let lock = InstanceLock(instance: instance, isHeld: { holder.isHeld }, take: take)
+        _ = try await lock.acquire()
+        do {
+            let result = try await body(lock)
+            await holder.release()
+            return result
+        } catch {
+            await holder.release()
+            throw error
+        }
+    }
+
+    /// Takes the instance's lock on a connection of its own and keeps it there until the caller is cancelled (the lock
+    /// is then released) or the connection closes (it went with it). `taken` says whether the lock was taken.
+    private func holdInstanceLock(_ key: Int64, instance: String, taken: @escaping @Sendable (Bool) -> Void)
+        async throws
+    {
+        try await session("hold the lock of instance \(instance)") { session in
+            let rows: [PostgresRandomAccessRow]
             do {
-                let result = try await session.whileCallerWaits { try await body(lock) }
-                await release()
-                return result
+                rows = try await session.rows(
+                    SQLStatement(.postgres, "SELECT pg_try_advisory_lock($1)::int", [.integer(key)]))
             } catch {
-                await release()
-                throw error
+                throw Self.map(error, "take the lock of instance \(instance)")
             }
+            let held = try rows.first?.integer(0) == 1
+            taken(held)
+            guard held else { return }
+            let connection = session.connection
+            _ = try? await session.whileCallerWaits {
+                let closed = OneShot<Void>()
+                connection.closeFuture.whenComplete { _ in _ = closed.fulfil(()) }
+                try await closed.wait()
+            }
+            // A closed connection took the lock with it (PostgreSQL releases a session's locks when it ends).
+            guard session.isConnected else { return }
+            try? await session.execute(SQLStatement(.postgres, "SELECT pg_advisory_unlock($1)", [.integer(key)]))
         }
     }
 
@@ -224,7 +243,7 @@ extension PostgresStore {
 
     /// The advisory lock key of an instance id in a schema: 64 bits of FNV-1a, so that the key is the same in every
     /// process and every release of Herald. Two ids that collide only make the second fall back to waiting for leases.
-    static func instanceLockKey(_ instance: String, schema: String?) -> Int64 {
+    package static func instanceLockKey(_ instance: String, schema: String?) -> Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in "herald.instance\u{0}\(schema ?? "")\u{0}\(instance)".utf8 {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3

@@ -27,9 +27,12 @@ import Synchronization
 public final class PostgresStore: Store, VersionedMigrations {
     /// What the store was created with.
     public let configuration: Configuration
-    let client: PostgresClient
+    /// The pool, on the host in use.
+    let databaseHosts: DatabaseHosts
     let clock: any WallClock
     let logger: Logger
+    /// Where the store says what it did about the database: which host it uses, its instance lock lost and taken again.
+    let events: Logger
     /// Gathers concurrent registrations into one call; runs while ``run()`` runs.
     let registrations = GroupCommit<PendingRegistration, UpsertResult>(
         stopped: "The PostgreSQL store stopped before storing the registration: nothing was stored. Register again.",
@@ -66,13 +69,15 @@ public final class PostgresStore: Store, VersionedMigrations {
     /// - Parameters:
     ///   - configuration: Server, pool, schema and clock.
     ///   - logger: Where postgres-nio logs connection events; nothing by default. Herald never logs queries.
+    ///   - events: Where the store says what it did about the database: which host it uses, of several.
     public init(
         configuration: Configuration,
         logger: Logger = Logger(
             label: "herald.store",
             factory: { _ in
                 SwiftLogNoOpLogHandler()
-            })
+            }),
+        events: Logger? = nil
     ) {
         var clientConfiguration = configuration.client
         // Herald's statements read a page or a shard at a time, in milliseconds; PostgreSQL's JIT compiles a statement
@@ -83,14 +88,18 @@ public final class PostgresStore: Store, VersionedMigrations {
             clientConfiguration.options.additionalStartupParameters.append(("search_path", schema))
         }
         self.configuration = configuration
-        self.client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
+        self.databaseHosts = DatabaseHosts(
+            base: clientConfiguration, hosts: configuration.hosts, attributes: configuration.targetSessionAttributes,
+            logger: logger, events: events ?? logger)
         self.clock = configuration.clock
         self.logger = logger
+        self.events = events ?? logger
     }
 
     /// Creates the store for a URL (`postgres://user:password@host:port/database`).
-    public convenience init(url: String, clock: any WallClock = SystemWallClock()) throws {
-        self.init(configuration: try Configuration(url: url, clock: clock))
+    /// - Parameter events: Where the store says what it did about the database (see ``init(configuration:logger:events:)``).
+    public convenience init(url: String, clock: any WallClock = SystemWallClock(), events: Logger? = nil) throws {
+        self.init(configuration: try Configuration(url: url, clock: clock), events: events)
     }
 
     // MARK: Lifecycle
@@ -105,8 +114,7 @@ public final class PostgresStore: Store, VersionedMigrations {
     /// cancelled test, or a second SIGTERM, could then never end. The pool therefore runs in a task of its own that only
     /// this method stops (a detached one: it must not see the caller's cancellation or graceful shutdown first).
     public func run() async throws {
-        let client = self.client
-        let pool = Task.detached { await client.run() }
+        databaseHosts.start()
         // Until the operations in flight have drained, after the group below.
         let deadlines = self.deadlines
         let watch = Task { await deadlines.run() }
@@ -128,6 +136,13 @@ public final class PostgresStore: Store, VersionedMigrations {
             if let interval = configuration.probeInterval {
                 group.addTask { await self.probe(every: interval) }
             }
+            if databaseHosts.choosesHosts {
+                group.addTask {
+                    await self.databaseHosts.follow(every: self.configuration.probeInterval ?? .seconds(1)) {
+                        self.availability.isAway
+                    }
+                }
+            }
             // Until graceful shutdown or cancellation.
             let (stop, stopper) = AsyncStream<Never>.makeStream()
             await cancelWhenGracefulShutdown { for await _ in stop {} }
@@ -142,8 +157,7 @@ public final class PostgresStore: Store, VersionedMigrations {
                 "PostgreSQL operations still running 10 s after the store stopped: closing the pool under them")
         }
         watch.cancel()
-        pool.cancel()
-        await pool.value
+        await databaseHosts.stop()
     }
 
     /// What the group commit of registrations did so far; tests wait on it.
@@ -378,7 +392,7 @@ public final class PostgresStore: Store, VersionedMigrations {
             probing
             ? Self.probeTimeout
             : limited ? (away ? min(configuration.operationTimeout, awayTimeout) : configuration.operationTimeout) : nil
-        let (client, logger) = (self.client, self.logger)
+        let (databaseHosts, logger) = (self.databaseHosts, self.logger)
         // The first of the operation's result, the timeouts and the cancellation.
         let answer = OneShot<Result<T, any Error>>()
         // Past its limit the operation's connection is closed, and its caller answered at once: postgres-nio may never
@@ -388,7 +402,11 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
         Task {
             do {
-                answer.fulfil(.success(try await operation(client, logger, lease)))
+                // With several hosts, the first is chosen before any operation runs.
+                let pool = await databaseHosts.current()
+                pool.operations.begin()
+                defer { pool.operations.end() }
+                answer.fulfil(.success(try await operation(pool.client, logger, lease)))
             } catch {
                 answer.fulfil(.failure(error))
             }
@@ -421,6 +439,7 @@ public final class PostgresStore: Store, VersionedMigrations {
                     "PostgreSQL could not \(action): no answer after \(Self.seconds(ContinuousClock.now - started)) s (the limit is \(limit ?? timeout), 1 s once the database is found away), so Herald closed the connection. The database or the network to it is stalled.",
                     underlying: error)
                 : Self.map(error, action)
+            if let storeError = mapped as? StoreError, storeError.code == .readOnly { databaseHosts.refusedWrite() }
             if let storeError = mapped as? StoreError, [.unavailable, .timedOut, .commitUnknown].contains(storeError.code),
                 availability.lost()
             {
@@ -492,7 +511,7 @@ public final class PostgresStore: Store, VersionedMigrations {
 }
 
 /// Counts the operations in flight, so that the pool stops only once none uses it.
-private final class InFlightOperations: Sendable {
+final class InFlightOperations: Sendable {
     private let count = WatchedState(0, readyWhen: { $0 == 0 })
 
     func begin() { count.update { $0 += 1 } }

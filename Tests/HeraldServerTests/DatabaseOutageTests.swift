@@ -46,6 +46,39 @@ struct DatabaseOutageTests {
     }
 
     @Test(
+        "tokens APNs answers Unregistered while the database restarts are removed once it is back, not left to the next send",
+        .enabled(if: testDatabaseURL != nil))
+    func rejectionsAppliedOnReturn() async throws {
+        // Every fifth device is gone from APNs: some of the 50 in flight when the database goes are among them.
+        let gone = stride(from: 5, through: Self.count, by: 5).map(StoreConformance.token)
+        try await TrustingEmulator.with(inbox: .countingOnly, faults: FaultConfiguration()) { key, emulator, host in
+            try await Self.withProxiedServer(
+                configure: { Self.sendThrough(host, key: key, &$0) }
+            ) { proxy, client, app in
+                for (n, token) in gone.enumerated() {
+                    // TopicSends.register puts even devices in production, odd ones in development.
+                    let environment: APNSEnvironment = (n + 1) * 5 % 2 == 0 ? .production : .development
+                    _ = try emulator.createDevice(token: token, environment: environment, topic: ServerHarness.topic)
+                    // Since after its registration: a token registered after APNs's timestamp would be kept.
+                    try emulator.markUnregistered(token)
+                }
+                let secret = try await SendTests.key(app)
+                let id = try await TopicSends.start(client, key: secret, alert: "gone")
+                await emulator.waitForCounters { $0.accepted >= 300 }
+                proxy.setMode(.refuse)
+                // The fault's length, not a wait for something to happen.
+                try await Task.sleep(for: .milliseconds(1_500))
+                proxy.setMode(.pass)
+                let finished = try await app.worker.waitUntilFinished(id)
+                #expect(finished.status == .completed && finished.counts.rejected == gone.count, "\(finished)")
+                var kept: [DeviceToken] = []
+                for token in gone where try await app.store.device(token)?.isActive != false { kept.append(token) }
+                #expect(kept.isEmpty, "\(kept.count) of \(gone.count) tokens APNs removed are still sent to")
+            }
+        }
+    }
+
+    @Test(
         "a server stops while its database is away, silent or refusing, in the middle of a send",
         .enabled(if: testDatabaseURL != nil), arguments: [TCPFaultProxy.Mode.silent, .refuse])
     func stopsWhileAway(_ mode: TCPFaultProxy.Mode) async throws {

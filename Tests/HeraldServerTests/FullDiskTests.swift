@@ -70,6 +70,9 @@ struct FullDiskTests {
                     // send's records would fit in it and never meet the full disk.
                     try await disk.truncateLog()
                     let id = try await TopicSends.start(client, key: secret, alert: "full")
+                    // Once a worker runs it: a claim that meets the full disk waits for space, which this test gives
+                    // only once the send has sent (a loaded machine claimed it after the fill, and both waited).
+                    await emulator.waitForCounters { $0.accepted >= 1 }
                     try disk.fill()
                     // As many as the send may have in flight: the most it sends while it cannot record.
                     await emulator.waitForCounters { $0.accepted >= 50 }

@@ -64,6 +64,54 @@ struct PostgresStoreTests {
         await cleanup()
     }
 
+    @Test(
+        "an instance lock lost with its connection (a restart, a failover) is taken again once the database answers",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"), .timeLimit(.minutes(2)))
+    func instanceLockTakenAgain() async throws {
+        let (fixture, url, schema) = try Self.caseDatabase()
+        let admin = PostgresClient(configuration: try PostgresStore.Configuration(url: url).client)
+        let key = PostgresStore.instanceLockKey("alpha", schema: schema)
+        let bits = UInt64(bitPattern: key)
+        // pg_locks shows a bigint advisory key as its high and low 32 bits.
+        let (high, low) = (Int64(bits >> 32), Int64(bits & 0xffff_ffff))
+        try await withCleanup({ await fixture.cleanup() }) {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { await admin.run() }
+                defer { group.cancelAll() }
+                try await StoreConformance.withRunning(try fixture.open(SystemWallClock())) { store in
+                    try await StoreConformance.withRunning(try fixture.open(SystemWallClock())) { other in
+                        try await store.withInstanceLock("alpha") { lock in
+                            #expect(lock.isHeld)
+                            let holders: PostgresQuery = """
+                                SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 \
+                                AND classid::bigint = \(high) AND objid::bigint = \(low) AND granted
+                                """
+                            let first = try await admin.query(holders).collect().map { try $0.decode(Int32.self) }
+                            #expect(first.count == 1)
+                            _ = try await admin.query("SELECT pg_terminate_backend(\(first[0]))").collect()
+                            // The holder notices the closed connection, then takes the lock on another.
+                            try await Self.until { !lock.isHeld }
+                            try await Self.until { lock.isHeld }
+                            let again = try await admin.query(holders).collect().map { try $0.decode(Int32.self) }
+                            #expect(again.count == 1 && again != first, "held again, on another connection")
+                            try await other.withInstanceLock("alpha") { second in
+                                #expect(!second.isHeld, "a second process with the same id does not get it")
+                            }
+                        }
+                        try await other.withInstanceLock("alpha") { second in
+                            #expect(second.isHeld, "released when the first process is done with it")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits until `condition` holds, looking every 20 ms: the suite's time limit bounds it.
+    private static func until(_ condition: @escaping @Sendable () -> Bool) async throws {
+        while !condition() { try await Task.sleep(for: .milliseconds(20)) }
+    }
+
     private func checkInstanceLocks(fixture: StoreFixture, otherSchema: StoreFixture, clock: ManualWallClock)
         async throws
     {
@@ -126,6 +174,25 @@ struct PostgresStoreTests {
         #expect(defaults.operationTimeout == .seconds(30) && defaults.awayTimeout == .seconds(1))
         let slow = try PostgresStore.Configuration(url: "postgresql://herald@db.internal/herald?query_timeout=600")
         #expect(slow.operationTimeout == .seconds(600))
+        #expect(defaults.hosts == [.init("db.internal")] && defaults.targetSessionAttributes == .readWrite)
+    }
+
+    @Test("a URL names a primary and its standbys as libpq takes them: in the authority, or host= and port= options")
+    func severalHosts() throws {
+        typealias Host = PostgresStore.Configuration.Host
+        let listed = try PostgresStore.Configuration(
+            url: "postgres://herald:s%40cret@db-a:5433,db-b,[::1]:5434/registry?sslmode=disable&schema=tenant_1")
+        #expect(listed.hosts == [Host("db-a", port: 5433), Host("db-b"), Host("::1", port: 5434)])
+        #expect(listed.client.host == "db-a" && listed.client.port == 5433 && listed.client.password == "s@cret")
+        #expect(listed.client.database == "registry" && listed.schema == "tenant_1")
+        #expect(listed.targetSessionAttributes == .readWrite)
+        let options = try PostgresStore.Configuration(
+            url: "postgresql://herald@/registry?host=db-a,db-b&port=6000,6001&target_session_attrs=any")
+        #expect(options.hosts == [Host("db-a", port: 6000), Host("db-b", port: 6001)])
+        #expect(options.targetSessionAttributes == .any && options.client.host == "db-a")
+        let onePort = try PostgresStore.Configuration(url: "postgresql://herald@/registry?host=db-a,db-b&port=6000")
+        #expect(onePort.hosts == [Host("db-a", port: 6000), Host("db-b", port: 6000)])
+        #expect(Host("::1", port: 5434).description == "[::1]:5434" && Host("db-a").description == "db-a:5432")
     }
 
     @Test(
@@ -135,7 +202,9 @@ struct PostgresStoreTests {
             "postgres://u:hunter2@h/db?sslmode=sometimes", "postgres://u:hunter2@h/db?schema=Drop;Table",
             "postgres://u:hunter2@h/db?pool=0", "postgres://u:hunter2@h/db?connect_timeout=0",
             "postgres://u:hunter2@h/db?connect_timeout=soon", "postgres://u:hunter2@h/db?query_timeout=0",
-            "postgres://u:hunter2@h/db?query_timeout=forever",
+            "postgres://u:hunter2@h/db?query_timeout=forever", "postgres://u:hunter2@h1,,h2/db",
+            "postgres://u:hunter2@h1:99999,h2/db", "postgres://u:hunter2@h1,h2:x/db",
+            "postgres://u:hunter2@/db?host=a,b&port=1,2,3", "postgres://u:hunter2@h1,h2/db?target_session_attrs=primary",
         ])
     func badURL(url: String) {
         let error = #expect(throws: StoreError.self) { try PostgresStore.Configuration(url: url) }

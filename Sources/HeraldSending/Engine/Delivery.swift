@@ -85,11 +85,22 @@ public struct Delivery: Sendable {
     }
 
     /// Applies APNs's answer to the registry and returns the outcome with what was done.
-    /// - Parameter send: The background send it is part of: an environment it corrects is noted against it, so that
-    ///   its walk of the other environment does not push to the device again.
+    /// - Parameters:
+    ///   - send: The background send it is part of: an environment it corrects is noted against it, so that its walk
+    ///     of the other environment does not push to the device again.
+    ///   - outage: For a background send, how to wait out the database while it is away: a token APNs removed, or
+    ///     one whose environment it corrected, is then applied on its return rather than left as it was (`givenUp`
+    ///     ends the wait, as for the send's recordings).
     func settle(
-        _ pushed: PushResult, _ notification: PreparedNotification, _ device: DeviceRegistration, send: SendID? = nil
+        _ pushed: PushResult, _ notification: PreparedNotification, _ device: DeviceRegistration, send: SendID? = nil,
+        outage: StoreOutage? = nil, givenUp: @escaping @Sendable () -> Bool = { false }
     ) async -> ReportedOutcome {
+        @Sendable func storing<T: Sendable>(_ action: String, _ operation: @Sendable () async throws -> T)
+            async throws -> T
+        {
+            guard let outage else { return try await operation() }
+            return try await outage.retrying(action, givenUp: givenUp, operation)
+        }
         let token = device.token
         let environment = device.environment
         let result = pushed.result
@@ -110,7 +121,9 @@ public struct Delivery: Sendable {
             reported.outcome.attempts = attempts
             if case .accepted = retry {
                 do {
-                    _ = try await store.updateEnvironment(token: token, to: other, correctedBy: send)
+                    _ = try await storing("correct a token's environment") {
+                        try await store.updateEnvironment(token: token, to: other, correctedBy: send)
+                    }
                     var corrected = outcome(second, token, other)
                     corrected.attempts = attempts
                     reported = ReportedOutcome(outcome: corrected, action: .environmentCorrected)
@@ -126,9 +139,11 @@ public struct Delivery: Sendable {
                 metrics.outcome(retry)
                 return reported
             }
-            reported.action = await invalidate(token, reason: .badDeviceToken, at: nil, environment: environment)
+            reported.action = await invalidate(
+                token, reason: .badDeviceToken, at: nil, environment: environment, storing: storing)
         } else if reason.invalidatesToken {
-            reported.action = await invalidate(token, reason: reason, at: timestamp, environment: environment)
+            reported.action = await invalidate(
+                token, reason: reason, at: timestamp, environment: environment, storing: storing)
         } else if reason == .deviceTokenNotForTopic {
             logger.warning(
                 "APNs says a token is not for this app's topic: kept, check that it was registered with the right topic",
@@ -138,14 +153,15 @@ public struct Delivery: Sendable {
         return reported
     }
 
-    private func invalidate(_ token: DeviceToken, reason: APNSReason, at timestamp: Date?, environment: APNSEnvironment)
-        async -> ReportedOutcome.Action?
-    {
+    private func invalidate(
+        _ token: DeviceToken, reason: APNSReason, at timestamp: Date?, environment: APNSEnvironment,
+        storing: (String, @Sendable () async throws -> InvalidationResult) async throws -> InvalidationResult
+    ) async -> ReportedOutcome.Action? {
         let metadata: Logger.Metadata = [
             LogKey.tokenSuffix: "\(token.redacted)", LogKey.reason: "\(reason)", LogKey.environment: "\(environment)",
         ]
         do {
-            switch try await store.invalidate(token: token, reason: reason, at: timestamp) {
+            switch try await storing("remove a rejected token", { try await store.invalidate(token: token, reason: reason, at: timestamp) }) {
             case .removed:
                 metrics.removal(reason)
                 logger.notice("Removed a token from sends", metadata: metadata)

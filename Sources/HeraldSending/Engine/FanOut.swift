@@ -416,7 +416,9 @@ public struct FanOut: Sendable {
                                     events.push(
                                         .delivered(
                                             page: push.page,
-                                            await delivery.settle(pushed, push.notification, push.device, send: id)))
+                                            await delivery.settle(
+                                                pushed, push.notification, push.device, send: id, outage: outage,
+                                                givenUp: givenUp)))
                                 }
                             }
                         case .delivered(let page, let outcome):

@@ -86,6 +86,10 @@ public struct SendEngine: Sendable {
             logger.info("Sent", metadata: [LogKey.count: "\(record.counts)"])
             return .sent(record, outcomes)
         }
+        // A send that starts now goes to the devices registered now, which it counts: one registered while it runs
+        // (a long or paced one, or one cut into shards) is not added to it. A scheduled send goes to the devices
+        // registered when it runs, and its target count, counted now, is an estimate (docs/server.md).
+        let plan = plan.schedule == nil ? plan.registered(through: fanOut.clock.now()) : plan
         let (count, suppressed) = try await counted(
             plan, whole: try await store.count(matching: plan.query), quiet: quiet)
         let record = try await store.createSend(

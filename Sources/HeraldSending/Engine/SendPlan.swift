@@ -62,6 +62,12 @@ public struct SendPlan: Sendable {
         self.singleToken = singleToken
     }
 
+    /// The same send for the devices registered by `date` only: a background send accepted then keeps to the devices it
+    /// counted, however long it runs (its job stores the bound).
+    public func registered(through date: Date) -> SendPlan {
+        SendPlan(validated: job.with(query: job.query.registered(through: date)), sendID: sendID, singleToken: singleToken)
+    }
+
     /// The same send, narrowed to the devices of some time zones (a wave of a `localTime` send).
     public func narrowed(to timeZones: DeviceQuery.TimeZoneFilter) -> SendPlan {
         var copy = self

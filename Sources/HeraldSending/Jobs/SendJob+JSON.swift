@@ -12,7 +12,8 @@ extension SendJob {
     /// {"v": 2, "kind": "send", "app": "com.example.app", "pushType": "alert", "rate": 100,
     ///  "query": {"select": {"user": "alice"}, "topic": "com.example.app", "environment": "production",
     ///            "kinds": ["device"], "activityType": "…",
-    ///            "preference": {"category": "marketing", "enabledByDefault": true}},
+    ///            "preference": {"category": "marketing", "enabledByDefault": true},
+    ///            "registeredThrough": 1796112000000000},
     ///  "sendAt": "2026-12-24T18:00:00Z" | "localTime": "2026-12-24T09:00:00", "timeZone": "Europe/Paris",
     ///  "notifications": {"": {"body": "<base64>", "pushType": "alert", "topic": "com.example.app", "priority": 10,
     ///                         "expiration": 0, "collapseId": "…"}, "fr": {…}},
@@ -80,6 +81,7 @@ extension SendJob {
         if let kinds = query.sortedKindNames { members["kinds"] = .array(kinds.map(JSONValue.string)) }
         if let activityType = query.activityType { members["activityType"] = .string(activityType) }
         if query.includesInvalidated { members["includesInvalidated"] = true }
+        if let date = query.registeredThrough { members["registeredThrough"] = .integer(Int(StoreTime.microseconds(date))) }
         if let preference = query.preference {
             members["preference"] = .object([
                 "category": .string(preference.category), "enabledByDefault": .bool(preference.enabledByDefault),
@@ -131,8 +133,11 @@ extension SendJob {
             preference = PreferenceFilter(
                 category: try rule.string("category"), enabledByDefault: try rule.flag("enabledByDefault"))
         }
+        // Microseconds since 1970; absent in the jobs of sends accepted before sends kept to their first audience.
+        let registeredThrough = try reader.optionalInteger("registeredThrough", in: 0...Int.max)
         return query.activityType(try reader.optionalString("activityType"))
             .includingInvalidated(try reader.flag("includesInvalidated")).preference(preference)
+            .registered(through: registeredThrough.map { StoreTime.date(Int64($0)) })
     }
 
     private static func json(_ notification: PreparedNotification) -> JSONValue {

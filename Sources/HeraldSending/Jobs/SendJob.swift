@@ -79,6 +79,16 @@ public struct SendJob: Sendable, Hashable {
         return stamped
     }
 
+    /// The same job for the devices of `query`.
+    func with(query: DeviceQuery) -> SendJob {
+        var job = SendJob(
+            bundleID: bundleID, query: query, pushType: pushType, schedule: schedule, rate: rate,
+            targetDescription: targetDescription, summary: summary, notifications: notifications,
+            stampsTimestamp: stampsTimestamp, quietHours: quietHours)
+        job.frequencyCaps = frequencyCaps
+        return job
+    }
+
     /// Whether the send is for every device of its app (a `{"topic": …}` target).
     public var targetsEveryDevice: Bool {
         if case .topic = query.selector { return true }

@@ -1,5 +1,6 @@
 public import HeraldCore
 public import HeraldStore
+public import Logging
 import HeraldStorePostgres
 import HeraldStoreSQLite
 
@@ -9,10 +10,13 @@ public enum StoreFactory {
     /// ``HeraldStorePostgres/PostgresStore``. Run the store's `run()` before using it, then `migrate()`.
     /// - Throws: ``HeraldStore/StoreError`` `.invalidURL` for another scheme; `.unavailable` when SQLite cannot open
     ///   the file.
-    public static func open(url: String, clock: any WallClock = SystemWallClock()) throws -> any Store {
+    /// - Parameter logger: Where the store says what it did about the database (PostgreSQL: which host it uses).
+    public static func open(url: String, clock: any WallClock = SystemWallClock(), logger: Logger? = nil) throws
+        -> any Store
+    {
         if url.hasPrefix("sqlite:") { return try SQLiteStore(url: url, clock: clock) }
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            return try PostgresStore(url: url, clock: clock)
+            return try PostgresStore(url: url, clock: clock, events: logger)
         }
         // Only the scheme is shown: a URL may carry a password.
         let scheme = url.firstIndex(of: ":").map { String(url[..<$0]) } ?? "(none)"

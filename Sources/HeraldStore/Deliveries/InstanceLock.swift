@@ -12,6 +12,8 @@ public final class InstanceLock: Sendable {
     public let instance: String
     private let held: Mutex<Bool>
     private let take: @Sendable () async throws -> Bool
+    /// Whether the store holds the lock now, for a store that may lose it (a connection that closed) and take it again.
+    private let holding: (@Sendable () -> Bool)?
 
     /// - Parameters:
     ///   - instance: The instance id.
@@ -21,10 +23,24 @@ public final class InstanceLock: Sendable {
         self.instance = instance
         self.held = Mutex(held)
         self.take = take
+        self.holding = nil
+    }
+
+    /// A lock the store may lose and take again by itself: `isHeld` asks it.
+    /// - Parameters:
+    ///   - isHeld: Whether the store holds the lock now.
+    ///   - take: Tries to take the lock once; `true` when taken.
+    package init(
+        instance: String, isHeld: @escaping @Sendable () -> Bool, take: @escaping @Sendable () async throws -> Bool
+    ) {
+        self.instance = instance
+        self.held = Mutex(false)
+        self.take = take
+        self.holding = isHeld
     }
 
     /// Whether this process holds the instance id alone.
-    public var isHeld: Bool { held.withLock { $0 } }
+    public var isHeld: Bool { holding?() ?? held.withLock { $0 } }
 
     /// Tries to take the lock when it is not held yet.
     /// - Returns: Whether the lock is held now.
@@ -33,7 +49,7 @@ public final class InstanceLock: Sendable {
     public func acquire() async throws -> Bool {
         if isHeld { return true }
         let taken = try await take()
-        if taken { held.withLock { $0 = true } }
+        if taken, holding == nil { held.withLock { $0 = true } }
         return taken
     }
 

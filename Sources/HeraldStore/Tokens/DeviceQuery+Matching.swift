@@ -25,6 +25,11 @@ extension DeviceQuery {
             let passes = device.timeZone.map(timeZones.zones.contains) ?? timeZones.includesUnset
             if !passes { return false }
         }
+        if let registeredThrough,
+            StoreTime.microseconds(device.createdAt) > StoreTime.microseconds(registeredThrough)
+        {
+            return false
+        }
         if let lowerBound, !isPast(lowerBound, device) { return false }
         if let upperBound, isPast(upperBound, device) { return false }
         return includesInvalidated || device.isActive

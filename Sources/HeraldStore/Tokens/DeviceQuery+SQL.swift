@@ -194,6 +194,9 @@ extension DeviceQuery {
         }
         if let activityType { conditions.append("d.activity_type = \(statement.bind(activityType))") }
         conditions += shardRange(into: &statement)
+        if let registeredThrough {
+            conditions.append("d.created_at <= \(statement.bind(.integer(StoreTime.microseconds(registeredThrough))))")
+        }
         if let timeZones, groupsByOwnQuietHours, personRules {
             // One key per device, its zone and its person's window, against the groups the filter holds.
             let keys =

@@ -36,6 +36,9 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var lowerBound: DeviceCursor?
     /// Only registrations up to this position of the query's order, inclusive: the end of a shard of a large send.
     public private(set) var upperBound: DeviceCursor?
+    /// Only registrations created at or before this time, when set: a background send reaches the devices registered
+    /// when it was accepted, so its counts never pass its target count.
+    public private(set) var registeredThrough: Date?
     /// Only registrations whose subject lets a preference category through, when set.
     public private(set) var preference: PreferenceFilter?
     /// Only registrations whose subject has used up one of these caps' windows, when set: a dry run's estimate.
@@ -165,6 +168,14 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
+    /// The same query, narrowed to the registrations created at or before `date` (`nil`: whenever): the devices a
+    /// send accepted at `date` targets, however long it runs.
+    public func registered(through date: Date?) -> DeviceQuery {
+        var copy = self
+        copy.registeredThrough = date
+        return copy
+    }
+
     /// The same query, narrowed to the registrations whose subject (``PreferenceSubject``) lets a category through:
     /// chose it on, or made no choice and the category is on by default (`nil`: no preference rule).
     public func preference(_ filter: PreferenceFilter?) -> DeviceQuery {
@@ -224,6 +235,7 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         if let preference {
             parts.append("category \(preference.category) (\(preference.enabledByDefault ? "on" : "off") by default)")
         }
+        if let registeredThrough { parts.append("registered by \(RFC3339.string(registeredThrough))") }
         if includesInvalidated { parts.append("including invalidated") }
         if lowerBound != nil { parts.append("from a shard's start") }
         if upperBound != nil { parts.append("up to a shard's end") }

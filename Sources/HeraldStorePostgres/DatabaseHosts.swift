@@ -1,0 +1,206 @@
+import HeraldCore
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The connection pool in use, and — when the database URL names several hosts — which host it connects to.
+///
+/// Like libpq with `target_session_attrs`, the pool uses the first host in the list that accepts a connection (and,
+/// for `read-write`, writes: `SHOW transaction_read_only` answers `off`). It stays on that host while it answers:
+/// a primary that comes back writable after a failover (split brain) does not win the pool back. When the host in use
+/// goes away or refuses writes, the hosts are tried again, in order, every probe interval; a standby promoted by a
+/// failover is found within about a second of its promotion, and the operations then go to a new pool on it. The old
+/// pool stops once its operations have ended (they fail fast: their host is away).
+final class DatabaseHosts: Sendable {
+    /// A pool on one host.
+    final class Pool: Sendable {
+        /// `nil` for the one host of a single-host configuration.
+        let host: PostgresStore.Configuration.Host?
+        let client: PostgresClient
+        /// The operations using the pool: it stops once there are none.
+        let operations = InFlightOperations()
+        private let task = Mutex<Task<Void, Never>?>(nil)
+
+        init(host: PostgresStore.Configuration.Host?, client: PostgresClient) {
+            self.host = host
+            self.client = client
+        }
+
+        /// Runs the pool in a task of its own (see ``PostgresStore/run()`` for why detached).
+        func start() {
+            let client = self.client
+            task.withLock { task in
+                guard task == nil else { return }
+                task = Task.detached { await client.run() }
+            }
+        }
+
+        /// Stops the pool and waits for it.
+        func stop() async {
+            let running = task.withLock { $0 }
+            running?.cancel()
+            await running?.value
+        }
+    }
+
+    private struct State {
+        var current: Pool
+        var retired: [Pool] = []
+        /// Whether the host in use should be looked for again: it refused a write.
+        var refusedWrites = false
+        /// Whether the log said no host suits, since one last did: said once per outage.
+        var saidNoHostSuits = false
+    }
+
+    private let state: Mutex<State>
+    /// Whether the first host has been chosen; operations wait for it.
+    private let chosen: WatchedState<Bool>
+    private let hosts: [PostgresStore.Configuration.Host]
+    private let attributes: PostgresStore.Configuration.TargetSessionAttributes
+    private let base: PostgresClient.Configuration
+    /// postgres-nio's connection events.
+    private let logger: Logger
+    /// Which host the pool uses.
+    private let events: Logger
+
+    /// The most a host check waits for its connection, and then for its answer.
+    static let checkTimeout: Duration = .seconds(2)
+
+    /// - Parameter base: The pool's configuration; each host's pool connects to that host with everything else the same.
+    init(
+        base: PostgresClient.Configuration, hosts: [PostgresStore.Configuration.Host],
+        attributes: PostgresStore.Configuration.TargetSessionAttributes, logger: Logger, events: Logger
+    ) {
+        self.events = events
+        self.base = base
+        self.hosts = hosts.count > 1 ? hosts : []
+        self.attributes = attributes
+        self.logger = logger
+        let first = Pool(
+            host: self.hosts.first, client: PostgresClient(configuration: base, backgroundLogger: logger))
+        state = Mutex(State(current: first))
+        chosen = WatchedState(self.hosts.isEmpty, readyWhen: { $0 })
+    }
+
+    /// Whether the configuration names several hosts to choose from.
+    var choosesHosts: Bool { !hosts.isEmpty }
+
+    /// The pool to use, once the first host has been chosen (at once with one host).
+    func current() async -> Pool {
+        await chosen.wait()
+        return state.withLock { $0.current }
+    }
+
+    /// Starts the current pool.
+    func start() {
+        state.withLock { $0.current }.start()
+    }
+
+    /// Stops every pool.
+    func stop() async {
+        let pools = state.withLock { [$0.current] + $0.retired }
+        for pool in pools { await pool.stop() }
+    }
+
+    /// The host in use refused a write (SQLSTATE 25006): it may have become a standby.
+    func refusedWrite() {
+        state.withLock { $0.refusedWrites = true }
+    }
+
+    /// Chooses the first host, then looks for another every `interval` while `isAway()` or the host refused writes,
+    /// until cancelled.
+    func follow(every interval: Duration, isAway: @escaping @Sendable () -> Bool) async {
+        guard choosesHosts else { return }
+        await choose()
+        chosen.update { $0 = true }
+        while (try? await Task.sleep(for: interval)) != nil {
+            let refused = state.withLock { state in
+                defer { state.refusedWrites = false }
+                return state.refusedWrites
+            }
+            guard refused || isAway() else { continue }
+            await choose()
+        }
+    }
+
+    /// Tries the hosts in order and moves the pool to the first that suits; stays where it is when none does.
+    private func choose() async {
+        let current = state.withLock { $0.current }
+        for host in hosts {
+            guard await Self.suits(host, base: base, attributes: attributes, logger: logger) else { continue }
+            if host != current.host { move(to: host) }
+            state.withLock { $0.saidNoHostSuits = false }
+            return
+        }
+        guard state.withLock({ state in
+            defer { state.saidNoHostSuits = true }
+            return !state.saidNoHostSuits
+        }) else { return }
+        events.warning(
+            "No host of the database URL accepts \(attributes == .readWrite ? "writes" : "connections") now: tried \(hosts.map(\.description).joined(separator: ", ")). Herald keeps trying."
+        )
+    }
+
+    private func move(to host: PostgresStore.Configuration.Host) {
+        let pool = Pool(host: host, client: PostgresClient(configuration: Self.configuration(base, on: host), backgroundLogger: logger))
+        pool.start()
+        let old = state.withLock { state -> Pool in
+            defer {
+                state.retired.append(state.current)
+                state.current = pool
+            }
+            return state.current
+        }
+        events.notice(
+            "The database moved: Herald now uses \(host)\(old.host.map { " instead of \($0)" } ?? "")\(attributes == .readWrite ? ", the host that accepts writes" : "").")
+        Task {
+            // The operations on the old host fail fast (it is away or refuses writes); then its pool stops.
+            _ = await old.operations.drained(within: .seconds(60))
+            await old.stop()
+            state.withLock { state in state.retired.removeAll { $0 === old } }
+        }
+    }
+
+    static func configuration(_ base: PostgresClient.Configuration, on host: PostgresStore.Configuration.Host)
+        -> PostgresClient.Configuration
+    {
+        var configuration = PostgresClient.Configuration(
+            host: host.name, port: host.port, username: base.username, password: base.password,
+            database: base.database, tls: base.tls)
+        configuration.options = base.options
+        return configuration
+    }
+
+    /// Whether `host` accepts a connection within ``checkTimeout`` and, for `.readWrite`, writes. The check runs in a
+    /// pool of its own, in a task that is never cancelled (postgres-nio may never answer a cancelled lease): a host
+    /// that does not answer in time is left to its pool's own timeout.
+    private static func suits(
+        _ host: PostgresStore.Configuration.Host, base: PostgresClient.Configuration,
+        attributes: PostgresStore.Configuration.TargetSessionAttributes, logger: Logger
+    ) async -> Bool {
+        var configuration = configuration(base, on: host)
+        configuration.options.minimumConnections = 0
+        configuration.options.maximumConnections = 1
+        configuration.options.connectTimeout = checkTimeout
+        configuration.options.keepAliveBehavior = nil
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let pool = Task.detached { await client.run() }
+        let answer = OneShot<Bool>()
+        Task {
+            let suits = try? await client.withConnection { connection in
+                let rows = try await connection.query("SHOW transaction_read_only", logger: logger).collect()
+                let readOnly = try rows.first?.decode(String.self, context: .default)
+                return attributes == .any || readOnly == "off"
+            }
+            answer.fulfil(suits ?? false)
+        }
+        let timeout = Task {
+            try await Task.sleep(for: checkTimeout * 2)
+            answer.fulfil(false)
+        }
+        let suits = await answer.waitEvenIfCancelled()
+        timeout.cancel()
+        pool.cancel()
+        return suits
+    }
+}
