@@ -19,27 +19,52 @@ final class DatabaseHosts: Sendable {
         let client: PostgresClient
         /// The operations using the pool: it stops once there are none.
         let operations = InFlightOperations()
+        /// Looks at its connections' backends from a connection of its own (``SilentConnectionWatch``).
+        let watch: SilentConnectionWatch
         private let task = Mutex<Task<Void, Never>?>(nil)
 
-        init(host: PostgresStore.Configuration.Host?, client: PostgresClient) {
+        init(
+            host: PostgresStore.Configuration.Host?, client: PostgresClient, configuration: PostgresClient.Configuration,
+            logger: Logger
+        ) {
             self.host = host
             self.client = client
+            self.watch = SilentConnectionWatch(configuration: configuration, logger: logger)
         }
 
         /// Runs the pool in a task of its own (see ``PostgresStore/run()`` for why detached).
         func start() {
-            let client = self.client
+            let (client, watcher) = (self.client, watch.client)
             task.withLock { task in
                 guard task == nil else { return }
-                task = Task.detached { await client.run() }
+                task = Task.detached {
+                    await withDiscardingTaskGroup { group in
+                        group.addTask { await client.run() }
+                        group.addTask { await watcher.run() }
+                    }
+                }
             }
         }
 
-        /// Stops the pool and waits for it.
-        func stop() async {
-            let running = task.withLock { $0 }
-            running?.cancel()
-            await running?.value
+        /// Stops the pool and waits for it, `limit` at most: postgres-nio closes each connection politely (a
+        /// `Terminate` message, then the server's close), and on a path gone silent that never ends. The process
+        /// exits anyway; a stop must not wait for the network.
+        /// - Returns: Whether the pool stopped within `limit`.
+        @discardableResult
+        func stop(within limit: Duration = .seconds(2)) async -> Bool {
+            guard let running = task.withLock({ $0 }) else { return true }
+            running.cancel()
+            let stopped = OneShot<Bool>()
+            Task {
+                await running.value
+                _ = stopped.fulfil(true)
+            }
+            let timer = Task {
+                try await Task.sleep(for: limit)
+                _ = stopped.fulfil(false)
+            }
+            defer { timer.cancel() }
+            return await stopped.waitEvenIfCancelled()
         }
     }
 
@@ -77,7 +102,8 @@ final class DatabaseHosts: Sendable {
         self.attributes = attributes
         self.logger = logger
         let first = Pool(
-            host: self.hosts.first, client: PostgresClient(configuration: base, backgroundLogger: logger))
+            host: self.hosts.first, client: PostgresClient(configuration: base, backgroundLogger: logger),
+            configuration: base, logger: logger)
         state = Mutex(State(current: first))
         chosen = WatchedState(self.hosts.isEmpty, readyWhen: { $0 })
     }
@@ -96,10 +122,13 @@ final class DatabaseHosts: Sendable {
         state.withLock { $0.current }.start()
     }
 
-    /// Stops every pool.
+    /// Stops every pool, 2 seconds at most each (``Pool/stop(within:)``).
     func stop() async {
         let pools = state.withLock { [$0.current] + $0.retired }
-        for pool in pools { await pool.stop() }
+        for pool in pools where !(await pool.stop()) {
+            events.warning(
+                "The connections to \(pool.host.map { "\($0)" } ?? "the database") did not close within 2 s (the path to it is silent): stopping without waiting for them")
+        }
     }
 
     /// The host in use refused a write (SQLSTATE 25006): it may have become a standby.
@@ -142,7 +171,10 @@ final class DatabaseHosts: Sendable {
     }
 
     private func move(to host: PostgresStore.Configuration.Host) {
-        let pool = Pool(host: host, client: PostgresClient(configuration: Self.configuration(base, on: host), backgroundLogger: logger))
+        let configuration = Self.configuration(base, on: host)
+        let pool = Pool(
+            host: host, client: PostgresClient(configuration: configuration, backgroundLogger: logger),
+            configuration: configuration, logger: logger)
         pool.start()
         let old = state.withLock { state -> Pool in
             defer {
@@ -185,22 +217,12 @@ final class DatabaseHosts: Sendable {
         configuration.options.keepAliveBehavior = nil
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let pool = Task.detached { await client.run() }
-        let answer = OneShot<Bool>()
-        Task {
-            let suits = try? await client.withConnection { connection in
-                let rows = try await connection.query("SHOW transaction_read_only", logger: logger).collect()
-                let readOnly = try rows.first?.decode(String.self, context: .default)
-                return attributes == .any || readOnly == "off"
-            }
-            answer.fulfil(suits ?? false)
+        let suits = await SilentConnectionWatch.answer(from: client, within: checkTimeout * 2) { connection in
+            let rows = try await connection.query("SHOW transaction_read_only", logger: logger).collect()
+            let readOnly = try rows.first?.decode(String.self, context: .default)
+            return attributes == .any || readOnly == "off"
         }
-        let timeout = Task {
-            try await Task.sleep(for: checkTimeout * 2)
-            answer.fulfil(false)
-        }
-        let suits = await answer.waitEvenIfCancelled()
-        timeout.cancel()
         pool.cancel()
-        return suits
+        return suits ?? false
     }
 }

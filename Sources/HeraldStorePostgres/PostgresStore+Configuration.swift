@@ -30,6 +30,12 @@ extension PostgresStore {
         /// ``awayTimeout``, its answer within 5 seconds): a path that went silent is noticed within about 6 seconds,
         /// without waiting for an operation's own timeout. Default 1 second; `nil` never checks.
         public var probeInterval: Duration? = .seconds(1)
+        /// Whether an operation that has waited 3 seconds for its answer is looked up in `pg_stat_activity` (from a
+        /// connection of its own), so that a connection whose path went silent is closed within seconds rather than at
+        /// ``operationTimeout`` (``SilentConnectionWatch``). It needs each connection's backend process to stay the
+        /// same: turn it off behind a pooler in transaction mode (URL option `silent_connection_watch=off`).
+        /// Default on.
+        public var watchesSilentConnections = true
         /// The hosts to use, in order of preference, when the URL names several (a primary and its standbys): the pool
         /// connects to the first that satisfies ``targetSessionAttributes``, and looks again, in order, when that one
         /// goes away or stops accepting writes (a failover). With one host (the usual case) the pool connects to
@@ -83,7 +89,8 @@ extension PostgresStore {
         ///
         /// Query options: `sslmode=disable|prefer|require` (default `prefer`, as libpq), `schema=<name>`,
         /// `pool=<most connections>` (default 20), `connect_timeout=<seconds>` (``acquireTimeout``),
-        /// `query_timeout=<seconds>` (``operationTimeout``). User and password may be percent-encoded.
+        /// `query_timeout=<seconds>` (``operationTimeout``), `silent_connection_watch=on|off`
+        /// (``watchesSilentConnections``). User and password may be percent-encoded.
         /// - Throws: ``HeraldStore/StoreError`` `.invalidURL`, saying which part is wrong. The message never
         ///   contains the password.
         public init(url: String, clock: any WallClock = SystemWallClock()) throws {
@@ -132,6 +139,11 @@ extension PostgresStore {
             }
             self.init(client: client, schema: options["schema"], clock: clock)
             self.hosts = hosts
+            switch options["silent_connection_watch"] {
+            case nil, "on": break
+            case "off": watchesSilentConnections = false
+            default: throw invalid("has a silent_connection_watch that is neither on nor off")
+            }
             if let attributes = options["target_session_attrs"] {
                 guard let value = TargetSessionAttributes(rawValue: attributes) else {
                     throw invalid("has a target_session_attrs Herald does not support: use read-write or any")

@@ -305,12 +305,14 @@ public final class PostgresStore: Store, VersionedMigrations {
     func transaction<T: Sendable>(
         _ action: String, limited: Bool = true, _ body: @escaping @Sendable (Session) async throws -> T
     ) async throws -> T {
-        try await leased(action, limited: limited) { client, logger, lease in
+        let watchesSilence = configuration.watchesSilentConnections
+        return try await leased(action, limited: limited) { pool, logger, lease in
             // Leased first and BEGIN sent only once the lease counts as acquired: no statement runs on a task that is
             // being given up on (see leased).
-            try await client.withConnection { connection in
+            try await pool.client.withConnection { connection in
                 try lease.acquire(connection)
                 defer { lease.finished() }
+                if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
                 return try await connection.withTransaction(logger: logger) { connection in
                     try await body(Session(connection: connection, logger: logger, lease: lease))
                 }
@@ -322,10 +324,12 @@ public final class PostgresStore: Store, VersionedMigrations {
     func session<T: Sendable>(_ action: String, _ body: @escaping @Sendable (Session) async throws -> T)
         async throws -> T
     {
-        try await leased(action, limited: true) { client, logger, lease in
-            try await client.withConnection { connection in
+        let watchesSilence = configuration.watchesSilentConnections
+        return try await leased(action, limited: true) { pool, logger, lease in
+            try await pool.client.withConnection { connection in
                 try lease.acquire(connection)
                 defer { lease.finished() }
+                if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
                 return try await body(Session(connection: connection, logger: logger, lease: lease))
             }
         }
@@ -346,8 +350,8 @@ public final class PostgresStore: Store, VersionedMigrations {
     private func probe(every interval: Duration) async {
         while (try? await Task.sleep(for: interval)) != nil {
             guard availability.needsProbe(every: interval) else { continue }
-            _ = try? await leased("check that the database answers", limited: true, probing: true) { client, logger, lease in
-                try await client.withConnection { connection in
+            _ = try? await leased("check that the database answers", limited: true, probing: true) { pool, logger, lease in
+                try await pool.client.withConnection { connection in
                     try lease.acquire(connection)
                     defer { lease.finished() }
                     try await connection.execute(SQLStatement(.postgres, "SELECT 1"), logger: logger)
@@ -375,7 +379,7 @@ public final class PostgresStore: Store, VersionedMigrations {
     /// is away (``DatabaseAvailability``) both waits are ``Configuration/awayTimeout`` at most.
     private func leased<T: Sendable>(
         _ action: String, limited: Bool, probing: Bool = false,
-        _ operation: @escaping @Sendable (PostgresClient, Logger, LeaseState) async throws -> T
+        _ operation: @escaping @Sendable (DatabaseHosts.Pool, Logger, LeaseState) async throws -> T
     ) async throws -> T {
         try ensureOpen()
         operations.begin()
@@ -398,7 +402,7 @@ public final class PostgresStore: Store, VersionedMigrations {
         // Past its limit the operation's connection is closed, and its caller answered at once: postgres-nio may never
         // answer a statement whose connection closed under it.
         let lease = LeaseState(limit: limit, deadlines: deadlines) {
-            answer.fulfil(.failure(LeaseState.GivenUp.ranOutOfTime))
+            _ = answer.fulfil(.failure(LeaseState.GivenUp.ranOutOfTime))
         }
         Task {
             do {
@@ -406,7 +410,7 @@ public final class PostgresStore: Store, VersionedMigrations {
                 let pool = await databaseHosts.current()
                 pool.operations.begin()
                 defer { pool.operations.end() }
-                answer.fulfil(.success(try await operation(pool.client, logger, lease)))
+                answer.fulfil(.success(try await operation(pool, logger, lease)))
             } catch {
                 answer.fulfil(.failure(error))
             }
@@ -433,7 +437,12 @@ public final class PostgresStore: Store, VersionedMigrations {
             )
         } catch {
             let mapped: any Error =
-                lease.ranOutOfTime || error as? LeaseState.GivenUp == .ranOutOfTime
+                lease.foundSilent
+                ? StoreError(
+                    .timedOut,
+                    "PostgreSQL could not \(action): its connection went silent (the database had been waiting for Herald's next message while Herald waited for its answer: the network between them drops the connection's packets), so Herald closed it after \(Self.seconds(ContinuousClock.now - started)) s. Try again: a new connection works.",
+                    underlying: error)
+                : lease.ranOutOfTime || error as? LeaseState.GivenUp == .ranOutOfTime
                 ? StoreError(
                     .timedOut,
                     "PostgreSQL could not \(action): no answer after \(Self.seconds(ContinuousClock.now - started)) s (the limit is \(limit ?? timeout), 1 s once the database is found away), so Herald closed the connection. The database or the network to it is stalled.",
@@ -553,9 +562,16 @@ final class LeaseState: Sendable {
         var callerCode: [Int: @Sendable () -> Void] = [:]
         var nextCallerCode = 0
         var connection: PostgresConnection?
-        /// The operation's deadline while it runs its statements (not while the caller's own code runs).
+        /// The operation's deadline while it runs its statements (not while the caller's own code runs), and when.
         var deadline: Int?
+        var deadlineAt: ContinuousClock.Instant?
         var ranOutOfTime = false
+        /// The connection's backend process, once known (``watch(_:in:logger:)``), how to look at it, and the look
+        /// scheduled.
+        var pid: Int32?
+        var lookAt: (@Sendable (Int32) async -> Bool)?
+        var look: Int?
+        var foundSilent = false
     }
 
     private let state = Mutex(State())
@@ -565,11 +581,52 @@ final class LeaseState: Sendable {
 
     private let expired: @Sendable () -> Void
 
-    /// - Parameter expired: Called once the operation ran past `limit` (after its connection was closed).
+    /// - Parameter expired: Called once the operation ran past `limit`, or its connection was found silent (after its
+    ///   connection was closed).
     init(limit: Duration?, deadlines: AcquireDeadlines, expired: @escaping @Sendable () -> Void) {
         self.limit = limit
         self.deadlines = deadlines
         self.expired = expired
+    }
+
+    /// Watches the connection for silence while the operation's statements run (``SilentConnectionWatch``): learns its
+    /// backend process (asked once per connection), which the pool's watcher looks at.
+    func watch(_ connection: PostgresConnection, in pool: DatabaseHosts.Pool, logger: Logger) async throws {
+        guard limit != nil else { return }
+        let pid = try await pool.watch.backends.pid(of: connection, logger: logger)
+        state.withLock { state in
+            state.pid = pid
+            state.lookAt = { [watch = pool.watch] pid in await watch.isSilent(pid, logger: logger) }
+        }
+        scheduleLook()
+    }
+
+    /// Whether the operation's connection was closed because its path went silent.
+    var foundSilent: Bool { state.withLock { $0.foundSilent } }
+
+    private func scheduleLook() {
+        let deadlines = self.deadlines
+        state.withLock { state in
+            guard state.pid != nil, state.deadline != nil, state.look == nil else { return }
+            state.look = deadlines.add(.now + SilentConnectionWatch.firstLook) { [weak self] in self?.lookNow() }
+        }
+    }
+
+    private func lookNow() {
+        let (pid, look) = state.withLock { state -> (Int32?, (@Sendable (Int32) async -> Bool)?) in
+            state.look = nil
+            return state.deadline == nil ? (nil, nil) : (state.pid, state.lookAt)
+        }
+        guard let pid, let look else { return }
+        Task {
+            let silent = await look(pid)
+            let stillWaiting = state.withLock { state in
+                guard silent, state.deadline != nil, state.connection != nil else { return false }
+                state.foundSilent = true
+                return true
+            }
+            if stillWaiting { expire() } else { scheduleLook() }
+        }
     }
 
     /// Called by the operation once it has its connection; its time limit starts.
@@ -595,19 +652,33 @@ final class LeaseState: Sendable {
     /// Whether the operation ran past its time limit, and its connection was closed under it.
     var ranOutOfTime: Bool { state.withLock { $0.ranOutOfTime } }
 
+    /// How long an operation with a time limit may still run once its caller was cancelled (a shutdown, a request
+    /// given up): its answer is no longer wanted, and on a path gone silent its full limit would hold the stop.
+    static let limitOnceCancelled: Duration = .seconds(1)
+
     private func startClock() {
-        guard let limit else { return }
-        let id = deadlines.add(.now + limit, operation: true) { [weak self] in self?.expire() }
-        state.withLock { $0.deadline = id }
+        guard var limit else { return }
+        if isCallerCancelled { limit = min(limit, Self.limitOnceCancelled) }
+        let at = ContinuousClock.now + limit
+        let id = deadlines.add(at, operation: true) { [weak self] in self?.expire() }
+        state.withLock { state in
+            state.deadline = id
+            state.deadlineAt = at
+        }
+        scheduleLook()
     }
 
     private func stopClock() {
-        if let id = state.withLock({ state -> Int? in
-            defer { state.deadline = nil }
-            return state.deadline
-        }) {
-            deadlines.remove(id)
+        let (deadline, look) = state.withLock { state -> (Int?, Int?) in
+            defer {
+                state.deadline = nil
+                state.deadlineAt = nil
+                state.look = nil
+            }
+            return (state.deadline, state.look)
         }
+        if let deadline { deadlines.remove(deadline) }
+        if let look { deadlines.remove(look) }
     }
 
     /// The limit passed: the connection is closed, which fails the statement waiting on it (a silent path never
@@ -615,6 +686,7 @@ final class LeaseState: Sendable {
     private func expire() {
         let connection = state.withLock { state -> PostgresConnection? in
             state.deadline = nil
+            state.deadlineAt = nil
             state.ranOutOfTime = true
             return state.connection
         }
@@ -637,10 +709,20 @@ final class LeaseState: Sendable {
     /// Whether the caller was cancelled: long work under one lease (the migrations) stops between its statements.
     var isCallerCancelled: Bool { state.withLock { $0.callerCancelled } }
 
-    /// The caller was cancelled: cancels the caller's code running under the lease, now and from now on.
+    /// The caller was cancelled: cancels the caller's code running under the lease, now and from now on, and gives the
+    /// statements running at most ``limitOnceCancelled`` more.
     func callerCancelled() {
+        let deadlines = self.deadlines
         let cancels = state.withLock { state in
             state.callerCancelled = true
+            // Only while the statements run (the clock is stopped while the caller's own code runs): moved in one
+            // step, so that the operation's end cannot come between and leave a deadline behind.
+            let latest = ContinuousClock.now + Self.limitOnceCancelled
+            if let id = state.deadline, let at = state.deadlineAt, at > latest {
+                deadlines.remove(id)
+                state.deadline = deadlines.add(latest, operation: true) { [weak self] in self?.expire() }
+                state.deadlineAt = latest
+            }
             return Array(state.callerCode.values)
         }
         for cancel in cancels { cancel() }

@@ -70,7 +70,7 @@ public final class PostgresReplicaPair: Sendable {
             "postgres", "-c", "CREATE ROLE herald LOGIN", "-c", "CREATE DATABASE herald_test OWNER herald")
         try await run(
             "pg_basebackup", "-h", "127.0.0.1", "-p", "\(primaryPort)", "-U", "postgres", "-D", standby, "-R", "-X",
-            "stream", "--no-sync")
+            "stream", "--no-sync", "--checkpoint=fast")
         try await start(standby, port: standbyPort)
     }
 

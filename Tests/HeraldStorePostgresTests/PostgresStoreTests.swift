@@ -175,6 +175,8 @@ struct PostgresStoreTests {
         let slow = try PostgresStore.Configuration(url: "postgresql://herald@db.internal/herald?query_timeout=600")
         #expect(slow.operationTimeout == .seconds(600))
         #expect(defaults.hosts == [.init("db.internal")] && defaults.targetSessionAttributes == .readWrite)
+        #expect(defaults.watchesSilentConnections)
+        #expect(try !PostgresStore.Configuration(url: "postgresql://h@db/x?silent_connection_watch=off").watchesSilentConnections)
     }
 
     @Test("a URL names a primary and its standbys as libpq takes them: in the authority, or host= and port= options")
@@ -204,7 +206,7 @@ struct PostgresStoreTests {
             "postgres://u:hunter2@h/db?connect_timeout=soon", "postgres://u:hunter2@h/db?query_timeout=0",
             "postgres://u:hunter2@h/db?query_timeout=forever", "postgres://u:hunter2@h1,,h2/db",
             "postgres://u:hunter2@h1:99999,h2/db", "postgres://u:hunter2@h1,h2:x/db",
-            "postgres://u:hunter2@/db?host=a,b&port=1,2,3", "postgres://u:hunter2@h1,h2/db?target_session_attrs=primary",
+            "postgres://u:hunter2@/db?host=a,b&port=1,2,3", "postgres://u:hunter2@h/db?silent_connection_watch=maybe", "postgres://u:hunter2@h1,h2/db?target_session_attrs=primary",
         ])
     func badURL(url: String) {
         let error = #expect(throws: StoreError.self) { try PostgresStore.Configuration(url: url) }

@@ -1,0 +1,115 @@
+import HeraldCore
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// Notices a pooled connection whose path went silent (a NAT or load balancer that lost its state drops its packets
+/// both ways, without a reset) within seconds rather than at the operation's time limit.
+///
+/// An operation that has waited ``firstLook`` for its answer is looked up from another connection in
+/// `pg_stat_activity`, by its connection's backend process: a backend that is gone, or that has been idle for
+/// ``idleBeforeSilent`` — PostgreSQL waits for Herald's next message while Herald waits for PostgreSQL's answer — means
+/// the messages are lost on the way, and the connection is closed (the operation fails with `timedOut`). A backend
+/// still running the statement is a slow statement, left to its limit, and looked at again. New connections still
+/// work, so the database is not away: only the operations on dead connections fail, each within seconds.
+final class SilentConnectionWatch: Sendable {
+    /// The watcher's own pool of one connection: a pool whose every connection is stuck still gets its answer.
+    let client: PostgresClient
+    /// The backend process of each connection of the watched pool.
+    let backends = Backends()
+
+    init(configuration: PostgresClient.Configuration, logger: Logger) {
+        var own = configuration
+        own.options.minimumConnections = 0
+        own.options.maximumConnections = 1
+        own.options.connectTimeout = Self.lookTimeout
+        own.options.keepAliveBehavior = nil
+        client = PostgresClient(configuration: own, backgroundLogger: logger)
+    }
+
+    /// The most a look waits for its connection and its answer: past it, the look closes its own connection (its path
+    /// may be silent too: a partition, which the store's probe notices) and tells nothing.
+    static let lookTimeout: Duration = .seconds(2)
+
+    /// Whether the backend process `pid` waits for Herald (gone, or idle for ``idleBeforeSilent``); `false` when the
+    /// look gets no answer within ``lookTimeout``.
+    func isSilent(_ pid: Int32, logger: Logger) async -> Bool {
+        await Self.answer(from: client, within: Self.lookTimeout) { connection in
+            let rows = try await connection.query(Self.lookStatement(pid: pid), logger: logger).collect()
+            guard let row = rows.first else { return true }
+            let (state, idle) = try row.decode((String?, Double?).self, context: .default)
+            return Self.isSilent(state: state, idleSeconds: idle)
+        } ?? false
+    }
+
+    /// Runs `body` on a connection of `client` and returns its answer, or `nil` when it fails or has none within
+    /// `limit`: its connection is then closed, since a statement on a silent path is never answered, and the work left
+    /// behind ends with it.
+    static func answer<T: Sendable>(
+        from client: PostgresClient, within limit: Duration,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async -> T? {
+        let answer = OneShot<T?>()
+        let used = LookConnection()
+        Task {
+            let value = try? await client.withConnection { connection in
+                used.connection.withLock { $0 = connection }
+                defer { used.connection.withLock { $0 = nil } }
+                return try await body(connection)
+            }
+            _ = answer.fulfil(value)
+        }
+        let timer = Task {
+            try await Task.sleep(for: limit)
+            if answer.fulfil(nil), let connection = used.connection.withLock({ $0 }) {
+                let closing: EventLoopFuture<Void> = connection.close()
+                _ = closing
+            }
+        }
+        defer { timer.cancel() }
+        return await answer.waitEvenIfCancelled()
+    }
+
+    /// When an operation waiting for its answer is first looked at, and then again.
+    static let firstLook: Duration = .seconds(3)
+    /// How long a backend must have been idle while its operation waits for the connection to count as silent:
+    /// longer than Herald's code takes between two statements of a transaction, even on a loaded machine.
+    static let idleBeforeSilent = 2.5
+
+    /// The watcher's connection while a look runs on it.
+    private final class LookConnection: Sendable {
+        let connection = Mutex<PostgresConnection?>(nil)
+    }
+
+    /// The backend process of each connection of a pool, asked once per connection.
+    final class Backends: Sendable {
+        private let pids = Mutex<[PostgresConnection.ID: Int32]>([:])
+
+        func pid(of connection: PostgresConnection, logger: Logger) async throws -> Int32 {
+            if let pid = pids.withLock({ $0[connection.id] }) { return pid }
+            let rows = try await connection.query("SELECT pg_backend_pid()", logger: logger).collect()
+            let pid = try rows.first?.decode(Int32.self, context: .default) ?? 0
+            pids.withLock { pids in
+                // Connections come and go over days: the cache stays small.
+                if pids.count >= 4_096 { pids.removeAll() }
+                pids[connection.id] = pid
+            }
+            return pid
+        }
+    }
+
+    /// The statement that tells whether a backend waits for its client: gone (no row), or idle for so many seconds.
+    static func lookStatement(pid: Int32) -> PostgresQuery {
+        """
+        SELECT state, extract(epoch FROM clock_timestamp() - state_change)::float8 \
+        FROM pg_stat_activity WHERE pid = \(pid)
+        """
+    }
+
+    /// Whether a row of ``lookStatement(pid:)`` (or its absence) says the connection is silent.
+    static func isSilent(state: String?, idleSeconds: Double?) -> Bool {
+        guard let state else { return true }
+        return state.hasPrefix("idle") && (idleSeconds ?? 0) >= idleBeforeSilent
+    }
+}
