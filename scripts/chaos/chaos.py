@@ -351,8 +351,6 @@ class Run:
             status, record, _ = http("GET", f"http://127.0.0.1:{self.port}/api/sends/{send_id}?limit=1", timeout=5)
             if status == 200 and record.get("status") in ("completed", "failed", "cancelled"):
                 break
-            if resumed is not None and accepted_at_heal >= devices:
-                pass
             time.sleep(0.1)
         if resumed is None and accepted_at_heal >= devices:
             resumed = 0.0
