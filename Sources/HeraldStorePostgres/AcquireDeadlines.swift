@@ -11,6 +11,8 @@ import Synchronization
 final class AcquireDeadlines: Sendable {
     private struct Entry {
         let deadline: ContinuousClock.Instant
+        /// Whether it limits an operation that has its connection (rather than a wait for one).
+        let operation: Bool
         let expire: @Sendable () -> Void
     }
 
@@ -36,7 +38,7 @@ final class AcquireDeadlines: Sendable {
     {
         let (id, first, earlier) = state.withLock { state in
             defer { state.nextID += 1 }
-            state.entries[state.nextID] = Entry(deadline: deadline, expire: expire)
+            state.entries[state.nextID] = Entry(deadline: deadline, operation: operation, expire: expire)
             return (state.nextID, state.entries.count == 1, state.sleepingUntil.map { deadline < $0 } ?? false)
         }
         if first { added.push(()) }
@@ -46,15 +48,17 @@ final class AcquireDeadlines: Sendable {
         return id
     }
 
-    /// Brings every deadline to at most `limit` from now: the database went away, and the operations waiting on it
-    /// must fail within that, not within their own limits.
-    func tighten(to limit: Duration) {
-        let latest = ContinuousClock.now + limit
+    /// Brings every deadline to at most `limit` from now (`operationLimit` for operations that have their connection):
+    /// the database went away, and the operations waiting on it must fail within that, not within their own limits.
+    func tighten(to limit: Duration, operationsTo operationLimit: Duration? = nil) {
+        let now = ContinuousClock.now
+        let (latest, latestOperation) = (now + limit, now + (operationLimit ?? limit))
         let changed = state.withLock { state -> Bool in
             var changed = false
-            if let until = state.sleepingUntil, until > latest { changed = true }
-            for (id, entry) in state.entries where entry.deadline > latest {
-                state.entries[id] = Entry(deadline: latest, expire: entry.expire)
+            for (id, entry) in state.entries {
+                let bound = entry.operation ? latestOperation : latest
+                guard entry.deadline > bound else { continue }
+                state.entries[id] = Entry(deadline: bound, operation: entry.operation, expire: entry.expire)
                 changed = true
             }
             return changed

@@ -8,8 +8,8 @@ import Synchronization
 /// Like libpq with `target_session_attrs`, the pool uses the first host in the list that accepts a connection (and,
 /// for `read-write`, writes: `SHOW transaction_read_only` answers `off`). It stays on that host while it answers:
 /// a primary that comes back writable after a failover (split brain) does not win the pool back. When the host in use
-/// goes away or refuses writes, the hosts are tried again, in order, every probe interval; a standby promoted by a
-/// failover is found within about a second of its promotion, and the operations then go to a new pool on it. The old
+/// goes away or refuses writes, the hosts are tried again, in order, every ``lookInterval`` (a host refusing TCP
+/// connections is passed over at once); a standby promoted by a failover is found within half a second of its promotion, and the operations then go to a new pool on it. The old
 /// pool stops once its operations have ended (they fail fast: their host is away).
 final class DatabaseHosts: Sendable {
     /// A pool on one host.
@@ -17,33 +17,38 @@ final class DatabaseHosts: Sendable {
         /// `nil` for the one host of a single-host configuration.
         let host: PostgresStore.Configuration.Host?
         let client: PostgresClient
+        /// What `client` was made with: a pool renewed on the same host gets the same.
+        let configuration: PostgresClient.Configuration
         /// The operations using the pool: it stops once there are none.
         let operations = InFlightOperations()
         /// Looks at its connections' backends from a connection of its own (``SilentConnectionWatch``).
         let watch: SilentConnectionWatch
+        /// Tells whether the host answers at all, from a connection of its own (``DatabasePulse``).
+        let pulse: DatabasePulse
+        /// When it was made: a pool made while the database was away has nothing to renew on its return.
+        let made = ContinuousClock.now
         private let task = Mutex<Task<Void, Never>?>(nil)
 
+        /// - Parameter endpoint: The host `configuration` connects to, when known.
         init(
-            host: PostgresStore.Configuration.Host?, client: PostgresClient, configuration: PostgresClient.Configuration,
-            logger: Logger
+            host: PostgresStore.Configuration.Host?, endpoint: PostgresStore.Configuration.Host?,
+            configuration: PostgresClient.Configuration, logger: Logger
         ) {
             self.host = host
-            self.client = client
+            self.configuration = configuration
+            self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
             self.watch = SilentConnectionWatch(configuration: configuration, logger: logger)
+            self.pulse = DatabasePulse(configuration: configuration, endpoint: endpoint, logger: logger)
         }
 
         /// Runs the pool in a task of its own (see ``PostgresStore/run()`` for why detached).
         func start() {
-            let (client, watcher) = (self.client, watch.client)
+            let client = self.client
             task.withLock { task in
                 guard task == nil else { return }
-                task = Task.detached {
-                    await withDiscardingTaskGroup { group in
-                        group.addTask { await client.run() }
-                        group.addTask { await watcher.run() }
-                    }
-                }
+                task = Task.detached { await client.run() }
             }
+            pulse.start()
         }
 
         /// Stops the pool and waits for it, `limit` at most: postgres-nio closes each connection politely (a
@@ -52,6 +57,8 @@ final class DatabaseHosts: Sendable {
         /// - Returns: Whether the pool stopped within `limit`.
         @discardableResult
         func stop(within limit: Duration = .seconds(2)) async -> Bool {
+            pulse.stop()
+            watch.stop()
             guard let running = task.withLock({ $0 }) else { return true }
             running.cancel()
             let stopped = OneShot<Bool>()
@@ -88,10 +95,16 @@ final class DatabaseHosts: Sendable {
     /// Which host the pool uses.
     private let events: Logger
 
+    /// How often the hosts are looked at again while the one in use is away or refused a write: a promoted standby is
+    /// used within this of its promotion (a host that refuses connections is passed over at once).
+    static let lookInterval: Duration = .milliseconds(250)
+
     /// The most a host check waits for its connection, and then for its answer.
     static let checkTimeout: Duration = .seconds(2)
 
-    /// - Parameter base: The pool's configuration; each host's pool connects to that host with everything else the same.
+    /// - Parameters:
+    ///   - base: The pool's configuration; each host's pool connects to that host with everything else the same.
+    ///   - hosts: The hosts of the URL; several to choose from, one (the host `base` connects to), or none (not known).
     init(
         base: PostgresClient.Configuration, hosts: [PostgresStore.Configuration.Host],
         attributes: PostgresStore.Configuration.TargetSessionAttributes, logger: Logger, events: Logger
@@ -102,8 +115,7 @@ final class DatabaseHosts: Sendable {
         self.attributes = attributes
         self.logger = logger
         let first = Pool(
-            host: self.hosts.first, client: PostgresClient(configuration: base, backgroundLogger: logger),
-            configuration: base, logger: logger)
+            host: self.hosts.first, endpoint: hosts.first, configuration: base, logger: logger)
         state = Mutex(State(current: first))
         chosen = WatchedState(self.hosts.isEmpty, readyWhen: { $0 })
     }
@@ -171,26 +183,48 @@ final class DatabaseHosts: Sendable {
     }
 
     private func move(to host: PostgresStore.Configuration.Host) {
-        let configuration = Self.configuration(base, on: host)
-        let pool = Pool(
-            host: host, client: PostgresClient(configuration: configuration, backgroundLogger: logger),
-            configuration: configuration, logger: logger)
+        let old = replace(
+            with: Pool(host: host, endpoint: host, configuration: Self.configuration(base, on: host), logger: logger))
+        events.notice(
+            "The database moved: Herald now uses \(host)\(old?.host.map { " instead of \($0)" } ?? "")\(attributes == .readWrite ? ", the host that accepts writes" : "").")
+    }
+
+    /// Replaces the pool in use by a new pool on the same host (the database came back: see
+    /// ``PostgresStore``'s `foundBack(after:)`).
+    /// - Returns: Whether it was replaced: not when it was made after `instant` (a move to another host, meanwhile).
+    func renewCurrent(ifMadeBefore instant: ContinuousClock.Instant) -> Bool {
+        let pool = state.withLock { $0.current }
+        guard pool.made < instant else { return false }
+        return replace(
+            with: Pool(host: pool.host, endpoint: pool.pulse.endpoint, configuration: pool.configuration, logger: logger),
+            ifCurrent: pool) != nil
+    }
+
+    /// Puts `pool` in use (unless the one in use is not `expected`); the one it replaces stops once its operations
+    /// have ended.
+    /// - Returns: The pool replaced; `nil` when `pool` was not put in use.
+    @discardableResult
+    private func replace(with pool: Pool, ifCurrent expected: Pool? = nil) -> Pool? {
         pool.start()
-        let old = state.withLock { state -> Pool in
+        let replaced = state.withLock { state -> Pool? in
+            guard expected.map({ $0 === state.current }) ?? true else { return nil }
             defer {
                 state.retired.append(state.current)
                 state.current = pool
             }
             return state.current
         }
-        events.notice(
-            "The database moved: Herald now uses \(host)\(old.host.map { " instead of \($0)" } ?? "")\(attributes == .readWrite ? ", the host that accepts writes" : "").")
+        guard let old = replaced else {
+            Task { await pool.stop() }
+            return nil
+        }
         Task {
-            // The operations on the old host fail fast (it is away or refuses writes); then its pool stops.
+            // The operations on the old pool fail fast (its host is away or refuses writes); then it stops.
             _ = await old.operations.drained(within: .seconds(60))
             await old.stop()
             state.withLock { state in state.retired.removeAll { $0 === old } }
         }
+        return old
     }
 
     static func configuration(_ base: PostgresClient.Configuration, on host: PostgresStore.Configuration.Host)
@@ -217,7 +251,11 @@ final class DatabaseHosts: Sendable {
         configuration.options.keepAliveBehavior = nil
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let pool = Task.detached { await client.run() }
-        let suits = await SilentConnectionWatch.answer(from: client, within: checkTimeout * 2) { connection in
+        // A host that refuses TCP connections is down: postgres-nio's pool would keep trying it for the whole limit.
+        let suits = await SilentConnectionWatch.answer(
+            from: client, connectingWithin: checkTimeout, answeringWithin: checkTimeout,
+            unlessGivenUp: { await DatabasePulse.refuses(host) }
+        ) { connection in
             let rows = try await connection.query("SHOW transaction_read_only", logger: logger).collect()
             let readOnly = try rows.first?.decode(String.self, context: .default)
             return attributes == .any || readOnly == "off"

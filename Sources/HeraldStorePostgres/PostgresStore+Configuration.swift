@@ -22,13 +22,15 @@ extension PostgresStore {
         /// balancer that lost its state) never answers, and TCP alone would take a quarter of an hour to say so.
         /// Migrations have no limit. Default 30 seconds (URL option `query_timeout`).
         public var operationTimeout: Duration = .seconds(30)
-        /// While the database is away (an operation lost its connection, or the health probe got no answer), the most
-        /// an operation waits for a connection, and then for its answer: requests fail within this rather than
+        /// While the database is away (an operation lost its connection, or the pulse got no answer), the most an
+        /// operation waits for a connection, and then for its answer: requests fail within this rather than
         /// ``acquireTimeout`` and ``operationTimeout``, and the first that succeeds ends the state. Default 1 second.
         public var awayTimeout: Duration = .seconds(1)
-        /// How often the store checks that the database answers, with `SELECT 1` (a connection within
-        /// ``awayTimeout``, its answer within 5 seconds): a path that went silent is noticed within about 6 seconds,
-        /// without waiting for an operation's own timeout. Default 1 second; `nil` never checks.
+        /// How often the store checks that the database answers when nothing else happens: `SELECT 1` on a connection
+        /// of its own, 1 second for its answer. The same check runs as soon as an operation has waited 0.3 s with no
+        /// statement answered meanwhile, so that a database gone silent (a partition, a stopped server) fails the
+        /// operations waiting on it within about 1.5 seconds, and every 0.1 s while the database is away, so that its
+        /// return is used at once (``DatabasePulse``). Default 1 second; `nil` never checks.
         public var probeInterval: Duration? = .seconds(1)
         /// Whether an operation that has waited 3 seconds for its answer is looked up in `pg_stat_activity` (from a
         /// connection of its own), so that a connection whose path went silent is closed within seconds rather than at

@@ -60,6 +60,23 @@ public final class PostgresStore: Store, VersionedMigrations {
     private let deadlines = AcquireDeadlines()
     /// Whether the database is away now: operations then fail within ``Configuration/awayTimeout``.
     let availability = DatabaseAvailability()
+    /// What the pulse found so far; tests wait on it.
+    package let pulseStatistics = WatchedState(PulseStatistics(), readyWhen: { _ in true })
+
+    /// What ``pulse(idle:)`` found.
+    package struct PulseStatistics: Sendable {
+        /// Asks that got no answer.
+        package var unanswered = 0
+        /// Times the database was found away, by the pulse or by an operation.
+        package var foundAway = 0
+        /// Times it was found back.
+        package var foundBack = 0
+        /// Pools replaced by a new one on the database's return.
+        package var renewedPools = 0
+    }
+
+    /// Whether the database is away now (``DatabaseAvailability``).
+    package var isDatabaseAway: Bool { availability.isAway }
 
     /// The first key of `pg_advisory_xact_lock(int, int)` for migrations: the bytes of "hrld". The second is the
     /// schema's `hashtext`, so instances migrating one schema wait for each other, and other schemas do not wait.
@@ -134,11 +151,11 @@ public final class PostgresStore: Store, VersionedMigrations {
                     storeOne: { try await self.storeFinishedSend($0) })
             }
             if let interval = configuration.probeInterval {
-                group.addTask { await self.probe(every: interval) }
+                group.addTask { await self.pulse(idle: interval) }
             }
             if databaseHosts.choosesHosts {
                 group.addTask {
-                    await self.databaseHosts.follow(every: self.configuration.probeInterval ?? .seconds(1)) {
+                    await self.databaseHosts.follow(every: DatabaseHosts.lookInterval) {
                         self.availability.isAway
                     }
                 }
@@ -250,6 +267,8 @@ public final class PostgresStore: Store, VersionedMigrations {
         let logger: Logger
         /// The lease this session runs under: ``whileCallerWaits(_:)`` runs code the caller may cancel.
         let lease: LeaseState
+        /// Told of every statement answered.
+        let availability: DatabaseAvailability
 
         /// Runs `body` (the caller's code, such as the work done under an instance lock) so that the caller's
         /// cancellation reaches it, unlike the session's statements.
@@ -265,27 +284,30 @@ public final class PostgresStore: Store, VersionedMigrations {
 
         func rows(_ statement: SQLStatement) async throws -> [PostgresRandomAccessRow] {
             try ensureConnected()
-            return try await connection.rows(statement, logger: logger)
+            let rows = try await connection.rows(statement, logger: logger)
+            availability.heard()
+            return rows
         }
 
         func rows(_ statement: SQLArrayStatement) async throws -> [PostgresRandomAccessRow] {
             try ensureConnected()
-            return try await connection.rows(statement, logger: logger)
+            let rows = try await connection.rows(statement, logger: logger)
+            availability.heard()
+            return rows
         }
 
         func rows(_ sql: String) async throws -> [PostgresRandomAccessRow] {
-            try ensureConnected()
-            return try await connection.rows(SQLStatement(.postgres, sql), logger: logger)
+            try await rows(SQLStatement(.postgres, sql))
         }
 
         func execute(_ statement: SQLStatement) async throws {
             try ensureConnected()
             try await connection.execute(statement, logger: logger)
+            availability.heard()
         }
 
         func execute(_ sql: String) async throws {
-            try ensureConnected()
-            try await connection.execute(SQLStatement(.postgres, sql), logger: logger)
+            try await execute(SQLStatement(.postgres, sql))
         }
 
         /// Whether the connection is still open. A session held for long (an instance's lock, a `LISTEN`) outlives
@@ -314,7 +336,7 @@ public final class PostgresStore: Store, VersionedMigrations {
                 defer { lease.finished() }
                 if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
                 return try await connection.withTransaction(logger: logger) { connection in
-                    try await body(Session(connection: connection, logger: logger, lease: lease))
+                    try await body(Session(connection: connection, logger: logger, lease: lease, availability: self.availability))
                 }
             }
         }
@@ -330,7 +352,7 @@ public final class PostgresStore: Store, VersionedMigrations {
                 try lease.acquire(connection)
                 defer { lease.finished() }
                 if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
-                return try await body(Session(connection: connection, logger: logger, lease: lease))
+                return try await body(Session(connection: connection, logger: logger, lease: lease, availability: self.availability))
             }
         }
     }
@@ -341,23 +363,61 @@ public final class PostgresStore: Store, VersionedMigrations {
         return String(format: "%.1f", Double(seconds) + Double(attoseconds) / 1e18)
     }
 
-    /// How long the health probe waits for `SELECT 1` to answer.
-    static let probeTimeout: Duration = .seconds(5)
-
-    /// Checks that the database answers, every `interval` in which nothing else got an answer, so that a path gone
-    /// silent is noticed before an operation's own time limit, and the database's return at once
-    /// (``DatabaseAvailability``).
-    private func probe(every interval: Duration) async {
-        while (try? await Task.sleep(for: interval)) != nil {
-            guard availability.needsProbe(every: interval) else { continue }
-            _ = try? await leased("check that the database answers", limited: true, probing: true) { pool, logger, lease in
-                try await pool.client.withConnection { connection in
-                    try lease.acquire(connection)
-                    defer { lease.finished() }
-                    try await connection.execute(SQLStatement(.postgres, "SELECT 1"), logger: logger)
-                }
+    /// Asks the database whether it answers (``DatabasePulse``) whenever an operation waits and nothing got an answer
+    /// for a moment, every `idle` when nothing happens at all, and every tick while it is away; finds it away when it
+    /// does not answer, and back when it does.
+    private func pulse(idle: Duration) async {
+        while (try? await Task.sleep(for: DatabasePulse.tick)) != nil {
+            // An operation whose limits were set before the database was found away, and which got its connection
+            // after, would otherwise wait its full limit.
+            if availability.isAway { deadlines.tighten(to: configuration.awayTimeout) }
+            guard
+                availability.needsPulse(
+                    operationsWaiting: !operations.isEmpty, quiet: DatabasePulse.quiet, idle: idle)
+            else { continue }
+            let pool = await databaseHosts.current()
+            let mark = availability.mark()
+            let asked = ContinuousClock.now
+            let answer = await pool.pulse.ask()
+            if answer == .answered {
+                if let awayFor = availability.answered(since: mark) { foundBack(after: awayFor) }
+                continue
+            }
+            pulseStatistics.update { $0.unanswered += 1 }
+            // Before the first answer a pool may still be opening its first connections, slowly on a loaded machine:
+            // only a server that refuses connections is away then.
+            guard availability.hasAnswered || answer == .refused else { continue }
+            // A statement answered meanwhile: the database is slow (a loaded machine), not away.
+            guard answer == .refused || !availability.heard(since: asked) else { continue }
+            if availability.lost() {
+                foundAway(
+                    answer == .refused
+                        ? "it refuses connections" : "SELECT 1 on a connection of its own got no answer within 1 s")
+                // The statements sent wait on a path that does not answer; a wait for a connection may only be slow.
+                deadlines.tighten(to: configuration.awayTimeout, operationsTo: .zero)
             }
         }
+    }
+
+    /// The database was found away, for `reason`.
+    private func foundAway(_ reason: String) {
+        pulseStatistics.update { $0.foundAway += 1 }
+        events.warning(
+            "The database is away (\(reason)): requests that need it answer 503 within a second until it is back; sends wait for it"
+        )
+    }
+
+    /// The database answered again, after `awayFor` away. The pool is replaced by a new one on the same host: its
+    /// connections may sit on a path gone silent, or on a server that restarted, and postgres-nio's pool waits longer
+    /// after each failed connection attempt (7 s after a 30-second outage, up to a minute), where a new pool connects
+    /// at once.
+    private func foundBack(after awayFor: Duration) {
+        let renewed = databaseHosts.renewCurrent(ifMadeBefore: .now - awayFor)
+        pulseStatistics.update { statistics in
+            statistics.foundBack += 1
+            if renewed { statistics.renewedPools += 1 }
+        }
+        events.notice("The database answers again, after \(Self.seconds(awayFor)) s away: going on")
     }
 
     /// Runs an operation that leases a connection, failing it when no connection comes within the acquire timeout.
@@ -378,7 +438,7 @@ public final class PostgresStore: Store, VersionedMigrations {
     /// connection is closed under it — a silent path never answers — and it fails with `.timedOut`. While the database
     /// is away (``DatabaseAvailability``) both waits are ``Configuration/awayTimeout`` at most.
     private func leased<T: Sendable>(
-        _ action: String, limited: Bool, probing: Bool = false,
+        _ action: String, limited: Bool,
         _ operation: @escaping @Sendable (DatabaseHosts.Pool, Logger, LeaseState) async throws -> T
     ) async throws -> T {
         try ensureOpen()
@@ -387,15 +447,11 @@ public final class PostgresStore: Store, VersionedMigrations {
         // Checked again once counted: run() may have stopped in between, and it stops the pool only when none is.
         try ensureOpen()
         let started = ContinuousClock.now
+        let mark = availability.mark()
         let away = availability.isAway
         let awayTimeout = configuration.awayTimeout
-        let timeout = away || probing ? min(configuration.acquireTimeout, awayTimeout) : configuration.acquireTimeout
-        // The probe waits a few seconds for its answer, however busy the database is: a probe that gave up on a slow
-        // answer would call the database away and cut every operation short.
-        let limit =
-            probing
-            ? Self.probeTimeout
-            : limited ? (away ? min(configuration.operationTimeout, awayTimeout) : configuration.operationTimeout) : nil
+        let timeout = away ? min(configuration.acquireTimeout, awayTimeout) : configuration.acquireTimeout
+        let limit = limited ? (away ? min(configuration.operationTimeout, awayTimeout) : configuration.operationTimeout) : nil
         let (databaseHosts, logger) = (self.databaseHosts, self.logger)
         // The first of the operation's result, the timeouts and the cancellation.
         let answer = OneShot<Result<T, any Error>>()
@@ -427,10 +483,9 @@ public final class PostgresStore: Store, VersionedMigrations {
         }
         do {
             let value = try result.get()
-            availability.answered()
+            if let awayFor = availability.answered(since: mark) { foundBack(after: awayFor) }
             return value
         } catch LeaseState.GivenUp.timedOut {
-            if probing, availability.probeGotNoConnection(quiet: Self.probeTimeout) { deadlines.tighten(to: awayTimeout) }
             throw StoreError(
                 .unavailable,
                 "PostgreSQL could not \(action): no connection within \(timeout). Check the database URL, that the server runs and accepts connections, or raise the pool size."
@@ -449,9 +504,11 @@ public final class PostgresStore: Store, VersionedMigrations {
                     underlying: error)
                 : Self.map(error, action)
             if let storeError = mapped as? StoreError, storeError.code == .readOnly { databaseHosts.refusedWrite() }
+            // One connection gone silent says nothing of the others: new connections work.
             if let storeError = mapped as? StoreError, [.unavailable, .timedOut, .commitUnknown].contains(storeError.code),
-                availability.lost()
+                !lease.foundSilent, availability.lost()
             {
+                foundAway("an operation could not \(action): \(storeError.code)")
                 deadlines.tighten(to: awayTimeout)
             }
             throw mapped
@@ -526,6 +583,8 @@ final class InFlightOperations: Sendable {
     func begin() { count.update { $0 += 1 } }
 
     func end() { count.update { $0 -= 1 } }
+
+    var isEmpty: Bool { count.value == 0 }
 
     /// Waits until no operation is in flight, at most `limit`; `false` when some still were.
     func drained(within limit: Duration) async -> Bool {

@@ -15,60 +15,114 @@ import Synchronization
 /// work, so the database is not away: only the operations on dead connections fail, each within seconds.
 final class SilentConnectionWatch: Sendable {
     /// The watcher's own pool of one connection: a pool whose every connection is stuck still gets its answer.
-    let client: PostgresClient
+    private let spare: SpareClient
     /// The backend process of each connection of the watched pool.
     let backends = Backends()
 
     init(configuration: PostgresClient.Configuration, logger: Logger) {
-        var own = configuration
-        own.options.minimumConnections = 0
-        own.options.maximumConnections = 1
-        own.options.connectTimeout = Self.lookTimeout
-        own.options.keepAliveBehavior = nil
-        client = PostgresClient(configuration: own, backgroundLogger: logger)
+        spare = SpareClient(
+            configuration: configuration, connectTimeout: Self.lookTimeout, keepsConnection: false, logger: logger)
     }
 
-    /// The most a look waits for its connection and its answer: past it, the look closes its own connection (its path
-    /// may be silent too: a partition, which the store's probe notices) and tells nothing.
+    /// Stops the watcher's connection.
+    func stop() { spare.replace() }
+
+    /// The most a look waits for its connection and its answer: past it, the look gives its connection up (its path
+    /// may be silent too; the next look connects anew, and the store's pulse finds a partition) and tells nothing.
     static let lookTimeout: Duration = .seconds(2)
 
     /// Whether the backend process `pid` waits for Herald (gone, or idle for ``idleBeforeSilent``); `false` when the
     /// look gets no answer within ``lookTimeout``.
     func isSilent(_ pid: Int32, logger: Logger) async -> Bool {
-        await Self.answer(from: client, within: Self.lookTimeout) { connection in
+        let silent = await Self.answer(
+            from: spare.client, connectingWithin: Self.lookTimeout, answeringWithin: Self.lookTimeout
+        ) { connection in
             let rows = try await connection.query(Self.lookStatement(pid: pid), logger: logger).collect()
             guard let row = rows.first else { return true }
             let (state, idle) = try row.decode((String?, Double?).self, context: .default)
             return Self.isSilent(state: state, idleSeconds: idle)
-        } ?? false
+        }
+        if silent == nil { spare.replace() }
+        return silent ?? false
     }
 
-    /// Runs `body` on a connection of `client` and returns its answer, or `nil` when it fails or has none within
-    /// `limit`: its connection is then closed, since a statement on a silent path is never answered, and the work left
-    /// behind ends with it.
+    /// Runs `body` on a connection of `client` and returns its answer, or `nil` when it fails, when no connection comes
+    /// within `connectLimit`, when `body` has no answer within `answerLimit` of getting its connection, or once
+    /// `giveUp` says so: the connection is then closed, since a statement on a silent path is never answered, and the
+    /// work left behind ends with it.
     static func answer<T: Sendable>(
-        from client: PostgresClient, within limit: Duration,
+        from client: PostgresClient, connectingWithin connectLimit: Duration, answeringWithin answerLimit: Duration,
+        unlessGivenUp giveUp: (@Sendable () async -> Bool)? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async -> T? {
         let answer = OneShot<T?>()
-        let used = LookConnection()
-        Task {
-            let value = try? await client.withConnection { connection in
-                used.connection.withLock { $0 = connection }
-                defer { used.connection.withLock { $0 = nil } }
-                return try await body(connection)
-            }
-            _ = answer.fulfil(value)
-        }
-        let timer = Task {
-            try await Task.sleep(for: limit)
-            if answer.fulfil(nil), let connection = used.connection.withLock({ $0 }) {
+        let attempt = Attempt()
+        @Sendable func giveUpNow() {
+            if answer.fulfil(nil), let connection = attempt.giveUp() {
                 let closing: EventLoopFuture<Void> = connection.close()
                 _ = closing
             }
         }
-        defer { timer.cancel() }
+        Task {
+            let value = try? await client.withConnection { connection -> T? in
+                // Given up on while it waited for its connection: nothing runs on it.
+                guard attempt.connected(connection) else { return nil }
+                let timer = Task {
+                    try await Task.sleep(for: answerLimit)
+                    giveUpNow()
+                }
+                defer { timer.cancel() }
+                return try await body(connection)
+            }
+            _ = answer.fulfil(value ?? nil)
+        }
+        let timers = Task {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    guard (try? await Task.sleep(for: connectLimit)) != nil, !attempt.hasConnected else { return }
+                    giveUpNow()
+                }
+                if let giveUp {
+                    group.addTask { if await giveUp() { giveUpNow() } }
+                }
+            }
+        }
+        defer { timers.cancel() }
         return await answer.waitEvenIfCancelled()
+    }
+
+    /// An ``answer(from:connectingWithin:answeringWithin:unlessGivenUp:_:)`` under way: its connection once it has
+    /// one, or that it was given up on first.
+    private final class Attempt: Sendable {
+        private enum Phase {
+            case waiting
+            case connected(PostgresConnection)
+            case givenUp
+        }
+
+        private let phase = Mutex(Phase.waiting)
+
+        var hasConnected: Bool {
+            phase.withLock { if case .connected = $0 { true } else { false } }
+        }
+
+        /// The connection came; `false` when the attempt was given up on first.
+        func connected(_ connection: PostgresConnection) -> Bool {
+            phase.withLock { phase in
+                guard case .waiting = phase else { return false }
+                phase = .connected(connection)
+                return true
+            }
+        }
+
+        /// Gives the attempt up; returns its connection to close, if it has one.
+        func giveUp() -> PostgresConnection? {
+            phase.withLock { phase in
+                defer { phase = .givenUp }
+                if case .connected(let connection) = phase { return connection }
+                return nil
+            }
+        }
     }
 
     /// When an operation waiting for its answer is first looked at, and then again.
@@ -76,11 +130,6 @@ final class SilentConnectionWatch: Sendable {
     /// How long a backend must have been idle while its operation waits for the connection to count as silent:
     /// longer than Herald's code takes between two statements of a transaction, even on a loaded machine.
     static let idleBeforeSilent = 2.5
-
-    /// The watcher's connection while a look runs on it.
-    private final class LookConnection: Sendable {
-        let connection = Mutex<PostgresConnection?>(nil)
-    }
 
     /// The backend process of each connection of a pool, asked once per connection.
     final class Backends: Sendable {
