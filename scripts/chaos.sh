@@ -10,7 +10,8 @@
 #
 # DEVICES (50000), RATE (2500 a second), RUNS (10 per scenario). HERALD_BENCH_BINARY=/path/to/herald runs that build
 # instead of building this tree in release. Needs Debian's postgresql (each run makes its own clusters on 127.0.0.1)
-# and python3; run as root or as a user that may run PostgreSQL's programs.
+# and python3; run as root or as a user that may run PostgreSQL's programs. Runs split over several invocations make one
+# table: python3 scripts/chaos/chaos.py --table-from first.log second.log (their saved output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${HERALD_BENCH_BINARY:-}" ]; then

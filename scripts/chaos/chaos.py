@@ -405,14 +405,23 @@ class Run:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--herald", required=True, help="the herald binary (a release build)")
+    parser.add_argument("--herald", help="the herald binary (a release build)")
     parser.add_argument("--devices", type=int, default=50_000)
     parser.add_argument("--rate", type=int, default=2_500, help="the send's notifications per second")
     parser.add_argument("--runs", type=int, default=10, help="runs of each scenario")
     parser.add_argument("--fault-at", type=float, default=0.25, help="the share of the send sent when the fault starts")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder (logs) under /tmp")
+    parser.add_argument("--table-from", nargs="+", metavar="LOG",
+                        help="run nothing: print the table of the runs these earlier outputs logged (runs split "
+                             "over several invocations; give them the same --devices and --rate)")
     parser.add_argument("scenarios", nargs="*", default=["restart", "outage", "failover", "partition", "silent"])
     options = parser.parse_args()
+    if options.table_from:
+        rows = rows_logged(options.table_from)
+        print_table(rows, options)
+        return 0 if all(good(row) for row in rows) else 1
+    if not options.herald:
+        parser.error("--herald is required to run the scenarios")
     options.herald = os.path.abspath(options.herald)
     rows = []
     for scenario in options.scenarios:
@@ -435,6 +444,17 @@ def main():
             rows.append(result)
     print_table(rows, options)
     return 0 if all(good(row) for row in rows) else 1
+
+
+def rows_logged(paths):
+    """The result of every run that earlier outputs of this script logged (`==> {...}` lines), in order."""
+    rows = []
+    for path in paths:
+        with open(path) as file:
+            for line in file:
+                if line.startswith("==> {"):
+                    rows.append(json.loads(line[len("==> "):]))
+    return rows
 
 
 def good(row):
