@@ -9,11 +9,21 @@ import Synchronization
 /// nothing waiting it sleeps until something is added. It is woken early only by a deadline earlier than the one it
 /// sleeps until (the limits differ: a wait, an operation, the short ones while the database is away).
 final class AcquireDeadlines: Sendable {
+    /// Why a deadline's `expire` runs.
+    enum Expiry: Sendable {
+        /// It passed.
+        case passed
+        /// The operation's connection went silent: ``expireOperations(acquiredBefore:)``.
+        case pathSilent
+    }
+
     private struct Entry {
         let deadline: ContinuousClock.Instant
         /// Whether it limits an operation that has its connection (rather than a wait for one).
         let operation: Bool
-        let expire: @Sendable () -> Void
+        /// When it was added: for an operation, about when it got its connection.
+        let added: ContinuousClock.Instant
+        let expire: @Sendable (Expiry) -> Void
     }
 
     private struct State {
@@ -33,12 +43,13 @@ final class AcquireDeadlines: Sendable {
     /// - Parameter operation: Whether it is the time limit of an operation that has its connection, rather than of a
     ///   wait for one.
     /// - Returns: What to pass to ``remove(_:)``.
-    func add(_ deadline: ContinuousClock.Instant, operation: Bool = false, expire: @escaping @Sendable () -> Void)
-        -> Int
-    {
+    func add(
+        _ deadline: ContinuousClock.Instant, operation: Bool = false, expire: @escaping @Sendable (Expiry) -> Void
+    ) -> Int {
         let (id, first, earlier) = state.withLock { state in
             defer { state.nextID += 1 }
-            state.entries[state.nextID] = Entry(deadline: deadline, operation: operation, expire: expire)
+            state.entries[state.nextID] = Entry(
+                deadline: deadline, operation: operation, added: .now, expire: expire)
             return (state.nextID, state.entries.count == 1, state.sleepingUntil.map { deadline < $0 } ?? false)
         }
         if first { added.push(()) }
@@ -58,13 +69,25 @@ final class AcquireDeadlines: Sendable {
             for (id, entry) in state.entries {
                 let bound = entry.operation ? latestOperation : latest
                 guard entry.deadline > bound else { continue }
-                state.entries[id] = Entry(deadline: bound, operation: entry.operation, expire: entry.expire)
+                state.entries[id] = Entry(
+                    deadline: bound, operation: entry.operation, added: entry.added, expire: entry.expire)
                 changed = true
             }
             return changed
         }
         // The watch may sleep until a later deadline: wake it to sleep until this one.
         if changed { tightened.push(()) }
+    }
+
+    /// Expires at once the limits of the operations that got their connection before `instant`, as connections gone
+    /// silent: the pulse found that connections opened before then get no answer, where a new one does.
+    func expireOperations(acquiredBefore instant: ContinuousClock.Instant) {
+        let silent = state.withLock { state -> [Entry] in
+            let silent = state.entries.filter { $0.value.operation && $0.value.added < instant }
+            for id in silent.keys { state.entries.removeValue(forKey: id) }
+            return Array(silent.values)
+        }
+        for entry in silent { entry.expire(.pathSilent) }
     }
 
     /// Stops watching a deadline (its operation got a connection, or ended).
@@ -82,7 +105,7 @@ final class AcquireDeadlines: Sendable {
                 state.sleepingUntil = state.entries.values.lazy.map(\.deadline).min()
                 return (Array(passed.values), state.sleepingUntil)
             }
-            for entry in expired { entry.expire() }
+            for entry in expired { entry.expire(.passed) }
             if let next {
                 // Until the next deadline, or an earlier one added or tightened meanwhile.
                 await withTaskGroup(of: Void.self) { group in

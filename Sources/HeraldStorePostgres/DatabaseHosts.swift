@@ -25,6 +25,8 @@ final class DatabaseHosts: Sendable {
         let watch: SilentConnectionWatch
         /// Tells whether the host answers at all, from a connection of its own (``DatabasePulse``).
         let pulse: DatabasePulse
+        /// The connections Herald is closing under their operations.
+        let closing: ClosingConnections
         /// When it was made: a pool made while the database was away has nothing to renew on its return.
         let made = ContinuousClock.now
         private let task = Mutex<Task<Void, Never>?>(nil)
@@ -39,6 +41,7 @@ final class DatabaseHosts: Sendable {
             self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
             self.watch = SilentConnectionWatch(configuration: configuration, logger: logger)
             self.pulse = DatabasePulse(configuration: configuration, endpoint: endpoint, logger: logger)
+            self.closing = ClosingConnections(client: client)
         }
 
         /// Runs the pool in a task of its own (see ``PostgresStore/run()`` for why detached).
@@ -57,6 +60,7 @@ final class DatabaseHosts: Sendable {
         /// - Returns: Whether the pool stopped within `limit`.
         @discardableResult
         func stop(within limit: Duration = .seconds(2)) async -> Bool {
+            closing.stop()
             pulse.stop()
             watch.stop()
             guard let running = task.withLock({ $0 }) else { return true }
@@ -218,6 +222,8 @@ final class DatabaseHosts: Sendable {
             Task { await pool.stop() }
             return nil
         }
+        // Its waiting operations fail within their limits: it opens no connection for them.
+        old.closing.stop()
         Task {
             // The operations on the old pool fail fast (its host is away or refuses writes); then it stops.
             _ = await old.operations.drained(within: .seconds(60))

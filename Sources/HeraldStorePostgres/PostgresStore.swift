@@ -65,12 +65,18 @@ public final class PostgresStore: Store, VersionedMigrations {
 
     /// What ``pulse(idle:)`` found.
     package struct PulseStatistics: Sendable {
-        /// Asks that got no answer.
+        /// Asks answered.
+        package var answered = 0
+        /// Asks that got no answer (with a connection or without).
         package var unanswered = 0
+        /// Asks whose question reached the database and got no answer in time.
+        package var slow = 0
         /// Times the database was found away, by the pulse or by an operation.
         package var foundAway = 0
         /// Times it was found back.
         package var foundBack = 0
+        /// Times the connections opened before were found silent while a new one answered.
+        package var silentPaths = 0
         /// Pools replaced by a new one on the database's return.
         package var renewedPools = 0
     }
@@ -331,9 +337,7 @@ public final class PostgresStore: Store, VersionedMigrations {
         return try await leased(action, limited: limited) { pool, logger, lease in
             // Leased first and BEGIN sent only once the lease counts as acquired: no statement runs on a task that is
             // being given up on (see leased).
-            try await pool.client.withConnection { connection in
-                try lease.acquire(connection)
-                defer { lease.finished() }
+            try await Self.withOpenConnection(of: pool, under: lease) { connection in
                 if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
                 return try await connection.withTransaction(logger: logger) { connection in
                     try await body(Session(connection: connection, logger: logger, lease: lease, availability: self.availability))
@@ -348,11 +352,37 @@ public final class PostgresStore: Store, VersionedMigrations {
     {
         let watchesSilence = configuration.watchesSilentConnections
         return try await leased(action, limited: true) { pool, logger, lease in
-            try await pool.client.withConnection { connection in
-                try lease.acquire(connection)
-                defer { lease.finished() }
+            try await Self.withOpenConnection(of: pool, under: lease) { connection in
                 if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
                 return try await body(Session(connection: connection, logger: logger, lease: lease, availability: self.availability))
+            }
+        }
+    }
+
+    /// A leased connection that was closed already.
+    private struct ClosedWhenLeased: Error {}
+
+    /// Runs `body` on an open connection of `pool`, under `lease` (its time limit runs meanwhile).
+    ///
+    /// postgres-nio may lease a connection that was closed a moment before (by an operation's time limit, the
+    /// silent-connection watch, the pulse), or that Herald is closing, before it dropped it: nothing was sent on it, so
+    /// another one is leased, within the wait for a connection.
+    private static func withOpenConnection<T: Sendable>(
+        of pool: DatabaseHosts.Pool, under lease: LeaseState,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        while true {
+            do {
+                return try await pool.client.withConnection { connection in
+                    guard !connection.isClosed, !pool.closing.contains(connection) else { throw ClosedWhenLeased() }
+                    try lease.acquire(connection, closedBy: pool.closing)
+                    defer { lease.finished() }
+                    return try await body(connection)
+                }
+            } catch is ClosedWhenLeased {
+                // The pool drops the connection once its close is seen: a moment, not a busy loop.
+                try await Task.sleep(for: .milliseconds(5))
+                if lease.isGivenUp { throw CancellationError() }
             }
         }
     }
@@ -379,20 +409,36 @@ public final class PostgresStore: Store, VersionedMigrations {
             let mark = availability.mark()
             let asked = ContinuousClock.now
             let answer = await pool.pulse.ask()
-            if answer == .answered {
+            let reason: String
+            switch answer {
+            case .answered:
+                pulseStatistics.update { $0.answered += 1 }
                 if let awayFor = availability.answered(since: mark) { foundBack(after: awayFor) }
                 continue
+            case .pathSilent:
+                connectionsWentSilent(before: asked, mark: mark)
+                continue
+            case .slow:
+                // The backend received the question: the database is slow (a loaded machine), not away.
+                pulseStatistics.update { $0.slow += 1 }
+                continue
+            case .refused:
+                reason = "it refuses connections"
+            case .unanswered:
+                pulseStatistics.update { $0.unanswered += 1 }
+                // Before the first answer a pool may still be opening its first connections, slowly on a loaded
+                // machine; and a statement answered meanwhile says the database is slow, not away.
+                guard availability.hasAnswered, !availability.heard(since: asked) else { continue }
+                reason = "SELECT 1 on a connection of its own got no answer within 1 s"
+            case .notConnected:
+                pulseStatistics.update { $0.unanswered += 1 }
+                // A loaded machine opening many connections is slow to open one more: away only after a longer silence.
+                guard availability.hasAnswered, !availability.heard(since: .now - DatabasePulse.silenceWithoutConnection)
+                else { continue }
+                reason = "no connection within 1 s, and no answer to anything for \(DatabasePulse.silenceWithoutConnection)"
             }
-            pulseStatistics.update { $0.unanswered += 1 }
-            // Before the first answer a pool may still be opening its first connections, slowly on a loaded machine:
-            // only a server that refuses connections is away then.
-            guard availability.hasAnswered || answer == .refused else { continue }
-            // A statement answered meanwhile: the database is slow (a loaded machine), not away.
-            guard answer == .refused || !availability.heard(since: asked) else { continue }
             if availability.lost() {
-                foundAway(
-                    answer == .refused
-                        ? "it refuses connections" : "SELECT 1 on a connection of its own got no answer within 1 s")
+                foundAway(reason)
                 // The statements sent wait on a path that does not answer; a wait for a connection may only be slow.
                 deadlines.tighten(to: configuration.awayTimeout, operationsTo: .zero)
             }
@@ -405,6 +451,23 @@ public final class PostgresStore: Store, VersionedMigrations {
         events.warning(
             "The database is away (\(reason)): requests that need it answer 503 within a second until it is back; sends wait for it"
         )
+    }
+
+    /// The connections opened before `instant` went silent, the database answers (``DatabasePulse/Answer/pathSilent``):
+    /// the operations waiting on them fail at once (they would wait for the silent-connection watch, seconds), and the
+    /// pool is renewed, since its idle connections are as dead.
+    private func connectionsWentSilent(before instant: ContinuousClock.Instant, mark: DatabaseAvailability.Mark) {
+        if let awayFor = availability.answered(since: mark) {
+            foundBack(after: awayFor)
+        } else if databaseHosts.renewCurrent(ifMadeBefore: instant) {
+            pulseStatistics.update { $0.renewedPools += 1 }
+        }
+        pulseStatistics.update { $0.silentPaths += 1 }
+        events.warning(
+            "The connections to the database went silent (SELECT 1 on an open connection never reached the database, which answers a new one: a NAT or load balancer on the way lost them): the operations waiting on them fail, and Herald opens new ones"
+        )
+        // Last: what their callers see next is the state above.
+        deadlines.expireOperations(acquiredBefore: instant)
     }
 
     /// The database answered again, after `awayFor` away. The pool is replaced by a new one on the same host: its
@@ -471,7 +534,7 @@ public final class PostgresStore: Store, VersionedMigrations {
                 answer.fulfil(.failure(error))
             }
         }
-        let deadline = deadlines.add(.now + timeout) {
+        let deadline = deadlines.add(.now + timeout) { _ in
             if lease.abandon(.timedOut) { answer.fulfil(.failure(LeaseState.GivenUp.timedOut)) }
         }
         defer { deadlines.remove(deadline) }
@@ -621,6 +684,7 @@ final class LeaseState: Sendable {
         var callerCode: [Int: @Sendable () -> Void] = [:]
         var nextCallerCode = 0
         var connection: PostgresConnection?
+        var closing: ClosingConnections?
         /// The operation's deadline while it runs its statements (not while the caller's own code runs), and when.
         var deadline: Int?
         var deadlineAt: ContinuousClock.Instant?
@@ -642,7 +706,9 @@ final class LeaseState: Sendable {
 
     /// - Parameter expired: Called once the operation ran past `limit`, or its connection was found silent (after its
     ///   connection was closed).
-    init(limit: Duration?, deadlines: AcquireDeadlines, expired: @escaping @Sendable () -> Void) {
+    init(
+        limit: Duration?, deadlines: AcquireDeadlines, expired: @escaping @Sendable () -> Void
+    ) {
         self.limit = limit
         self.deadlines = deadlines
         self.expired = expired
@@ -667,7 +733,7 @@ final class LeaseState: Sendable {
         let deadlines = self.deadlines
         state.withLock { state in
             guard state.pid != nil, state.deadline != nil, state.look == nil else { return }
-            state.look = deadlines.add(.now + SilentConnectionWatch.firstLook) { [weak self] in self?.lookNow() }
+            state.look = deadlines.add(.now + SilentConnectionWatch.firstLook) { [weak self] _ in self?.lookNow() }
         }
     }
 
@@ -684,13 +750,14 @@ final class LeaseState: Sendable {
                 state.foundSilent = true
                 return true
             }
-            if stillWaiting { expire() } else { scheduleLook() }
+            if stillWaiting { expire(.passed) } else { scheduleLook() }
         }
     }
 
     /// Called by the operation once it has its connection; its time limit starts.
     /// - Throws: `CancellationError` when the wait was given up on: the operation must run no statement.
-    func acquire(_ connection: PostgresConnection) throws {
+    /// - Parameter closing: Closes the connection when the operation runs out of time.
+    func acquire(_ connection: PostgresConnection, closedBy closing: ClosingConnections) throws {
         try state.withLock { state in
             switch state.phase {
             case .waiting: state.phase = .acquired
@@ -698,6 +765,7 @@ final class LeaseState: Sendable {
             case .abandoned: throw CancellationError()
             }
             state.connection = connection
+            state.closing = closing
         }
         startClock()
     }
@@ -719,7 +787,7 @@ final class LeaseState: Sendable {
         guard var limit else { return }
         if isCallerCancelled { limit = min(limit, Self.limitOnceCancelled) }
         let at = ContinuousClock.now + limit
-        let id = deadlines.add(at, operation: true) { [weak self] in self?.expire() }
+        let id = deadlines.add(at, operation: true) { [weak self] expiry in self?.expire(expiry) }
         state.withLock { state in
             state.deadline = id
             state.deadlineAt = at
@@ -740,21 +808,22 @@ final class LeaseState: Sendable {
         if let look { deadlines.remove(look) }
     }
 
-    /// The limit passed: the connection is closed, which fails the statement waiting on it (a silent path never
-    /// answers it), and the pool drops the connection.
-    private func expire() {
-        let connection = state.withLock { state -> PostgresConnection? in
+    /// The limit passed, or the connection was found silent: the connection is closed, which fails the statement
+    /// waiting on it (a silent path never answers it), and the pool drops the connection.
+    private func expire(_ expiry: AcquireDeadlines.Expiry) {
+        let (connection, closing) = state.withLock { state -> (PostgresConnection?, ClosingConnections?) in
             state.deadline = nil
             state.deadlineAt = nil
             state.ranOutOfTime = true
-            return state.connection
+            if expiry == .pathSilent { state.foundSilent = true }
+            return (state.connection, state.closing)
         }
-        if let connection {
-            let closing: EventLoopFuture<Void> = connection.close()
-            _ = closing
-        }
+        if let connection, let closing { closing.close(connection) }
         expired()
     }
+
+    /// Whether the wait for a connection was given up on (timed out, or its caller cancelled).
+    var isGivenUp: Bool { state.withLock { $0.phase == .abandoned } }
 
     /// Gives up the wait for a connection; `false` when the operation has its connection already (it runs to its end).
     func abandon(_ reason: GivenUp) -> Bool {
@@ -779,7 +848,7 @@ final class LeaseState: Sendable {
             let latest = ContinuousClock.now + Self.limitOnceCancelled
             if let id = state.deadline, let at = state.deadlineAt, at > latest {
                 deadlines.remove(id)
-                state.deadline = deadlines.add(latest, operation: true) { [weak self] in self?.expire() }
+                state.deadline = deadlines.add(latest, operation: true) { [weak self] expiry in self?.expire(expiry) }
                 state.deadlineAt = latest
             }
             return Array(state.callerCode.values)
@@ -801,5 +870,51 @@ final class LeaseState: Sendable {
         if cancelled { task.cancel() }
         defer { _ = state.withLock { $0.callerCode.removeValue(forKey: id) } }
         return try await task.value
+    }
+}
+
+/// The connections of a pool that Herald is closing under their operations (past their time limit, on a path gone
+/// silent).
+///
+/// Until a close ends, the pool may hand the connection to the next operation, which must pass it over. Once it ends,
+/// the pool is asked for a connection: postgres-nio's pool opens a new connection for a request when the request
+/// comes, not when a leased connection closes, so requests queued while every connection was leased would wait for
+/// ever for the ones Herald closed.
+final class ClosingConnections: Sendable {
+    private struct State {
+        var closing: Set<ObjectIdentifier> = []
+        /// The pool stops: no request is waiting that matters.
+        var stopped = false
+    }
+
+    private let client: PostgresClient
+    private let state = Mutex(State())
+
+    init(client: PostgresClient) {
+        self.client = client
+    }
+
+    /// Closes `connection`, counting it as closing until it is closed.
+    func close(_ connection: PostgresConnection) {
+        let id = ObjectIdentifier(connection)
+        state.withLock { _ = $0.closing.insert(id) }
+        connection.close().whenComplete { _ in
+            let stopped = self.state.withLock { state in
+                state.closing.remove(id)
+                return state.stopped
+            }
+            guard !stopped else { return }
+            // Served after the requests queued before it; fails once the pool stops.
+            Task { [client = self.client] in try? await client.withConnection { _ in } }
+        }
+    }
+
+    /// The pool stops (replaced by a new one, or the store stops): closes ask it for nothing more.
+    func stop() {
+        state.withLock { $0.stopped = true }
+    }
+
+    func contains(_ connection: PostgresConnection) -> Bool {
+        state.withLock { $0.closing.contains(ObjectIdentifier(connection)) }
     }
 }

@@ -1,6 +1,7 @@
 import HeraldCore
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 import Synchronization
 
@@ -68,7 +69,7 @@ final class SilentConnectionWatch: Sendable {
                 // Given up on while it waited for its connection: nothing runs on it.
                 guard attempt.connected(connection) else { return nil }
                 let timer = Task {
-                    try await Task.sleep(for: answerLimit)
+                    try await Self.sleep(answerLimit, whileResponsive: connection.eventLoop)
                     giveUpNow()
                 }
                 defer { timer.cancel() }
@@ -79,7 +80,10 @@ final class SilentConnectionWatch: Sendable {
         let timers = Task {
             await withDiscardingTaskGroup { group in
                 group.addTask {
-                    guard (try? await Task.sleep(for: connectLimit)) != nil, !attempt.hasConnected else { return }
+                    // Counted on a loop of the group the connection is opened on, as the answer's wait is.
+                    let loop = MultiThreadedEventLoopGroup.singleton.any()
+                    guard (try? await Self.sleep(connectLimit, whileResponsive: loop)) != nil, !attempt.hasConnected
+                    else { return }
                     giveUpNow()
                 }
                 if let giveUp {
@@ -90,6 +94,28 @@ final class SilentConnectionWatch: Sendable {
         defer { timers.cancel() }
         return await answer.waitEvenIfCancelled()
     }
+
+    /// Sleeps until `limit` of time has passed in which `eventLoop` — the one that would read the answer — ran on time,
+    /// `limit` × ``mostStretch`` at most.
+    ///
+    /// On a loaded machine the event loop may not run for a second (a process busy with TLS handshakes and a send on
+    /// two cores): an answer that arrived meanwhile waits unread in the socket, and a plain timer would call it missing
+    /// and the database away. Time the loop ran late by is not counted.
+    static func sleep(_ limit: Duration, whileResponsive eventLoop: any EventLoop) async throws {
+        let step = Duration.milliseconds(50)
+        let start = ContinuousClock.now
+        var counted = Duration.zero
+        while counted < limit, ContinuousClock.now - start < limit * mostStretch {
+            try Task.checkCancellation()
+            let before = ContinuousClock.now
+            try await eventLoop.scheduleTask(in: .milliseconds(50)) {}.futureResult.get()
+            // A step that took longer than twice its length ran late: the loop (or this process) was busy.
+            counted += min(ContinuousClock.now - before, step * 2)
+        }
+    }
+
+    /// How many times its limit a wait for an answer lasts at most on a loaded machine.
+    static let mostStretch = 5
 
     /// An ``answer(from:connectingWithin:answeringWithin:unlessGivenUp:_:)`` under way: its connection once it has
     /// one, or that it was given up on first.

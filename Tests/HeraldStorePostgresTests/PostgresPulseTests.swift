@@ -4,6 +4,7 @@ import HeraldStore
 import HeraldTesting
 import NIOCore
 import NIOPosix
+import PostgresNIO
 import Testing
 
 @testable import HeraldStorePostgres
@@ -88,6 +89,85 @@ struct PostgresPulseTests {
             #expect(store.pulseStatistics.value.renewedPools == before.renewedPools + 1)
             #expect(!store.isDatabaseAway)
             #expect(try await store.device(token)?.token == token)
+        }
+    }
+
+    @Test(
+        "connections gone silent beside a database that answers new ones: the operation waiting on one fails within the pulse, saying so; the database is not away",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
+    func silentPathFound() async throws {
+        try await ProxiedPostgresStore.with(configure: Self.pastTheSuitesLimits) { store, proxy in
+            let token = StoreConformance.token(3)
+            _ = try await store.upsert(TokenRegistration(token: token, topic: "com.example.app", environment: .production))
+            // On a machine too loaded to open the new connection within the pulse's second, the pulse finds the
+            // database away instead (the operation fails just as fast): three tries, one must tell the path silent.
+            var told = false
+            for _ in 0..<3 where !told {
+                // The pulse's own connection is open: it goes silent with the pool's.
+                let answeredBefore = store.pulseStatistics.value.answered
+                await store.pulseStatistics.wait { $0.answered > answeredBefore }
+                let before = store.pulseStatistics.value
+                // Every connection open now goes silent; those made after it work.
+                proxy.setMode(.silent)
+                proxy.setMode(.pass)
+                // Its own limits are past the suite's and the silent-connection watch is off: only the pulse ends it.
+                let error = await #expect(throws: StoreError.self) { try await store.device(token) }
+                #expect(error?.code == .timedOut, "\(String(describing: error))")
+                let after = store.pulseStatistics.value
+                if after.silentPaths > before.silentPaths {
+                    told = true
+                    #expect(error?.message.contains("went silent") == true, "\(String(describing: error))")
+                    #expect(after.foundAway == before.foundAway && !store.isDatabaseAway, "new connections work")
+                    #expect(after.renewedPools == before.renewedPools + 1)
+                } else {
+                    #expect(after.foundAway == before.foundAway + 1)
+                    await store.pulseStatistics.wait { $0.foundBack > before.foundBack }
+                }
+                #expect(try await store.device(token)?.token == token)
+            }
+            #expect(told, "the pulse never told a silent path from a database away")
+        }
+    }
+
+    @Test(
+        "a connection closed under an operation past its limit is not leased to the next one while it closes",
+        .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"))
+    func closedConnectionNotLeased() async throws {
+        try await ProxiedPostgresStore.with(configure: { configuration in
+            // One connection: the next operation gets the one just closed, unless the pool dropped it.
+            configuration.client.options.maximumConnections = 1
+            configuration.operationTimeout = .milliseconds(500)
+            // The read past its limit finds the database away: the next one's wait for a new connection (slow on a
+            // loaded machine) keeps its usual bound.
+            configuration.awayTimeout = .seconds(10)
+            configuration.probeInterval = nil
+            configuration.watchesSilentConnections = false
+        }) { store, proxy in
+            let token = StoreConformance.token(4)
+            // A loaded machine may take longer than the short limit: what counts is how the next operation fails.
+            func readOutlivingLoad() async throws -> DeviceRegistration? {
+                for _ in 0..<9 {
+                    do { return try await store.device(token) } catch let error as StoreError where error.code == .timedOut {}
+                }
+                return try await store.device(token)
+            }
+            for attempt in 0..<10 {
+                do {
+                    _ = try await store.upsert(TokenRegistration(token: token, topic: "com.example.app", environment: .production))
+                    break
+                } catch let error as StoreError where error.code == .timedOut && attempt < 9 {}
+            }
+            for _ in 0..<10 {
+                _ = try await readOutlivingLoad()
+                // The pool's connection goes silent: the next read runs past its limit and Herald closes it.
+                proxy.setMode(.silent)
+                proxy.setMode(.pass)
+                let error = await #expect(throws: StoreError.self) { try await store.device(token) }
+                #expect(error?.code == .timedOut, "\(String(describing: error))")
+                // Leased while it closed, it would fail `unavailable` ("closed this connection", or
+                // clientClosedConnection).
+                #expect(try await readOutlivingLoad()?.token == token)
+            }
         }
     }
 

@@ -380,8 +380,9 @@ public final class SendWorker: Service, Sendable {
     /// Waits until a send is completed, failed or cancelled, and returns it; a send cancelled while this worker
     /// performed it, once the worker has recorded what it had in flight and let go of it.
     ///
-    /// For tests and tools: wakes whenever this worker finishes a send, and re-reads the record.
-    /// - Throws: ``HeraldStore/StoreError`` `.notFound` for an unknown send; `CancellationError`.
+    /// For tests and tools: wakes whenever this worker finishes a send, and re-reads the record. A read that fails
+    /// while the database is away (a transient store error) is tried again after a moment, as the send itself waits.
+    /// - Throws: ``HeraldStore/StoreError`` `.notFound` for an unknown send, or a permanent one; `CancellationError`.
     public func waitUntilFinished(_ id: SendID) async throws -> SendRecord {
         try await waitFor { [store, name] in
             guard let record = try await store.send(id) else {
@@ -391,6 +392,9 @@ public final class SendWorker: Service, Sendable {
         }
     }
 
+    /// How long ``waitUntilFinished(_:)`` waits before it reads again after a transient store error.
+    static let retryAfterStoreError: Duration = .milliseconds(200)
+
     /// Re-evaluates `condition` whenever the worker finishes a send or goes idle, until it gives a value.
     private func waitFor<T: Sendable>(_ condition: @Sendable () async throws -> T?) async throws -> T {
         let signal = WakeSignal()
@@ -398,7 +402,13 @@ public final class SendWorker: Service, Sendable {
         waiters.withLock { $0[key] = signal }
         defer { _ = waiters.withLock { $0.removeValue(forKey: key) } }
         while true {
-            if let value = try await condition() { return value }
+            do {
+                if let value = try await condition() { return value }
+            } catch let error as StoreError where error.isTransient {
+                // The send may have finished meanwhile, and no wake-up would come again.
+                try await clock.sleep(for: Self.retryAfterStoreError)
+                continue
+            }
             await signal.wait()
             try Task.checkCancellation()
         }
