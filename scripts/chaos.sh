@@ -8,7 +8,7 @@
 #
 #   scripts/chaos.sh [SCENARIO…]          default: restart outage failover partition silent
 #
-# DEVICES (50000), RATE (2500 a second), RUNS (10 per scenario). HERALD_BENCH_BINARY=/path/to/herald runs that build
+# DEVICES (50000), RATE (2500 a second), RUNS (10 per scenario), CHAOS_LOG_LEVEL (the server's, notice). HERALD_BENCH_BINARY=/path/to/herald runs that build
 # instead of building this tree in release. Needs Debian's postgresql (each run makes its own clusters on 127.0.0.1)
 # and python3; run as root or as a user that may run PostgreSQL's programs. Runs split over several invocations make one
 # table: python3 scripts/chaos/chaos.py --table-from first.log second.log (their saved output).

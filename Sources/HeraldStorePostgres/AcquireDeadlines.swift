@@ -90,6 +90,11 @@ final class AcquireDeadlines: Sendable {
         for entry in silent { entry.expire(.pathSilent) }
     }
 
+    /// When the operation that has had its connection longest got it; `nil` when none has one.
+    var oldestOperation: ContinuousClock.Instant? {
+        state.withLock { state in state.entries.values.lazy.filter(\.operation).map(\.added).min() }
+    }
+
     /// Stops watching a deadline (its operation got a connection, or ended).
     func remove(_ id: Int) {
         _ = state.withLock { $0.entries.removeValue(forKey: id) }

@@ -91,6 +91,8 @@ final class DatabasePulse: Sendable {
         let client = spare.client
         let (logger, configuration, backends) = (self.logger, self.configuration, self.backends)
         let question = Mutex<Question?>(nil)
+        // Set once the kept connection is leased: a question out, even when it was the one for its backend process.
+        let leased = Mutex(false)
         let seen = Mutex<Reception?>(nil)
         let refused = Task { [endpoint] in
             // Only while the connection is still missing after a moment: an open one answers first.
@@ -122,6 +124,7 @@ final class DatabasePulse: Sendable {
                     }
                 }
             ) { connection in
+                leased.withLock { $0 = true }
                 let pid = try await backends.pid(of: connection, logger: logger)
                 question.withLock { $0 = Question(pid: pid, sent: .now) }
                 _ = try await connection.query("SELECT 1", logger: logger).collect()
@@ -135,7 +138,7 @@ final class DatabasePulse: Sendable {
         case nil: break
         }
         if (try? await refused.value) == true { return .refused }
-        return question.withLock { $0 } == nil ? .notConnected : .unanswered
+        return leased.withLock { $0 } ? .unanswered : .notConnected
     }
 
     /// Whether a question reached its backend.
@@ -168,8 +171,16 @@ final class DatabasePulse: Sendable {
         }
     }
 
-    /// Opens the pulse's connection, so that the first ask does not wait for one.
-    func start() { _ = spare.client }
+    /// Opens the pulse's connection and learns its backend process, so that neither the first ask waits for them, nor
+    /// a path gone silent before the first ask leaves its backend unknown (a busy store may not ask for hours).
+    func start() {
+        let (client, backends, logger) = (spare.client, self.backends, self.logger)
+        Task {
+            _ = await SilentConnectionWatch.answer(
+                from: client, connectingWithin: Self.connectLimit * 10, answeringWithin: Self.answerLimit * 10
+            ) { connection in try await backends.pid(of: connection, logger: logger) }
+        }
+    }
 
     /// Stops the pulse's connection.
     func stop() { spare.replace() }

@@ -397,18 +397,32 @@ public final class PostgresStore: Store, VersionedMigrations {
     /// for a moment, every `idle` when nothing happens at all, and every tick while it is away; finds it away when it
     /// does not answer, and back when it does.
     private func pulse(idle: Duration) async {
+        var lastAsked = ContinuousClock.now
         while (try? await Task.sleep(for: DatabasePulse.tick)) != nil {
             // An operation whose limits were set before the database was found away, and which got its connection
             // after, would otherwise wait its full limit.
             if availability.isAway { deadlines.tighten(to: configuration.awayTimeout) }
+            // While others are answered, an operation waiting long on its connection may sit on a path gone silent:
+            // asked once per quiet, so that the pulse's own connection, dead with it, tells so.
+            let now = ContinuousClock.now
+            let operationWaits =
+                now - lastAsked >= DatabasePulse.quiet
+                && deadlines.oldestOperation.map { now - $0 >= DatabasePulse.quiet } ?? false
             guard
-                availability.needsPulse(
-                    operationsWaiting: !operations.isEmpty, quiet: DatabasePulse.quiet, idle: idle)
+                operationWaits
+                    || availability.needsPulse(
+                        operationsWaiting: !operations.isEmpty, quiet: DatabasePulse.quiet, idle: idle)
             else { continue }
+            lastAsked = now
             let pool = await databaseHosts.current()
             let mark = availability.mark()
             let asked = ContinuousClock.now
             let answer = await pool.pulse.ask()
+            if answer != .answered {
+                logger.debug(
+                    "The pulse's SELECT 1: \(answer)",
+                    metadata: ["herald.seconds": "\(Self.seconds(ContinuousClock.now - asked))"])
+            }
             let reason: String
             switch answer {
             case .answered:

@@ -243,7 +243,7 @@ class Run:
         environment = {k: v for k, v in os.environ.items() if not k.startswith("HERALD_")}
         environment.update({
             "HERALD_LISTEN": f"127.0.0.1:{self.port}", "HERALD_DATABASE_URL": self.url, "HERALD_RATE_LIMIT": "0",
-            "HERALD_LOG_LEVEL": "notice", "HERALD_APNS": "custom",
+            "HERALD_LOG_LEVEL": os.environ.get("CHAOS_LOG_LEVEL", "notice"), "HERALD_APNS": "custom",
             "HERALD_APNS_PRODUCTION_PORT": str(self.production), "HERALD_APNS_DEVELOPMENT_PORT": str(self.development),
             "HERALD_APNS_CA_FILE": f"{self.work}/ca.pem", "HERALD_KEY_FILE": f"{self.work}/AuthKey_EMULATOR01.p8",
             "HERALD_TEAM_ID": "EMULATORTM", "HERALD_TOPIC": TOPIC, "HERALD_API_KEYS": f"chaos:send:{SECRET}",
