@@ -11,7 +11,10 @@
 #   scripts/bench-server.sh fanout [sqlite|postgres] [DEVICES]                  defaults: sqlite 1000000
 #       Seeds DEVICES tokens of one app (half development, half production), then one send to the whole app through
 #       `herald emulator --counting-only` in its own process. Prints the wall time of the send (the send record's
-#       createdAt to updatedAt), the server's peak RSS (VmHWM) and the CPU time the server and the emulator used; then, as the ceiling, `herald send` alone pushes
+#       createdAt to updatedAt), the server's peak RSS (VmHWM), the CPU time the server, the emulator and PostgreSQL used,
+#       and what the send added to the database (SQLite's file, PostgreSQL's relations) and PostgreSQL's WAL, per
+#       notification, and how long `GET /api/sends/{id}?limit=100` took while the send ran (read each second) and after
+#       it ended (its first, middle and last page); then, as the ceiling, `herald send` alone pushes
 #       DEVICES notifications to the same emulator (1,000 in flight, 4 connections; 400 to nginx) and the ratio of the two rates.
 #       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency);
 #       APNS_SINK=nginx pushes to the shared yardstick's nginx HTTP/2 sink instead (../shared/bench, or BENCH_DIR),
@@ -154,6 +157,29 @@ database_cpu_micros() {
         END { printf "%d\n", total * 1000000 / hz }'
 }
 
+# The database's size in bytes: the SQLite file (measure with the server stopped: no WAL), or PostgreSQL's
+# pg_database_size and then the total of the relations of the benchmark's schema (tables, indexes, TOAST).
+database_size() {
+    case "$backend" in
+        sqlite) stat -c %s "$work/herald.sqlite" ;;
+        postgres)
+            local schema
+            schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
+            psql "${HERALD_BENCH_DATABASE_URL}" -At -c "SELECT pg_database_size(current_database()) || ' ' || \
+                (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = '$schema' AND c.relkind IN ('r', 'm'))"
+            ;;
+    esac
+}
+
+# PostgreSQL's WAL position in bytes (0 on SQLite): the difference of two is the WAL written between them.
+database_wal_bytes() {
+    case "$backend" in
+        postgres) psql "${HERALD_BENCH_DATABASE_URL}" -At -c "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint" ;;
+        *) echo 0 ;;
+    esac
+}
+
 # Context switches of a process's threads so far (voluntary and involuntary, threads still alive).
 context_switches() {  # PID
     cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { total += $2 } END { print total + 0 }'
@@ -282,17 +308,44 @@ start_server() {  # DATABASE_URL: herald serve pushing to the emulator; sets por
 }
 
 # One send through the API, then its record polled once a second until it completed or failed: prints the record.
+# Posts a send and reads it each second until it ends (`GET /api/sends/{id}`, a page of 100 outcomes, as the console
+# reads it); prints its last record. The time of each read goes to $work/reads.txt (seconds), and the send's id to
+# $work/send-id.txt.
 send_and_wait() {  # PORT BODY
     local answer id record status
     answer=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$1/api/send" -d "$2")
     id=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["id"])' "$answer")
+    echo "$id" >"$work/send-id.txt"
     while true; do
-        record=$(curl -s -H "Authorization: Bearer $secret" "http://127.0.0.1:$1/api/sends/$id?limit=1")
+        record=$(curl -s -w '\n%{time_total}' -H "Authorization: Bearer $secret" "http://127.0.0.1:$1/api/sends/$id?limit=100")
+        tail -n 1 <<<"$record" >>"$work/reads.txt"
+        record=$(head -n -1 <<<"$record")
         status=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$record")
         [ "$status" = completed ] || [ "$status" = failed ] && break
         sleep 1
     done
     printf '%s\n' "$record"
+}
+
+# Reads of an ended send: its first page, a page from its middle and its last, ten times each; prints the median and
+# the slowest of each, in milliseconds.
+ended_send_reads() {  # PORT ID DEVICES
+    local page times=()
+    for page in "" "after=$(( $3 / 2 ))&" "after=$(( $3 - 50 ))&"; do
+        for _ in $(seq 1 10); do
+            times+=("$page$(curl -s -o /dev/null -w '%{time_total}' -H "Authorization: Bearer $secret" \
+                "http://127.0.0.1:$1/api/sends/$2?${page}limit=100")")
+        done
+    done
+    python3 - "${times[@]}" <<'PY'
+import statistics, sys
+pages = {}
+for value in sys.argv[1:]:
+    where, _, seconds = value.rpartition("&") if "&" in value else ("", "", value)
+    pages.setdefault(where or "first", []).append(float(seconds) * 1000)
+print("; ".join(f"{'first page' if where == 'first' else where} {statistics.median(t):.1f} ms (slowest {max(t):.1f})"
+                for where, t in pages.items()))
+PY
 }
 
 # `herald send` alone against the emulator's production port: prints its JSON summary line.
@@ -374,6 +427,7 @@ fanout)
     seed_devices "$url" "$devices" com.example.app 1
 
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    seeded=$(database_size)
     start_server "$url"
 
     start_perf "$server_pid"
@@ -381,17 +435,27 @@ fanout)
     server_cpu=$(cpu_micros "$server_pid")
     emulator_cpu=$(sink_cpu_micros)
     db_cpu=$(database_cpu_micros)
+    wal=$(database_wal_bytes)
     record=$(send_and_wait "$port" '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
     emulator_cpu=$(( $(sink_cpu_micros) - emulator_cpu ))
     db_cpu=$(( $(database_cpu_micros) - db_cpu ))
+    wal=$(( $(database_wal_bytes) - wal ))
     stop_perf
     peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
-    python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "${APNS_SINK:-emulator}" "$db_cpu" <<'PY'
+    ended_reads=$(ended_send_reads "$port" "$(cat "$work/send-id.txt")" "$devices")
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    # What the send added to the database, the server stopped (SQLite's WAL checkpointed into the file).
+    grown=$(database_size)
+    python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "${APNS_SINK:-emulator}" "$db_cpu" \
+        "$seeded" "$grown" "$wal" "$(cat "$work/reads.txt")" "$ended_reads" <<'PY'
 import json, sys
 from datetime import datetime
 record, peak, devices, backend = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
 server_cpu, emulator_cpu, sink, db_cpu = int(sys.argv[5]), int(sys.argv[6]), sys.argv[7], int(sys.argv[8])
+# PostgreSQL: the schema's relations (the second number); SQLite: the file.
+seeded, grown, wal = int(sys.argv[9].split()[-1]), int(sys.argv[10].split()[-1]), int(sys.argv[11])
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
 counts = record["counts"]
@@ -402,10 +466,14 @@ print()
 database = f", PostgreSQL {db_cpu / devices:.1f} µs ({db_cpu / 1e6 / seconds:.2f} cores)" if db_cpu > 0 else ""
 print(f"CPU per notification: server {server_cpu / devices:.1f} µs ({server_cpu / 1e6 / seconds:.2f} cores), "
       f"{sink} {emulator_cpu / devices:.1f} µs ({emulator_cpu / 1e6 / seconds:.2f} cores){database}")
+written = f", WAL {wal / devices:.1f} B ({wal / 1e6 / seconds:.1f} MB/s)" if wal > 0 else ""
+print(f"Database growth per notification: {(grown - seeded) / devices:.1f} B ({(grown - seeded) / 1e6:,.1f} MB){written}")
+import statistics
+reads = [float(t) * 1000 for t in sys.argv[12].split()]
+print(f"GET /api/sends/{{id}}?limit=100 while sending: median {statistics.median(reads):.1f} ms, slowest {max(reads):.1f} ms "
+      f"({len(reads)} reads); ended: {sys.argv[13]}")
 PY
     if [ -z "${sink_pid:-}" ]; then curl -s "http://127.0.0.1:$emulator_admin/counters" >&2; echo >&2; fi
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
 
     if [ -n "${sink_pid:-}" ]; then
         # A fresh nginx: after a million requests its worker had grown to 140 MB and answered the next client at
@@ -789,18 +857,6 @@ retention)
     start_emulator
     seed_devices "$url" "$devices" com.example.app 1
     secret="bench-secret-$(date +%s%N)-0123456789abcdef"
-    database_size() {  # prints bytes: the SQLite file (the server is stopped: no WAL), or PostgreSQL's
-        case "$backend" in
-            sqlite) stat -c %s "$work/herald.sqlite" ;;
-            postgres)
-                local schema
-                schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
-                psql "${HERALD_BENCH_DATABASE_URL}" -At -c "SELECT pg_database_size(current_database()) || ' ' || \
-                    (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                     WHERE n.nspname = '$schema' AND c.relkind IN ('r', 'm'))"
-                ;;
-        esac
-    }
     stop_server() {
         kill "$server_pid" 2>/dev/null || true
         wait "$server_pid" 2>/dev/null || true

@@ -10,6 +10,12 @@ extension PostgresRandomAccessRow: StoredRow {
     package func optionalInteger(_ index: Int) throws -> Int64? {
         do { return try self[index].decode(Int64?.self) } catch { throw Self.unexpectedType(index) }
     }
+
+    package func optionalBytes(_ index: Int) throws -> [UInt8]? {
+        do { return try self[index].decode(ByteBuffer?.self).map { Array($0.readableBytesView) } } catch {
+            throw Self.unexpectedType(index)
+        }
+    }
 }
 
 extension PostgresConnection {

@@ -94,7 +94,11 @@ extension PostgresStore {
 
     public func deliveries(to token: DeviceToken, limit: Int) async throws -> [DeviceDelivery] {
         try await session("list a device's deliveries") { session in
-            try await session.rows(StoreSQL.deliveries(to: token, limit: limit, .postgres)).map { try $0.delivery() }
+            StoreSQL.latest(
+                try await session.rows(StoreSQL.deliveries(to: token, limit: limit, .postgres)).map { try $0.delivery() }
+                    + StoreSQL.batchDeliveries(
+                        of: token, rows: try await session.rows(StoreSQL.batchDeliveries(to: token, limit: limit, .postgres))),
+                limit: limit)
         }
     }
 

@@ -54,12 +54,15 @@ extension PostgresStore {
             // committed while this one waited for the lock.
             let lock = shard.map { StoreSQL.lockShard(id, shard: $0) } ?? StoreSQL.lockSend(id, .postgres)
             guard try await session.rows(lock).first != nil else { throw SendRecord.notFound(id) }
+            var recording = OutcomeRecording(outcomes, of: id, shard: shard)
+            if let read = recording.priorRead(.postgres) { try recording.resolve(try await session.rows(read)) }
             let record =
                 if let shard {
-                    StoreSQL.recordShardOutcomes(outcomes, of: id, shard: shard, checkpoint: checkpoint, at: now)
+                    StoreSQL.recordShardOutcomes(recording, shard: shard, checkpoint: checkpoint, at: now)
                 } else {
-                    StoreSQL.recordOutcomes(outcomes, of: id, checkpoint: checkpoint, at: now)
+                    StoreSQL.recordOutcomes(recording, checkpoint: checkpoint, at: now)
                 }
+            if let batches = recording.insertBatches(.postgres) { try await session.execute(batches) }
             guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
             try await session.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             try await self.insertAttempts(outcomes, of: id, in: session)
@@ -119,12 +122,9 @@ extension PostgresStore {
     }
 
     public func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
-        guard !tokens.isEmpty else { return [] }
+        guard let statement = StoreSQL.recordedTokens(of: id, among: tokens, .postgres) else { return [] }
         return try await session("read which devices a send has done") { session in
-            Set(
-                try await session.rows(StoreSQL.tokensWithOutcomes(of: id, among: tokens, .postgres)).map {
-                    try DeviceToken(storedHex: $0.text(0))
-                })
+            try StoreSQL.recordedTokens(in: try await session.rows(statement)).filter(tokens)
         }
     }
 
@@ -145,13 +145,16 @@ extension PostgresStore {
     }
 
     public func outcomes(of id: SendID, after cursor: OutcomeCursor?, limit: Int) async throws -> OutcomePage {
-        let limit = max(1, limit)
-        let rows = try await session("read delivery outcomes") { session in
-            try await session.rows(StoreSQL.outcomes(of: id, after: cursor, limit: limit, .postgres)).map {
-                try $0.outcome(send: id)
-            }
+        let read = OutcomePageRead(of: id, after: cursor, limit: limit)
+        return try await session("read delivery outcomes") { session in
+            let rows = try await session.rows(read.rowsRead(.postgres))
+            let batches = try await session.rows(read.batchesRead(.postgres))
+            let tokens =
+                if let statement = try read.tokensRead(rows: rows, batches: batches, .postgres) {
+                    try await session.rows(statement)
+                } else { [PostgresRandomAccessRow]() }
+            return try read.page(rows: rows, tokens: tokens)
         }
-        return OutcomePage(rows, limit: limit)
     }
 
     public func claimNextQueuedSend(

@@ -6,6 +6,11 @@ extension PostgresStore {
         try await session("read a delivery trace") { session in
             var outcome = try await session.rows(StoreSQL.outcome(of: id, to: token, .postgres)).first?
                 .outcome(send: id).outcome
+            if outcome == nil {
+                outcome = try StoreSQL.acceptedOutcome(
+                    of: token, send: id, rows: try await session.rows(StoreSQL.acceptance(of: id, to: token, .postgres))
+                )?.outcome
+            }
             if outcome != nil {
                 outcome?.attempts = try await session.rows(StoreSQL.attempts(of: id, to: token, .postgres)).map {
                     try $0.deliveryAttempt()

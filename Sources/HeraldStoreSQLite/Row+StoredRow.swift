@@ -9,7 +9,8 @@ struct SQLiteRow: StoredRow {
         case null
         case integer(Int64)
         case text(String)
-        /// A real or a blob: no Herald column holds one.
+        case blob([UInt8])
+        /// A real: no Herald column holds one.
         case other
     }
 
@@ -27,6 +28,14 @@ struct SQLiteRow: StoredRow {
         switch columns[index] {
         case .null: return nil
         case .integer(let integer): return integer
+        default: throw Self.unexpectedType(index)
+        }
+    }
+
+    func optionalBytes(_ index: Int) throws -> [UInt8]? {
+        switch columns[index] {
+        case .null: return nil
+        case .blob(let bytes): return bytes
         default: throw Self.unexpectedType(index)
         }
     }
@@ -49,6 +58,20 @@ extension Database {
     /// Runs a shared statement that returns no rows.
     func execute(_ statement: SQLStatement) throws {
         try run(prepared(statement), binding: statement.binds) { _ in }
+    }
+
+    /// Records a batch of outcomes (``OutcomeRecording``): reads what the send has among them, inserts the rows and the
+    /// batches of what is left, and counts them.
+    func record(_ recording: OutcomeRecording) throws -> OutcomeCounts {
+        guard let read = recording.priorRead(.sqlite) else { return OutcomeCounts() }
+        var recording = recording
+        try recording.resolve(try rows(read))
+        var counts = try insertOutcomes(recording.rows, of: recording.send, firstSequence: recording.firstSequence)
+        if let batches = recording.insertBatches(.sqlite) {
+            try execute(batches)
+            counts.accepted += recording.acceptedInBatches
+        }
+        return counts
     }
 
     /// Inserts outcomes numbered from `firstSequence`, one prepared row statement each, and counts those inserted: a
@@ -146,6 +169,10 @@ extension Database {
             guard let text = sqlite3_column_text(handle, index) else { return .text("") }
             let count = Int(sqlite3_column_bytes(handle, index))
             return .text(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, index))
+            guard count > 0, let blob = sqlite3_column_blob(handle, index) else { return .blob([]) }
+            return .blob(Array(UnsafeRawBufferPointer(start: blob, count: count)))
         default: return .other
         }
     }

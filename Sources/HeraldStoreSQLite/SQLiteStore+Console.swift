@@ -97,7 +97,11 @@ extension SQLiteStore {
 
     public func deliveries(to token: DeviceToken, limit: Int) async throws -> [DeviceDelivery] {
         try await read("list a device's deliveries") { db in
-            try db.rows(StoreSQL.deliveries(to: token, limit: limit, .sqlite)).map { try $0.delivery() }
+            StoreSQL.latest(
+                try db.rows(StoreSQL.deliveries(to: token, limit: limit, .sqlite)).map { try $0.delivery() }
+                    + StoreSQL.batchDeliveries(
+                        of: token, rows: try db.rows(StoreSQL.batchDeliveries(to: token, limit: limit, .sqlite))),
+                limit: limit)
         }
     }
 

@@ -43,8 +43,7 @@ extension SQLiteStore {
         let now = clock.now()
         return try await write("record delivery outcomes") { db in
             guard try db.rows(StoreSQL.lockSend(id, .sqlite)).first != nil else { throw SendRecord.notFound(id) }
-            let last = try db.rows(StoreSQL.lastOutcomeSequence(of: id, .sqlite)).first?.integer(0) ?? 0
-            let batch = try db.insertOutcomes(outcomes, of: id, firstSequence: last + 1)
+            let batch = try db.record(OutcomeRecording(outcomes, of: id, shard: shard))
             try db.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             let update = StoreSQL.addCounts(batch, to: id, checkpoint: shard == nil ? checkpoint : nil, at: now, .sqlite)
             guard let row = try db.rows(update).first else { throw SendRecord.notFound(id) }
@@ -80,12 +79,9 @@ extension SQLiteStore {
     }
 
     public func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
-        guard !tokens.isEmpty else { return [] }
+        guard let statement = StoreSQL.recordedTokens(of: id, among: tokens, .sqlite) else { return [] }
         return try await read("read which devices a send has done") { db in
-            Set(
-                try db.rows(StoreSQL.tokensWithOutcomes(of: id, among: tokens, .sqlite)).map {
-                    try DeviceToken(storedHex: $0.text(0))
-                })
+            try StoreSQL.recordedTokens(in: try db.rows(statement)).filter(tokens)
         }
     }
 
@@ -104,13 +100,13 @@ extension SQLiteStore {
     }
 
     public func outcomes(of id: SendID, after cursor: OutcomeCursor?, limit: Int) async throws -> OutcomePage {
-        let limit = max(1, limit)
-        let rows = try await read("read delivery outcomes") { db in
-            try db.rows(StoreSQL.outcomes(of: id, after: cursor, limit: limit, .sqlite)).map {
-                try $0.outcome(send: id)
-            }
+        let page = OutcomePageRead(of: id, after: cursor, limit: limit)
+        return try await read("read delivery outcomes") { db in
+            let rows = try db.rows(page.rowsRead(.sqlite))
+            let batches = try db.rows(page.batchesRead(.sqlite))
+            let tokens = try page.tokensRead(rows: rows, batches: batches, .sqlite).map { try db.rows($0) } ?? []
+            return try page.page(rows: rows, tokens: tokens)
         }
-        return OutcomePage(rows, limit: limit)
     }
 
     public func claimNextQueuedSend(

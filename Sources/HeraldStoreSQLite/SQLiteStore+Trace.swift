@@ -6,6 +6,10 @@ extension SQLiteStore {
     public func deliveryTrace(of id: SendID, to token: DeviceToken) async throws -> StoredDeliveryTrace {
         try await read("read a delivery trace") { db in
             var outcome = try db.rows(StoreSQL.outcome(of: id, to: token, .sqlite)).first?.outcome(send: id).outcome
+            if outcome == nil {
+                outcome = try StoreSQL.acceptedOutcome(
+                    of: token, send: id, rows: try db.rows(StoreSQL.acceptance(of: id, to: token, .sqlite)))?.outcome
+            }
             outcome?.attempts = try db.rows(StoreSQL.attempts(of: id, to: token, .sqlite)).map {
                 try $0.deliveryAttempt()
             }

@@ -60,22 +60,23 @@ struct QueryPlanTests {
     }
 
     @Test(
-        "recording a page of outcomes finds the send's last sequence at the primary key's end: its plan reads no outcome of the table beyond that",
+        "recording a page of outcomes reads the send's last sequence at the primary key's end and its rows in the page's range of tokens: its plan reads no outcome of the table beyond that",
         .enabled(if: testDatabaseURL != nil, "set HERALD_TEST_DATABASE_URL"), .timeLimit(.minutes(2)))
     func recordingOutcomes() async throws {
-        let token = String(repeating: "ab", count: 32)
+        let outcome = DeliveryOutcome(
+            token: try DeviceToken(hex: String(repeating: "ab", count: 32)), environment: .production,
+            result: .failed(message: "no answer"), at: Date())
+        let read = try #require(OutcomeRecording([outcome], of: SendID()).priorRead(.postgres))
         let plan = try await Self.genericPlan(
-            of: StoreSQL.recordOutcomesSQL,
-            types: ["bigint[]", "text[]", "text[]", "text[]", "text[]", "bigint[]", "text[]", "bigint[]", "text[]",
-                    "bigint[]", "text[]", "text[]", "text", "text", "bigint"],
+            of: read.sql, types: ["text", "bytea", "bytea", "bytea", "bytea", "text"],
             values: { send in
-                ["'{1}'", "'{\(token)}'", "'{production}'", "'{accepted}'"] + Array(repeating: "'{NULL}'", count: 5)
-                    + ["'{0}'", "'{NULL}'", "'{NULL}'", "'\(send)'", "NULL", "0"]
+                ["'\(send)'", "'\\x00'::bytea", "'\\xab'::bytea", "'\\x00'::bytea", "'\\xab'::bytea", "'production'"]
             },
             outcomes: 20_000)
         let text = plan.joined(separator: "\n")
         #expect(!text.contains("Seq Scan on send_outcomes"), "a page's record reads every outcome:\n\(text)")
         #expect(text.contains("Backward using send_outcomes_compact_pkey"), "the last sequence, from the key's end:\n\(text)")
+        #expect(text.contains("send_outcomes_send_token"), "the rows of the page's range, by token:\n\(text)")
     }
 
     @Test(

@@ -172,12 +172,16 @@ extension StoreSQL {
         return statement
     }
 
-    /// A send's outcomes grouped: rows of (kind, reason, action, count).
+    /// A send's outcomes grouped: rows of (kind, reason, action, count); its batches are accepted outcomes with no
+    /// reason or action.
     package static func outcomeGroups(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
         SQLStatement(
             dialect,
             """
-            SELECT outcome, reason, action, count(*) FROM send_outcomes WHERE send_ref = \(sendReference("$1")) \
+            SELECT outcome, reason, action, CAST(sum(n) AS BIGINT) FROM (SELECT outcome, reason, action, count(*) AS n \
+            FROM send_outcomes WHERE send_ref = \(sendReference("$1")) GROUP BY outcome, reason, action \
+            UNION ALL SELECT 'accepted', NULL, NULL, sum(count) FROM send_acceptances \
+            WHERE send_ref = \(sendReference("$1")) HAVING count(*) > 0) g \
             GROUP BY outcome, reason, action ORDER BY 4 DESC, 1, 2
             """, [.text(id.description)])
     }

@@ -14,14 +14,20 @@ extension StoreSQL {
             """
             SELECT s.id, o.apns_id FROM \(outcomesByToken(dialect, alias: "o")) JOIN sends s ON s.ref = o.send_ref \
             WHERE \(tokenIs("o.token", hex: "$2", suffixHex: "$3", dialect)) AND o.send_ref = \(sendReference("$1")) \
-            AND o.outcome = 'accepted' AND s.receipts_deleted_at IS NULL
+            AND o.outcome = 'accepted' AND s.receipts_deleted_at IS NULL \
+            UNION ALL SELECT s.id, NULL FROM sends s WHERE s.id = $1 AND s.receipts_deleted_at IS NULL \
+            AND \(accepted("$4", length: "$5", send: "s.ref", dialect))
             """,
-            [.text(id.description), .text(token.hex), .text(suffixHex(token))])
+            [
+                .text(id.description), .text(token.hex), .text(suffixHex(token)), .bytes(token.bytes),
+                .integer(Int64(token.byteCount)),
+            ])
     }
 
     /// The accepted outcome with an `apns-id` for a device, of a send whose receipt events retention has not deleted:
     /// rows of (send id, apns-id): the stored match, then the device's latest ``derivedCandidates`` accepted outcomes
-    /// that store no apns-id (the one their send derives, which ``ReceiptRecording`` compares). Narrowed by the token
+    /// that store no apns-id (the one their send derives, which ``ReceiptRecording`` compares), then as many of the
+    /// latest sends of its app (or of none) whose batches hold it (``AcceptedBatch``). Narrowed by the token
     /// first (`send_outcomes_token`), so the cost is the device's own deliveries, whatever the table's size.
     package static func acceptedOutcome(apnsID: APNSID, for token: DeviceToken, _ dialect: SQLStatement.Dialect)
         -> SQLStatement
@@ -37,11 +43,14 @@ extension StoreSQL {
             SELECT * FROM (SELECT s.id, o.apns_id FROM \(byToken) JOIN sends s ON s.ref = o.send_ref \
             WHERE \(device) AND o.apns_id = $2 ORDER BY o.at DESC LIMIT 1) matched \
             UNION ALL SELECT * FROM (SELECT s.id, o.apns_id FROM \(byToken) JOIN sends s ON s.ref = o.send_ref \
-            WHERE \(device) AND o.apns_id IS NULL ORDER BY o.at DESC LIMIT $3) derived
+            WHERE \(device) AND o.apns_id IS NULL ORDER BY o.at DESC LIMIT $3) derived \
+            UNION ALL SELECT * FROM (SELECT s.id, NULL FROM sends s WHERE s.receipts_deleted_at IS NULL \
+            AND (s.topic IS NULL OR s.topic = (SELECT topic FROM devices WHERE token = $1)) \
+            AND \(accepted("$5", length: "$6", send: "s.ref", dialect)) ORDER BY s.created_at DESC LIMIT $3) batched
             """,
             [
                 .text(token.hex), .text(apnsID.headerValue), .integer(Int64(derivedCandidates)),
-                .text(suffixHex(token)),
+                .text(suffixHex(token)), .bytes(token.bytes), .integer(Int64(token.byteCount)),
             ])
     }
 

@@ -18,6 +18,7 @@ package struct RetentionBatchPlan {
         case pickedSends
         case deleted(sends: [String])
         case marked(sends: [String], deleted: Int)
+        case deletedAcceptances(sends: [String], marked: [String], deleted: Int)
         case deletedAttempts(sends: [String], deleted: Int)
         case deletedSessions
         case deletedTokens
@@ -59,12 +60,21 @@ package struct RetentionBatchPlan {
             step = .marked(sends: sends, deleted: deleted)
             return StoreSQL.markSends(sends, without: kind, at: now, dialect)
         case (.marked(let sends, let deleted), .outcomes):
-            // The delivery trace's attempts (migration 22) go with the last of a send's outcomes: a few rows, only
-            // for notifications that needed more than one attempt.
+            // The batches of first-try acceptances (migration 30) go with the last of a send's outcome rows, in one
+            // statement: a row per batch, a thousand for a million devices.
             let marked = try (rows ?? []).map { try $0.text(0) }
+            guard !marked.isEmpty else {
+                step = .deletedAttempts(sends: sends, deleted: deleted)
+                return try next(rows)
+            }
+            step = .deletedAcceptances(sends: sends, marked: marked, deleted: deleted)
+            return StoreSQL.deleteAcceptances(ofSends: marked, dialect)
+        case (.deletedAcceptances(let sends, let marked, let deleted), _):
+            // The delivery trace's attempts (migration 22) go too: a few rows, only for notifications that needed
+            // more than one attempt. Neither counts against the batch's limit of outcome rows: they go whole, with
+            // the send's last row.
             step = .deletedAttempts(sends: sends, deleted: deleted)
-            if !marked.isEmpty { return StoreSQL.deleteAttempts(ofSends: marked, dialect) }
-            return try next(rows)
+            return StoreSQL.deleteAttempts(ofSends: marked, dialect)
         case (.marked(let sends, let deleted), _), (.deletedAttempts(let sends, let deleted), _):
             // Fewer sends than asked for, all of whose rows fitted in the batch: none is left.
             return finish(deleted: deleted, finished: sends.count < Self.sendsPerBatch && deleted < limit)

@@ -311,38 +311,40 @@ package enum StoreSQL {
             ])
     }
 
-    /// PostgreSQL: records a batch of outcomes in one statement, after ``lockSend(_:_:)`` in the same transaction:
-    /// inserts them numbered after the send's last outcome (one array parameter per column), adds the kinds of those
-    /// inserted to the send's counts, moves its checkpoint, and returns its counts (no row when there is no such send).
-    /// A device the send already has an outcome for keeps it and is not counted again: the statement looks for it
-    /// (there is no unique index to conflict with, see migration 27), and the send's lock keeps two batches from
-    /// looking at once; a device twice in the batch is recorded the first time. The look is a lateral subquery with a
-    /// `LIMIT`, which PostgreSQL runs per row through the `(suffix, send)` index: a `NOT EXISTS` may be planned as an
-    /// anti-join over the send's whole range of the primary key, a million rows for a campaign, once per batch.
-    package static func recordOutcomes(
-        _ outcomes: [DeliveryOutcome], of id: SendID, checkpoint: DeviceCursor?, at now: Date
-    ) -> SQLArrayStatement {
+    /// PostgreSQL: records the rows of a batch of outcomes (``OutcomeRecording/rows``) in one statement, after
+    /// ``lockSend(_:_:)`` and the recording's read in the same transaction: inserts them under the sequence numbers the
+    /// recording gave them (one array parameter per column), adds the kinds of those inserted and the devices of its
+    /// ``AcceptedBatch``es to the send's counts, moves its checkpoint, and returns its counts (no row when there is no
+    /// such send). A device the send already has an outcome for keeps it and is not counted again: the recording left
+    /// out those it read, and the statement looks again (there is no unique index to conflict with, see migration 27).
+    /// The look is a lateral subquery with a `LIMIT`, which PostgreSQL runs per row through the `(suffix, send)` index:
+    /// a `NOT EXISTS` may be planned as an anti-join over the send's whole range of the primary key.
+    package static func recordOutcomes(_ recording: OutcomeRecording, checkpoint: DeviceCursor?, at now: Date)
+        -> SQLArrayStatement
+    {
         SQLArrayStatement(
-            sql: recordOutcomesSQL, rows: outcomeRows(outcomes, of: id), width: outcomeColumnTypes.count,
+            sql: recordOutcomesSQL, rows: outcomeRows(recording), width: outcomeColumnTypes.count,
             scalars: [
-                .text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now)),
+                .text(recording.send.description), .textOrNull(checkpoint?.description),
+                .integer(StoreTime.microseconds(now)), .integer(Int64(recording.acceptedInBatches)),
             ])
     }
 
-    /// PostgreSQL: ``recordOutcomes(_:of:checkpoint:at:)`` for a shard's run, after ``lockShard(_:shard:)`` in the same
+    /// PostgreSQL: ``recordOutcomes(_:checkpoint:at:)`` for a shard's run, after ``lockShard(_:shard:)`` in the same
     /// transaction instead of the send's lock: the outcomes are numbered in the shard's own range of sequence numbers
     /// (``shardSequenceBase(_:)``), and their counts, the checkpoint and what was recorded go on the shard's row, not
     /// the send's, so that the shards of one send record side by side. Returns the send's counts: its own, and what
     /// every shard holds (this one's with the batch). The look for a device recorded already needs no more than the
     /// shard's lock: shards are disjoint ranges of the target, and a device is only ever sent by its shard.
     package static func recordShardOutcomes(
-        _ outcomes: [DeliveryOutcome], of id: SendID, shard: Int, checkpoint: DeviceCursor?, at now: Date
+        _ recording: OutcomeRecording, shard: Int, checkpoint: DeviceCursor?, at now: Date
     ) -> SQLArrayStatement {
         SQLArrayStatement(
-            sql: recordShardOutcomesSQL, rows: outcomeRows(outcomes, of: id), width: outcomeColumnTypes.count,
+            sql: recordShardOutcomesSQL, rows: outcomeRows(recording), width: outcomeColumnTypes.count,
             scalars: [
-                .text(id.description), .textOrNull(checkpoint?.description), .integer(StoreTime.microseconds(now)),
-                .integer(Int64(shard)), .integer(shardSequenceBase(shard)),
+                .text(recording.send.description), .textOrNull(checkpoint?.description),
+                .integer(StoreTime.microseconds(now)), .integer(Int64(recording.acceptedInBatches)),
+                .integer(Int64(shard)),
             ])
     }
 
@@ -351,12 +353,11 @@ package enum StoreSQL {
     /// send's list by shard, each in the order recorded.
     package static func shardSequenceBase(_ shard: Int) -> Int64 { Int64(shard + 1) << 32 }
 
-    /// The values of a batch's rows, numbered from 1 (the statement adds the last sequence number): a device twice in
-    /// the batch is recorded the first time.
-    private static func outcomeRows(_ outcomes: [DeliveryOutcome], of id: SendID) -> [[SQLStatement.Value]] {
-        var seen = Set<DeviceToken>()
-        let firsts = outcomes.filter { seen.insert($0.token).inserted }
-        return firsts.enumerated().map { outcomeValues($1, send: id, sequence: Int64($0 + 1)) }
+    /// The values of a recording's rows, under their sequence numbers.
+    private static func outcomeRows(_ recording: OutcomeRecording) -> [[SQLStatement.Value]] {
+        recording.rows.enumerated().map {
+            outcomeValues($1, send: recording.send, sequence: recording.firstSequence + Int64($0))
+        }
     }
 
     /// The PostgreSQL type of each of ``outcomeColumns``.
@@ -364,38 +365,22 @@ package enum StoreSQL {
         "bigint", "text", "text", "text", "text", "bigint", "text", "bigint", "text", "bigint", "text", "text",
     ]
 
-    /// The text of ``recordOutcomes(_:of:checkpoint:at:)``: `$1…$12` the columns, `$13` the send, `$14` the
-    /// checkpoint, `$15` the time.
-    ///
-    /// The send's last sequence is read with the send's `ref` as a value (a subquery), not joined from the `ref` CTE:
-    /// only then does PostgreSQL read it from the primary key's end. Joined, it read every outcome of the table for each
-    /// page recorded, which made a million-device send quadratic (QueryPlanTests).
+    /// The text of ``recordOutcomes(_:checkpoint:at:)``: `$1…$12` the columns, `$13` the send, `$14` the
+    /// checkpoint, `$15` the time, `$16` the devices of the recording's batches.
     package static let recordOutcomesSQL = recordOutcomesSQL(onShard: false)
 
-    /// The text of ``recordShardOutcomes(_:of:shard:checkpoint:at:)``: as ``recordOutcomesSQL``, then `$16` the shard
-    /// and `$17` its ``shardSequenceBase(_:)``.
+    /// The text of ``recordShardOutcomes(_:shard:checkpoint:at:)``: as ``recordOutcomesSQL``, then `$17` the shard.
     package static let recordShardOutcomesSQL = recordOutcomesSQL(onShard: true)
 
     private static func recordOutcomesSQL(onShard: Bool) -> String {
         let arrays = outcomeColumnTypes.enumerated().map { "$\($0 + 1)::\($1)[]" }.joined(separator: ", ")
-        let (send, checkpoint, time, shard, base) = ("$13", "$14", "$15", "$16", "$17::bigint")
+        let (send, checkpoint, time, batched, shard) = ("$13", "$14", "$15", "$16::bigint", "$17")
         let selected = outcomeColumnNames.map {
-            switch $0 {
-            case "seq": "last.seq + v.seq"
-            case "token": tokenBytes("v.token", .postgres)
-            default: "v.\($0)"
-            }
+            $0 == "token" ? tokenBytes("v.token", .postgres) : "v.\($0)"
         }.joined(separator: ", ")
         let token = tokenBytes("v.token", .postgres)
-        let last =
-            onShard
-            ? """
-            SELECT coalesce(max(seq), \(base)) AS seq FROM send_outcomes WHERE send_ref = \(sendReference(send)) \
-            AND seq > \(base) AND seq < \(base) + 4294967296
-            """
-            : "SELECT coalesce(max(seq), 0) AS seq FROM send_outcomes WHERE send_ref = \(sendReference(send))"
         let counts = """
-            accepted = accepted + (SELECT count(*) FROM inserted WHERE outcome = 'accepted'), \
+            accepted = accepted + (SELECT count(*) FROM inserted WHERE outcome = 'accepted') + \(batched), \
             rejected = rejected + (SELECT count(*) FROM inserted WHERE outcome = 'rejected'), \
             failed = failed + (SELECT count(*) FROM inserted WHERE outcome NOT IN ('accepted', 'rejected')), \
             checkpoint = coalesce(\(checkpoint), checkpoint), updated_at = \(time)
@@ -403,7 +388,7 @@ package enum StoreSQL {
         let counting =
             onShard
             ? """
-            , counted AS (UPDATE send_shards SET \(counts), recorded = recorded + (SELECT count(*) FROM inserted) \
+            , counted AS (UPDATE send_shards SET \(counts), recorded = recorded + (SELECT count(*) FROM inserted) + \(batched) \
             WHERE send_id = \(send) AND shard = \(shard) RETURNING accepted, rejected, failed) \
             SELECT s.accepted + counted.accepted + others.accepted, s.rejected + counted.rejected + others.rejected, \
             s.failed + counted.failed + others.failed FROM sends s CROSS JOIN counted CROSS JOIN \
@@ -414,9 +399,8 @@ package enum StoreSQL {
             : " UPDATE sends SET \(counts) WHERE id = \(send) RETURNING accepted, rejected, failed"
         return """
             WITH ref AS (SELECT ref FROM sends WHERE id = \(send)), \
-            last AS (\(last)), \
             inserted AS (INSERT INTO send_outcomes (send_ref, \(outcomeColumns)) \
-            SELECT ref.ref, \(selected) FROM ref CROSS JOIN last CROSS JOIN unnest(\(arrays)) AS v(\(outcomeColumns)) \
+            SELECT ref.ref, \(selected) FROM ref CROSS JOIN unnest(\(arrays)) AS v(\(outcomeColumns)) \
             LEFT JOIN LATERAL (SELECT 1 AS found FROM send_outcomes o \
             WHERE \(tokenSuffix("o.token")) = \(tokenSuffix(token)) AND o.send_ref = ref.ref AND o.token = \(token) \
             LIMIT 1) recorded ON true WHERE recorded.found IS NULL RETURNING outcome)\(counting)
@@ -453,13 +437,6 @@ package enum StoreSQL {
         SQLStatement(
             .postgres, "SELECT shard FROM send_shards WHERE send_id = $1 AND shard = $2 FOR UPDATE",
             [.text(id.description), .integer(Int64(shard))])
-    }
-
-    /// The sequence number of a send's last outcome, 0 for none. Run after ``lockSend(_:_:)``.
-    package static func lastOutcomeSequence(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
-        SQLStatement(
-            dialect, "SELECT coalesce(max(seq), 0) FROM send_outcomes WHERE send_ref = \(sendReference("$1"))",
-            [.text(id.description)])
     }
 
     /// SQLite: a send's `ref`, which ``insertOneOutcomeSQL`` binds; no row when there is no such send.
@@ -606,23 +583,6 @@ package enum StoreSQL {
             SELECT \(sendColumns) FROM created
             """
     }()
-
-    /// Which of some tokens already have an outcome in a send: rows of their hex.
-    package static func tokensWithOutcomes(
-        of id: SendID, among tokens: [DeviceToken], _ dialect: SQLStatement.Dialect
-    ) -> SQLStatement {
-        var statement = SQLStatement(dialect)
-        let sendPlaceholder = statement.bind(id.description)
-        let suffixes = Set(tokens.map(suffixHex)).sorted().map { tokenBytes(statement.bind($0), dialect) }
-        let list = tokens.map { tokenBytes(statement.bind($0.hex), dialect) }.joined(separator: ", ")
-        // Through the index of (suffix, send): one probe per suffix.
-        statement.sql = """
-            SELECT \(tokenHex("token", dialect)) FROM \(outcomesByToken(dialect)) \
-            WHERE \(tokenSuffix("token")) IN (\(suffixes.joined(separator: ", "))) \
-            AND send_ref = \(sendReference(sendPlaceholder)) AND token IN (\(list))
-            """
-        return statement
-    }
 
     /// Puts running sends held by any worker but one back in the queue — only those whose worker name starts with
     /// `prefix` when one is given; returns their ids.

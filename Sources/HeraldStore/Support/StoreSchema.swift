@@ -623,7 +623,45 @@ package enum StoreSchema {
                 )
                 """
             ]),
+        Migration(
+            version: 30,
+            name: "send records: a send's first-try acceptances a row per batch, its other outcomes a row each",
+            statements: [],
+            postgresStatements: sendAcceptances(tokenType: "BYTEA") + [
+                // Token bytes do not compress: stored out of line as they are, not tried by pglz first.
+                "ALTER TABLE send_acceptances ALTER COLUMN tokens SET STORAGE EXTERNAL",
+                "ALTER TABLE send_acceptances ALTER COLUMN unique_ids SET STORAGE EXTERNAL",
+            ],
+            sqliteStatements: sendAcceptances(tokenType: "BLOB")),
     ]
+
+    /// Migration 30: `send_acceptances` (``AcceptedBatch``, docs/storage.md "Send records"). A row names the devices
+    /// of a batch by their tokens' bytes one after the other (and the sandbox's unique ids, 16 bytes each, when it keeps
+    /// them), and keeps the first and last token: the index
+    /// `(send_ref, environment, last_token, first_token)` finds the batch a device is in. `send_outcomes` gets an index by send and token, for
+    /// the recording's read of a range of tokens (``OutcomeRecording``): its rows are the exceptions now, few.
+    private static func sendAcceptances(tokenType: String) -> [String] {
+        [
+            """
+            CREATE TABLE send_acceptances (
+                send_ref BIGINT NOT NULL REFERENCES sends (ref) ON DELETE CASCADE,
+                seq BIGINT NOT NULL,
+                count BIGINT NOT NULL,
+                at BIGINT NOT NULL,
+                token_length BIGINT NOT NULL,
+                first_token \(tokenType) NOT NULL,
+                last_token \(tokenType) NOT NULL,
+                environment TEXT NOT NULL,
+                tokens \(tokenType) NOT NULL,
+                unique_ids \(tokenType),
+                PRIMARY KEY (send_ref, seq)
+            )
+            """,
+            // By environment: a send walks one after the other, and their tokens interleave (OutcomeRecording).
+            "CREATE INDEX send_acceptances_range ON send_acceptances (send_ref, environment, last_token, first_token)",
+            "CREATE INDEX send_outcomes_send_token ON send_outcomes (send_ref, token)",
+        ]
+    }
 
     /// Migration 27: `send_outcomes` rebuilt compact (docs/storage.md, "Outcomes, compactly"). The send is its `ref`
     /// (a few bytes instead of a 36-character id), the token its bytes (32 instead of 64 hex digits), and indexed by its

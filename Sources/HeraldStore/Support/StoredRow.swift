@@ -12,6 +12,9 @@ package protocol StoredRow {
     /// The integer in a column, or `nil` for `NULL`.
     /// - Throws: ``StoreError`` `.corruptRecord` when the column holds something else.
     func optionalInteger(_ index: Int) throws -> Int64?
+    /// The bytes in a column (a `BLOB` or `bytea`), or `nil` for `NULL`.
+    /// - Throws: ``StoreError`` `.corruptRecord` when the column holds something else.
+    func optionalBytes(_ index: Int) throws -> [UInt8]?
 }
 
 extension StoredRow {
@@ -24,6 +27,12 @@ extension StoredRow {
     /// The integer in a column that is never `NULL`.
     package func integer(_ index: Int) throws -> Int64 {
         guard let value = try optionalInteger(index) else { throw Self.unexpectedNull(index) }
+        return value
+    }
+
+    /// The bytes in a column that is never `NULL`.
+    package func bytes(_ index: Int) throws -> [UInt8] {
+        guard let value = try optionalBytes(index) else { throw Self.unexpectedNull(index) }
         return value
     }
 

@@ -62,6 +62,9 @@ package struct WebhookOutbox {
                     apps[index, default: []].append(app)
                     continue
                 }
+                // A batch of accepted devices (AcceptedBatch) by its first and last token only, whose apps the
+                // database can join: a send without an app whose batch holds a third app's devices between two
+                // others' reaches that app's endpoints only if an exception row or another batch names it.
                 lookups.append(
                     .sendApp(
                         draft: index, app: app,
@@ -70,7 +73,11 @@ package struct WebhookOutbox {
                             """
                             SELECT 1 FROM send_outcomes o \
                             JOIN devices d ON d.token = \(StoreSQL.tokenHex("o.token", dialect)) \
-                            WHERE o.send_ref = \(StoreSQL.sendReference("$1")) AND d.topic = $2 LIMIT 1
+                            WHERE o.send_ref = \(StoreSQL.sendReference("$1")) AND d.topic = $2 \
+                            UNION ALL SELECT 1 FROM send_acceptances a JOIN devices d \
+                            ON d.token IN (\(StoreSQL.tokenHex("a.first_token", dialect)), \
+                            \(StoreSQL.tokenHex("a.last_token", dialect))) \
+                            WHERE a.send_ref = \(StoreSQL.sendReference("$1")) AND d.topic = $2 LIMIT 1
                             """, [.text(send.description), .text(app)])))
             }
         }

@@ -50,6 +50,7 @@ public enum StoreConformance {
         tokenCases + deliveryCases + keyCases + lifecycleCases + consoleCases + receiptCases + activityCases
             + channelCases + shardCases + idempotencyCases + retentionCases + preferenceCases + webhookCases
             + traceCases + accessCases + frequencyCapCases + ownQuietHoursCases + compactOutcomeCases
+            + sendRecordCases
     }
 
     /// Runs one case on a fresh database: opens a store, runs and migrates it, runs the case, then cleans up.
