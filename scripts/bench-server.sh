@@ -19,6 +19,7 @@
 #       LATENCY=100ms adds that much emulated APNs latency to every answer (the emulator's --latency);
 #       APNS_SINK=nginx pushes to the shared yardstick's nginx HTTP/2 sink instead (../shared/bench, or BENCH_DIR),
 #       and adds h2load against the same sink as a second ceiling;
+#       PG_SETTINGS="-c shared_preload_libraries=pg_stat_statements" prints PostgreSQL's costliest statements of the send;
 #       HERALD_BENCH_PERF=/tmp/perf.data records a perf profile of the server during the send (and during wrk in
 #       the transactional and register modes).
 #   scripts/bench-server.sh transactional [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
@@ -113,6 +114,10 @@ start_postgres() {
         start >/dev/null
     "${as_pg[@]}" "$bin/psql" -q -h "$pg_dir" -p "$port" -U postgres -d postgres \
         -c "CREATE ROLE herald LOGIN PASSWORD 'bench'" -c "CREATE DATABASE herald_bench OWNER herald" >/dev/null
+    if [[ "${PG_SETTINGS:-}" == *pg_stat_statements* ]]; then
+        "${as_pg[@]}" "$bin/psql" -q -h "$pg_dir" -p "$port" -U postgres -d herald_bench \
+            -c "CREATE EXTENSION pg_stat_statements" -c "GRANT pg_read_all_stats TO herald" >/dev/null
+    fi
     HERALD_BENCH_DATABASE_URL="postgres://herald:bench@127.0.0.1:$port/herald_bench?sslmode=disable"
 }
 
@@ -446,6 +451,12 @@ fanout)
     ended_reads=$(ended_send_reads "$port" "$(cat "$work/send-id.txt")" "$devices")
     kill "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
+    if [[ "${PG_SETTINGS:-}" == *pg_stat_statements* ]]; then
+        # PG_SETTINGS="-c shared_preload_libraries=pg_stat_statements": where PostgreSQL spent its time.
+        psql "${HERALD_BENCH_DATABASE_URL}" -c "SELECT round(total_exec_time::numeric, 0) AS ms, calls, rows, \
+            left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query FROM pg_stat_statements \
+            ORDER BY total_exec_time DESC LIMIT 15" >&2
+    fi
     # What the send added to the database, the server stopped (SQLite's WAL checkpointed into the file).
     grown=$(database_size)
     python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "${APNS_SINK:-emulator}" "$db_cpu" \
