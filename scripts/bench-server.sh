@@ -453,9 +453,13 @@ fanout)
     wait "$server_pid" 2>/dev/null || true
     if [[ "${PG_SETTINGS:-}" == *pg_stat_statements* ]]; then
         # PG_SETTINGS="-c shared_preload_libraries=pg_stat_statements": where PostgreSQL spent its time.
-        psql "${HERALD_BENCH_DATABASE_URL}" -c "SELECT round(total_exec_time::numeric, 0) AS ms, calls, rows, \
-            left(regexp_replace(query, '\s+', ' ', 'g'), 160) AS query FROM pg_stat_statements \
-            ORDER BY total_exec_time DESC LIMIT 15" >&2
+        # Planning counts only with pg_stat_statements.track_planning=on in PG_SETTINGS.
+        psql "${HERALD_BENCH_DATABASE_URL}" -c "SELECT round(total_exec_time::numeric, 0) AS exec_ms, \
+            round(total_plan_time::numeric, 0) AS plan_ms, calls, rows, \
+            left(regexp_replace(query, '\s+', ' ', 'g'), 140) AS query FROM pg_stat_statements \
+            ORDER BY total_exec_time + total_plan_time DESC LIMIT 20" \
+            -c "SELECT round(sum(total_exec_time)::numeric, 0) AS all_exec_ms, \
+            round(sum(total_plan_time)::numeric, 0) AS all_plan_ms, sum(calls) AS all_calls FROM pg_stat_statements" >&2
     fi
     # What the send added to the database, the server stopped (SQLite's WAL checkpointed into the file).
     grown=$(database_size)

@@ -21,11 +21,9 @@ extension PostgresRandomAccessRow: StoredRow {
 extension PostgresConnection {
     /// Runs a shared statement and returns its rows.
     func rows(_ statement: SQLStatement, logger: Logger) async throws -> [PostgresRandomAccessRow] {
-        if let shape = PreparedShapes.bySQL[statement.sql] {
-            return try await shape.rows(statement.binds, on: self, logger: logger)
-        }
         var binds = PostgresBindings(capacity: statement.binds.count)
         for value in statement.binds { binds.append(value) }
+        if let shape = PreparedShapes.bySQL[statement.sql] { return try await shape.rows(binds, on: self, logger: logger) }
         return try await rows(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
     }
 
@@ -36,9 +34,11 @@ extension PostgresConnection {
             switch column {
             case .text(let texts): binds.append(NullableArray(texts))
             case .integer(let integers): binds.append(NullableArray(integers))
+            case .bytes(let bytes): binds.append(NullableArray(bytes.map { $0.map { ByteBuffer(bytes: $0) } }))
             }
         }
         for value in statement.scalars { binds.append(value) }
+        if let shape = PreparedShapes.bySQL[statement.sql] { return try await shape.rows(binds, on: self, logger: logger) }
         return try await rows(PostgresQuery(unsafeSQL: statement.sql, binds: binds), logger: logger)
     }
 

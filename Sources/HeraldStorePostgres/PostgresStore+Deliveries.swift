@@ -52,8 +52,9 @@ extension PostgresStore {
         return try await transaction("record delivery outcomes") { session in
             // Locked first, in its own statement: the next one's snapshot then sees the last outcome of any batch
             // committed while this one waited for the lock.
-            let lock = shard.map { StoreSQL.lockShard(id, shard: $0) } ?? StoreSQL.lockSend(id, .postgres)
-            guard try await session.rows(lock).first != nil else { throw SendRecord.notFound(id) }
+            guard try await session.rows(StoreSQL.lockForRecording(id, shard: shard)).first != nil else {
+                throw SendRecord.notFound(id)
+            }
             var recording = OutcomeRecording(outcomes, of: id, shard: shard)
             if let read = recording.priorRead(.postgres) { try recording.resolve(try await session.rows(read)) }
             let record =
@@ -62,7 +63,6 @@ extension PostgresStore {
                 } else {
                     StoreSQL.recordOutcomes(recording, checkpoint: checkpoint, at: now)
                 }
-            if let batches = recording.insertBatches(.postgres) { try await session.execute(batches) }
             guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
             try await session.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             try await self.insertAttempts(outcomes, of: id, in: session)
@@ -132,7 +132,7 @@ extension PostgresStore {
         guard !tokens.isEmpty else { return [] }
         return try await session("read which devices a send corrected") { session in
             Set(
-                try await session.rows(StoreSQL.tokensCorrected(by: id, among: tokens, .postgres)).map {
+                try await session.rows(StoreSQL.tokensCorrected(by: id, among: tokens)).map {
                     try DeviceToken(storedHex: $0.text(0))
                 })
         }

@@ -181,11 +181,6 @@ extension PostgresStore {
         // In a transaction either way: only a COMMIT's answer says the write is stored (postgres-nio answers a lone
         // statement before its implicit commit).
         return try await transaction(action) { session in
-            let read = subscriptionsCache.startRead(at: clock.now())
-            let subscriptions = try await session.rows(WebhookOutbox.selectSubscriptions(.postgres))
-            let wanted = try WebhookOutbox.wantedTypes(subscriptions)
-            subscriptionsCache.remember(wanted, from: read)
-            guard !wanted.isDisjoint(with: types) else { return try await body(session).0 }
             let (value, drafts) = try await body(session)
             try await session.writeWebhookEvents(drafts)
             return value
@@ -194,11 +189,16 @@ extension PostgresStore {
 }
 
 extension PostgresStore.Session {
-    /// Writes the events some endpoint wants to the outbox, in the caller's transaction (``WebhookOutbox``).
+    /// Writes the events some endpoint wants to the outbox, in the caller's transaction (``WebhookOutbox``). When a
+    /// read of the endpoints at most a second old found none that wants these events' types, the endpoints are not
+    /// read again (``WebhookSubscriptionCache``): a fan-out records its outcomes hundreds of times a second.
     func writeWebhookEvents(_ drafts: [WebhookEventDraft]) async throws {
         guard !drafts.isEmpty else { return }
-        var outbox = try WebhookOutbox(
-            subscriptions: await rows(WebhookOutbox.selectSubscriptions(.postgres)), drafts: drafts, .postgres)
+        if webhookSubscriptions.noneWants(Set(drafts.map(\.type)), at: clock.now()) == true { return }
+        let read = webhookSubscriptions.startRead(at: clock.now())
+        let subscriptions = try await rows(WebhookOutbox.selectSubscriptions(.postgres))
+        webhookSubscriptions.remember(try WebhookOutbox.wantedTypes(subscriptions), from: read)
+        var outbox = try WebhookOutbox(subscriptions: subscriptions, drafts: drafts, .postgres)
         while let lookup = outbox.nextLookup() { try outbox.resolve(await rows(lookup)) }
         for insert in outbox.inserts() { try await execute(insert) }
     }

@@ -275,6 +275,10 @@ public final class PostgresStore: Store, VersionedMigrations {
         let lease: LeaseState
         /// Told of every statement answered.
         let availability: DatabaseAvailability
+        /// Which event types some webhook endpoint wants, as last read: lets a write of events nobody wants skip the
+        /// read of the endpoints (``writeWebhookEvents(_:)``).
+        let webhookSubscriptions: WebhookSubscriptionCache
+        let clock: any WallClock
 
         /// Runs `body` (the caller's code, such as the work done under an instance lock) so that the caller's
         /// cancellation reaches it, unlike the session's statements.
@@ -340,7 +344,9 @@ public final class PostgresStore: Store, VersionedMigrations {
             try await Self.withOpenConnection(of: pool, under: lease) { connection in
                 if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
                 return try await connection.withTransaction(logger: logger) { connection in
-                    try await body(Session(connection: connection, logger: logger, lease: lease, availability: self.availability))
+                    try await body(Session(
+                        connection: connection, logger: logger, lease: lease, availability: self.availability,
+                        webhookSubscriptions: self.webhookSubscriptions, clock: self.clock))
                 }
             }
         }
@@ -354,7 +360,9 @@ public final class PostgresStore: Store, VersionedMigrations {
         return try await leased(action, limited: true) { pool, logger, lease in
             try await Self.withOpenConnection(of: pool, under: lease) { connection in
                 if watchesSilence { try await lease.watch(connection, in: pool, logger: logger) }
-                return try await body(Session(connection: connection, logger: logger, lease: lease, availability: self.availability))
+                return try await body(Session(
+                        connection: connection, logger: logger, lease: lease, availability: self.availability,
+                        webhookSubscriptions: self.webhookSubscriptions, clock: self.clock))
             }
         }
     }

@@ -72,7 +72,7 @@ struct PostgresShardRecordingTests {
                         holder,
                         counts: """
                             SELECT count(*)::int8 FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
-                            AND query LIKE 'SELECT shard FROM send_shards WHERE send_id = $1 AND shard = $2 FOR UPDATE%'
+                            AND query LIKE 'SELECT shard, % FROM send_shards WHERE send_id = $1 AND shard = $2 FOR UPDATE%'
                             """)
                     release.finish()
                     try await holding0.value

@@ -67,10 +67,16 @@ struct QueryPlanTests {
             token: try DeviceToken(hex: String(repeating: "ab", count: 32)), environment: .production,
             result: .failed(message: "no answer"), at: Date())
         let read = try #require(OutcomeRecording([outcome], of: SendID()).priorRead(.postgres))
+        #expect(PreparedShapes.bySQL[read.sql] != nil, "the read is prepared once per connection")
+        // The send; its range of sequence numbers; the rows' range of tokens; development's (none) and production's.
         let plan = try await Self.genericPlan(
-            of: read.sql, types: ["text", "bytea", "bytea", "bytea", "bytea", "text"],
+            of: read.sql,
+            types: ["text", "bigint", "bigint", "bytea", "bytea", "bytea", "bytea", "text", "bytea", "bytea", "text"],
             values: { send in
-                ["'\(send)'", "'\\x00'::bytea", "'\\xab'::bytea", "'\\x00'::bytea", "'\\xab'::bytea", "'production'"]
+                [
+                    "'\(send)'", "0", "4294967296", "'\\x00'::bytea", "'\\xab'::bytea", "NULL", "NULL", "'development'",
+                    "'\\x00'::bytea", "'\\xab'::bytea", "'production'",
+                ]
             },
             outcomes: 20_000)
         let text = plan.joined(separator: "\n")

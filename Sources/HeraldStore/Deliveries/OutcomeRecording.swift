@@ -34,20 +34,23 @@ package struct OutcomeRecording: Sendable {
     /// number of the send (or shard), then what it recorded among the outcomes' range of tokens
     /// (``StoreSQL/recordedTokens(send:_:into:)``, its batches in the outcomes' environments). `nil` when there is nothing to record.
     package func priorRead(_ dialect: SQLStatement.Dialect) -> SQLStatement? {
+        guard !outcomes.isEmpty else { return nil }
         var statement = SQLStatement(dialect)
         let reference = StoreSQL.sendReference(statement.bind(.text(send.description)))
+        // The range of sequence numbers bound, not written: one text for every send and shard, prepared once.
+        let base = shard.map(StoreSQL.shardSequenceBase) ?? 0
+        let (above, below) = (statement.bind(.integer(base)), statement.bind(.integer(base + (1 << 32))))
+        let range = " AND seq > \(above) AND seq < \(below)"
+        // The last sequence: the rows' greatest, read from the primary key's end, and the last batch's last member.
+        let last = """
+            SELECT coalesce(max(m), \(above)) FROM (SELECT max(seq) AS m FROM send_outcomes \
+            WHERE send_ref = \(reference)\(range) UNION ALL SELECT m FROM (SELECT seq + count - 1 AS m \
+            FROM send_acceptances WHERE send_ref = \(reference)\(range) ORDER BY seq DESC LIMIT 1) b) l
+            """
         guard
             let recorded = StoreSQL.recordedTokens(
                 send: reference, outcomes.map { ($0.token, $0.environment) }, into: &statement)
         else { return nil }
-        let base = shard.map(StoreSQL.shardSequenceBase) ?? 0
-        let range = shard == nil ? "" : " AND seq > \(base) AND seq < \(base + (1 << 32))"
-        // The last sequence: the rows' greatest, read from the primary key's end, and the last batch's last member.
-        let last = """
-            SELECT coalesce(max(m), \(base)) FROM (SELECT max(seq) AS m FROM send_outcomes \
-            WHERE send_ref = \(reference)\(range) UNION ALL SELECT m FROM (SELECT seq + count - 1 AS m \
-            FROM send_acceptances WHERE send_ref = \(reference)\(range) ORDER BY seq DESC LIMIT 1) b) l
-            """
         statement.sql = "SELECT 0, (\(last)), NULL, CAST(NULL AS BIGINT) UNION ALL \(recorded)"
         return statement
     }
@@ -83,23 +86,36 @@ package struct OutcomeRecording: Sendable {
         }
     }
 
-    /// The insert of the batches; `nil` when there are none.
-    package func insertBatches(_ dialect: SQLStatement.Dialect) -> SQLStatement? {
-        guard !batches.isEmpty else { return nil }
-        var statement = SQLStatement(dialect)
-        let reference = StoreSQL.sendReference(statement.bind(.text(send.description)))
-        let values = batches.map { sequence, batch in
-            let bound = [
+    /// The columns of `send_acceptances` after `send_ref`, in ``batchRows`` order.
+    package static let batchColumns =
+        "seq, count, at, token_length, first_token, last_token, environment, tokens, unique_ids"
+
+    /// The type of each of ``batchColumns``.
+    package static let batchColumnTypes: [SQLArrayStatement.ColumnType] = [
+        .integer, .integer, .integer, .integer, .bytes, .bytes, .text, .bytes, .bytes,
+    ]
+
+    /// The values of each batch, in ``batchColumns`` order.
+    package var batchRows: [[SQLStatement.Value]] {
+        batches.map { sequence, batch in
+            [
                 .integer(sequence), .integer(Int64(batch.members.count)), .integer(StoreTime.microseconds(batch.at)),
                 .integer(Int64(batch.tokenLength)), .bytes(batch.members.first!.token.bytes),
                 .bytes(batch.members.last!.token.bytes), .text(batch.environment.name), .bytes(batch.storedTokens),
                 batch.storedUniqueIDs.map { .bytes($0) } ?? .null,
-            ].map { statement.bind($0) }
-            return "(\(reference), \(bound.joined(separator: ", ")))"
+            ]
         }
+    }
+
+    /// SQLite: the insert of the batches; `nil` when there are none. (PostgreSQL inserts them in the statement that
+    /// counts them, ``StoreSQL/recordOutcomes(_:checkpoint:at:)``.)
+    package func insertBatches(_ dialect: SQLStatement.Dialect) -> SQLStatement? {
+        guard !batches.isEmpty else { return nil }
+        var statement = SQLStatement(dialect)
+        let reference = StoreSQL.sendReference(statement.bind(.text(send.description)))
+        let values = batchRows.map { row in "(\(reference), \(row.map { statement.bind($0) }.joined(separator: ", ")))" }
         statement.sql = """
-            INSERT INTO send_acceptances (send_ref, seq, count, at, token_length, first_token, last_token, environment, \
-            tokens, unique_ids) VALUES \(values.joined(separator: ", "))
+            INSERT INTO send_acceptances (send_ref, \(Self.batchColumns)) VALUES \(values.joined(separator: ", "))
             """
         return statement
     }

@@ -155,11 +155,15 @@ extension StoreSQL {
             WHERE send_ref = \(reference) AND token >= \(lowest) AND token <= \(highest)
             """
         ]
-        let byEnvironment = Dictionary(grouping: tokens, by: { $0.environment?.name })
-        for environment in byEnvironment.keys.sorted(by: { ($0 ?? "") < ($1 ?? "") }) {
-            guard let (low, high) = byteRange(of: byEnvironment[environment]!.map(\.token)) else { continue }
-            let (from, through) = (statement.bind(.bytes(low)), statement.bind(.bytes(high)))
-            let inEnvironment = environment.map { " AND environment = \(statement.bind(.text($0)))" } ?? ""
+        // One branch per environment whether or not the tokens have one there (its range `NULL`), so that the text
+        // is the same for every recording: PostgreSQL prepares it once per connection (`PreparedShapes`).
+        let environments: [APNSEnvironment?] =
+            tokens.contains { $0.environment == nil } ? [nil] : APNSEnvironment.all.sorted { $0.name < $1.name }
+        for environment in environments {
+            let range = byteRange(of: tokens.filter { environment == nil || $0.environment == environment }.map(\.token))
+            let from = statement.bind(range.map { .bytes($0.low) } ?? .null)
+            let through = statement.bind(range.map { .bytes($0.high) } ?? .null)
+            let inEnvironment = environment.map { " AND environment = \(statement.bind(.text($0.name)))" } ?? ""
             branches.append(
                 """
                 SELECT 1, NULL, tokens, token_length FROM send_acceptances \

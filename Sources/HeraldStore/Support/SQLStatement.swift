@@ -109,6 +109,22 @@ package struct SQLArrayStatement: Sendable {
         case text([String?])
         /// `BIGINT[]`; `nil` is `NULL`.
         case integer([Int64?])
+        /// `BYTEA[]`; `nil` is `NULL`.
+        case bytes([[UInt8]?])
+    }
+
+    /// The type of a column given by its statement, whatever its values (all `NULL`, or none).
+    package enum ColumnType: Sendable {
+        case text, integer, bytes
+
+        /// PostgreSQL's name for an element of this type.
+        package var sqlName: String {
+            switch self {
+            case .text: "text"
+            case .integer: "bigint"
+            case .bytes: "bytea"
+            }
+        }
     }
 
     /// SQL with `$1`, `$2`, … placeholders: one per column, then one per scalar.
@@ -132,6 +148,48 @@ package struct SQLArrayStatement: Sendable {
         self.sql = sql
         self.scalars = scalars
         columns = tables.flatMap { Self.columns(of: $0.rows, width: $0.width) }
+    }
+
+    /// A statement from several sets of rows, each transposed into columns of the types given (one per value of a
+    /// row): the same parameter types for any rows, as a statement PostgreSQL prepares needs.
+    package init(
+        sql: String, typedTables: [(rows: [[SQLStatement.Value]], types: [ColumnType])],
+        scalars: [SQLStatement.Value] = []
+    ) {
+        self.sql = sql
+        self.scalars = scalars
+        columns = typedTables.flatMap { table in
+            precondition(table.rows.allSatisfy { $0.count == table.types.count }, "every row binds the same parameters")
+            return table.types.enumerated().map { index, type -> Column in
+                let values = table.rows.map { $0[index] }
+                func value<T>(_ unwrap: (SQLStatement.Value) -> T?) -> [T?] {
+                    values.map { value in
+                        if case .null = value { return nil }
+                        guard let unwrapped = unwrap(value) else {
+                            preconditionFailure("parameter \(index + 1) is not all of type \(type)")
+                        }
+                        return unwrapped
+                    }
+                }
+                switch type {
+                case .text:
+                    return .text(value { (stored: SQLStatement.Value) -> String? in
+                        if case .text(let text) = stored { return text }
+                        return nil
+                    })
+                case .integer:
+                    return .integer(value { (stored: SQLStatement.Value) -> Int64? in
+                        if case .integer(let integer) = stored { return integer }
+                        return nil
+                    })
+                case .bytes:
+                    return .bytes(value { (stored: SQLStatement.Value) -> [UInt8]? in
+                        if case .bytes(let bytes) = stored { return bytes }
+                        return nil
+                    })
+                }
+            }
+        }
     }
 
     private static func columns(of rows: [[SQLStatement.Value]], width: Int) -> [Column] {
