@@ -191,10 +191,14 @@ extension PostgresStore {
 extension PostgresStore.Session {
     /// Writes the events some endpoint wants to the outbox, in the caller's transaction (``WebhookOutbox``). When a
     /// read of the endpoints at most a second old found none that wants these events' types, the endpoints are not
-    /// read again (``WebhookSubscriptionCache``): a fan-out records its outcomes hundreds of times a second.
-    func writeWebhookEvents(_ drafts: [WebhookEventDraft]) async throws {
+    /// read again (``WebhookSubscriptionCache``): a fan-out records its outcomes hundreds of times a second. When it
+    /// found no endpoint at all, the drafts, a JSON object per outcome, are not even made (2 % of a fan-out's CPU).
+    func writeWebhookEvents(_ makeDrafts: @autoclosure () -> [WebhookEventDraft]) async throws {
+        let now = clock.now()
+        if webhookSubscriptions.noneWants(Set(WebhookEventType.allCases), at: now) == true { return }
+        let drafts = makeDrafts()
         guard !drafts.isEmpty else { return }
-        if webhookSubscriptions.noneWants(Set(drafts.map(\.type)), at: clock.now()) == true { return }
+        if webhookSubscriptions.noneWants(Set(drafts.map(\.type)), at: now) == true { return }
         let read = webhookSubscriptions.startRead(at: clock.now())
         let subscriptions = try await rows(WebhookOutbox.selectSubscriptions(.postgres))
         webhookSubscriptions.remember(try WebhookOutbox.wantedTypes(subscriptions), from: read)

@@ -19,6 +19,10 @@ struct DeviceTokenTests {
         let token = try DeviceToken(hex: input)
         #expect(token.hex == canonical)
         #expect(token.byteCount == bytes)
+        let pairs = stride(from: 0, to: canonical.count, by: 2).map {
+            UInt8(canonical.dropFirst($0).prefix(2), radix: 16)!
+        }
+        #expect(token.bytes == pairs)
     }
 
     @Test("invalid tokens are rejected with a message a person can act on", arguments: [

@@ -110,14 +110,20 @@ public struct DeviceToken: Sendable, Hashable, Comparable, CustomStringConvertib
 
     /// The raw token bytes, as an array.
     public var bytes: [UInt8] {
-        var result = [UInt8]()
-        result.reserveCapacity(byteCount)
-        var high: UInt8 = 0
-        for (index, digit) in hex.utf8.enumerated() {
-            let value = digit <= UInt8(ascii: "9") ? digit - UInt8(ascii: "0") : digit - UInt8(ascii: "a") + 10
-            if index % 2 == 0 { high = value << 4 } else { result.append(high | value) }
+        // Over the digits' contiguous storage, a pair at a time: iterating the UTF-8 view took 2.4 % of the server's
+        // CPU in a fan-out, where each recording turns every answered token into bytes.
+        var digits = hex
+        return digits.withUTF8 { digits in
+            [UInt8](unsafeUninitializedCapacity: digits.count / 2) { result, count in
+                func value(_ digit: UInt8) -> UInt8 {
+                    digit <= UInt8(ascii: "9") ? digit &- UInt8(ascii: "0") : digit &- UInt8(ascii: "a") &+ 10
+                }
+                for index in 0..<digits.count / 2 {
+                    result[index] = value(digits[2 * index]) << 4 | value(digits[2 * index + 1])
+                }
+                count = digits.count / 2
+            }
         }
-        return result
     }
 
     /// The number of bytes in the token.

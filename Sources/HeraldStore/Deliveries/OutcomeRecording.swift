@@ -13,6 +13,8 @@ package struct OutcomeRecording: Sendable {
     /// The shard whose range of sequence numbers the outcomes take; `nil`: the send's own.
     package let shard: Int?
     private let outcomes: [DeliveryOutcome]
+    /// Each outcome's token as bytes, turned from its digits once.
+    private let tokenBytes: [[UInt8]]
     /// The outcomes that get a row each, numbered from ``firstSequence`` in this order.
     package private(set) var rows: [DeliveryOutcome] = []
     /// The first-try acceptances, numbered after the rows.
@@ -23,6 +25,7 @@ package struct OutcomeRecording: Sendable {
     package init(_ outcomes: [DeliveryOutcome], of send: SendID, shard: Int? = nil) {
         var seen = Set<DeviceToken>()
         self.outcomes = outcomes.filter { seen.insert($0.token).inserted }
+        tokenBytes = self.outcomes.map(\.token.bytes)
         self.send = send
         self.shard = shard
     }
@@ -49,7 +52,7 @@ package struct OutcomeRecording: Sendable {
             """
         guard
             let recorded = StoreSQL.recordedTokens(
-                send: reference, outcomes.map { ($0.token, $0.environment) }, into: &statement)
+                send: reference, zip(tokenBytes, outcomes).map { ($0, $1.environment) }, into: &statement)
         else { return nil }
         statement.sql = "SELECT 0, (\(last)), NULL, CAST(NULL AS BIGINT) UNION ALL \(recorded)"
         return statement
@@ -61,8 +64,7 @@ package struct OutcomeRecording: Sendable {
         let last = try read.first { try $0.integer(0) == 0 }?.integer(1) ?? 0
         var grouped: [BatchKey: [(outcome: DeliveryOutcome, member: AcceptedBatch.Member)]] = [:]
         rows = []
-        for outcome in outcomes {
-            let bytes = outcome.token.bytes
+        for (outcome, bytes) in zip(outcomes, tokenBytes) {
             guard !recorded.contains(bytes) else { continue }
             guard let member = AcceptedBatch.member(outcome, bytes: bytes, of: send) else {
                 rows.append(outcome)
@@ -100,8 +102,8 @@ package struct OutcomeRecording: Sendable {
         batches.map { sequence, batch in
             [
                 .integer(sequence), .integer(Int64(batch.members.count)), .integer(StoreTime.microseconds(batch.at)),
-                .integer(Int64(batch.tokenLength)), .bytes(batch.members.first!.token.bytes),
-                .bytes(batch.members.last!.token.bytes), .text(batch.environment.name), .bytes(batch.storedTokens),
+                .integer(Int64(batch.tokenLength)), .bytes(batch.members.first!.bytes),
+                .bytes(batch.members.last!.bytes), .text(batch.environment.name), .bytes(batch.storedTokens),
                 batch.storedUniqueIDs.map { .bytes($0) } ?? .null,
             ]
         }

@@ -142,10 +142,10 @@ extension StoreSQL {
     /// token belongs to one environment (APNs mints it for one), so the batches of the other cannot hold it; the rows,
     /// few, are read whatever their environment.
     static func recordedTokens(
-        send reference: String, _ tokens: [(token: DeviceToken, environment: APNSEnvironment?)],
+        send reference: String, _ tokens: [(bytes: [UInt8], environment: APNSEnvironment?)],
         into statement: inout SQLStatement
     ) -> String? {
-        guard let (low, high) = byteRange(of: tokens.map(\.token)) else { return nil }
+        guard let (low, high) = byteRange(of: tokens.map(\.bytes)) else { return nil }
         let rowsByToken =
             statement.dialect == .sqlite ? "send_outcomes INDEXED BY send_outcomes_send_token" : "send_outcomes"
         let (lowest, highest) = (statement.bind(.bytes(low)), statement.bind(.bytes(high)))
@@ -160,7 +160,7 @@ extension StoreSQL {
         let environments: [APNSEnvironment?] =
             tokens.contains { $0.environment == nil } ? [nil] : APNSEnvironment.all.sorted { $0.name < $1.name }
         for environment in environments {
-            let range = byteRange(of: tokens.filter { environment == nil || $0.environment == environment }.map(\.token))
+            let range = byteRange(of: tokens.filter { environment == nil || $0.environment == environment }.map(\.bytes))
             let from = statement.bind(range.map { .bytes($0.low) } ?? .null)
             let through = statement.bind(range.map { .bytes($0.high) } ?? .null)
             let inEnvironment = environment.map { " AND environment = \(statement.bind(.text($0.name)))" } ?? ""
@@ -193,14 +193,15 @@ extension StoreSQL {
     {
         var statement = SQLStatement(dialect)
         let reference = sendReference(statement.bind(.text(id.description)))
-        guard let sql = recordedTokens(send: reference, tokens.map { ($0, nil) }, into: &statement) else { return nil }
+        guard let sql = recordedTokens(send: reference, tokens.map { ($0.bytes, nil) }, into: &statement) else {
+            return nil
+        }
         statement.sql = sql
         return statement
     }
 
     /// The lowest and highest of some tokens' bytes.
-    static func byteRange(of tokens: [DeviceToken]) -> (low: [UInt8], high: [UInt8])? {
-        let bytes = tokens.map(\.bytes)
+    static func byteRange(of bytes: [[UInt8]]) -> (low: [UInt8], high: [UInt8])? {
         guard let low = bytes.min(by: { $0.lexicographicallyPrecedes($1) }),
             let high = bytes.max(by: { $0.lexicographicallyPrecedes($1) })
         else { return nil }
