@@ -151,8 +151,11 @@ struct CancelTests {
             backend,
             configure: {
                 $0.limits.inlineSendLimit = 0
-                // Three shards of 10, run side by side.
-                if sharded { $0.sending.shardSize = 10 }
+                // Three shards of 10, run side by side (as several instances, or a worker allowed three, run them).
+                if sharded {
+                    $0.sending.shardSize = 10
+                    $0.sending.shardRunsPerSend = 3
+                }
             }
         ) { client, app in
             let emulator = try #require(app.emulator)

@@ -67,9 +67,8 @@ public final class SendWorker: Service, Sendable {
     /// Sends to more devices than this are cut into shards of this size; 0: never.
     private let shardSize: Int
 
-    /// The most shards of one send a worker runs at once: the others are left to other instances, and a lone one
-    /// takes them as these end.
-    static let shardRunsPerSend = 4
+    /// The most shards of one send this worker runs at once (``SendingSettings/shardRunsPerSend``).
+    private let shardRunsPerSend: Int
 
     /// One run: a whole send, or one of its shards.
     private struct RunKey: Hashable {
@@ -115,6 +114,7 @@ public final class SendWorker: Service, Sendable {
         self.storeReady = storeReady
         self.runningLimit = sending.runningSendsPerLane
         self.shardSize = sending.shardSize
+        self.shardRunsPerSend = max(1, sending.shardRunsPerSend)
         self.appShares = appShares
         precedence = ClaimPrecedence(priorities: appShares.mapValues(\.priority))
         self.metrics = metrics
@@ -267,7 +267,7 @@ public final class SendWorker: Service, Sendable {
             var shardRuns: [SendID: Int] = [:]
             for key in running.keys where key.shard != nil { shardRuns[key.send, default: 0] += 1 }
             let sends = Set(running.keys.filter { $0.shard == nil }.map(\.send))
-            return (Set(lanes), Set(shardRuns.filter { $0.value >= Self.shardRunsPerSend }.keys), sends)
+            return (Set(lanes), Set(shardRuns.filter { $0.value >= shardRunsPerSend }.keys), sends)
         }
         guard !lanes.isEmpty else { return nil }
         do {
