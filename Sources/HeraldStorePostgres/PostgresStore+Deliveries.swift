@@ -92,8 +92,7 @@ extension PostgresStore {
         var queued = Set<SendID>()
         let firsts = batch.filter { queued.insert($0.send.id).inserted }
         let statement = StoreSQL.insertFinishedSends(firsts.map { ($0.send, $0.outcomes, $0.at) })
-        let types = Self.webhookTypes(of: firsts)
-        let stored = try await withWebhookEvents("record \(firsts.count) finished sends", types: types) { session in
+        let stored = try await withWebhookEvents("record \(firsts.count) finished sends") { session in
             let records = try await session.rows(statement).map { try $0.send() }
             let outcomes = Dictionary(firsts.map { ($0.send.id, $0) }, uniquingKeysWith: { first, _ in first })
             return (records, records.flatMap { Self.webhookEvents(of: $0, outcomes[$0.id]) })
@@ -111,7 +110,7 @@ extension PostgresStore {
     /// Stores one finished send on its own, a statement prepared once per connection.
     func storeFinishedSend(_ finished: FinishedSend) async throws -> Result<SendRecord, StoreError> {
         let statement = StoreSQL.insertFinishedSend(finished.send, outcomes: finished.outcomes, at: finished.at)
-        return try await withWebhookEvents("record a finished send", types: Self.webhookTypes(of: [finished])) {
+        return try await withWebhookEvents("record a finished send") {
             session -> (Result<SendRecord, StoreError>, [WebhookEventDraft]) in
             guard let row = try await session.rows(statement).first else {
                 return (.failure(NewSend.alreadyExists(finished.send.id)), [])
@@ -282,17 +281,6 @@ extension PostgresStore {
 
 /// An inline send's record waiting for its batch: the send, its outcomes, and when it finished.
 extension PostgresStore {
-    /// The webhook event types finished sends may report.
-    fileprivate static func webhookTypes(of batch: [FinishedSend]) -> Set<WebhookEventType> {
-        var types: Set<WebhookEventType> = [.sendCompleted, .sendFailed]
-        for finished in batch {
-            for outcome in finished.outcomes {
-                for draft in WebhookEventDraft.events(of: outcome, in: finished.send.id) { types.insert(draft.type) }
-            }
-        }
-        return types
-    }
-
     /// The outcome events of a finished send, and its end.
     fileprivate static func webhookEvents(of record: SendRecord, _ finished: FinishedSend?) -> [WebhookEventDraft] {
         (finished?.outcomes ?? []).flatMap { WebhookEventDraft.events(of: $0, in: record.id) }

@@ -166,21 +166,14 @@ extension PostgresStore {
     }
 
     /// Runs `body` in a transaction that also writes to the outbox the events `body` returns that some endpoint wants
-    /// (none are drafted into it when no endpoint subscribes to any of `types`).
-    /// When a read of the endpoints at most a second old found none that wants `types`, the endpoints are not read
-    /// again (``WebhookSubscriptionCache``).
+    /// (``Session/writeWebhookEvents(_:)``, which reads the endpoints only when its cache cannot answer).
     func withWebhookEvents<T: Sendable>(
-        _ action: String, types: Set<WebhookEventType>,
+        _ action: String,
         _ body: @escaping @Sendable (Session) async throws -> (T, [WebhookEventDraft])
     ) async throws -> T {
-        let subscriptionsCache = webhookSubscriptions
-        let clock = clock
-        if subscriptionsCache.noneWants(types, at: clock.now()) == true {
-            return try await transaction(action) { session in try await body(session).0 }
-        }
-        // In a transaction either way: only a COMMIT's answer says the write is stored (postgres-nio answers a lone
-        // statement before its implicit commit).
-        return try await transaction(action) { session in
+        // In a transaction even without events: only a COMMIT's answer says the write is stored (postgres-nio answers
+        // a lone statement before its implicit commit).
+        try await transaction(action) { session in
             let (value, drafts) = try await body(session)
             try await session.writeWebhookEvents(drafts)
             return value
@@ -199,7 +192,7 @@ extension PostgresStore.Session {
         let drafts = makeDrafts()
         guard !drafts.isEmpty else { return }
         if webhookSubscriptions.noneWants(Set(drafts.map(\.type)), at: now) == true { return }
-        let read = webhookSubscriptions.startRead(at: clock.now())
+        let read = webhookSubscriptions.startRead(at: now)
         let subscriptions = try await rows(WebhookOutbox.selectSubscriptions(.postgres))
         webhookSubscriptions.remember(try WebhookOutbox.wantedTypes(subscriptions), from: read)
         var outbox = try WebhookOutbox(subscriptions: subscriptions, drafts: drafts, .postgres)

@@ -50,7 +50,7 @@ public final class PostgresStore: Store, VersionedMigrations {
         stopped: "The PostgreSQL store stopped before reading the device: try again once it runs.",
         stoppedInFlight: "The PostgreSQL store stopped while reading the device: try again once it runs.",
         order: { Array($0.indices) })
-    /// Which event types webhook endpoints want, as last read (``withWebhookEvents(_:types:_:)``).
+    /// Which event types webhook endpoints want, as last read (``Session/writeWebhookEvents(_:)``).
     let webhookSubscriptions = WebhookSubscriptionCache()
     private let closed = Mutex(false)
     /// The operations holding or waiting for a connection: the pool stops only once there are none.

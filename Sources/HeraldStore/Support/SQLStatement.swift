@@ -145,9 +145,9 @@ package struct SQLArrayStatement: Sendable {
     package init(
         sql: String, tables: [(rows: [[SQLStatement.Value]], width: Int)], scalars: [SQLStatement.Value] = []
     ) {
-        self.sql = sql
-        self.scalars = scalars
-        columns = tables.flatMap { Self.columns(of: $0.rows, width: $0.width) }
+        self.init(
+            sql: sql, typedTables: tables.map { ($0.rows, Self.inferredTypes(of: $0.rows, width: $0.width)) },
+            scalars: scalars)
     }
 
     /// A statement from several sets of rows, each transposed into columns of the types given (one per value of a
@@ -192,24 +192,14 @@ package struct SQLArrayStatement: Sendable {
         }
     }
 
-    private static func columns(of rows: [[SQLStatement.Value]], width: Int) -> [Column] {
-        precondition(rows.allSatisfy { $0.count == width }, "every row binds the same parameters")
-        return (0..<width).map { index in
+    /// Each column's type from its values: integers (and `NULL`s) are `BIGINT[]`, any other `TEXT[]`.
+    private static func inferredTypes(of rows: [[SQLStatement.Value]], width: Int) -> [ColumnType] {
+        (0..<width).map { index in
             let values = rows.map { $0[index] }
-            if values.contains(where: { if case .integer = $0 { true } else { false } }) {
-                return .integer(
-                    values.map { value in
-                        switch value {
-                        case .integer(let integer): integer
-                        case .null: nil
-                        case .text, .bytes: preconditionFailure("parameter \(index + 1) mixes text and integers")
-                        }
-                    })
-            }
             precondition(
                 !values.contains { if case .bytes = $0 { true } else { false } },
-                "parameter \(index + 1): array parameters of bytes are not supported")
-            return .text(values.map { if case .text(let text) = $0 { text } else { nil } })
+                "parameter \(index + 1): give the type of an array parameter of bytes")
+            return values.contains { if case .integer = $0 { true } else { false } } ? .integer : .text
         }
     }
 }
