@@ -150,19 +150,14 @@ public struct FanOut: Sendable {
         }
     }
 
-    /// A fetched page: how many of its devices are not yet in a recording batch, and the cursor after it.
-    private struct PageProgress {
-        var unbatched: Int
-        var next: DeviceCursor?
-    }
-
     /// Runs the send.
     ///
     /// One loop drives everything from one queue of events: devices go to the sender through an
     /// ``HeraldAPNS/APNSBulkSend`` without a task while it has a free stream (its answers come back through the queue
     /// from the event loop), and only what must wait — a device with no free stream, a retry, a rejection to apply to
-    /// the registry, a page fetch, a recording — gets a child task. The bulk send's permits are the run's: a device
-    /// holds one from its start until its outcome is recorded.
+    /// the registry, a page fetch, a recording — gets a child task. What to do next is ``FanOutRun``'s to decide (a
+    /// value fed with the events, tested without I/O); this loop only carries its decisions out. A device holds one of
+    /// the run's permits from its start until its outcome is recorded.
     /// - Parameters:
     ///   - checkpoint: Where a resumed send starts; `nil` from the beginning.
     ///   - resuming: Whether outcomes may be recorded already (after the checkpoint too): their devices are skipped.
@@ -223,16 +218,16 @@ public struct FanOut: Sendable {
             // The sends' own tasks (a device waiting for a stream, a retry), apart from the fetches and recordings: the
             // cancellation of what is in flight cancels them alone.
             try await withThrowingDiscardingTaskGroup { sends in
-                var cursor = checkpoint
-                var exhausted = false
-                var fetching = false
-                var pagesFetched = 0
-                var queue = Deque<(page: Int, device: DeviceRegistration)>()
+                let appPace = pushToStart.flatMap { $0.applies(to: plan) ? $0 : nil }
+                var run = FanOutRun(
+                    FanOutRun.Settings(
+                        pageSize: pageSize, maximumInFlight: maximumInFlight, rate: plan.rate,
+                        appPaceShare: appPace?.share),
+                    after: checkpoint, permits: flow == nil ? maximumInFlight : 0)
                 let sender = delivery.sender
-                // Its in-flight count is what was sent and not yet recorded: in flight, answered, or in the batch being
-                // recorded. Its permits: the budget's this send holds, or its own limit without a budget.
+                // The permits are the run's (``FanOutRun``): the bulk send only sends, in or out of a task.
                 var bulk = Bulk(
-                    permits: flow == nil ? maximumInFlight : 0,
+                    permits: .max,
                     start: { push, cancellation, answered in
                         sender.start(
                             push.notification, to: push.device.token, in: push.device.environment,
@@ -244,64 +239,31 @@ public struct FanOut: Sendable {
                     answered: { events.push(.answered($0)) })
                 // However the run ends (a store error, its task cancelled), no request it wrote keeps a stream.
                 defer { bulk.cancelInFlight() }
-                var pages: [Int: PageProgress] = [:]
-                var nextPageToCheckpoint = 0
-                var ready: [DeliveryOutcome] = []
-                var readyPages: [Int] = []
-                var recording = false
-                var pendingCheckpoint: DeviceCursor?
                 var result = Result(finished: false, counts: OutcomeCounts(), outcomes: [])
                 var lastRenewal = clock.now()
-                var stopping = false
-                var dropped = false
-                var pace = plan.rate.map(Pace.init(rate:))
-                // A start on push-to-start tokens also draws on its app's pace, shared with every send and instance.
-                let appPace = pushToStart.flatMap { $0.applies(to: plan) ? $0 : nil }
-                var appAllowance = appPace == nil ? Int.max : 0
-                var takingAppPace = false
-                var reported: (inUse: Int, wanted: Int)?
                 func gather(_ outcome: ReportedOutcome, page: Int) {
-                    ready.append(outcome.outcome)
-                    readyPages.append(page)
+                    run.gathered(outcome.outcome, page: page)
                     if collect { result.outcomes.append(outcome) }
                 }
 
                 while true {
-                    if !stopping, shouldStop() {
-                        stopping = true
-                        dropped = !queue.isEmpty
-                        queue.removeAll()
+                    if shouldStop() { run.stop() }
+                    if let flow, let budget, let demand = run.demand() {
+                        run.granted(budget.update(flow, inUse: demand.inUse, wanted: demand.wanted))
                     }
-                    if let flow, let budget {
-                        // What this send could have in flight now: a paced send asks only for what its rate allows.
-                        let startable = min(
-                            queue.count, pace?.allowance ?? Int.max,
-                            appPace.map { max(appAllowance, $0.share) } ?? Int.max)
-                        let wanted = min(bulk.inFlight + startable, maximumInFlight)
-                        if reported.map({ $0 != (bulk.inFlight, wanted) }) ?? true {
-                            reported = (bulk.inFlight, wanted)
-                            bulk.permits += budget.update(flow, inUse: bulk.inFlight, wanted: wanted)
-                        }
-                    }
-                    while bulk.hasPermit, pace.map({ $0.allowance > 0 }) ?? true, appAllowance > 0,
-                        let next = queue.popFirst()
-                    {
-                        pace?.allowance -= 1
-                        if appPace != nil { appAllowance -= 1 }
+                    while let next = run.nextStart() {
                         let notification = plan.notification(for: next.device).with(
                             apnsID: Self.apnsID(send: id, token: next.device.token))
                         bulk.start(Push(page: next.page, device: next.device, notification: notification), in: &sends)
                     }
-                    if let current = pace, current.allowance == 0, !current.ticking, !queue.isEmpty {
-                        pace?.ticking = true
+                    let followUps = run.followUps()
+                    if let period = followUps.tick {
                         group.addTask {
-                            try? await sleepClock.sleep(for: current.period)
+                            try? await sleepClock.sleep(for: period)
                             events.push(.tick)
                         }
                     }
-                    if let appPace, appAllowance == 0, !takingAppPace, !queue.isEmpty, bulk.hasPermit {
-                        takingAppPace = true
-                        let wanted = queue.count
+                    if let appPace, let wanted = followUps.takeAppPace {
                         group.addTask {
                             do {
                                 events.push(
@@ -314,101 +276,45 @@ public struct FanOut: Sendable {
                             }
                         }
                     }
-                    if !fetching, !exhausted, !stopping, queue.count < pageSize {
-                        let after = cursor
+                    if let after = followUps.fetchAfter {
                         group.addTask {
                             do {
                                 let (page, done) = try await outage.retrying("read the next devices", givenUp: givenUp) {
-                                    let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
-                                    var done =
-                                        resuming
-                                        ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token))
-                                        : []
-                                    // A device this send moved from the other environment got its push there: only
-                                    // a device changed since the send began can be one.
-                                    let changed = page.devices.filter { $0.updatedAt >= changedSince }.map(\.token)
-                                    if !changed.isEmpty {
-                                        done.formUnion(try await store.tokensCorrected(by: id, among: changed))
-                                    }
-                                    // Left out like devices done before: not sent, and no outcome to wait for. A claim
-                                    // made again after a lost answer counts the send once (the store's claim is per
-                                    // send and person).
-                                    let capped = try await claimFrequencyCaps(
-                                        plan, send: id, devices: page.devices.filter { !done.contains($0.token) },
-                                        recordOnSend: true)
-                                    done.formUnion(capped.suppressed.map(\.token))
-                                    return (page, done)
+                                    try await fetch(plan, send: id, after: after, resuming: resuming, changedSince: changedSince)
                                 }
                                 events.push(.page(page, done: done))
                             } catch {
                                 events.push(.failed(error))
                             }
                         }
-                        fetching = true
                     }
-                    // A paced send records once it has gathered a batch, or when it cannot go on without recording.
-                    let batchDue =
-                        pace.map {
-                            $0.recordingDue(gathered: ready.count, hasPermit: bulk.hasPermit, queueEmpty: queue.isEmpty)
-                        } ?? true
-                    if !recording, (!ready.isEmpty && batchDue) || pendingCheckpoint != nil {
-                        // Whole pages whose every device is in this batch or an earlier one move the checkpoint: batches
-                        // are recorded one at a time, in order, so it is committed with the last of them.
-                        for page in readyPages { pages[page]!.unbatched -= 1 }
-                        var batchCheckpoint = pendingCheckpoint
-                        while let page = pages[nextPageToCheckpoint], page.unbatched == 0 {
-                            if let next = page.next { batchCheckpoint = next }
-                            pages[nextPageToCheckpoint] = nil
-                            nextPageToCheckpoint += 1
-                        }
-                        let batch = ready
-                        ready = []
-                        readyPages = []
-                        pendingCheckpoint = nil
+                    if let recording = followUps.record {
                         group.addTask {
                             do {
                                 events.push(
                                     .recorded(
-                                        count: batch.count,
-                                        try await record(batch, checkpoint: batchCheckpoint)))
+                                        count: recording.outcomes.count,
+                                        try await record(recording.outcomes, checkpoint: recording.checkpoint)))
                             } catch {
                                 events.push(.failed(error))
                             }
                         }
-                        recording = true
                     }
-                    if !fetching, !recording, !takingAppPace, bulk.inFlight == 0, queue.isEmpty, exhausted || stopping {
+                    if let finished = followUps.finished {
+                        result.finished = finished
                         break
                     }
                     for event in try await events.take() {
                         switch event {
                         case .page(let page, let done):
-                            fetching = false
-                            cursor = page.next
-                            exhausted = page.next == nil
-                            let devices = page.devices.filter { !done.contains($0.token) }
-                            pages[pagesFetched] = PageProgress(unbatched: devices.count, next: page.next)
-                            if devices.isEmpty, pagesFetched == nextPageToCheckpoint, page.next != nil {
-                                // Every device of the page was done before: only the checkpoint moves.
-                                pages[pagesFetched] = nil
-                                nextPageToCheckpoint += 1
-                                pendingCheckpoint = page.next
-                            }
-                            if stopping {
-                                dropped = dropped || !devices.isEmpty
-                            } else {
-                                for device in devices { queue.append((pagesFetched, device)) }
-                            }
-                            pagesFetched += 1
+                            run.fetched(page, done: done)
                         case .answered(let answer):
                             guard let pushed = bulk.outcome(of: answer, in: &sends) else { break }
                             let push = answer.item
                             if pushed.isCancelled {
-                                // No outcome: APNs may or may not have it. Its page is never checkpointed, so a later
-                                // run of the send would send it again.
                                 delivery.countCancelled()
                                 bulk.finished(1)
-                                dropped = true
+                                run.cancelled()
                             } else if let outcome = delivery.settledAtOnce(pushed, push.device) {
                                 gather(outcome, page: push.page)
                             } else {
@@ -424,28 +330,21 @@ public struct FanOut: Sendable {
                         case .delivered(let page, let outcome):
                             gather(outcome, page: page)
                         case .recorded(let count, let counts):
-                            recording = false
                             bulk.finished(count)
+                            run.recorded(count: count)
                             result.counts = counts
                         case .failed(let error):
                             throw error
                         case .permits(let count):
-                            bulk.permits += count
+                            run.granted(count)
                         case .paced(let granted):
-                            takingAppPace = false
-                            appAllowance += granted
+                            run.paced(granted)
                         case .cancelInFlight:
-                            stopping = true
-                            dropped = dropped || !queue.isEmpty
-                            queue.removeAll()
+                            run.stop()
                             bulk.cancelInFlight()
                             sends.cancelAll()
                         case .tick:
-                            if var current = pace {
-                                current.ticking = false
-                                current.allowance = current.grant
-                                pace = current
-                            }
+                            run.ticked()
                         }
                     }
                     if let lease, clock.now() >= lastRenewal.addingTimeInterval(Self.seconds(lease.duration) / 3) {
@@ -463,12 +362,32 @@ public struct FanOut: Sendable {
                         }
                     }
                 }
-                result.finished = exhausted && !dropped
                 // Only a paced send's next tick may still wait: it is not needed.
                 group.cancelAll()
                 return result
             }
         }
+    }
+
+    /// The next page of the send's devices, and those of them that need no send: an outcome already (a resumed run),
+    /// moved to the other environment by this send (pushed there), or left out by a frequency cap.
+    private func fetch(
+        _ plan: SendPlan, send id: SendID, after: DeviceCursor?, resuming: Bool, changedSince: Date
+    ) async throws -> (DevicePage, done: Set<DeviceToken>) {
+        let page = try await store.devices(matching: plan.query, after: after, limit: pageSize)
+        var done = resuming ? try await store.tokensWithOutcomes(of: id, among: page.devices.map(\.token)) : []
+        // A device this send moved from the other environment got its push there: only a device changed since the send
+        // began can be one.
+        let changed = page.devices.filter { $0.updatedAt >= changedSince }.map(\.token)
+        if !changed.isEmpty {
+            done.formUnion(try await store.tokensCorrected(by: id, among: changed))
+        }
+        // Left out like devices done before: not sent, and no outcome to wait for. A claim made again after a lost
+        // answer counts the send once (the store's claim is per send and person).
+        let capped = try await claimFrequencyCaps(
+            plan, send: id, devices: page.devices.filter { !done.contains($0.token) }, recordOnSend: true)
+        done.formUnion(capped.suppressed.map(\.token))
+        return (page, done)
     }
 
     /// The devices whose person has room in every frequency cap of the send, and those left out: one claim in the store
