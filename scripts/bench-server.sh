@@ -324,6 +324,10 @@ send_and_wait() {  # PORT BODY
     while true; do
         record=$(curl -s -w '\n%{time_total}' -H "Authorization: Bearer $secret" "http://127.0.0.1:$1/api/sends/$id?limit=100")
         tail -n 1 <<<"$record" >>"$work/reads.txt"
+        if [ -s "$work/console.jar" ]; then
+            curl -s -o /dev/null -w '%{time_total}\n' -b "$work/console.jar" "http://127.0.0.1:$1/console/sends/$id" \
+                >>"$work/console-reads.txt"
+        fi
         record=$(head -n -1 <<<"$record")
         status=$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["status"])' "$record")
         [ "$status" = completed ] || [ "$status" = failed ] && break
@@ -332,8 +336,19 @@ send_and_wait() {  # PORT BODY
     printf '%s\n' "$record"
 }
 
-# Reads of an ended send: its first page, a page from its middle and its last, ten times each; prints the median and
-# the slowest of each, in milliseconds.
+# Signs in to the console with the benchmark's key: the session cookie goes to $work/console.jar, which send_and_wait
+# and ended_send_reads then use to read the console's send page too.
+console_sign_in() {  # PORT
+    local token
+    token=$(curl -s -c "$work/console.jar" "http://127.0.0.1:$1/console/sign-in" |
+        sed -n 's/.*name="_csrf" value="\([^"]*\)".*/\1/p' | head -n 1)
+    curl -s -o /dev/null -b "$work/console.jar" -c "$work/console.jar" --data-urlencode "_csrf=$token" \
+        --data-urlencode "key=$secret" "http://127.0.0.1:$1/console/sign-in"
+    grep -q herald_session "$work/console.jar" || { log "Console sign-in failed: no console reads"; : >"$work/console.jar"; }
+}
+
+# Reads of an ended send: its first page, a page from its middle and its last, and the console's send page, ten times
+# each; prints the median and the slowest of each, in milliseconds.
 ended_send_reads() {  # PORT ID DEVICES
     local page times=()
     for page in "" "after=$(( $3 / 2 ))&" "after=$(( $3 - 50 ))&"; do
@@ -342,6 +357,12 @@ ended_send_reads() {  # PORT ID DEVICES
                 "http://127.0.0.1:$1/api/sends/$2?${page}limit=100")")
         done
     done
+    if [ -s "$work/console.jar" ]; then
+        for _ in $(seq 1 10); do
+            times+=("console page&$(curl -s -o /dev/null -w '%{time_total}' -b "$work/console.jar" \
+                "http://127.0.0.1:$1/console/sends/$2")")
+        done
+    fi
     python3 - "${times[@]}" <<'PY'
 import statistics, sys
 pages = {}
@@ -435,6 +456,7 @@ fanout)
     seeded=$(database_size)
     start_server "$url"
 
+    console_sign_in "$port"
     start_perf "$server_pid"
     log "One send to every device of the app"
     server_cpu=$(cpu_micros "$server_pid")
@@ -464,7 +486,7 @@ fanout)
     # What the send added to the database, the server stopped (SQLite's WAL checkpointed into the file).
     grown=$(database_size)
     python3 - "$record" "$peak" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "${APNS_SINK:-emulator}" "$db_cpu" \
-        "$seeded" "$grown" "$wal" "$(cat "$work/reads.txt")" "$ended_reads" <<'PY'
+        "$seeded" "$grown" "$wal" "$(cat "$work/reads.txt")" "$ended_reads" "$(cat "$work/console-reads.txt" 2>/dev/null)" <<'PY'
 import json, sys
 from datetime import datetime
 record, peak, devices, backend = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -487,6 +509,10 @@ import statistics
 reads = [float(t) * 1000 for t in sys.argv[12].split()]
 print(f"GET /api/sends/{{id}}?limit=100 while sending: median {statistics.median(reads):.1f} ms, slowest {max(reads):.1f} ms "
       f"({len(reads)} reads); ended: {sys.argv[13]}")
+console = [float(t) * 1000 for t in sys.argv[14].split()]
+if console:
+    print(f"GET /console/sends/{{id}} while sending: median {statistics.median(console):.1f} ms, "
+          f"slowest {max(console):.1f} ms ({len(console)} reads)")
 PY
     if [ -z "${sink_pid:-}" ]; then curl -s "http://127.0.0.1:$emulator_admin/counters" >&2; echo >&2; fi
 
