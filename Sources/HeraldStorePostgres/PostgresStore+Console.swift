@@ -86,9 +86,9 @@ extension PostgresStore {
         }
     }
 
-    public func outcomeGroups(of id: SendID) async throws -> [OutcomeGroup] {
+    public func outcomeGroups(of id: SendID, acceptancesFromCounts: Bool) async throws -> [OutcomeGroup] {
         try await session("count a send's outcomes") { session in
-            try await session.rows(StoreSQL.outcomeGroups(of: id, .postgres)).map { try $0.outcomeGroup() }
+            try await session.rows(StoreSQL.outcomeGroups(of: id, acceptancesFromCounts: acceptancesFromCounts, .postgres)).map { try $0.outcomeGroup() }
         }
     }
 

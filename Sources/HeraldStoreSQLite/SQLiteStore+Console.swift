@@ -89,9 +89,9 @@ extension SQLiteStore {
         }
     }
 
-    public func outcomeGroups(of id: SendID) async throws -> [OutcomeGroup] {
+    public func outcomeGroups(of id: SendID, acceptancesFromCounts: Bool) async throws -> [OutcomeGroup] {
         try await read("count a send's outcomes") { db in
-            try db.rows(StoreSQL.outcomeGroups(of: id, .sqlite)).map { try $0.outcomeGroup() }
+            try db.rows(StoreSQL.outcomeGroups(of: id, acceptancesFromCounts: acceptancesFromCounts, .sqlite)).map { try $0.outcomeGroup() }
         }
     }
 

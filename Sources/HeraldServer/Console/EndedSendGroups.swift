@@ -14,7 +14,9 @@ final class EndedSendGroups: Sendable {
         // A cancelled send's worker may still record what it had in flight until it lets the send go.
         let ended = send.status.isFinal && send.worker == nil
         if ended, let known = groups.withLock({ $0[send.id] }) { return known }
-        let counted = try await store.outcomeGroups(of: send.id)
+        // A running send's page is read again and again while its batches grow: its first-try acceptances come
+        // from its counts; an ended one's from its records, once.
+        let counted = try await store.outcomeGroups(of: send.id, acceptancesFromCounts: !ended)
         if ended {
             groups.withLock { groups in
                 if groups.count >= Self.capacity, let any = groups.keys.first { groups.removeValue(forKey: any) }

@@ -50,8 +50,13 @@ public protocol ConsoleStore: Sendable {
     /// send recorded before sends knew their app is in no app).
     func recentSends(after cursor: SendListCursor?, limit: Int, topics: Set<String>?) async throws -> SendListPage
 
-    /// A send's outcomes counted by kind, reason and action, largest group first.
-    func outcomeGroups(of id: SendID) async throws -> [OutcomeGroup]
+    /// A send's outcomes counted by kind, reason and action, largest group first. With `acceptancesFromCounts`, the
+    /// notifications accepted at the first try (kept in batches, docs/storage.md "Send records") are counted as the
+    /// send's accepted count less its accepted rows instead of reading its batches: a cost of its exceptions, not of
+    /// its size (80,000 batches at ten million devices), for a running send's page shown again and again. The same
+    /// groups wherever the counts cover every recorded notification: not for a broadcast (counts without devices) nor
+    /// after retention deleted the outcomes.
+    func outcomeGroups(of id: SendID, acceptancesFromCounts: Bool) async throws -> [OutcomeGroup]
 
     /// A device's latest delivery outcomes, newest first, with the sends they belong to.
     func deliveries(to token: DeviceToken, limit: Int) async throws -> [DeviceDelivery]
@@ -64,5 +69,12 @@ extension ConsoleStore {
     /// One page of every app's sends, newest first, starting after a cursor.
     public func recentSends(after cursor: SendListCursor?, limit: Int) async throws -> SendListPage {
         try await recentSends(after: cursor, limit: limit, topics: nil)
+    }
+}
+
+extension ConsoleStore {
+    /// A send's outcomes counted by kind, reason and action, largest group first, from its records.
+    public func outcomeGroups(of id: SendID) async throws -> [OutcomeGroup] {
+        try await outcomeGroups(of: id, acceptancesFromCounts: false)
     }
 }

@@ -173,16 +173,28 @@ extension StoreSQL {
     }
 
     /// A send's outcomes grouped: rows of (kind, reason, action, count); its batches are accepted outcomes with no
-    /// reason or action.
-    package static func outcomeGroups(of id: SendID, _ dialect: SQLStatement.Dialect) -> SQLStatement {
-        SQLStatement(
+    /// reason or action. `acceptancesFromCounts` counts those as the send's accepted count less its accepted rows, in
+    /// the same statement, instead of reading the batches (``ConsoleStore/outcomeGroups(of:acceptancesFromCounts:)``).
+    package static func outcomeGroups(
+        of id: SendID, acceptancesFromCounts: Bool, _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        let batched =
+            acceptancesFromCounts
+            ? """
+            SELECT 'accepted', NULL, NULL, \(liveCount("accepted")) - (SELECT count(*) FROM send_outcomes o \
+            WHERE o.send_ref = sends.ref AND o.outcome = 'accepted') FROM sends WHERE id = $1
+            """
+            : """
+            SELECT 'accepted', NULL, NULL, sum(count) FROM send_acceptances \
+            WHERE send_ref = \(sendReference("$1")) HAVING count(*) > 0
+            """
+        return SQLStatement(
             dialect,
             """
             SELECT outcome, reason, action, CAST(sum(n) AS BIGINT) FROM (SELECT outcome, reason, action, count(*) AS n \
             FROM send_outcomes WHERE send_ref = \(sendReference("$1")) GROUP BY outcome, reason, action \
-            UNION ALL SELECT 'accepted', NULL, NULL, sum(count) FROM send_acceptances \
-            WHERE send_ref = \(sendReference("$1")) HAVING count(*) > 0) g \
-            GROUP BY outcome, reason, action ORDER BY 4 DESC, 1, 2
+            UNION ALL \(batched)) g \
+            GROUP BY outcome, reason, action HAVING sum(n) > 0 ORDER BY 4 DESC, 1, 2
             """, [.text(id.description)])
     }
 

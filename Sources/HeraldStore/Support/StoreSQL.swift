@@ -247,12 +247,15 @@ package enum StoreSQL {
     /// wait for each other on the send's row.
     package static let liveSendColumns = sendColumns.replacingOccurrences(
         of: "accepted, rejected, failed",
-        with: ["accepted", "rejected", "failed"].map {
-            """
-            \($0) + CASE WHEN shard_count IS NULL THEN 0 ELSE coalesce((SELECT CAST(sum(h.\($0)) AS BIGINT) \
-            FROM send_shards h WHERE h.send_id = sends.id), 0) END
-            """
-        }.joined(separator: ", "))
+        with: ["accepted", "rejected", "failed"].map(liveCount).joined(separator: ", "))
+
+    /// A count of the `sends` row in scope, its shards' included: `accepted`, `rejected` or `failed`.
+    package static func liveCount(_ column: String) -> String {
+        """
+        \(column) + CASE WHEN shard_count IS NULL THEN 0 ELSE coalesce((SELECT CAST(sum(h.\(column)) AS BIGINT) \
+        FROM send_shards h WHERE h.send_id = sends.id), 0) END
+        """
+    }
 
     /// Inserts a send unless its id exists; returns it.
     package static func insertSend(_ send: NewSend, at now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {

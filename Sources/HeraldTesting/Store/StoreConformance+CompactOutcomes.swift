@@ -95,7 +95,7 @@ extension StoreConformance {
         #expect(
             try await store.deliveries(to: token(1), limit: 10).map(\.sendID).sorted { $0.description < $1.description }
                 == [first.id, second.id, inline.id].sorted { $0.description < $1.description })
-        #expect(try await store.outcomeGroups(of: second.id).map(\.count) == [4, 2])
+        #expect(try await outcomeGroups(of: second.id, in: store).map(\.count) == [4, 2])
         #expect(try await store.outcomes(of: SendID(), after: nil, limit: 10).outcomes.isEmpty)
         await #expect(throws: StoreError.self) {
             try await store.recordOutcomes(batch, for: SendID(), checkpoint: nil)

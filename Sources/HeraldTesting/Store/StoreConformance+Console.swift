@@ -135,7 +135,7 @@ extension StoreConformance {
             [outcome(1, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now.addingTimeInterval(5))],
             for: created[1].id, checkpoint: nil)
         #expect(
-            try await store.outcomeGroups(of: send.id) == [
+            try await outcomeGroups(of: send.id, in: store) == [
                 OutcomeGroup(kind: "accepted", reason: nil, action: nil, count: 2),
                 OutcomeGroup(kind: "rejected", reason: "Unregistered", action: .removed, count: 1),
             ])

@@ -38,6 +38,15 @@ extension StoreConformance {
             action: action)
     }
 
+    /// A send's outcome groups read from its records; those counted from its counts (what a running send's console
+    /// page reads) must be the same.
+    static func outcomeGroups(of id: SendID, in store: any Store) async throws -> [OutcomeGroup] {
+        let recorded = try await store.outcomeGroups(of: id)
+        let counted = try await store.outcomeGroups(of: id, acceptancesFromCounts: true)
+        #expect(counted == recorded, "the groups from the send's counts are those of its records")
+        return recorded
+    }
+
     static func deliveryRecords(_ context: Context) async throws {
         let store = context.store
         let created = try await store.createSend(

@@ -91,7 +91,7 @@ extension StoreConformance {
         }
         #expect(try await store.send(send.id)?.counts == OutcomeCounts(accepted: 60, rejected: 15))
         #expect(
-            try await store.outcomeGroups(of: send.id)
+            try await outcomeGroups(of: send.id, in: store)
                 == [
                     OutcomeGroup(kind: "accepted", reason: nil, action: nil, count: 60),
                     OutcomeGroup(kind: "rejected", reason: "Unregistered", action: .removed, count: 15),

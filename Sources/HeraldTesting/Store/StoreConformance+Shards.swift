@@ -139,6 +139,7 @@ extension StoreConformance {
         let again = try await store.recordOutcomes(Array(outcomes.prefix(1)), for: send.id, shard: 0, checkpoint: nil)
         #expect(again == both, "a device recorded already counts once")
         #expect(try await store.send(send.id)?.counts == both)
+        #expect(try await outcomeGroups(of: send.id, in: store).map(\.count) == [4, 3])
         #expect(try await store.recentSends(after: nil, limit: 10).sends.first { $0.id == send.id }?.counts == both)
         var listed: [DeviceToken] = []
         var cursor: OutcomeCursor?
