@@ -62,6 +62,31 @@ struct ShardTests {
         }
     }
 
+    @Test("a send's console page lists at most 20 shards: beyond, those not done, and counts them all by status")
+    func manyShardsCounted() async throws {
+        try await ServerHarness.withServer(
+            .sqlite,
+            configure: {
+                $0.limits.inlineSendLimit = 3
+                $0.sending.shardSize = 2
+            }
+        ) { client, app in
+            let key = try await SendTests.key(app)
+            _ = try await Self.register(app.store, 45)
+            let answer = try await client.call(
+                .post, "/api/send", body: #"{"target": {"topic": "com.example.app"}, "alert": "sharded"}"#, bearer: key)
+            let id = try #require(SendID(answer.json["id"]?.stringValue ?? ""))
+            let finished = try await app.worker.waitUntilFinished(id)
+            #expect(finished.status == .completed && finished.shardCount == 23)
+
+            var browser = ConsoleClient(client)
+            try await browser.signIn(key)
+            let page = try await browser.call(.get, "/console/sends/\(id)").body
+            #expect(page.contains("23 shards: 23 done. Every one is done."), "\(page)")
+            #expect(!page.contains(#"id="send-shards""#), "no table of shards all done")
+        }
+    }
+
     @Test(
         "a shard a dead worker held resumes after its checkpoint when its lease runs out; the others run as they are",
         arguments: Backend.available)

@@ -348,11 +348,24 @@ extension ConsoleController {
         async let page = store.outcomes(of: id, after: cursor, limit: 50)
         async let receipts = store.receiptCounts(of: id)
         var shards: [SendView.Shard] = []
+        var shardSummary: String?
         if send.shardCount != nil {
-            shards = try await store.shards(of: id).map { shard in
+            let all = try await store.shards(of: id)
+            // A send to ten million devices has a thousand shards: a table of them all made the page cost 60 ms to
+            // render and told no one anything. The ones not done yet are the ones to see.
+            let listed = all.count <= Self.shardsListed ? all : Array(all.filter { $0.status != .done }.prefix(Self.shardsListed))
+            shards = listed.map { shard in
                 SendView.Shard(
                     index: shard.index, status: shard.status.rawValue, worker: shard.worker ?? "—",
                     recorded: shard.recorded, size: shard.size)
+            }
+            if listed.count < all.count {
+                let counted = SendShard.Status.allCases.compactMap { status -> String? in
+                    let count = all.count { $0.status == status }
+                    return count == 0 ? nil : "\(count) \(status.rawValue)"
+                }
+                shardSummary = "\(all.count) shards: \(counted.joined(separator: ", ")). "
+                    + (shards.isEmpty ? "Every one is done." : "The first \(shards.count) not done are listed.")
             }
         }
         let counts = try await receipts
@@ -375,7 +388,8 @@ extension ConsoleController {
             status: send.status.rawValue, createdAt: Self.display(send.createdAt),
             cancellable: send.status == .queued || send.status == .running, lane: send.lane.rawValue,
             worker: send.status == .running ? send.worker : nil, shardCount: send.shardCount, shards: shards,
-            hasShards: !shards.isEmpty, schedule: Self.schedule(of: send, now: clock.now()), message: send.message,
+            hasShards: !shards.isEmpty || shardSummary != nil, listsShards: !shards.isEmpty, shardSummary: shardSummary,
+            schedule: Self.schedule(of: send, now: clock.now()), message: send.message,
             messageClass: send.message == nil ? nil : send.status == .failed ? "error" : "hint",
             received: counts.received, opened: counts.opened, actions: counts.actions, dismissed: counts.dismissed,
             receivedRate: rates.map { ReceiptRates.percent($0.received) } ?? "—",
@@ -386,6 +400,9 @@ extension ConsoleController {
             "send", title: "Send to \(send.target)", section: .sends, view: view, context: context,
             scripts: ["send.js"])
     }
+
+    /// The most shards a send's page lists; beyond, it lists those not done yet and counts the rest.
+    static let shardsListed = 20
 
     /// send.mustache's values.
     struct SendView: ConsoleView, ComposedView {
@@ -428,6 +445,9 @@ extension ConsoleController {
         let shardCount: Int?
         let shards: [Shard]
         let hasShards: Bool
+        let listsShards: Bool
+        /// How many shards are in each status, when the table lists only some.
+        let shardSummary: String?
         let schedule: Schedule?
         let message: String?
         let messageClass: String?
