@@ -43,7 +43,8 @@
 #       percent of the people (of those quiet devices) with their own quiet hours (half none, half a window they are in),
 #       alternately, ROUNDS (3) times each: the wall times, their medians and ratio.
 #   scripts/bench-server.sh retention [sqlite|postgres] [DEVICES]               default: 100000
-#       SENDS (10) sends to every one of DEVICES devices, the server stopped, the sends made 40 days older, the server
+#       SENDS (10) sends to every one of DEVICES devices, the server stopped, the sends made 40 days older (on PostgreSQL
+#       with their period of send records, closed after them, so that retention drops its partitions), the server
 #       started again: its first retention run deletes their outcomes (the sends stay, with their counts) while
 #       registrations are offered at REGISTER_RATE (500) a second for REGISTER_SECONDS (60), open loop; then the same
 #       load with retention idle. Prints the database's size before and after (SQLite's file; pg_database_size and
@@ -938,7 +939,25 @@ PY
     case "$backend" in
         sqlite) python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); db.execute(sys.argv[2]); db.commit()' \
             "$work/herald.sqlite" "$shift_sql" ;;
-        postgres) psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")" -c "$shift_sql" ;;
+        postgres)
+            # The periods of send records (migration 31) too: the open one, which holds the sends, closed right after
+            # the last of them ended and the next opened, as a retention run then would have (herald's roll, in SQL).
+            # A build before migration 31 has no periods: only the sends move.
+            roll_sql="DO \$\$ DECLARE p record; shift bigint := 3456000000000; BEGIN \
+                IF to_regclass('send_record_periods') IS NULL THEN RETURN; END IF; \
+                SELECT * INTO p FROM send_record_periods ORDER BY period DESC LIMIT 1; \
+                EXECUTE format('CREATE TABLE send_outcomes_p%s PARTITION OF send_outcomes FOR VALUES FROM (%s) TO (%s)', \
+                    p.period + 1, p.end_ref, p.end_ref + 1099511627776); \
+                EXECUTE format('CREATE TABLE send_acceptances_p%s PARTITION OF send_acceptances FOR VALUES FROM (%s) TO (%s)', \
+                    p.period + 1, p.end_ref, p.end_ref + 1099511627776); \
+                UPDATE send_record_periods SET closed_at = closed_at - shift WHERE period < p.period; \
+                UPDATE send_record_periods SET opened_at = opened_at - shift, \
+                    closed_at = (SELECT max(updated_at) + 1 FROM sends) WHERE period = p.period; \
+                INSERT INTO send_record_periods (period, first_ref, end_ref, opened_at, length) VALUES (p.period + 1, \
+                    p.end_ref, p.end_ref + 1099511627776, (SELECT max(updated_at) + 1 FROM sends), p.length); \
+                PERFORM setval(pg_get_serial_sequence('sends', 'ref'), p.end_ref - 1); END \$\$"
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -v ON_ERROR_STOP=1 \
+                -c "SET search_path TO $(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")" -c "$shift_sql" -c "$roll_sql" ;;
     esac
     log "Retention at start, with registrations at $register_rate/s for $register_seconds s (open loop)"
     register_body='{"token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9", "debug": true}'

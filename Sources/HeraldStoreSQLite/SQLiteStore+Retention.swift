@@ -15,6 +15,10 @@ extension SQLiteStore {
         }
     }
 
+    /// SQLite keeps a send's records in one table: retention deletes them a send at a time (its first-try
+    /// acceptances in one statement).
+    public func rollSendRecordPeriod(every length: Duration) async throws -> Bool { false }
+
     public func reclaimSpace(maximumBytes: Int64) async throws -> Int64? {
         try await write("give free space back") { db -> Int64? in
             // 2: incremental. 0 (none) needs a VACUUM to change; 1 (full) gives pages back at each commit already.

@@ -120,6 +120,15 @@ struct RetentionTests {
         #expect(ages[.consoleSessions] == .seconds(7 * Self.day))
     }
 
+    @Test("a period of send records lasts an eighth of the outcomes' age, between an hour and a day; none when outcomes stay")
+    func sendRecordPeriod() {
+        #expect(ServerConfiguration.Retention().sendRecordPeriod == .seconds(Self.day))
+        #expect(ServerConfiguration.Retention(outcomes: .seconds(4 * Self.day)).sendRecordPeriod == .seconds(Self.day / 2))
+        #expect(ServerConfiguration.Retention(outcomes: .seconds(3_600)).sendRecordPeriod == .seconds(3_600))
+        #expect(ServerConfiguration.Retention(outcomes: nil, sends: .seconds(16 * Self.day)).sendRecordPeriod == .seconds(Self.day))
+        #expect(ServerConfiguration.Retention(outcomes: nil, sends: nil).sendRecordPeriod == nil)
+    }
+
     static func metrics(_ registry: PrometheusCollectorRegistry) -> String {
         var buffer: [UInt8] = []
         registry.emit(into: &buffer)

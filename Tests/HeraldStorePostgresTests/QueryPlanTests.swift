@@ -79,10 +79,11 @@ struct QueryPlanTests {
                 ]
             },
             outcomes: 20_000)
+        // The send's records are in partition 1 (migration 31); partition 0, empty here, is pruned when the plan runs.
         let text = plan.joined(separator: "\n")
-        #expect(!text.contains("Seq Scan on send_outcomes"), "a page's record reads every outcome:\n\(text)")
-        #expect(text.contains("Backward using send_outcomes_compact_pkey"), "the last sequence, from the key's end:\n\(text)")
-        #expect(text.contains("send_outcomes_send_token"), "the rows of the page's range, by token:\n\(text)")
+        #expect(!text.contains("Seq Scan on send_outcomes_p1"), "a page's record reads every outcome:\n\(text)")
+        #expect(text.contains("Backward using send_outcomes_p1_pkey"), "the last sequence, from the key's end:\n\(text)")
+        #expect(text.contains("send_ref_token_idx on send_outcomes_p1"), "the rows of the page's range, by token:\n\(text)")
     }
 
     @Test(

@@ -159,6 +159,15 @@ public struct ServerConfiguration: Sendable {
             ]
             return ages.compactMap { kind, age in age.map { (kind, $0) } }
         }
+
+        /// How long a period of send records lasts on PostgreSQL (``HeraldStore/RetentionStore/rollSendRecordPeriod(every:)``):
+        /// an eighth of the outcomes' age, between an hour and a day — a day for the default 30 days. Outcomes are kept
+        /// for their age and at most a period more, and about 8 to 30 periods' partitions exist at a time. `nil` when
+        /// outcomes are kept forever: one period then.
+        public var sendRecordPeriod: Duration? {
+            guard let age = ages.first(where: { $0.kind == .outcomes })?.age else { return nil }
+            return min(.seconds(86_400), max(.seconds(3_600), age / 8))
+        }
     }
 
     /// A host and port to listen on.

@@ -88,6 +88,18 @@ final class RetentionService: Service, Sendable {
         let started = ContinuousClock.now
         let now = clock.now()
         var report = Report()
+        if let period = settings.sendRecordPeriod {
+            do {
+                if try await store.rollSendRecordPeriod(every: period) {
+                    logger.info("Retention began a new period of send records", metadata: ["length": "\(period)"])
+                }
+            } catch {
+                if Task.isCancelled { return report }
+                logger.warning(
+                    "Retention could not begin a new period of send records; it tries again in \(settings.interval)",
+                    metadata: [LogKey.error: "\(error)"])
+            }
+        }
         for (kind, age) in settings.ages {
             let cutoff = now.addingTimeInterval(-Self.seconds(age))
             do {

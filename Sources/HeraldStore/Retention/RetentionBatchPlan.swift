@@ -35,8 +35,15 @@ package struct RetentionBatchPlan {
     private var step = Step.start
     package private(set) var result = RetentionBatch(deleted: 0, finished: true)
 
-    package init(_ kind: RetentionKind, before cutoff: Date, limit: Int, at now: Date, _ dialect: SQLStatement.Dialect) {
+    /// The refs of sends whose outcomes wait for their period's drop (PostgreSQL, ``SendRecordPeriods``).
+    private let waitingForDrop: Range<Int64>?
+
+    package init(
+        _ kind: RetentionKind, before cutoff: Date, limit: Int, at now: Date, waitingForDrop: Range<Int64>? = nil,
+        _ dialect: SQLStatement.Dialect
+    ) {
         self.kind = kind
+        self.waitingForDrop = kind == .outcomes ? waitingForDrop : nil
         self.cutoff = StoreTime.microseconds(cutoff)
         self.now = StoreTime.microseconds(now)
         self.limit = max(1, limit)
@@ -49,7 +56,8 @@ package struct RetentionBatchPlan {
         switch (step, kind) {
         case (.start, .outcomes), (.start, .receiptEvents):
             step = .pickedSends
-            return StoreSQL.sendsKeeping(kind, finishedBefore: cutoff, limit: Self.sendsPerBatch, dialect)
+            return StoreSQL.sendsKeeping(
+                kind, finishedBefore: cutoff, limit: Self.sendsPerBatch, excluding: waitingForDrop, dialect)
         case (.pickedSends, _):
             let sends = try (rows ?? []).map { try $0.text(0) }
             guard !sends.isEmpty else { return finish(deleted: 0, finished: true) }

@@ -70,4 +70,11 @@ public protocol RetentionStore: Sendable {
     /// - Returns: The bytes given back (0 when nothing is free), or `nil` when the database cannot give space back
     ///   without a one-time `VACUUM` (a SQLite file created without incremental auto-vacuum).
     func reclaimSpace(maximumBytes: Int64) async throws -> Int64?
+
+    /// Begins a new period of send records when the open one has lasted `length` (PostgreSQL: new partitions of the
+    /// send records, which ``deleteExpired(_:before:limit:)`` of ``RetentionKind/outcomes`` drops whole once every
+    /// send of their period finished before the cutoff; ``SendRecordPeriods``). SQLite keeps its records in one table:
+    /// nothing to do. Another instance doing it at the same time leaves it to that one.
+    /// - Returns: Whether a new period began.
+    func rollSendRecordPeriod(every length: Duration) async throws -> Bool
 }

@@ -17,15 +17,24 @@ extension StoreSQL {
 
     /// The oldest finished sends (by the time they finished) that still have rows of a kind, finished before a moment:
     /// their ids, from the partial index of such sends (migration 17).
-    static func sendsKeeping(_ kind: RetentionKind, finishedBefore cutoff: Int64, limit: Int, _ dialect: SQLStatement.Dialect)
-        -> SQLStatement
-    {
-        SQLStatement(
-            dialect,
+    /// `excluding`: the refs of sends whose outcomes wait for their period's drop (``SendRecordPeriods``).
+    static func sendsKeeping(
+        _ kind: RetentionKind, finishedBefore cutoff: Int64, limit: Int, excluding refs: Range<Int64>?,
+        _ dialect: SQLStatement.Dialect
+    ) -> SQLStatement {
+        var statement = SQLStatement(dialect)
+        let cutoffPlaceholder = statement.bind(.integer(cutoff))
+        var waiting = ""
+        if let refs {
+            waiting = " AND NOT (ref >= \(statement.bind(.integer(refs.lowerBound)))"
+                + " AND ref < \(statement.bind(.integer(refs.upperBound))))"
+        }
+        let limitPlaceholder = statement.bind(.integer(Int64(limit)))
+        statement.sql = """
+            SELECT id FROM sends WHERE \(perSend(kind).mark) IS NULL AND \(finishedStatuses) \
+            AND updated_at < \(cutoffPlaceholder)\(waiting) ORDER BY updated_at LIMIT \(limitPlaceholder)
             """
-            SELECT id FROM sends WHERE \(perSend(kind).mark) IS NULL AND \(finishedStatuses) AND updated_at < $1 \
-            ORDER BY updated_at LIMIT $2
-            """, [.integer(cutoff), .integer(Int64(limit))])
+        return statement
     }
 
     /// Deletes up to `limit` rows of a kind of some sends, in key order; returns a row for each.
@@ -138,6 +147,103 @@ extension StoreSQL {
             AND p.subject < 't;' AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.token = substr(p.subject, 3) \
             AND (d.invalidated_at IS NULL OR d.invalidated_at >= $1)) LIMIT $2\(skipLocked(dialect))) RETURNING subject
             """, [.integer(cutoff), .integer(Int64(limit))])
+    }
+
+    // MARK: Periods of send records (PostgreSQL, SendRecordPeriods)
+
+    /// The periods, as ``SendRecordPeriods/Period``'s fields in order.
+    package static let sendRecordPeriods = SQLStatement(
+        .postgres,
+        "SELECT period, first_ref, end_ref, opened_at, closed_at, length FROM send_record_periods ORDER BY period")
+
+    /// The first run since the migration: the open period begins now, those before it close now.
+    package static func startSendRecordPeriods(open: Int64, length: Int64, at now: Int64) -> [SQLStatement] {
+        [
+            SQLStatement(
+                .postgres,
+                "UPDATE send_record_periods SET opened_at = $2, length = $3 WHERE period = $1 AND opened_at IS NULL",
+                [.integer(open), .integer(now), .integer(length)]),
+            SQLStatement(
+                .postgres, "UPDATE send_record_periods SET closed_at = $2 WHERE period < $1 AND closed_at IS NULL",
+                [.integer(open), .integer(now)]),
+        ]
+    }
+
+    /// Closes a period and opens the next, with its partitions. The bounds are numbers Herald computed, written into
+    /// the DDL (which takes no parameters).
+    package static func rollSendRecordPeriod(closing: Int64, next: SendRecordPeriods.Period) -> [SQLStatement] {
+        let (first, end) = (next.firstRef ?? 0, next.endRef)
+        return [
+            SQLStatement(
+                .postgres,
+                "CREATE TABLE \(next.outcomesTable) PARTITION OF send_outcomes FOR VALUES FROM (\(first)) TO (\(end))"),
+            SQLStatement(
+                .postgres,
+                "CREATE TABLE \(next.acceptancesTable) PARTITION OF send_acceptances FOR VALUES FROM (\(first)) TO (\(end))"),
+            SQLStatement(
+                .postgres, "UPDATE send_record_periods SET closed_at = $2 WHERE period = $1",
+                [.integer(closing), .integer(next.openedAt ?? 0)]),
+            SQLStatement(
+                .postgres,
+                """
+                INSERT INTO send_record_periods (period, first_ref, end_ref, opened_at, length) VALUES ($1, $2, $3, $4, $5)
+                """,
+                [
+                    .integer(next.number), .integer(first), .integer(end), .integer(next.openedAt ?? 0),
+                    .integerOrNull(next.length),
+                ]),
+        ]
+    }
+
+    /// Moves the next send ref to the open period's first, unless the sequence is there already (it only moves
+    /// forward; the `nextval` of the check is a gap, as a rolled-back insert leaves).
+    package static func advanceSendRefs(to first: Int64) -> SQLStatement {
+        SQLStatement(
+            .postgres,
+            """
+            SELECT setval(pg_get_serial_sequence('sends', 'ref'), $1 - 1) \
+            WHERE nextval(pg_get_serial_sequence('sends', 'ref')) < $1
+            """, [.integer(first)])
+    }
+
+    /// One row when a send of a period has not finished, or finished at or after the cutoff: the period stays.
+    package static func sendHoldingPeriod(_ refs: Range<Int64>, cutoff: Int64) -> SQLStatement {
+        SQLStatement(
+            .postgres,
+            """
+            SELECT 1 FROM sends WHERE ref >= $1 AND ref < $2 AND (NOT (\(finishedStatuses)) OR updated_at >= $3) LIMIT 1
+            """, [.integer(refs.lowerBound), .integer(refs.upperBound), .integer(cutoff)])
+    }
+
+    /// What a period's drop deletes, before it does: the rows of its two partitions (a batch row counts once).
+    package static func periodRows(_ period: SendRecordPeriods.Period) -> SQLStatement {
+        SQLStatement(
+            .postgres,
+            """
+            SELECT CAST((SELECT count(*) FROM \(period.outcomesTable)) + (SELECT count(*) FROM \(period.acceptancesTable)) \
+            AS BIGINT)
+            """)
+    }
+
+    /// Drops a period whose sends all finished before the cutoff, in one transaction: its sends are marked as having
+    /// no outcomes left (retention of sends can then delete them), their delivery trace's attempts go, then its
+    /// partitions and its row.
+    package static func dropSendRecordPeriod(_ period: SendRecordPeriods.Period, at now: Int64) -> [SQLStatement] {
+        let (first, end) = (period.refs.lowerBound, period.refs.upperBound)
+        return [
+            SQLStatement(
+                .postgres,
+                """
+                UPDATE sends SET outcomes_deleted_at = $3 WHERE ref >= $1 AND ref < $2 AND outcomes_deleted_at IS NULL
+                """, [.integer(first), .integer(end), .integer(now)]),
+            SQLStatement(
+                .postgres,
+                "DELETE FROM delivery_attempts WHERE send_id IN (SELECT id FROM sends WHERE ref >= $1 AND ref < $2)",
+                [.integer(first), .integer(end)]),
+            SQLStatement(.postgres, "DROP TABLE \(period.outcomesTable), \(period.acceptancesTable)"),
+            SQLStatement(
+                .postgres, "DELETE FROM send_record_periods WHERE period = $1", [.integer(period.number)]),
+        ]
     }
 
     /// PostgreSQL: takes the retention lock of a schema for the transaction, without waiting; one row, 1 when taken.

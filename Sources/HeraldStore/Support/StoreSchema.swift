@@ -633,7 +633,68 @@ package enum StoreSchema {
                 "ALTER TABLE send_acceptances ALTER COLUMN unique_ids SET STORAGE EXTERNAL",
             ],
             sqliteStatements: sendAcceptances(tokenType: "BLOB")),
+        Migration(
+            version: 31,
+            name: "PostgreSQL: send records in partitions by period, which retention drops whole",
+            statements: [], postgresStatements: sendRecordPartitions),
     ]
+
+    /// Migration 31, PostgreSQL only: `send_outcomes` and `send_acceptances` become tables partitioned by ranges of
+    /// `send_ref`, one range per period of sends (``SendRecordPeriods``, docs/storage.md "Retention by the piece").
+    /// The tables as they were become partition 0, every send made so far; partition 1 takes the sends from the next
+    /// `ref` on. Attaching checks the rows of partition 0 against its range once (a scan, holding the tables). Periods
+    /// start at the first retention run, on the store's clock.
+    private static let sendRecordPartitions: [String] = {
+        let span = SendRecordPeriods.span
+        return [
+            """
+            CREATE TABLE send_record_periods (
+                period BIGINT PRIMARY KEY,
+                first_ref BIGINT,
+                end_ref BIGINT NOT NULL,
+                opened_at BIGINT,
+                closed_at BIGINT,
+                length BIGINT
+            )
+            """,
+            "ALTER TABLE send_outcomes RENAME TO send_outcomes_p0",
+            "ALTER INDEX send_outcomes_token RENAME TO send_outcomes_p0_token",
+            "ALTER INDEX send_outcomes_rejected_at RENAME TO send_outcomes_p0_rejected_at",
+            "ALTER INDEX send_outcomes_send_token RENAME TO send_outcomes_p0_send_token",
+            """
+            CREATE TABLE send_outcomes (\(compactOutcomeColumns(tokenType: "BYTEA"))) PARTITION BY RANGE (send_ref)
+            """,
+            "ALTER TABLE send_acceptances RENAME TO send_acceptances_p0",
+            "ALTER TABLE send_acceptances_p0 RENAME CONSTRAINT send_acceptances_pkey TO send_acceptances_p0_pkey",
+            "ALTER INDEX send_acceptances_range RENAME TO send_acceptances_p0_range",
+            """
+            CREATE TABLE send_acceptances (\(acceptanceColumns(tokenType: "BYTEA"))) PARTITION BY RANGE (send_ref)
+            """,
+            "ALTER TABLE send_acceptances ALTER COLUMN tokens SET STORAGE EXTERNAL",
+            "ALTER TABLE send_acceptances ALTER COLUMN unique_ids SET STORAGE EXTERNAL",
+            // The next ref a send gets ends partition 0 and begins partition 1.
+            """
+            DO $$
+            DECLARE
+                bound BIGINT;
+            BEGIN
+                EXECUTE format('SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM %s',
+                    pg_get_serial_sequence('sends', 'ref')) INTO bound;
+                EXECUTE format('ALTER TABLE send_outcomes ATTACH PARTITION send_outcomes_p0 FOR VALUES FROM (MINVALUE) TO (%s)', bound);
+                EXECUTE format('ALTER TABLE send_acceptances ATTACH PARTITION send_acceptances_p0 FOR VALUES FROM (MINVALUE) TO (%s)', bound);
+                EXECUTE format('CREATE TABLE send_outcomes_p1 PARTITION OF send_outcomes FOR VALUES FROM (%s) TO (%s)', bound, bound + \(span));
+                EXECUTE format('CREATE TABLE send_acceptances_p1 PARTITION OF send_acceptances FOR VALUES FROM (%s) TO (%s)', bound, bound + \(span));
+                INSERT INTO send_record_periods (period, first_ref, end_ref) VALUES (0, NULL, bound), (1, bound, bound + \(span));
+            END
+            $$
+            """,
+            // On the partitioned tables, each takes partition 0's index of the same definition instead of building one.
+            "CREATE INDEX send_outcomes_token ON send_outcomes (substr(token, length(token) - 7), send_ref)",
+            "CREATE INDEX send_outcomes_rejected_at ON send_outcomes (at) WHERE outcome = 'rejected'",
+            "CREATE INDEX send_outcomes_send_token ON send_outcomes (send_ref, token)",
+            "CREATE INDEX send_acceptances_range ON send_acceptances (send_ref, environment, last_token, first_token)",
+        ]
+    }()
 
     /// Migration 30: `send_acceptances` (``AcceptedBatch``, docs/storage.md "Send records"). A row names the devices
     /// of a batch by their tokens' bytes one after the other (and the sandbox's unique ids, 16 bytes each, when it keeps
@@ -643,24 +704,53 @@ package enum StoreSchema {
     private static func sendAcceptances(tokenType: String) -> [String] {
         [
             """
-            CREATE TABLE send_acceptances (
-                send_ref BIGINT NOT NULL REFERENCES sends (ref) ON DELETE CASCADE,
-                seq BIGINT NOT NULL,
-                count BIGINT NOT NULL,
-                at BIGINT NOT NULL,
-                token_length BIGINT NOT NULL,
-                first_token \(tokenType) NOT NULL,
-                last_token \(tokenType) NOT NULL,
-                environment TEXT NOT NULL,
-                tokens \(tokenType) NOT NULL,
-                unique_ids \(tokenType),
-                PRIMARY KEY (send_ref, seq)
-            )
+            CREATE TABLE send_acceptances (\(acceptanceColumns(tokenType: tokenType)))
             """,
             // By environment: a send walks one after the other, and their tokens interleave (OutcomeRecording).
             "CREATE INDEX send_acceptances_range ON send_acceptances (send_ref, environment, last_token, first_token)",
             "CREATE INDEX send_outcomes_send_token ON send_outcomes (send_ref, token)",
         ]
+    }
+
+    /// The columns of `send_acceptances` (migration 30; partitioned in 31).
+    private static func acceptanceColumns(tokenType: String) -> String {
+        """
+
+            send_ref BIGINT NOT NULL REFERENCES sends (ref) ON DELETE CASCADE,
+            seq BIGINT NOT NULL,
+            count BIGINT NOT NULL,
+            at BIGINT NOT NULL,
+            token_length BIGINT NOT NULL,
+            first_token \(tokenType) NOT NULL,
+            last_token \(tokenType) NOT NULL,
+            environment TEXT NOT NULL,
+            tokens \(tokenType) NOT NULL,
+            unique_ids \(tokenType),
+            PRIMARY KEY (send_ref, seq)
+
+        """
+    }
+
+    /// The columns of the compact `send_outcomes` (migration 27; partitioned in 31).
+    private static func compactOutcomeColumns(tokenType: String) -> String {
+        """
+
+            send_ref BIGINT NOT NULL REFERENCES sends (ref) ON DELETE CASCADE,
+            seq BIGINT NOT NULL,
+            at BIGINT NOT NULL,
+            status BIGINT,
+            apns_timestamp BIGINT,
+            token \(tokenType) NOT NULL,
+            environment TEXT NOT NULL,
+            outcome TEXT NOT NULL,
+            apns_id TEXT,
+            reason TEXT,
+            message TEXT,
+            action TEXT,
+            apns_unique_id TEXT,
+            PRIMARY KEY (send_ref, seq)
+
+        """
     }
 
     /// Migration 27: `send_outcomes` rebuilt compact (docs/storage.md, "Outcomes, compactly"). The send is its `ref`
@@ -675,22 +765,7 @@ package enum StoreSchema {
         sendReference + [
             "CREATE UNIQUE INDEX sends_ref ON sends (ref)",
             """
-            CREATE TABLE send_outcomes_compact (
-                send_ref BIGINT NOT NULL REFERENCES sends (ref) ON DELETE CASCADE,
-                seq BIGINT NOT NULL,
-                at BIGINT NOT NULL,
-                status BIGINT,
-                apns_timestamp BIGINT,
-                token \(tokenType) NOT NULL,
-                environment TEXT NOT NULL,
-                outcome TEXT NOT NULL,
-                apns_id TEXT,
-                reason TEXT,
-                message TEXT,
-                action TEXT,
-                apns_unique_id TEXT,
-                PRIMARY KEY (send_ref, seq)
-            )\(suffix)
+            CREATE TABLE send_outcomes_compact (\(compactOutcomeColumns(tokenType: tokenType)))\(suffix)
             """,
             """
             INSERT INTO send_outcomes_compact (send_ref, seq, token, environment, outcome, apns_id, status, reason, \
