@@ -86,7 +86,7 @@ extension PostgresStore {
                     // Dropping a partition holds its table for a moment: it waits behind a running statement on it
                     // (a long read of outcomes) for a second at most, rather than stall the recordings queued behind.
                     try await session.execute("SET LOCAL lock_timeout = '1s'")
-                    let rows = try await session.rows(StoreSQL.periodRows(period))[0].integer(0)
+                    let rows = try await session.rows(StoreSQL.periodOutcomes(period))[0].integer(0)
                     for statement in StoreSQL.dropSendRecordPeriod(period, at: StoreTime.microseconds(now)) {
                         try await session.execute(statement)
                     }
@@ -97,7 +97,7 @@ extension PostgresStore {
                 left.removeAll { $0.number == period.number }
                 logger.info(
                     "Retention dropped a period of send records whose sends all finished before the cutoff",
-                    metadata: ["period": "\(period.number)", "rows": "\(rows)"])
+                    metadata: ["period": "\(period.number)", "outcomes": "\(rows)"])
             } catch let error as StoreError where error.code != .unavailable && error.code != .timedOut {
                 // Most likely the lock's wait ran out: the period is dropped at the next run.
                 logger.notice(

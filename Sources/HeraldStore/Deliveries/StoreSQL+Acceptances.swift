@@ -213,7 +213,7 @@ extension StoreSQL {
         var statement = SQLStatement(dialect)
         let list = statement.bindList(sends)
         statement.sql = """
-            DELETE FROM send_acceptances WHERE send_ref IN (SELECT ref FROM sends WHERE id IN (\(list)))
+            DELETE FROM send_acceptances WHERE send_ref IN (SELECT ref FROM sends WHERE id IN (\(list))) RETURNING count
             """
         return statement
     }

@@ -33,6 +33,8 @@ package struct RetentionBatchPlan {
     private let limit: Int
     private let dialect: SQLStatement.Dialect
     private var step = Step.start
+    /// The devices of the first-try batches deleted with the sends' last rows.
+    private var batchedDeleted = 0
     package private(set) var result = RetentionBatch(deleted: 0, finished: true)
 
     /// The refs of sends whose outcomes wait for their period's drop (PostgreSQL, ``SendRecordPeriods``).
@@ -80,12 +82,14 @@ package struct RetentionBatchPlan {
         case (.deletedAcceptances(let sends, let marked, let deleted), _):
             // The delivery trace's attempts (migration 22) go too: a few rows, only for notifications that needed
             // more than one attempt. Neither counts against the batch's limit of outcome rows: they go whole, with
-            // the send's last row.
+            // the send's last row. The batches' devices count among the outcomes deleted.
+            batchedDeleted = try (rows ?? []).reduce(0) { $0 + Int(try $1.integer(0)) }
             step = .deletedAttempts(sends: sends, deleted: deleted)
             return StoreSQL.deleteAttempts(ofSends: marked, dialect)
         case (.marked(let sends, let deleted), _), (.deletedAttempts(let sends, let deleted), _):
             // Fewer sends than asked for, all of whose rows fitted in the batch: none is left.
-            return finish(deleted: deleted, finished: sends.count < Self.sendsPerBatch && deleted < limit)
+            return finish(
+                deleted: deleted + batchedDeleted, finished: sends.count < Self.sendsPerBatch && deleted < limit)
         case (.start, .sends):
             step = .done
             return StoreSQL.deleteFinishedSends(before: cutoff, limit: limit, dialect)

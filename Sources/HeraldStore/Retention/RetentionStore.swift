@@ -2,7 +2,8 @@ public import Foundation
 
 /// What retention deletes, one kind at a time (docs/storage.md, "Retention").
 public enum RetentionKind: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// The per-device outcomes of sends that finished before the cutoff. The sends keep their counts.
+    /// The per-device outcomes of sends that finished before the cutoff. The sends keep their counts. Counted per
+    /// device: a batch of first-try acceptances (or a period's partitions on PostgreSQL) counts the devices it held.
     case outcomes
     /// The delivery receipt events of sends that finished before the cutoff. The sends keep their receipt counts;
     /// reports about such a send are no longer counted.

@@ -215,13 +215,13 @@ extension StoreSQL {
             """, [.integer(refs.lowerBound), .integer(refs.upperBound), .integer(cutoff)])
     }
 
-    /// What a period's drop deletes, before it does: the rows of its two partitions (a batch row counts once).
-    package static func periodRows(_ period: SendRecordPeriods.Period) -> SQLStatement {
+    /// What a period's drop deletes, before it does: its outcomes, a row each, and the devices of its batches.
+    package static func periodOutcomes(_ period: SendRecordPeriods.Period) -> SQLStatement {
         SQLStatement(
             .postgres,
             """
-            SELECT CAST((SELECT count(*) FROM \(period.outcomesTable)) + (SELECT count(*) FROM \(period.acceptancesTable)) \
-            AS BIGINT)
+            SELECT CAST((SELECT count(*) FROM \(period.outcomesTable)) \
+            + (SELECT coalesce(sum(count), 0) FROM \(period.acceptancesTable)) AS BIGINT)
             """)
     }
 
