@@ -53,6 +53,10 @@ struct ShardTests {
             #expect(shards.compactMap { $0["size"]?.intValue } == [10, 10, 10, 10, 5], "\(shown)")
             #expect(shards.allSatisfy { $0["status"]?.stringValue == "done" && $0["worker"] == nil })
             #expect(shards.compactMap { $0["recorded"]?.intValue }.reduce(0, +) == 45)
+            let polled = try await client.call(.get, "/api/sends/\(id)?limit=1&shards=none", bearer: key)
+            #expect(polled.status == .ok && polled.json["shards"] == nil, "\(polled)")
+            let wrong = try await client.call(.get, "/api/sends/\(id)?shards=some", bearer: key)
+            #expect(wrong.status == .badRequest && wrong.body.contains("shards"), "\(wrong)")
 
             var browser = ConsoleClient(client)
             try await browser.signIn(key)

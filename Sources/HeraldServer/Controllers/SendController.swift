@@ -110,6 +110,7 @@ struct SendController: Sendable {
         let id = try Self.sendID(context)
         let limit = try Self.limit(request.queryParameter("limit"))
         let cursor: OutcomeCursor? = try Self.cursor(request)
+        let listsShards = try Self.listsShards(request.queryParameter("shards"))
         guard let record = try await store.send(id), context.access.sees(app: record.topic) else {
             throw Self.unknownSend(id)
         }
@@ -117,7 +118,7 @@ struct SendController: Sendable {
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
         let body = Self.json(record, receipts: try await receipts)
         guard case .object(var members) = body else { return .json(body) }
-        if record.shardCount != nil {
+        if record.shardCount != nil, listsShards {
             members["shards"] = .array(try await store.shards(of: id).map(Self.json))
         }
         let reveal = Self.revealsTokens(to: context)
@@ -166,6 +167,16 @@ struct SendController: Sendable {
             throw APIError.invalidField("after", "use the \"next\" value of the previous page")
         }
         return cursor
+    }
+
+    /// Whether a send's answer lists its shards (`?shards=all`, the default) or not (`none`): ten million devices make a
+    /// thousand shards, which a poll of the send's progress (the console's, every second) need not read and carry.
+    static func listsShards(_ text: String?) throws(APIError) -> Bool {
+        switch text {
+        case nil, "all": return true
+        case "none": return false
+        default: throw APIError.invalidField("shards", "use all (every shard, the default) or none")
+        }
     }
 
     /// A page size from a query parameter: 1 to 1,000, default 100.

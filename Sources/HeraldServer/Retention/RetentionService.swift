@@ -8,7 +8,9 @@ import Synchronization
 
 /// Deletes what is older than the configured ages (``ServerConfiguration/Retention``), then gives the space back.
 ///
-/// Once the store is migrated, and then every ``ServerConfiguration/Retention/interval``, a run deletes each kind in
+/// Once the store is migrated, and then every ``ServerConfiguration/Retention/interval``, a run first begins a new
+/// period of send records when the open one has lasted ``ServerConfiguration/Retention/sendRecordPeriod``
+/// (PostgreSQL's partitions, dropped whole by the deletion of outcomes; docs/storage.md), then deletes each kind in
 /// batches of ``ServerConfiguration/Retention/batchSize`` rows, each batch its own short transaction with a short
 /// pause after it, until a batch finds nothing more: SQLite commits registrations and sends between two batches (its
 /// group commit queues them in arrival order), and PostgreSQL runs them beside it. Several instances on one PostgreSQL database may run at

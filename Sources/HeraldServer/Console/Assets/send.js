@@ -26,7 +26,7 @@
   async function poll() {
     let send;
     try {
-      const response = await fetch("/api/sends/" + encodeURIComponent(id) + "?limit=1", { credentials: "same-origin" });
+      const response = await fetch("/api/sends/" + encodeURIComponent(id) + "?limit=1&shards=none", { credentials: "same-origin" });
       if (!response.ok) { $("send-live").textContent = "Progress unavailable (" + response.status + ")."; return; }
       send = await response.json();
     } catch (e) {
