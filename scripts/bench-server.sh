@@ -21,7 +21,8 @@
 #       and adds h2load against the same sink as a second ceiling;
 #       PG_SETTINGS="-c shared_preload_libraries=pg_stat_statements" prints PostgreSQL's costliest statements of the send;
 #       HERALD_BENCH_PERF=/tmp/perf.data records a perf profile of the server during the send (and during wrk in
-#       the transactional and register modes).
+#       the transactional and register modes); HERALD_BENCH_PERF_CALL_GRAPH=dwarf,16384 unwinds with DWARF, through
+#       libraries built without frame pointers (Debian's SQLite).
 #   scripts/bench-server.sh transactional [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
 #       A backend's push per event: wrk posts `POST /api/send` to one registered token (scripts/bench/send.lua), each
 #       answered inline with the APNs outcome, against `herald emulator --counting-only`. As the ceiling, `herald send`
@@ -140,7 +141,7 @@ database_url() {
 # HERALD_BENCH_PERF=/path/to/perf.data: a perf profile of the server while the benchmark measures it.
 start_perf() {  # PID
     [ -n "${HERALD_BENCH_PERF:-}" ] || return 0
-    perf record -F 499 -g -p "$1" -o "$HERALD_BENCH_PERF" >/dev/null 2>&1 &
+    perf record -F 499 ${HERALD_BENCH_PERF_CALL_GRAPH:+--call-graph "$HERALD_BENCH_PERF_CALL_GRAPH"} -g -p "$1" -o "$HERALD_BENCH_PERF" >/dev/null 2>&1 &
     perf_pid=$!
 }
 

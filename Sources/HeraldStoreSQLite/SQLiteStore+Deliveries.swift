@@ -86,12 +86,10 @@ extension SQLiteStore {
     }
 
     public func tokensCorrected(by id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
-        guard !tokens.isEmpty else { return [] }
+        guard let statement = StoreSQL.tokensCorrected(by: id, among: tokens, .sqlite) else { return [] }
+        let asked = Set(tokens)
         return try await read("read which devices a send corrected") { db in
-            Set(
-                try db.rows(StoreSQL.tokensCorrected(by: id, among: tokens, .sqlite)).map {
-                    try DeviceToken(storedHex: $0.text(0))
-                })
+            Set(try db.rows(statement).map { try DeviceToken(storedHex: $0.text(0)) }.filter(asked.contains))
         }
     }
 

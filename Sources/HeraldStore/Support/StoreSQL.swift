@@ -200,14 +200,15 @@ package enum StoreSQL {
     /// Which of `tokens` a send moved to the other environment.
     package static func tokensCorrected(
         by send: SendID, among tokens: [DeviceToken], _ dialect: SQLStatement.Dialect
-    ) -> SQLStatement {
-        var statement = SQLStatement(dialect)
-        let sendPlaceholder = statement.bind(send.description)
-        statement.sql = """
-            SELECT token FROM send_corrections WHERE send_id = \(sendPlaceholder) \
-            AND token IN (\(statement.bindList(tokens.map(\.hex))))
-            """
-        return statement
+    ) -> SQLStatement? {
+        // The corrections between the lowest and highest token asked about, through the primary key: one text for
+        // every page. A list of a page's thousand tokens took SQLite a millisecond to prepare each time (its
+        // parameters are looked up one by one), 4 % of a fan-out's CPU; the caller keeps those asked about.
+        let hexes = tokens.map(\.hex)
+        guard let lowest = hexes.min(), let highest = hexes.max() else { return nil }
+        return SQLStatement(
+            dialect, "SELECT token FROM send_corrections WHERE send_id = $1 AND token >= $2 AND token <= $3",
+            [.text(send.description), .text(lowest), .text(highest)])
     }
 
     /// PostgreSQL: ``tokensCorrected(by:among:_:)`` with the tokens as one array parameter, so that one text serves

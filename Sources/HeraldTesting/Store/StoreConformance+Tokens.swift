@@ -420,6 +420,9 @@ extension StoreConformance {
         #expect(try await store.tokensCorrected(by: send.id, among: [token(1), token(3), token(4)]) == [token(3)])
         #expect(try await store.tokensCorrected(by: other.id, among: [token(3)]).isEmpty)
         #expect(try await store.tokensCorrected(by: send.id, among: []).isEmpty)
+        #expect(
+            try await store.tokensCorrected(by: send.id, among: [token(4), token(1)]).isEmpty,
+            "a correction between the tokens asked about, not among them")
         // Corrected back by the same send (a second BadDeviceToken): still one note.
         #expect(try await store.updateEnvironment(token: token(3), to: .development, correctedBy: send.id) != nil)
         #expect(try await store.tokensCorrected(by: send.id, among: [token(3)]) == [token(3)])
