@@ -378,7 +378,10 @@ PY
 
 # `herald send` alone against the emulator's production port: prints its JSON summary line.
 bare_sender() {  # COUNT CONCURRENCY CONNECTIONS TOKEN
-    "$herald" send --key "$work/AuthKey_$key_id.p8" --key-id "$key_id" --team-id "$team_id" \
+    # Its CPU (user and system seconds) goes to $work/bare-sender.cpu, with GNU time where installed.
+    local timed=()
+    if [ -x /usr/bin/time ]; then timed=(/usr/bin/time -f '%U %S' -o "$work/bare-sender.cpu"); fi
+    "${timed[@]}" "$herald" send --key "$work/AuthKey_$key_id.p8" --key-id "$key_id" --team-id "$team_id" \
         --topic com.example.app --production --host 127.0.0.1 --port "$emulator_production" --ca-file "$work/ca.pem" \
         --token "$4" --repeat "$1" --concurrency "$2" --connections "$3" \
         --title "Hello" --body "to everyone" --summary-json | tail -n 1 || true
@@ -467,6 +470,7 @@ fanout)
     wal=$(database_wal_bytes)
     record=$(send_and_wait "$port" '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
     server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
+    server_cpu_per_notification=$(python3 -c "print($server_cpu / $devices)")
     emulator_cpu=$(( $(sink_cpu_micros) - emulator_cpu ))
     db_cpu=$(( $(database_cpu_micros) - db_cpu ))
     wal=$(( $(database_wal_bytes) - wal ))
@@ -537,15 +541,21 @@ PY
         log "The sink's limit: h2load, 4 connections, 100 streams each"
         h2load_rate=$("$bench_dir/h2load.sh" 4 200000 100 | sed -nE 's/^finished in .* ([0-9.]+) req\/s.*/\1/p')
     fi
-    python3 - "$summary" "$record" "$devices" "$h2load_rate" <<'PY'
+    bare_cpu=$(cat "$work/bare-sender.cpu" 2>/dev/null || true)
+    python3 - "$summary" "$record" "$devices" "$h2load_rate" "$bare_cpu" "${server_cpu_per_notification:-}" <<'PY'
 import json, sys
 from datetime import datetime
 summary, record, devices, h2load = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+bare_cpu, server_cpu = sys.argv[5].split(), sys.argv[6]
 parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
 seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
 print()
 print(f"Ceiling, herald send alone: {summary['rate']:,.0f} notifications/s ({summary['ok']:,} ok, {summary['failed']} failed); "
       f"fan-out / ceiling = {devices / seconds / summary['rate']:.2f}")
+if len(bare_cpu) == 2 and summary["ok"]:
+    per = (float(bare_cpu[0]) + float(bare_cpu[1])) * 1e6 / summary["ok"]
+    ratio = f"; server / herald send = {float(server_cpu) / per:.2f}" if server_cpu else ""
+    print(f"CPU per notification, herald send alone: {per:.1f} µs{ratio}")
 if h2load:
     print(f"The sink's limit, h2load: {h2load:,.0f} requests/s; fan-out / h2load = {devices / seconds / h2load:.2f}")
 PY

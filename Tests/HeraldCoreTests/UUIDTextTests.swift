@@ -13,6 +13,8 @@ struct UUIDTextTests {
             #expect(UUID(text: uuid.uuidString) == uuid)
             #expect(UUID(text: uuid.lowercasedText) == uuid)
             #expect(UUID(uuidString: uuid.lowercasedText) == uuid)
+            #expect(UUID(lowercasedText: uuid.lowercasedText) == uuid)
+            #expect(UUID(text: "<\(uuid.uuidString)>".dropFirst().dropLast()) == uuid)
         }
         #expect(UUID(high: 0, low: 0).lowercasedText == "00000000-0000-0000-0000-000000000000")
         #expect(UUID(high: .max, low: .max).lowercasedText == "ffffffff-ffff-ffff-ffff-ffffffffffff")
@@ -30,7 +32,18 @@ struct UUIDTextTests {
         ])
     func malformed(_ text: String) {
         #expect(UUID(text: text) == nil)
+        #expect(UUID(lowercasedText: text) == nil)
         // Foundation's sscanf skips a leading space and misreads the rest (as 12345607-…); every other case it refuses.
         if !text.hasPrefix(" ") { #expect(UUID(uuidString: text) == nil) }
+    }
+
+    @Test("reads the lowercase form alone when asked to, so that its bytes spell the text again")
+    func lowercaseOnly() {
+        let lower = "0123abcd-89ab-cdef-0123-456789abcdef"
+        #expect(UUID(lowercasedText: lower)?.lowercasedText == lower)
+        for upper in ["0123ABCD-89ab-cdef-0123-456789abcdef", "0123abcd-89ab-cdef-0123-456789abcdeF"] {
+            #expect(UUID(lowercasedText: upper) == nil)
+            #expect(UUID(text: upper)?.lowercasedText == lower)
+        }
     }
 }

@@ -12,28 +12,53 @@ extension UUID {
 
     /// Parses the 8-4-4-4-12 form in either case, as `UUID(uuidString:)` does, without `sscanf`.
     public init?(text: some StringProtocol) {
+        guard let halves = Self.halves(of: text, lowercaseOnly: false) else { return nil }
+        self.init(high: halves.high, low: halves.low)
+    }
+
+    /// Parses the canonical lowercase 8-4-4-4-12 form only (as APNs writes ids, and ``lowercasedText`` gives them):
+    /// `nil` for any upper-case digit, so that a UUID read back from its bytes spells the text it came from.
+    public init?(lowercasedText text: some StringProtocol) {
+        guard let halves = Self.halves(of: text, lowercaseOnly: true) else { return nil }
+        self.init(high: halves.high, low: halves.low)
+    }
+
+    /// The two halves of the UUID a text spells. Read from the text's UTF-8 bytes in place where it has them (a
+    /// native string, a substring of one): iterating a string's UTF-8 view byte by byte took 5 % of a fan-out's CPU,
+    /// where every answer's `apns-id` is parsed.
+    private static func halves(
+        of text: some StringProtocol, lowercaseOnly: Bool
+    ) -> (high: UInt64, low: UInt64)? {
+        if let parsed = text.utf8.withContiguousStorageIfAvailable({ halves(of: $0, lowercaseOnly: lowercaseOnly) }) {
+            return parsed
+        }
+        return Array(text.utf8).withUnsafeBufferPointer { halves(of: $0, lowercaseOnly: lowercaseOnly) }
+    }
+
+    private static func halves(
+        of bytes: UnsafeBufferPointer<UInt8>, lowercaseOnly: Bool
+    ) -> (high: UInt64, low: UInt64)? {
+        guard bytes.count == 36 else { return nil }
         var high: UInt64 = 0
         var low: UInt64 = 0
         var digits = 0
-        var position = 0
-        for byte in text.utf8 {
-            defer { position += 1 }
+        for position in 0..<36 {
+            let byte = bytes[position]
             if position == 8 || position == 13 || position == 18 || position == 23 {
                 guard byte == UInt8(ascii: "-") else { return nil }
                 continue
             }
             let nibble: UInt8
             switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = byte - UInt8(ascii: "A") + 10
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = byte &- UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = byte &- UInt8(ascii: "a") &+ 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F") where !lowercaseOnly: nibble = byte &- UInt8(ascii: "A") &+ 10
             default: return nil
             }
             if digits < 16 { high = high << 4 | UInt64(nibble) } else { low = low << 4 | UInt64(nibble) }
             digits += 1
         }
-        guard position == 36, digits == 32 else { return nil }
-        self.init(high: high, low: low)
+        return (high, low)
     }
 
     /// The UUID whose bytes are `high` then `low`, big-endian.

@@ -161,7 +161,7 @@ package struct AcceptedBatch: Sendable, Hashable {
         }
         var uniqueID: UUID?
         if let text = outcome.apnsUniqueID {
-            guard let parsed = UUID(uuidString: text), parsed.uuidString.lowercased() == text else { return nil }
+            guard let parsed = UUID(lowercasedText: text) else { return nil }
             uniqueID = parsed
         }
         guard id == APNSID.derived(send: send, token: outcome.token) else { return nil }
