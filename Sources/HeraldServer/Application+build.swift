@@ -223,7 +223,7 @@ public func buildApplication(
                 store: store, keys: keys, idempotency: idempotency, apps: apps, operations: channels, engine: engine,
                 limits: configuration.limits, clock: dependencies.clock, audit: audit
             ).addRoutes(to: router)
-            DeviceController(store: store, keys: keys).addRoutes(to: router)
+            DeviceController(store: store, apps: apps, keys: keys).addRoutes(to: router)
             PreferenceController(
                 store: store, apps: apps, keys: keys, rateLimiter: rateLimiter, clock: dependencies.clock,
                 audit: audit

@@ -14,17 +14,21 @@ public enum WebhookEndpointRules {
     /// An endpoint as the audit log describes it: its URL without query or fragment (a receiver's token may ride in
     /// the query, and the log holds no secret) and its events.
     public static func auditDetail(url: String, events: [WebhookEventType]) -> String {
-        var shown = ""
-        if var parts = URLComponents(string: url) {
-            parts.query = nil
-            parts.fragment = nil
-            parts.user = nil
-            parts.password = nil
-            shown = parts.string ?? ""
-        }
+        var shown = shownURL(url)
         // The log keeps 1,000 bytes of detail; a URL may have 2,048.
         if shown.utf8.count > 600 { shown = String(shown.prefix(600)) + "…" }
         return "\(shown) for \(events.map(\.rawValue).joined(separator: ", "))"
+    }
+
+    /// An endpoint's URL without its query, fragment, user name or password, for those who may see the endpoint but
+    /// not a secret a receiver put in its URL (the audit log, `read` keys): empty when it does not parse.
+    public static func shownURL(_ url: String) -> String {
+        guard var parts = URLComponents(string: url) else { return "" }
+        parts.query = nil
+        parts.fragment = nil
+        parts.user = nil
+        parts.password = nil
+        return parts.string ?? ""
     }
 
     /// Why a URL is refused, or `nil` when it is fine: `http` or `https`, a host, no user name or password, no

@@ -45,24 +45,45 @@ struct AppDirectory: Sendable {
         requiresRegistrationKey = apps.values.contains { !$0.registrationKeyDigests.isEmpty }
     }
 
-    /// The app a request names, or the only app when it names none.
+    /// The app a request names, or the only app when it names none; for what a caller asks, see
+    /// ``app(named:field:seenBy:)``.
     /// - Throws: ``APIError`` `400 missingTopic` (several apps, none named) or `400 unknownTopic`.
     func app(named topic: String?, field: String = "topic") throws(APIError) -> App {
+        try app(named: topic, field: field, seenBy: nil)
+    }
+
+    /// The app a caller's request names, or the only app when it names none. The errors' words list only the apps the
+    /// caller sees: a key limited to some apps (an API key, a registration key shipped inside an app) learns nothing
+    /// of the deployment's other apps from them.
+    /// - Parameter visible: The apps the caller is limited to; `nil`: every app.
+    /// - Throws: ``APIError`` `400 missingTopic` (several apps, none named) or `400 unknownTopic`.
+    func app(named topic: String?, field: String = "topic", seenBy visible: Set<String>?) throws(APIError) -> App {
+        let seen = apps.keys.filter { visible?.contains($0) ?? true }.sorted()
         guard let topic else {
             guard apps.count == 1, let only = apps.values.first else {
+                let choices = seen.isEmpty ? "" : ", one of \(seen.joined(separator: ", "))"
                 throw APIError(
                     .badRequest, reason: "missingTopic",
-                    "This server serves several apps: say which with \"\(field)\" (the bundle id), one of \(apps.keys.sorted().joined(separator: ", "))."
-                )
+                    "This server serves several apps: say which with \"\(field)\" (the bundle id)\(choices).")
             }
             return only
         }
         guard let app = apps[topic] else {
+            let choices = seen.isEmpty ? "an app it serves" : "one of \(seen.joined(separator: ", "))"
             throw APIError(
                 .badRequest, reason: "unknownTopic",
-                "This server does not serve the app \(topic): use one of \(apps.keys.sorted().joined(separator: ", ")), or configure it."
-            )
+                "This server does not serve the app \(topic): use \(choices), or configure it.")
         }
+        return app
+    }
+
+    /// The app a caller's request names (or the server's only app), which the caller must be allowed: the lookup and
+    /// the access check in one, so that no route does one without the other.
+    /// - Throws: ``APIError`` `400 missingTopic`, `400 unknownTopic` (naming only the caller's apps), or
+    ///   `403 appNotAllowed` for an app the caller named and is not allowed.
+    func app(named topic: String?, field: String = "topic", for caller: KeyAccess) throws(APIError) -> App {
+        let app = try app(named: topic, field: field, seenBy: caller.topics)
+        try caller.check(app: app.bundleID)
         return app
     }
 
@@ -98,13 +119,22 @@ struct AppDirectory: Sendable {
 }
 
 extension Optional where Wrapped == Set<String> {
-    /// Checks that a registration key opens a topic (`nil`: registration is open).
+    /// Whether a registration key opens a topic (`nil`: registration is open).
+    func opens(_ topic: String) -> Bool {
+        guard let topics = self else { return true }
+        return topics.contains(topic)
+    }
+
+    /// Checks that a registration key opens the topic a registration names.
+    ///
+    /// Only for a topic the caller named: a request about a token alone (its removal, its preferences, its receipts)
+    /// finds another app's token as unknown as a missing one (``opens(_:)``), so that a key shipped inside one app
+    /// cannot learn which tokens another app has.
     /// - Throws: ``APIError`` `403 topicNotAllowed`.
     func check(_ topic: String) throws(APIError) {
-        if let topics = self, !topics.contains(topic) {
-            throw APIError(
-                .forbidden, reason: "topicNotAllowed",
-                "This registration key belongs to another app: it cannot register or remove tokens of \(topic).")
-        }
+        guard !opens(topic) else { return }
+        throw APIError(
+            .forbidden, reason: "topicNotAllowed",
+            "This registration key belongs to another app: it cannot register tokens of \(topic).")
     }
 }

@@ -337,11 +337,8 @@ extension ConsoleController {
     }
 
     @Sendable func send(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let id = context.parameters.get("id").flatMap(SendID.init), let send = try await store.send(id),
-            Self.access(context).sees(app: send.topic)
-        else {
-            throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
-        }
+        guard let id = context.parameters.get("id").flatMap(SendID.init) else { throw Self.noSuchSend }
+        let send = try await resources.send(id, for: Self.access(context))
         var cursor: OutcomeCursor?
         if let after = try request.queryParameter("after"), !after.isEmpty { cursor = OutcomeCursor(after) }
         async let groups = endedSendGroups.groups(of: send, in: store)
@@ -471,12 +468,8 @@ extension ConsoleController {
     @Sendable func cancelSend(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
-        let unknown = APIError(
-            .notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
-        guard let id = context.parameters.get("id").flatMap(SendID.init) else { throw unknown }
-        if Self.isScoped(context) {
-            guard let existing = try await store.send(id), Self.access(context).sees(app: existing.topic) else { throw unknown }
-        }
+        guard let id = context.parameters.get("id").flatMap(SendID.init) else { throw Self.noSuchSend }
+        _ = try await resources.send(id, for: Self.access(context))
         do {
             let record = try await engine.cancel(id)
             context.logger.notice("Console cancelled a send", metadata: [LogKey.sendID: "\(id)"])
@@ -484,7 +477,7 @@ extension ConsoleController {
         } catch let error as SendError where error.code == .sendFinished {
             // It ended meanwhile: its page shows how.
         } catch let error as SendError where error.code == .unknownSend {
-            throw unknown
+            throw Self.noSuchSend
         }
         return Self.redirect("/console/sends/\(id)")
     }
@@ -647,13 +640,7 @@ extension ConsoleController {
 
     @Sendable func device(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let token = try deviceToken(context)
-        guard let device = try await store.device(token), Self.access(context).sees(app: device.topic),
-            Self.access(context).sees(environment: device.environment)
-        else {
-            throw APIError(
-                .notFound, reason: "unknownToken",
-                "No device has this token: it was never registered, or it was removed.")
-        }
+        let device = try await resources.device(token, for: Self.access(context))
         let deliveries = try await store.deliveries(to: token, limit: 50)
         let registration = device.registration
         var removals = deliveries.compactMap { delivery -> DeviceView.Removal? in

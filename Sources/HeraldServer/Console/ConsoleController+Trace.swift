@@ -7,21 +7,14 @@ extension ConsoleController {
     /// One notification's delivery trace (``DeliveryTrace``): what `GET /api/sends/{id}/devices/{token}` answers, for
     /// people. Linked from a send's devices and a device's deliveries.
     @Sendable func delivery(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        guard let id = context.parameters.get("id").flatMap(SendID.init), let record = try await store.send(id) else {
-            throw APIError(.notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
-        }
+        guard let id = context.parameters.get("id").flatMap(SendID.init) else { throw Self.noSuchSend }
         guard let hex = context.parameters.get("token"), let token = try? DeviceToken(hex: hex) else {
-            throw APIError(.notFound, reason: "unknownToken", "There is no such device: search for it by token.")
+            throw VisibleResources.unknownToken
         }
-        async let device = store.device(token)
-        let stored = try await store.deliveryTrace(of: id, to: token)
-        let found = try await device
-        let capped = try await DeliveryTrace.frequencyCapEvidence(
-            send: record, stored: stored, device: found, appCaps: found.flatMap { apps.apps[$0.topic]?.frequencyCaps } ?? [],
-            store: store)
-        let trace = DeliveryTrace(
-            send: record, token: token, stored: stored, device: found, frequencyCap: capped,
-            ownQuietHours: try await DeliveryTrace.ownQuietHours(of: found, store: store))
+        // The same look and the same access check as GET /api/sends/{id}/devices/{token}: this page once had a copy
+        // of its own, which checked neither the session's apps nor its environment.
+        let trace = try await resources.deliveryTrace(of: id, to: token, for: Self.access(context))
+        let record = trace.send
         let view = DeliveryView(
             sendID: id.description, target: record.target, summary: record.summary, token: token.hex,
             suffix: String(token.hex.suffix(8)), verdict: trace.verdict.text, verdictCode: trace.verdict.code,

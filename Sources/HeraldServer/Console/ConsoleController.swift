@@ -276,6 +276,13 @@ struct ConsoleController: Sendable {
     /// What the session's key may see: its apps and environment (``KeyAccess``); everything for the one-time link.
     static func access(_ context: ServerRequestContext) -> KeyAccess { KeyAccess(key: context.consoleSession?.apiKey) }
 
+    /// The one access check of the sends, devices and traces the pages show, shared with the API.
+    var resources: VisibleResources { VisibleResources(store: store, apps: apps) }
+
+    /// A send id that is not one: as unknown as a send the session does not see.
+    static let noSuchSend = APIError(
+        .notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
+
     /// The apps the session sees, in configuration order: a session of a key limited to apps sees only those, on
     /// every page (docs/security.md, "The console").
     func visibleApps(_ context: ServerRequestContext) -> [String] {

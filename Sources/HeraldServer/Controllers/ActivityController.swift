@@ -86,8 +86,7 @@ struct ActivityController: Sendable {
     /// default 100). Each is shown as by `GET /api/activities/{id}` but without `devices` and `budget`: a count and
     /// a budget read per listed activity would make a page cost as many reads as rows.
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
-        try context.access.check(app: topic)
+        let topic = try apps.app(named: try request.queryParameter("topic"), for: context.access).bundleID
         let active = try ActivityOperations.status(request.queryParameter("status"))
         let cursor: ActivityCursor? = try SendController.cursor(request)
         let limit = try SendController.limit(request.queryParameter("limit"))
@@ -99,8 +98,7 @@ struct ActivityController: Sendable {
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let id = try Self.pathActivityID(context)
-        let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
-        try context.access.check(app: topic)
+        let topic = try apps.app(named: try request.queryParameter("topic"), for: context.access).bundleID
         guard let activity = try await store.activity(topic: topic, id: id) else { throw ActivityOperations.unknown(id, topic) }
         var members = ActivityOperations.json(activity)
         members["devices"] = .integer(try await operations.updateTokens(of: activity))
@@ -118,7 +116,7 @@ struct ActivityController: Sendable {
     /// the app (or the server has one).
     private func checkAccess(_ fields: JSONFields, context: ServerRequestContext) throws {
         guard context.access.topics != nil else { return }
-        try context.access.check(app: apps.app(named: try fields.string("topic")).bundleID)
+        _ = try apps.app(named: try fields.string("topic"), for: context.access)
     }
 
     /// A start, update or end answered as a send is, with the activity.

@@ -46,7 +46,7 @@ struct ChannelController: Sendable {
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: 4 * 1024, allowed: Self.createFields)
         if context.access.topics != nil {
-            try context.access.check(app: apps.app(named: try fields.string("topic")).bundleID)
+            _ = try apps.app(named: try fields.string("topic"), for: context.access)
         }
         if context.access.environment != nil {
             try context.access.check(
@@ -64,8 +64,7 @@ struct ChannelController: Sendable {
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let topic = try apps.app(named: try request.queryParameter("topic")).bundleID
-        try context.access.check(app: topic)
+        let topic = try apps.app(named: try request.queryParameter("topic"), for: context.access).bundleID
         var environment = try request.queryParameter("environment").map { text throws(APIError) in
             try ChannelOperations.environment(text, field: "environment")
         }

@@ -7,6 +7,7 @@ import Hummingbird
 /// to apps or an environment finds its own devices only.
 struct DeviceController: Sendable {
     let store: any Store
+    let apps: AppDirectory
     let keys: APIKeyVerifier
 
     func addRoutes(to router: Router<ServerRequestContext>) {
@@ -88,11 +89,7 @@ struct DeviceController: Sendable {
         let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
         // Another app's device is as unknown as an unregistered one: the token alone must not tell a scoped key it
         // is registered.
-        guard let device = try await store.device(token), context.access.sees(app: device.topic),
-            context.access.sees(environment: device.environment)
-        else {
-            throw APIError(.notFound, reason: "unknownToken", "This token is not registered.")
-        }
+        let device = try await VisibleResources(store: store, apps: apps).device(token, for: context.access)
         return .json(device.json(includingAdminFields: true, revealingToken: SendController.revealsTokens(to: context)))
     }
 }

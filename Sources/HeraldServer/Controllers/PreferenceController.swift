@@ -58,16 +58,15 @@ struct PreferenceController: Sendable {
     {
         try rateLimiter?.admit(context.remoteAddress?.ipAddress ?? "local")
         let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
-        let (device, app) = try await device(request, context: context)
-        try allowed.check(device.topic)
-        return (device, app)
+        // Another app's token is as unknown as an unregistered one.
+        return try await device(request, context: context, visible: allowed.opens)
     }
 
-    private func device(_ request: Request, context: ServerRequestContext) async throws
-        -> (DeviceRegistration, AppDirectory.App)
-    {
+    private func device(
+        _ request: Request, context: ServerRequestContext, visible: (String) -> Bool = { _ in true }
+    ) async throws -> (DeviceRegistration, AppDirectory.App) {
         let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
-        guard let device = try await store.device(token), device.isActive else {
+        guard let device = try await store.device(token), device.isActive, visible(device.topic) else {
             throw APIError(
                 .notFound, reason: "unknownToken",
                 "This token is not registered: register it (POST /api/token) before setting its preferences.")

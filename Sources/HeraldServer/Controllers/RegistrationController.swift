@@ -24,7 +24,7 @@ struct RegistrationController: Sendable {
         let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
         let body = try RegistrationBody(
             json: try await request.bodyBytes(limit: ServerConfiguration.Limits.registrationBodyBytes))
-        let app = try apps.app(named: body.topic)
+        let app = try apps.app(named: body.topic, seenBy: allowed)
         try allowed.check(app.bundleID)
         let result: UpsertResult
         do {
@@ -53,8 +53,8 @@ struct RegistrationController: Sendable {
         let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
         let token = try RegistrationBody.parseToken(context.parameters.get("token") ?? "")
         // The app's name is the audit entry's actor, so the device is read first even without registration keys.
-        guard let device = try await store.device(token) else { throw Self.unknownToken }
-        try allowed.check(device.topic)
+        // Another app's token is as unknown as a missing one, and stays.
+        guard let device = try await store.device(token), allowed.opens(device.topic) else { throw Self.unknownToken }
         guard try await store.remove(token) else { throw Self.unknownToken }
         metrics.unregistration()
         context.logger.info(

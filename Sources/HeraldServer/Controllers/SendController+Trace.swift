@@ -14,19 +14,7 @@ extension SendController {
         guard let hex = context.parameters.get("token"), let token = try? DeviceToken(hex: hex) else {
             throw APIError.invalidField("token", "a device token is an even number of hex digits, as the app registered it")
         }
-        // Another app's send is as unknown as a missing one (docs/security.md).
-        guard let record = try await store.send(id), context.access.sees(app: record.topic) else {
-            throw APIError(.notFound, reason: "unknownSend", "There is no send \(id): check the id POST /api/send answered.")
-        }
-        async let device = store.device(token)
-        let stored = try await store.deliveryTrace(of: id, to: token)
-        let found = try await device
-        let capped = try await DeliveryTrace.frequencyCapEvidence(
-            send: record, stored: stored, device: found, appCaps: found.flatMap { apps.apps[$0.topic]?.frequencyCaps } ?? [],
-            store: store)
-        let trace = DeliveryTrace(
-            send: record, token: token, stored: stored, device: found, frequencyCap: capped,
-            ownQuietHours: try await DeliveryTrace.ownQuietHours(of: found, store: store))
+        let trace = try await resources.deliveryTrace(of: id, to: token, for: context.access)
         return .json(trace.json(revealingToken: Self.revealsTokens(to: context)))
     }
 }

@@ -46,7 +46,8 @@ struct SendController: Sendable {
             throw APIError.invalidJSON(error.description)
         }
         try TextRules.checkNoNUL(in: value)
-        let plan = try SendPlan(json: value, apps: apps, sendID: SendID(at: clock.now()), at: clock.now())
+        let plan = try SendPlan(
+            json: value, apps: apps, seenBy: context.access.topics, sendID: SendID(at: clock.now()), at: clock.now())
         if case .object(let members) = value, members["frequencyCap"] == .bool(false), let key = context.apiKey,
             !key.allows(.admin)
         {
@@ -111,9 +112,7 @@ struct SendController: Sendable {
         let limit = try Self.limit(request.queryParameter("limit"))
         let cursor: OutcomeCursor? = try Self.cursor(request)
         let listsShards = try Self.listsShards(request.queryParameter("shards"))
-        guard let record = try await store.send(id), context.access.sees(app: record.topic) else {
-            throw Self.unknownSend(id)
-        }
+        let record = try await resources.send(id, for: context.access)
         async let receipts = store.receiptCounts(of: id)
         let page = try await store.outcomes(of: id, after: cursor, limit: limit)
         let body = Self.json(record, receipts: try await receipts)
@@ -136,11 +135,7 @@ struct SendController: Sendable {
     /// requests still waiting are cancelled and their devices get no outcome.
     @Sendable func cancel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let id = try Self.sendID(context)
-        if context.access.topics != nil {
-            guard let existing = try await store.send(id), context.access.sees(app: existing.topic) else {
-                throw Self.unknownSend(id)
-            }
-        }
+        _ = try await resources.send(id, for: context.access)
         let record = try await engine.cancel(id)
         await audit.record(.sendCancelled, context, app: record.topic, subject: id.description, detail: record.target)
         context.logger.notice(
@@ -156,9 +151,8 @@ struct SendController: Sendable {
         return id
     }
 
-    private static func unknownSend(_ id: SendID) -> APIError {
-        APIError(.notFound, reason: "unknownSend", "There is no send \(id): check the id POST /api/send answered.")
-    }
+    /// The one access check of the sends, devices and traces this controller reads.
+    var resources: VisibleResources { VisibleResources(store: store, apps: apps) }
 
     /// The page cursor of `?after=`, the `next` of the previous page; `nil` (the first page) when absent or empty.
     static func cursor<Cursor: LosslessStringConvertible>(_ request: Request) throws -> Cursor? {

@@ -28,9 +28,11 @@ extension SendPlan {
     ///   - now: The time the notifications are prepared: a Live Activity payload without `aps.timestamp` gets it.
     ///   - resumed: Whether a worker reads a version-1 job (a stored request) again: its schedule is not checked
     ///     against `now` then.
-    init(json value: JSONValue, apps: AppDirectory, sendID: SendID, at now: Date, resumed: Bool = false)
-        throws(APIError)
-    {
+    ///   - visible: The apps the caller is limited to, which alone an error names; `nil`: every app (a stored job).
+    init(
+        json value: JSONValue, apps: AppDirectory, seenBy visible: Set<String>? = nil, sendID: SendID, at now: Date,
+        resumed: Bool = false
+    ) throws(APIError) {
         guard case .object(let members) = value else { throw APIError.invalidJSON("it is \(value.typeName)") }
         let fields = JSONFields(members)
         let schedule = try SendSchedule.parse(fields, now: resumed ? nil : now)
@@ -61,7 +63,7 @@ extension SendPlan {
             throw APIError.invalidField(
                 "topic", "it names \(appTopic) but the target is every device of \(targetTopic)")
         }
-        let app = try apps.app(named: targetTopic ?? appTopic)
+        let app = try apps.app(named: targetTopic ?? appTopic, seenBy: visible)
 
         var selection: DeviceQuery
         var single: DeviceToken?

@@ -41,8 +41,7 @@ struct WebhookController: Sendable {
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.createFields)
-        let app = try apps.app(named: try fields.string("topic")).bundleID
-        try context.access.check(app: app)
+        let app = try apps.app(named: try fields.string("topic"), for: context.access).bundleID
         guard let url = try fields.string("url") else { throw APIError.invalidField("url", "it is required") }
         try Self.check(url: url)
         guard fields["events"] != nil else {
@@ -63,12 +62,12 @@ struct WebhookController: Sendable {
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let app = try request.queryParameter("topic").map { topic throws(APIError) in
-            try apps.app(named: topic).bundleID
+            try apps.app(named: topic, for: context.access).bundleID
         }
-        if let app { try context.access.check(app: app) }
         // A key limited to some apps lists their endpoints only.
         let endpoints = try await store.webhookEndpoints(app: app).filter { context.access.sees(app: $0.app) }
-        return .json(.object(["endpoints": .array(endpoints.map(Self.json))]))
+        let reveal = Self.revealsURLs(to: context)
+        return .json(.object(["endpoints": .array(endpoints.map { Self.json($0, revealingURL: reveal) })]))
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -77,7 +76,7 @@ struct WebhookController: Sendable {
         let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: 20)
         return .json(
             .object([
-                "endpoint": Self.json(endpoint), "queue": Self.json(queue),
+                "endpoint": Self.json(endpoint, revealingURL: Self.revealsURLs(to: context)), "queue": Self.json(queue),
                 "deliveries": .array(deliveries.map(Self.json)),
             ]))
     }
@@ -216,10 +215,15 @@ struct WebhookController: Sendable {
     /// An endpoint: `createdAt, description, events, id, status, topic, updatedAt, url`, then when set
     /// `consecutiveFailures`/`nextAttemptAt` (failing), `pausedAt`/`pausedReason` (paused) and
     /// `previousSecretExpiresAt` (rotating) — keys sorted.
-    static func json(_ endpoint: WebhookEndpoint) -> JSONValue {
+    /// Whether endpoints show their whole URL: to the keys that may change them (`admin`), not to `read` keys.
+    static func revealsURLs(to context: ServerRequestContext) -> Bool { context.apiKey?.allows(.admin) ?? false }
+
+    /// An endpoint as the API shows it; `revealingURL: false` leaves its URL's query out (a `read` key's view: a
+    /// receiver's token may ride there, as the audit log knows).
+    static func json(_ endpoint: WebhookEndpoint, revealingURL: Bool = true) -> JSONValue {
         var members: [String: JSONValue] = [
             "id": .string(endpoint.id.uuidString.lowercased()), "topic": .string(endpoint.app),
-            "url": .string(endpoint.url), "events": .array(endpoint.events.map { .string($0.rawValue) }),
+            "url": .string(revealingURL ? endpoint.url : WebhookEndpointRules.shownURL(endpoint.url)), "events": .array(endpoint.events.map { .string($0.rawValue) }),
             "description": .string(endpoint.description), "status": .string(endpoint.status.rawValue),
             "createdAt": .string(RFC3339.string(endpoint.createdAt)),
             "updatedAt": .string(RFC3339.string(endpoint.updatedAt)),
