@@ -62,6 +62,9 @@ public struct HeraldApplication: ApplicationProtocol {
     public let webhooks: WebhookDeliverer
     /// Every route of the HTTP API, as `METHOD /path/{parameter}`; the console's pages (`/console…`) are not listed.
     public let routes: [String]
+    /// The console's routes (`/console…`), as ``routes`` lists the API's: what the console's authorization matrix
+    /// must have a row for.
+    let consoleRoutes: [String]
     let console: ConsoleAuthority
     /// The port of `/metrics`'s own listener once it listens; 0 when it has none.
     let metricsListener: OneShot<Int>
@@ -69,7 +72,7 @@ public struct HeraldApplication: ApplicationProtocol {
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
-        engine: SendEngine, webhooks: WebhookDeliverer, routes: [String], console: ConsoleAuthority,
+        engine: SendEngine, webhooks: WebhookDeliverer, routes: [String], consoleRoutes: [String], console: ConsoleAuthority,
         metricsListener: OneShot<Int>, shutdownWatch: ShutdownWatch
     ) {
         self.shutdownWatch = shutdownWatch
@@ -81,6 +84,7 @@ public struct HeraldApplication: ApplicationProtocol {
         self.engine = engine
         self.webhooks = webhooks
         self.routes = routes
+        self.consoleRoutes = consoleRoutes
         self.console = console
     }
 
@@ -260,7 +264,8 @@ public func buildApplication(
         router.add(
             middleware: ConsoleNotFoundMiddleware(security: ConsoleSecurityMiddleware(renderer: renderer), authority: console))
         addRoutes(router)
-        let routes = router.routes.filter { !"\($0.path)".hasPrefix("/console") }.map { "\($0.method) \($0.path)" }
+        let described = router.routes.map { (console: "\($0.path)".hasPrefix("/console"), route: "\($0.method) \($0.path)") }
+        let routes = described.filter { !$0.console }.map(\.route)
 
         var services: [any Service] = [watch.observe(store, as: "store")]
         if let emulator = destination.emulator {
@@ -342,7 +347,8 @@ public func buildApplication(
         }
         return HeraldApplication(
             application: application, store: store, emulator: destination.emulator, worker: worker,
-            engine: engine, webhooks: webhooks, routes: routes, console: console, metricsListener: metricsListener,
+            engine: engine, webhooks: webhooks, routes: routes,
+            consoleRoutes: described.filter(\.console).map(\.route), console: console, metricsListener: metricsListener,
             shutdownWatch: watch)
     } catch {
         await destination.emulator?.shutdown()

@@ -717,15 +717,11 @@ extension ConsoleController {
         let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
         let token = try deviceToken(context)
-        let removed = try await store.device(token)
-        if Self.isScoped(context) {
-            guard let removed, Self.access(context).sees(app: removed.topic) else {
-                throw APIError(.notFound, reason: "unknownToken", "No device has this token: search for it by token.")
-            }
-        }
+        // The device page's check: a session limited to an environment removed the other's devices before.
+        let removed = try await resources.device(token, for: Self.access(context))
         _ = try await store.remove(token)
         context.logger.notice("Console removed a device", metadata: [LogKey.tokenSuffix: "\(token.redacted)"])
-        await audit.record(.deviceRemoved, context, app: removed?.topic, subject: token.redacted)
+        await audit.record(.deviceRemoved, context, app: removed.topic, subject: token.redacted)
         return Self.redirect("/console/devices?removed=\(token.hex.suffix(8))")
     }
 
