@@ -1,4 +1,4 @@
-public import HeraldStore
+package import HeraldStore
 import Synchronization
 
 /// The instance's notifications in flight (`HERALD_SEND_CONCURRENCY`), shared by every send it runs at once.
@@ -22,15 +22,15 @@ import Synchronization
 ///
 /// Sends report what they use and want with ``update(_:inUse:wanted:)``, which answers how many permits they gained
 /// (or gave back); permits that free up later reach a waiting send through the `granted` callback it joined with.
-public final class InFlightBudget: Sendable {
+package final class InFlightBudget: Sendable {
     /// An app's claim on the budget against other apps of a lane.
-    public struct AppShare: Sendable, Hashable {
+    package struct AppShare: Sendable, Hashable {
         /// Served before (or after) other apps' sends of the lane.
-        public var priority: AppPriority
+        package var priority: AppPriority
         /// Its share against apps of the same priority, more than 0.
-        public var weight: Double
+        package var weight: Double
 
-        public init(priority: AppPriority = .normal, weight: Double = 1) {
+        package init(priority: AppPriority = .normal, weight: Double = 1) {
             precondition(weight > 0, "an app's weight is more than 0")
             self.priority = priority
             self.weight = weight
@@ -38,22 +38,22 @@ public final class InFlightBudget: Sendable {
     }
 
     /// One send's membership in the budget.
-    public struct Flow: Hashable, Sendable {
+    package struct Flow: Hashable, Sendable {
         fileprivate let id: UInt64
     }
 
     /// What the budget holds now: for metrics and the send API.
-    public struct Snapshot: Sendable, Hashable {
+    package struct Snapshot: Sendable, Hashable {
         /// The instance's total.
-        public var total: Int
+        package var total: Int
         /// Permits held by sends: notifications in flight or about to be sent.
-        public var inUse: Int
+        package var inUse: Int
         /// Sends in the budget.
-        public var flows: Int
+        package var flows: Int
         /// Sends that want more than they hold.
-        public var waiting: Int
+        package var waiting: Int
         /// Permits held per lane.
-        public var inUseByLane: [SendLane: Int]
+        package var inUseByLane: [SendLane: Int]
     }
 
     private struct Member {
@@ -76,11 +76,11 @@ public final class InFlightBudget: Sendable {
     }
 
     /// The instance's total: the most notifications in flight at once across every send.
-    public let total: Int
+    package let total: Int
     private let state: Mutex<State>
 
     /// - Parameter total: At least 1.
-    public init(total: Int) {
+    package init(total: Int) {
         precondition(total >= 1, "a budget of at least one notification")
         self.total = total
         state = Mutex(State(free: total))
@@ -94,7 +94,7 @@ public final class InFlightBudget: Sendable {
     ///   - share: The app's priority and weight.
     ///   - granted: Called with permits given to the send after it asked for more than it got, from whichever
     ///     thread freed them, never under the budget's lock; it must not block (push an event to the send's queue).
-    public func join(
+    package func join(
         app: String, send: SendID? = nil, lane: SendLane, share: AppShare = AppShare(),
         granted: @escaping @Sendable (Int) -> Void
     ) -> Flow {
@@ -110,7 +110,7 @@ public final class InFlightBudget: Sendable {
     ///   - inUse: Permits of the send in flight now (sent, outcome not yet committed): never taken back.
     ///   - wanted: What it could use now: `inUse` plus the notifications it could start at once.
     /// - Returns: Permits gained (positive) or given back (negative, only ones not in use).
-    public func update(_ flow: Flow, inUse: Int, wanted: Int) -> Int {
+    package func update(_ flow: Flow, inUse: Int, wanted: Int) -> Int {
         let (delta, grants) = state.withLock { state -> (Int, [(@Sendable (Int) -> Void, Int)]) in
             guard var member = state.members[flow.id] else { return (0, []) }
             member.inUse = inUse
@@ -136,7 +136,7 @@ public final class InFlightBudget: Sendable {
     }
 
     /// Takes a send out of the budget and frees everything it held.
-    public func leave(_ flow: Flow) {
+    package func leave(_ flow: Flow) {
         let grants = state.withLock { state -> [(@Sendable (Int) -> Void, Int)] in
             guard let member = state.members.removeValue(forKey: flow.id) else { return [] }
             state.free += member.held
@@ -147,7 +147,7 @@ public final class InFlightBudget: Sendable {
     }
 
     /// What the budget holds now.
-    public var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         state.withLock { state in
             var byLane: [SendLane: Int] = [:]
             for member in state.members.values where member.held > 0 { byLane[member.lane, default: 0] += member.held }

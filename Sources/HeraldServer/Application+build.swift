@@ -55,7 +55,7 @@ public struct HeraldApplication: ApplicationProtocol {
     /// The in-process APNs emulator, when pushes go to one.
     public let emulator: APNSEmulator?
     /// The background send worker.
-    public let worker: SendWorker
+    package let worker: SendWorker
     /// The send engine the API's and the console's sends go through.
     let engine: SendEngine
     /// The webhook deliverer.

@@ -1,6 +1,6 @@
-public import Foundation
-public import HeraldCore
-public import HeraldStore
+package import Foundation
+package import HeraldCore
+package import HeraldStore
 
 /// A broadcast to a channel, validated: what `POST /api/channels/{id}/broadcast` asked for, and what a worker sends
 /// when a scheduled one comes due.
@@ -11,44 +11,44 @@ public import HeraldStore
 /// and there is nothing to pace. A scheduled one stores its ``job`` (``BroadcastJob``): the request as prepared when
 /// it was accepted, which a worker sends as it is (``init(job:sendID:at:)``). Its payload's `timestamp`, which a
 /// device compares against the update it shows, is the time of sending, not of asking.
-public struct BroadcastPlan: Sendable {
+package struct BroadcastPlan: Sendable {
     /// The send's id; the broadcast's `apns-request-id` is the same UUID, so APNs's logs name the send.
-    public let sendID: SendID
+    package let sendID: SendID
     /// What a scheduled broadcast stores, and a worker sends.
-    public let job: BroadcastJob
+    package let job: BroadcastJob
 
     /// The channel, as recorded.
-    public var channelID: String { job.channelID }
+    package var channelID: String { job.channelID }
     /// The app (bare bundle id).
-    public var topic: String { job.bundleID }
+    package var topic: String { job.bundleID }
     /// The environment of the channel.
-    public var environment: APNSEnvironment { job.environment }
+    package var environment: APNSEnvironment { job.environment }
     /// When it is sent; `nil`: now.
-    public var sendAt: Date? { job.sendAt }
+    package var sendAt: Date? { job.sendAt }
     /// The request, checked and encoded.
-    public var prepared: PreparedBroadcast { job.notification }
+    package var prepared: PreparedBroadcast { job.notification }
     /// `update` or `end`.
-    public var event: String { job.event }
+    package var event: String { job.event }
 
     /// The notification in words, as sends show it.
-    public var summary: String { "liveactivity broadcast (\(event))" }
+    package var summary: String { "liveactivity broadcast (\(event))" }
 
     /// The target in words, as sends show it.
-    public var targetDescription: String { "channel \(channelID) (\(environment.name))" }
+    package var targetDescription: String { "channel \(channelID) (\(environment.name))" }
 
     /// A stored broadcast, as a worker sends it: stamped with the time of sending, nothing checked again.
-    public init(job: BroadcastJob, sendID: SendID, at now: Date) {
+    package init(job: BroadcastJob, sendID: SendID, at now: Date) {
         self.init(validated: job.stamped(at: now), sendID: sendID)
     }
 
     /// A broadcast the caller validated.
-    public init(validated job: BroadcastJob, sendID: SendID) {
+    package init(validated job: BroadcastJob, sendID: SendID) {
         self.sendID = sendID
         self.job = job
     }
 
     /// Why a scheduled broadcast was not sent: its channel was deleted before its time.
-    public static func channelGone(_ channelID: String) -> String {
+    package static func channelGone(_ channelID: String) -> String {
         "The channel \(channelID) was deleted before the broadcast's time: nothing was sent."
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
-public import HeraldAPNS
-public import HeraldCore
-public import HeraldStore
+package import HeraldAPNS
+package import HeraldCore
+package import HeraldStore
 import Logging
 
 /// Sends broadcasts and records each as a send: at once for `POST /api/channels/{id}/broadcast`, or when a scheduled
@@ -10,7 +10,7 @@ import Logging
 /// A broadcast's counts count its one request: `accepted` 1 when APNs took it (APNs then delivers it to every
 /// subscriber, which the server cannot see), `rejected` 1 with APNs's reason in the send's message, `failed` 1 when no
 /// answer came. A channel APNs no longer knows (`ChannelNotRegistered`) is marked deleted.
-public struct Broadcaster: Sendable {
+package struct Broadcaster: Sendable {
     let store: any Store
     /// The APNs client of an app in an environment.
     let client: @Sendable (_ bundleID: String, _ environment: APNSEnvironment) -> APNSClient?
@@ -18,7 +18,7 @@ public struct Broadcaster: Sendable {
 
     /// - Parameters:
     ///   - client: The APNs client of an app in an environment; `nil` when the server has none.
-    public init(
+    package init(
         store: any Store, client: @escaping @Sendable (_ bundleID: String, _ environment: APNSEnvironment) -> APNSClient?,
         metrics: any SendingMetrics
     ) {
@@ -28,20 +28,20 @@ public struct Broadcaster: Sendable {
     }
 
     /// What APNs made of a broadcast.
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// APNs's answer when it accepted the broadcast, else why not.
-        public let result: Result<APNSChannelReply<APNSChannelID>, Failure>
+        package let result: Result<APNSChannelReply<APNSChannelID>, Failure>
         /// The request counted by what became of it.
-        public let counts: OutcomeCounts
+        package let counts: OutcomeCounts
         /// The outcome in words, for the send's record.
-        public let message: String
+        package let message: String
 
         /// Whether APNs accepted the broadcast.
-        public var accepted: Bool { if case .success = result { true } else { false } }
+        package var accepted: Bool { if case .success = result { true } else { false } }
     }
 
     /// Why a broadcast was not accepted.
-    public enum Failure: Error {
+    package enum Failure: Error {
         /// APNs refused it, or did not answer.
         case apns(APNSChannelError)
         /// This server has no APNs client for the channel's app and environment.
@@ -49,7 +49,7 @@ public struct Broadcaster: Sendable {
     }
 
     /// Sends a broadcast, once APNs's answer is in (after the sender's retries).
-    public func send(_ plan: BroadcastPlan) async -> Outcome {
+    package func send(_ plan: BroadcastPlan) async -> Outcome {
         // A recorded channel id was APNs's, so it parses.
         guard let client = client(plan.topic, plan.environment), let id = APNSChannelID(plan.channelID) else {
             let message = "This server has no APNs client for \(plan.topic) in \(plan.environment): configure the app."
@@ -75,7 +75,7 @@ public struct Broadcaster: Sendable {
     /// Sends a broadcast while its request waits and records it whole, in one write: `completed`, `failed`, or
     /// `cancelled` with no outcome when the request's task was cancelled before APNs answered (APNs may still deliver
     /// it; nothing was refused).
-    public func sendNow(_ plan: BroadcastPlan) async throws -> (Outcome, SendRecord) {
+    package func sendNow(_ plan: BroadcastPlan) async throws -> (Outcome, SendRecord) {
         let outcome = await send(plan)
         let status: SendStatus
         var counts = outcome.counts
@@ -96,7 +96,7 @@ public struct Broadcaster: Sendable {
     }
 
     /// Records a broadcast that waits for its time (`sendAt`): a queued send a worker fires once.
-    public func schedule(_ plan: BroadcastPlan) async throws -> SendRecord {
+    package func schedule(_ plan: BroadcastPlan) async throws -> SendRecord {
         try await store.createSend(
             NewSend(
                 id: plan.sendID, target: plan.targetDescription, summary: plan.summary, job: plan.job.jsonText,

@@ -1,23 +1,23 @@
 import Foundation
-public import HeraldCore
-public import HeraldStore
-public import Logging
+package import HeraldCore
+package import HeraldStore
+package import Logging
 
 /// One device's outcome, and what the server did about it (stored with the outcome, so background sends show it
 /// too).
-public struct ReportedOutcome: Sendable {
-    public typealias Action = DeliveryOutcome.Action
+package struct ReportedOutcome: Sendable {
+    package typealias Action = DeliveryOutcome.Action
 
-    public var outcome: DeliveryOutcome
-    public var action: Action? {
+    package var outcome: DeliveryOutcome
+    package var action: Action? {
         get { outcome.action }
         set { outcome.action = newValue }
     }
     /// Whether the send was cancelled before APNs answered (``PushResult/isCancelled``): the device has no outcome,
     /// and this one must not be recorded.
-    public internal(set) var isCancelled = false
+    package internal(set) var isCancelled = false
 
-    public init(outcome: DeliveryOutcome, action: Action?) {
+    package init(outcome: DeliveryOutcome, action: Action?) {
         self.outcome = outcome
         self.outcome.action = action ?? outcome.action
     }
@@ -33,7 +33,7 @@ public struct ReportedOutcome: Sendable {
 /// - Retryable answers were already retried by the sender's policy.
 ///
 /// Every removal is logged with its reason and the token's redacted suffix.
-public struct Delivery: Sendable {
+package struct Delivery: Sendable {
     let store: any TokenStore
     let sender: any PushSender
     let metrics: any SendingMetrics
@@ -44,7 +44,7 @@ public struct Delivery: Sendable {
     ///   - store: Where rejected tokens are invalidated and corrected environments recorded.
     ///   - sender: What sends each notification, with the retry policy.
     ///   - metrics: Where outcomes, removals and corrections are counted.
-    public init(
+    package init(
         store: any TokenStore, sender: any PushSender, metrics: any SendingMetrics, logger: Logger,
         clock: any WallClock
     ) {
@@ -56,7 +56,7 @@ public struct Delivery: Sendable {
     }
 
     /// Sends one notification to one device, and applies APNs's verdict to the registry.
-    public func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
+    package func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
         await settle(await sender.send(notification, to: device.token, in: device.environment), notification, device)
     }
 

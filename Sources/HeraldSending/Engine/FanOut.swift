@@ -1,9 +1,9 @@
 import DequeModule
-public import Foundation
+package import Foundation
 import HeraldAPNS
-public import HeraldCore
+package import HeraldCore
 import Logging
-public import HeraldStore
+package import HeraldStore
 
 /// Performs one send: walks its target page by page after a checkpoint, keeps devices between "sent" and
 /// "recorded" within the permits it holds, and records outcomes in batches as they come, one transaction per batch.
@@ -23,7 +23,7 @@ public import HeraldStore
 /// recorded as the run holds permits. Runs as one task group: the page fetch, the sends and the recording overlap, and
 /// nothing outlives the call: a run that ends early (cancelled, a store error) cancels the requests it still has in
 /// flight, and their devices get no outcome.
-public struct FanOut: Sendable {
+package struct FanOut: Sendable {
     let store: any Store
     let delivery: Delivery
     let pageSize: Int
@@ -34,7 +34,7 @@ public struct FanOut: Sendable {
     /// The instance's in-flight budget that background sends share; `nil`: each run may have `maximumInFlight`.
     var budget: InFlightBudget?
     /// Each app's push-to-start pace, shared through the store; `nil`: starts are not paced.
-    public var pushToStart: PushToStartPacer?
+    package var pushToStart: PushToStartPacer?
     /// Where the devices a frequency cap leaves out are counted; `nil`: nowhere (tests).
     var metrics: (any SendingMetrics)?
 
@@ -44,7 +44,7 @@ public struct FanOut: Sendable {
     ///   - clock: The time of day: outcomes, lease renewals.
     ///   - sleepClock: What a send with a `rate` waits on between its starts.
     ///   - budget: The instance's shared in-flight budget; `nil`: each run may have `maximumInFlight`.
-    public init(
+    package init(
         store: any Store, delivery: Delivery, pageSize: Int, maximumInFlight: Int, clock: any WallClock,
         sleepClock: any Clock<Duration> = ContinuousClock(), budget: InFlightBudget? = nil,
         metrics: (any SendingMetrics)? = nil
@@ -61,13 +61,13 @@ public struct FanOut: Sendable {
 
     /// A background send's lease, renewed at a third of its duration: the send's, or one shard's when the run is a
     /// shard of a large send (its checkpoint is then the shard's too).
-    public struct Lease: Sendable {
+    package struct Lease: Sendable {
         let worker: String
         let duration: Duration
         var shard: Int?
 
         /// - Parameter shard: The shard the run is, for a shard of a large send; `nil` for a whole send.
-        public init(worker: String, duration: Duration, shard: Int? = nil) {
+        package init(worker: String, duration: Duration, shard: Int? = nil) {
             self.worker = worker
             self.duration = duration
             self.shard = shard
@@ -81,17 +81,17 @@ public struct FanOut: Sendable {
     }
 
     /// How a run ended.
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// Whether every device was sent and recorded; `false` when asked to stop.
-        public var finished: Bool
+        package var finished: Bool
         /// The send's counts, as recorded.
-        public var counts: OutcomeCounts
+        package var counts: OutcomeCounts
         /// Every outcome, in the order they came, when collecting (inline sends).
-        public var outcomes: [ReportedOutcome]
+        package var outcomes: [ReportedOutcome]
     }
 
     /// Another worker holds the send now: this one must stop.
-    public struct LeaseLost: Error {}
+    package struct LeaseLost: Error {}
 
     /// One device of a run on its way to APNs: its page, the device and the notification it gets. The context the
     /// bulk send hands back with the device's answer.
@@ -184,7 +184,7 @@ public struct FanOut: Sendable {
     ///   - shouldStop: Checked between events; once `true`, nothing more is fetched or sent, and what is in flight
     ///     is finished and recorded (graceful shutdown). A later run skips what was recorded.
     /// - Throws: ``LeaseLost``, a store error, or `CancellationError`.
-    public func run(
+    package func run(
         _ plan: SendPlan, send id: SendID, createdAt: Date, after checkpoint: DeviceCursor?, resuming: Bool = false,
         lease: Lease?,
         collect: Bool, lane: SendLane = .background, share: InFlightBudget.AppShare = .init(),
@@ -403,7 +403,7 @@ public struct FanOut: Sendable {
     /// The devices whose person has room in every frequency cap of the send, and those left out: one claim in the store
     /// for the whole batch (``HeraldStore/FrequencyCapStore``), none when the send has no cap.
     /// - Parameter recordOnSend: Whether the store adds those left out to the send's row (a background send's).
-    public func claimFrequencyCaps(
+    package func claimFrequencyCaps(
         _ plan: SendPlan, send id: SendID, devices: [DeviceRegistration], recordOnSend: Bool
     ) async throws -> (allowed: [DeviceRegistration], suppressed: [DeviceRegistration]) {
         let caps = plan.job.frequencyCaps
@@ -421,7 +421,7 @@ public struct FanOut: Sendable {
     }
 
     /// Sends to a few devices at once (an inline send) and returns their outcomes as they came; records nothing.
-    public func deliver(_ plan: SendPlan, send id: SendID, to devices: [DeviceRegistration]) async -> [ReportedOutcome] {
+    package func deliver(_ plan: SendPlan, send id: SendID, to devices: [DeviceRegistration]) async -> [ReportedOutcome] {
         func notification(for device: DeviceRegistration) -> PreparedNotification {
             plan.notification(for: device).with(apnsID: Self.apnsID(send: id, token: device.token))
         }
@@ -441,7 +441,7 @@ public struct FanOut: Sendable {
     /// The `apns-id` of one send to one device: the name-based (version 5) UUID of the token's hex in the send id's
     /// namespace, the same on every attempt, after every restart and on every instance. Anyone can compute it
     /// (`uuid.uuid5(uuid.UUID(send_id), token_hex)` in Python) to match APNs's or a device's logs to a send.
-    public static func apnsID(send: SendID, token: DeviceToken) -> APNSID {
+    package static func apnsID(send: SendID, token: DeviceToken) -> APNSID {
         // The store derives it too: an accepted outcome under this id is stored without it.
         APNSID.derived(send: send, token: token)
     }

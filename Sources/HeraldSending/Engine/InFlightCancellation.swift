@@ -7,7 +7,7 @@ import Synchronization
 /// the others have their streams reset); it records what APNs had answered and ends without waiting for the rest.
 /// A device whose request was cancelled gets no outcome, not a failure: APNs may or may not have received it, and a
 /// later run of the send would send it again with the same `apns-id`, as after `kill -9`.
-public final class InFlightCancellation: Sendable {
+package final class InFlightCancellation: Sendable {
     private struct State {
         var cancelled = false
         var onCancel: (@Sendable () -> Void)?
@@ -15,13 +15,13 @@ public final class InFlightCancellation: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     /// Whether ``cancel()`` was called.
-    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+    package var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Cancels the run's requests in flight; later calls do nothing.
-    public func cancel() {
+    package func cancel() {
         let onCancel = state.withLock { state -> (@Sendable () -> Void)? in
             guard !state.cancelled else { return nil }
             state.cancelled = true

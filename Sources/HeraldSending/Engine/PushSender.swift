@@ -1,7 +1,7 @@
 import Foundation
-public import HeraldAPNS
-public import HeraldCore
-public import HeraldStore
+package import HeraldAPNS
+package import HeraldCore
+package import HeraldStore
 
 /// What the server sends through: one prepared notification to one token in one environment.
 ///
@@ -11,7 +11,7 @@ public import HeraldStore
 /// Cancellation: a send whose task is cancelled, or a start whose `cancellation` is, ends promptly with
 /// ``PushResult/cancelled(_:)`` rather than waiting for APNs. Its device then gets no outcome (APNs may or may not
 /// have received it): the send engine never records it as failed.
-public protocol PushSender: Sendable {
+package protocol PushSender: Sendable {
     /// Sends a notification and returns how it ended: accepted, rejected with APNs's reason, failed, or cancelled
     /// when its task was cancelled first.
     /// - Parameters:
@@ -37,32 +37,32 @@ public protocol PushSender: Sendable {
 }
 
 extension PushSender {
-    public func start(
+    package func start(
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
         cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool { false }
 }
 
 /// How one notification to one device ended, with what the delivery trace keeps of it.
-public struct PushResult: Sendable {
+package struct PushResult: Sendable {
     /// The answer, or the lack of one.
-    public var result: DeliveryOutcome.Result
+    package var result: DeliveryOutcome.Result
     /// The sandbox's `apns-unique-id` of the last answer (development only).
-    public var apnsUniqueID: String?
+    package var apnsUniqueID: String?
     /// Every attempt when there was more than one; empty when the first decided (no allocation on the usual path).
-    public var attempts: [DeliveryAttempt]
+    package var attempts: [DeliveryAttempt]
     /// Whether the send was cancelled before APNs answered (``PushSender``): its outcome is unknown, so it is not
     /// recorded; ``result`` is then a failure that says so, for callers that must show something.
-    public private(set) var isCancelled = false
+    package private(set) var isCancelled = false
 
-    public init(_ result: DeliveryOutcome.Result, apnsUniqueID: String? = nil, attempts: [DeliveryAttempt] = []) {
+    package init(_ result: DeliveryOutcome.Result, apnsUniqueID: String? = nil, attempts: [DeliveryAttempt] = []) {
         self.result = result
         self.apnsUniqueID = apnsUniqueID
         self.attempts = attempts
     }
 
     /// A send cancelled before APNs answered; `message` says how far it got.
-    public static func cancelled(_ message: String, attempts: [DeliveryAttempt] = []) -> PushResult {
+    package static func cancelled(_ message: String, attempts: [DeliveryAttempt] = []) -> PushResult {
         var result = PushResult(.failed(message: message), attempts: attempts)
         result.isCancelled = true
         return result

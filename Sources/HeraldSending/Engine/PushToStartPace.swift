@@ -1,6 +1,6 @@
 import Foundation
-public import HeraldCore
-public import HeraldStore
+package import HeraldCore
+package import HeraldStore
 
 /// Paces the push-to-start notifications of each app (`HERALD_PUSH_TO_START_RATE`, docs/live-activities.md,
 /// "Push-to-start pace"): at most ``perSecond`` a second per app, counted in the store, so every send and every
@@ -9,10 +9,10 @@ public import HeraldStore
 /// A send takes a small share of the second at a time (``share``), so sends that start together interleave rather
 /// than one taking the whole second. A paced send runs in the background, as a send with a `rate` does: its caller
 /// does not wait for the seconds it needs.
-public struct PushToStartPacer: Sendable {
+package struct PushToStartPacer: Sendable {
     let store: any Store
     /// Push-to-start notifications an app may send per second, across its sends and instances.
-    public let perSecond: Int
+    package let perSecond: Int
     let clock: any WallClock
     let sleepClock: any Clock<Duration>
     let metrics: (any SendingMetrics)?
@@ -21,7 +21,7 @@ public struct PushToStartPacer: Sendable {
     ///   - perSecond: Push-to-start notifications per app and second; at least 1.
     ///   - clock: The time of day: which second a take counts in.
     ///   - sleepClock: What a send waits on until the next second when its app's second is spent.
-    public init(
+    package init(
         store: any Store, perSecond: Int, clock: any WallClock, sleepClock: any Clock<Duration>,
         metrics: (any SendingMetrics)? = nil
     ) {
@@ -34,7 +34,7 @@ public struct PushToStartPacer: Sendable {
     }
 
     /// Whether a send is a Live Activity start on push-to-start tokens: what Apple throttles and this paces.
-    public func applies(to plan: SendPlan) -> Bool {
+    package func applies(to plan: SendPlan) -> Bool {
         plan.pushType == .liveactivity && plan.query.activityType != nil
     }
 

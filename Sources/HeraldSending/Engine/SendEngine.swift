@@ -1,7 +1,7 @@
-public import Foundation
+package import Foundation
 import HeraldCore
-public import HeraldStore
-public import Logging
+package import HeraldStore
+package import Logging
 
 /// The send engine of one instance, as the HTTP API, the console and the CLI use it: validated sends and broadcasts
 /// go in, and each is sent at once while its caller waits (a small target) or queued as a durable job for the
@@ -9,15 +9,15 @@ public import Logging
 ///
 /// The adapters parse and validate their input into a ``SendPlan`` or a ``BroadcastPlan``; nothing here reads a
 /// request, and no adapter calls another.
-public struct SendEngine: Sendable {
+package struct SendEngine: Sendable {
     let store: any Store
     let fanOut: FanOut
     let broadcaster: Broadcaster
     let metrics: any SendingMetrics
     /// The background worker: claims queued sends, runs many at once.
-    public let worker: SendWorker
+    package let worker: SendWorker
     /// The most devices a send may target and still be sent while its caller waits.
-    public let inlineLimit: Int
+    package let inlineLimit: Int
     /// Sends to more devices than this are queued in the campaign lane.
     let campaignThreshold: Int
 
@@ -25,7 +25,7 @@ public struct SendEngine: Sendable {
     ///   - inlineLimit: The most devices a send may target and still be sent while its caller waits
     ///     (`HERALD_INLINE_SEND_LIMIT`); above, it is queued.
     ///   - campaignThreshold: Sends to more devices than this are queued in the campaign lane.
-    public init(
+    package init(
         store: any Store, fanOut: FanOut, broadcaster: Broadcaster, worker: SendWorker, metrics: any SendingMetrics,
         inlineLimit: Int, campaignThreshold: Int
     ) {
@@ -39,14 +39,14 @@ public struct SendEngine: Sendable {
     }
 
     /// What became of an accepted send.
-    public enum Accepted: Sendable {
+    package enum Accepted: Sendable {
         /// Sent while the caller waited, and recorded whole: the record, and every device's outcome as it came.
         case sent(SendRecord, [ReportedOutcome])
         /// Queued for a worker (a large target, a schedule or a rate): the record, `queued`.
         case queued(SendRecord)
 
         /// The send's record.
-        public var record: SendRecord {
+        package var record: SendRecord {
             switch self {
             case .sent(let record, _), .queued(let record): record
             }
@@ -58,7 +58,7 @@ public struct SendEngine: Sendable {
     /// - Parameter audit: The audit log's entry for the request that made the send, stored in the same write as the
     ///   send's record.
     /// - Throws: ``SendError`` `unknownToken` for a single token that is not registered; a store error.
-    public func accept(_ plan: SendPlan, logger: Logger, audit: AuditEntry? = nil) async throws -> Accepted {
+    package func accept(_ plan: SendPlan, logger: Logger, audit: AuditEntry? = nil) async throws -> Accepted {
         var logger = logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
         let quiet = try await quietHours(of: plan)
@@ -110,12 +110,12 @@ public struct SendEngine: Sendable {
 
     /// The push-to-start notifications per second a send's app may have, when the send is a start on push-to-start
     /// tokens and starts are paced (``PushToStartPacer``): such a send runs in the background.
-    public func pushToStartPace(of plan: SendPlan) -> Int? {
+    package func pushToStartPace(of plan: SendPlan) -> Int? {
         fanOut.pushToStart.flatMap { $0.applies(to: plan) ? $0.perSecond : nil }
     }
 
     /// Push-to-start notifications an app may send per second (``PushToStartPacer``); 0 when starts are not paced.
-    public var pushToStartRate: Int { fanOut.pushToStart?.perSecond ?? 0 }
+    package var pushToStartRate: Int { fanOut.pushToStart?.perSecond ?? 0 }
 
     /// The devices a send's quiet-hours rule concerns when it is accepted.
     private struct QuietHoursEffect {
@@ -169,7 +169,7 @@ public struct SendEngine: Sendable {
     ///
     /// Each device is counted under one rule, as the send counts it: the caps' share is taken among the devices the
     /// send would send to, so a device quiet hours drop is never also counted as capped.
-    public func preview(_ plan: SendPlan, at date: Date) async throws -> (targetCount: Int, suppressed: SuppressedCounts) {
+    package func preview(_ plan: SendPlan, at date: Date) async throws -> (targetCount: Int, suppressed: SuppressedCounts) {
         let quiet = try await quietHours(of: plan)
         var (targetCount, suppressed) = try await counted(
             plan, whole: try await store.count(matching: plan.query), quiet: quiet)
@@ -181,7 +181,7 @@ public struct SendEngine: Sendable {
     }
 
     /// What became of a broadcast.
-    public enum Broadcast: Sendable {
+    package enum Broadcast: Sendable {
         /// Sent: APNs's outcome, and the send recorded whole (`completed`, or `failed` with why).
         case sent(Broadcaster.Outcome, SendRecord)
         /// Waits for its `sendAt`: the send, `queued`.
@@ -189,7 +189,7 @@ public struct SendEngine: Sendable {
     }
 
     /// Sends a validated broadcast now, or schedules it for its `sendAt`. Either way it is recorded as a send.
-    public func broadcast(_ plan: BroadcastPlan) async throws -> Broadcast {
+    package func broadcast(_ plan: BroadcastPlan) async throws -> Broadcast {
         if plan.sendAt != nil {
             let record = try await broadcaster.schedule(plan)
             worker.wake()
@@ -204,7 +204,7 @@ public struct SendEngine: Sendable {
     /// still waiting are cancelled and their devices get no outcome.
     /// - Returns: The send, now `cancelled` (again, if it was already).
     /// - Throws: ``SendError`` `unknownSend`, or `sendFinished` when it had completed or failed; a store error.
-    public func cancel(_ id: SendID) async throws -> SendRecord {
+    package func cancel(_ id: SendID) async throws -> SendRecord {
         guard let record = try await store.cancelSend(id) else {
             throw SendError(.unknownSend, "There is no send \(id): check the id the send was answered with.")
         }
@@ -218,7 +218,7 @@ public struct SendEngine: Sendable {
 
     /// Refuses a send to a single token that is not registered, or was removed after APNs rejected it.
     /// - Throws: ``SendError`` `unknownToken`.
-    public func checkSingleToken(of plan: SendPlan) async throws {
+    package func checkSingleToken(of plan: SendPlan) async throws {
         if let token = plan.singleToken, try await store.device(token)?.isActive != true {
             throw SendError(
                 .unknownToken,

@@ -1,6 +1,6 @@
-public import Foundation
-public import HeraldCore
-public import HeraldStore
+package import Foundation
+package import HeraldCore
+package import HeraldStore
 
 /// A send, validated: which devices, and the notification each one gets.
 ///
@@ -14,47 +14,47 @@ public import HeraldStore
 /// (`"herald": {"send": "<id>"}`, ``receiptKey``) unless the app turned receipts off: the device's SDK names the send
 /// when it reports the notification received or opened (`POST /api/events`). The key is part of every variant before
 /// validation, so it counts against APNs's payload limit.
-public struct SendPlan: Sendable {
+package struct SendPlan: Sendable {
     /// The send's id: what the `herald` key carries, and what each device's `apns-id` is derived from.
-    public let sendID: SendID
+    package let sendID: SendID
     /// What a queued send stores, and a worker runs: the devices, the schedule and every prepared notification.
-    public let job: SendJob
+    package let job: SendJob
     /// The devices: the target, narrowed to the app, the environment asked for and the token kinds that take the
     /// push type; and for a wave of a `localTime` send, to its time zones.
-    public private(set) var query: DeviceQuery
+    package private(set) var query: DeviceQuery
     /// The single token of a `{"token": …}` target, which must be registered; `nil` for a plan made from a job.
-    public let singleToken: DeviceToken?
+    package let singleToken: DeviceToken?
 
     /// The app the send is for.
-    public var bundleID: String { job.bundleID }
+    package var bundleID: String { job.bundleID }
     /// When the send starts; `nil`: now.
-    public var schedule: SendSchedule? { job.schedule }
+    package var schedule: SendSchedule? { job.schedule }
     /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
-    public var rate: Int? { job.rate }
+    package var rate: Int? { job.rate }
     /// Whether the target is every device of the app (`{"topic": …}`).
-    public var targetsEveryDevice: Bool { job.targetsEveryDevice }
+    package var targetsEveryDevice: Bool { job.targetsEveryDevice }
     /// The push type every targeted device gets.
-    public var pushType: APNSPushType { job.pushType }
+    package var pushType: APNSPushType { job.pushType }
     /// The target in words, safe to show.
-    public var targetDescription: String { job.targetDescription }
+    package var targetDescription: String { job.targetDescription }
     /// The notification in words, safe to show: no alert text.
-    public var summary: String { job.summary }
+    package var summary: String { job.summary }
 
     /// The custom key beside `aps` that carries the send id, for delivery receipts.
-    public static let receiptKey = "herald"
+    package static let receiptKey = "herald"
     /// The push types whose payload the app's code sees (a service extension, the app delegate): only they carry
     /// the `herald` key.
-    public static let receiptPushTypes: Set<APNSPushType> = [.alert, .background]
+    package static let receiptPushTypes: Set<APNSPushType> = [.alert, .background]
 
     /// A stored send, as a worker runs it: nothing is checked or looked up again.
     /// - Parameters:
     ///   - now: The time of sending: a Live Activity payload that had no `aps.timestamp` gets it.
-    public init(job: SendJob, sendID: SendID, at now: Date) {
+    package init(job: SendJob, sendID: SendID, at now: Date) {
         self.init(validated: job.stamped(at: now), sendID: sendID, singleToken: nil)
     }
 
     /// A send the caller validated: `job` holds what was checked, and a `{"token": …}` target names its token.
-    public init(validated job: SendJob, sendID: SendID, singleToken: DeviceToken?) {
+    package init(validated job: SendJob, sendID: SendID, singleToken: DeviceToken?) {
         self.sendID = sendID
         self.job = job
         // With a quiet-hours rule, people's own windows split the target's time zones into (zone, window) groups.
@@ -64,34 +64,34 @@ public struct SendPlan: Sendable {
 
     /// The same send for the devices registered by `date` only: a background send accepted then keeps to the devices it
     /// counted, however long it runs (its job stores the bound).
-    public func registered(through date: Date) -> SendPlan {
+    package func registered(through date: Date) -> SendPlan {
         SendPlan(validated: job.with(query: job.query.registered(through: date)), sendID: sendID, singleToken: singleToken)
     }
 
     /// The same send, narrowed to the devices of some time zones (a wave of a `localTime` send).
-    public func narrowed(to timeZones: DeviceQuery.TimeZoneFilter) -> SendPlan {
+    package func narrowed(to timeZones: DeviceQuery.TimeZoneFilter) -> SendPlan {
         var copy = self
         copy.query = query.timeZones(timeZones)
         return copy
     }
 
     /// The same send, narrowed to the devices up to a position of its target's order: one shard's run.
-    public func bounded(through bound: DeviceCursor?) -> SendPlan {
+    package func bounded(through bound: DeviceCursor?) -> SendPlan {
         var copy = self
         copy.query = query.through(bound)
         return copy
     }
 
     /// When each time zone's devices are due: the schedule, and the quiet-hours rule.
-    public var timetable: SendTimetable { SendTimetable(schedule: job.schedule, quietHours: job.quietHours) }
+    package var timetable: SendTimetable { SendTimetable(schedule: job.schedule, quietHours: job.quietHours) }
 
     /// Whether the send waits in the queue for a worker whatever its size: scheduled or paced sends.
-    public var mustRunInBackground: Bool { schedule != nil || rate != nil }
+    package var mustRunInBackground: Bool { schedule != nil || rate != nil }
 
     /// The scheduler lane of the send once queued: paced sends and sends to more than `campaignThreshold` devices are
     /// campaigns; other Live Activity pushes have their own lane; sends to every device of the app are campaigns too,
     /// and the rest are background sends.
-    public func lane(targetCount: Int, campaignThreshold: Int) -> SendLane {
+    package func lane(targetCount: Int, campaignThreshold: Int) -> SendLane {
         if rate != nil || targetCount > campaignThreshold { return .campaign }
         if pushType == .liveactivity { return .activity }
         return targetsEveryDevice ? .campaign : .background
@@ -99,7 +99,7 @@ public struct SendPlan: Sendable {
 
     /// The notification a device gets: the variant of its first preferred language that the send carries
     /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.
-    public func notification(for device: DeviceRegistration) -> PreparedNotification {
+    package func notification(for device: DeviceRegistration) -> PreparedNotification {
         let variants = job.notifications
         if variants.count > 1 {
             for language in device.preferredLanguages {
@@ -112,8 +112,8 @@ public struct SendPlan: Sendable {
     }
 
     /// Every prepared notification by language key (`""` is the default): what a dry run shows.
-    public var preparedVariants: [String: PreparedNotification] { job.notifications }
+    package var preparedVariants: [String: PreparedNotification] { job.notifications }
 
     /// The language keys the send carries, for tests and summaries.
-    public var languages: [String] { job.notifications.keys.filter { !$0.isEmpty }.sorted() }
+    package var languages: [String] { job.notifications.keys.filter { !$0.isEmpty }.sorted() }
 }

@@ -1,8 +1,8 @@
 import Foundation
-public import HeraldCore
-public import HeraldStore
-public import Logging
-public import ServiceLifecycle
+package import HeraldCore
+package import HeraldStore
+package import Logging
+package import ServiceLifecycle
 import Synchronization
 
 /// Runs background sends: claims queued sends (or ones whose worker's lease ran out), performs each with a lease it
@@ -30,7 +30,7 @@ import Synchronization
 /// graceful shutdown the worker stops sending, records what APNs answers of what is in flight — cancelling the requests
 /// still unanswered after ``SendingSettings/shutdownGrace`` — and puts the send back in the queue, so the next start
 /// resumes it at once. A resumed send skips the devices already recorded.
-public final class SendWorker: Service, Sendable {
+package final class SendWorker: Service, Sendable {
     private let store: any Store
     /// Performs what this worker claims.
     private let runner: SendRunner
@@ -41,9 +41,9 @@ public final class SendWorker: Service, Sendable {
     private let wallClock: any WallClock
     private let logger: Logger
     /// The instance id this worker runs under (`HERALD_INSTANCE_ID`).
-    public let instance: String
+    package let instance: String
     /// The name this worker claims sends under: instance id, process and a random suffix.
-    public let name: String
+    package let name: String
     private let wakeup = WakeSignal()
     private let stopping = Atomic<Bool>(false)
     /// The worker's looks at the queue and the ends of its runs, for those who wait on them.
@@ -96,7 +96,7 @@ public final class SendWorker: Service, Sendable {
     ///   - storeReady: Opens once the store is migrated: the worker waits for it.
     ///   - appShares: Each app's priority and weight, in the queue and the shared in-flight budget (`normal` and 1
     ///     when absent).
-    public init(
+    package init(
         store: any Store, servedApps: Set<String>, legacyJobs: any LegacyJobReader, fanOut: FanOut,
         broadcaster: Broadcaster, sending: SendingSettings, instance: String,
         clock: any Clock<Duration>, wallClock: any WallClock, storeReady: Gate, logger: Logger,
@@ -125,7 +125,7 @@ public final class SendWorker: Service, Sendable {
     }
 
     /// Claims and performs queued sends until graceful shutdown or cancellation, holding the instance's lock.
-    public func run() async throws {
+    package func run() async throws {
         await withGracefulShutdownHandler {
             await storeReady.wait()
             await withDiscardingTaskGroup { group in
@@ -278,7 +278,7 @@ public final class SendWorker: Service, Sendable {
     }
 
     /// The sends running now, per lane.
-    public func runningPerLane() -> [SendLane: Int] {
+    package func runningPerLane() -> [SendLane: Int] {
         running.withLock { running in
             var counts: [SendLane: Int] = [:]
             for send in running.values { counts[send.lane, default: 0] += 1 }
@@ -331,11 +331,11 @@ public final class SendWorker: Service, Sendable {
     }
 
     /// Tells the worker a send was queued, so it does not wait for its next poll.
-    public func wake() { wakeup.signal() }
+    package func wake() { wakeup.signal() }
 
     /// Tells the worker a send was cancelled through this instance: if it is performing that send, it stops at its
     /// next event instead of at its next status check.
-    public func cancelled(_ id: SendID) {
+    package func cancelled(_ id: SendID) {
         let runs = running.withLock { running in
             for key in running.keys where key.send == id { running[key]?.cancelled = true }
             return running.filter { $0.key.send == id }.map(\.value.inFlight)
@@ -363,7 +363,7 @@ public final class SendWorker: Service, Sendable {
     /// For tests and tools: wakes whenever this worker finishes a send, and re-reads the record. A read that fails
     /// while the database is away (a transient store error) is tried again after a moment, as the send itself waits.
     /// - Throws: ``HeraldStore/StoreError`` `.notFound` for an unknown send, or a permanent one; `CancellationError`.
-    public func waitUntilFinished(_ id: SendID) async throws -> SendRecord {
+    package func waitUntilFinished(_ id: SendID) async throws -> SendRecord {
         try await looks.waitFor(clock: clock) { [store, name] in
             guard let record = try await store.send(id) else {
                 throw StoreError(.notFound, "There is no send \(id).")
@@ -376,13 +376,13 @@ public final class SendWorker: Service, Sendable {
     /// no send running (so it saw whatever the sends it ran put back in the queue), and waits for a wake-up
     /// (``wake()``) or its next poll: for tests that must know what a worker did, or did not take, or that store a
     /// send it must not take yet.
-    public func waitUntilIdle() async {
+    package func waitUntilIdle() async {
         await looks.waitForLook(untilSendsEnd: true, wake: wakeup)
     }
 
     /// Returns once the worker has looked for queued sends and found none (or no room in their lanes), in a look that
     /// began after this call, whatever it still runs: for tests that must know a send was left waiting.
-    public func waitUntilLookedAgain() async {
+    package func waitUntilLookedAgain() async {
         await looks.waitForLook(untilSendsEnd: false, wake: wakeup)
     }
 

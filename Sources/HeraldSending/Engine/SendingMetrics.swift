@@ -1,11 +1,11 @@
-public import Foundation
-public import HeraldCore
-public import HeraldStore
+package import Foundation
+package import HeraldCore
+package import HeraldStore
 
 /// What the send engine counts, for `/metrics`: the server implements it over its Prometheus registry.
 ///
 /// Called from the event loop and from many tasks at once: an implementation must not block.
-public protocol SendingMetrics: Sendable {
+package protocol SendingMetrics: Sendable {
     /// One notification's outcome, after the sender's retries.
     func outcome(_ result: DeliveryOutcome.Result)
     /// A notification whose send was cancelled (by `DELETE /api/sends/{id}`, or by a shutdown past its grace) before
@@ -39,7 +39,7 @@ public protocol SendingMetrics: Sendable {
 }
 
 /// How a Live Activity push reached its devices: one request per device token, or one broadcast on a channel.
-public enum ActivityRoute: String, Sendable {
+package enum ActivityRoute: String, Sendable {
     case devices
     case channel
 }

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldStore
-public import Logging
+package import Logging
 
 /// Waits out the database's transient faults for the engine (``HeraldStore/StoreError/isTransient``): a restart, a
 /// failover, a lost connection, a statement that timed out. The operation is tried again, backing off from 50 ms to
@@ -9,15 +9,15 @@ public import Logging
 ///
 /// Only idempotent operations go through it: recording a batch again keeps one outcome per device, a page read or a
 /// claim of caps changes nothing twice.
-public struct StoreOutage: Sendable {
+package struct StoreOutage: Sendable {
     /// What the backoff waits on.
     let clock: any Clock<Duration>
     let logger: Logger
     let metrics: (any SendingMetrics)?
     /// The longest wait between two tries: how late after the database's return the work goes on, at most.
-    public var maximumBackoff: Duration = .seconds(1)
+    package var maximumBackoff: Duration = .seconds(1)
 
-    public init(clock: any Clock<Duration>, logger: Logger, metrics: (any SendingMetrics)?) {
+    package init(clock: any Clock<Duration>, logger: Logger, metrics: (any SendingMetrics)?) {
         self.clock = clock
         self.logger = logger
         self.metrics = metrics
@@ -29,7 +29,7 @@ public struct StoreOutage: Sendable {
     ///   - givenUp: Checked before each new try: once `true`, the last transient error is thrown (a shutdown past its
     ///     grace, a cancelled send).
     /// - Throws: A permanent error at once; the last transient error once `givenUp`; `CancellationError`.
-    public func retrying<T: Sendable>(
+    package func retrying<T: Sendable>(
         _ action: String, givenUp: @Sendable () -> Bool = { false },
         _ operation: @Sendable () async throws -> T
     ) async throws -> T {

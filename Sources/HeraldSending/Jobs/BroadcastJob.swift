@@ -1,5 +1,5 @@
-public import Foundation
-public import HeraldCore
+package import Foundation
+package import HeraldCore
 import HeraldStore
 
 /// A scheduled broadcast to a Live Activity channel as the store keeps it: the request to APNs, prepared when the
@@ -8,25 +8,25 @@ import HeraldStore
 /// A worker sends it at its time as it is, stamped with the time of sending; only the channel is looked up again (a
 /// channel deleted meanwhile fails the broadcast). Stored as JSON (``jsonText``), format version 2; ``StoredJob`` reads
 /// it back.
-public struct BroadcastJob: Sendable, Hashable {
+package struct BroadcastJob: Sendable, Hashable {
     /// The channel, as APNs named it.
-    public let channelID: String
+    package let channelID: String
     /// The app's bare bundle id.
-    public let bundleID: String
+    package let bundleID: String
     /// The environment of the channel.
-    public let environment: APNSEnvironment
+    package let environment: APNSEnvironment
     /// `update` or `end`.
-    public let event: String
+    package let event: String
     /// When it is sent.
-    public let sendAt: Date?
+    package let sendAt: Date?
     /// The request: body and headers. Its `apns-request-id` is the send's id; the stored form leaves it out and
     /// ``StoredJob`` sets it from the send it reads.
-    public let notification: PreparedBroadcast
+    package let notification: PreparedBroadcast
     /// Whether ``stamped(at:)`` sets `aps.timestamp` to the time of sending (a broadcast's payload is stamped so).
-    public let stampsTimestamp: Bool
+    package let stampsTimestamp: Bool
 
     /// A job.
-    public init(
+    package init(
         channelID: String, bundleID: String, environment: APNSEnvironment, event: String, sendAt: Date?,
         notification: PreparedBroadcast, stampsTimestamp: Bool
     ) {
@@ -40,7 +40,7 @@ public struct BroadcastJob: Sendable, Hashable {
     }
 
     /// The job as a worker sends it at `date`: when ``stampsTimestamp``, the payload's `aps.timestamp` is `date`.
-    public func stamped(at date: Date) -> BroadcastJob {
+    package func stamped(at date: Date) -> BroadcastJob {
         guard stampsTimestamp else { return self }
         return BroadcastJob(
             channelID: channelID, bundleID: bundleID, environment: environment, event: event, sendAt: sendAt,
@@ -52,7 +52,7 @@ public struct BroadcastJob: Sendable, Hashable {
     }
 
     /// The stored form: a JSON object with its members in name order, version 2.
-    public var jsonText: String { json.storedText }
+    package var jsonText: String { json.storedText }
 }
 
 extension BroadcastJob {

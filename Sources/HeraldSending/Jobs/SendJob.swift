@@ -1,6 +1,6 @@
-public import Foundation
-public import HeraldCore
-public import HeraldStore
+package import Foundation
+package import HeraldCore
+package import HeraldStore
 
 /// An accepted send as the store keeps it: everything a worker needs to perform it exactly as it was accepted.
 ///
@@ -12,38 +12,38 @@ public import HeraldStore
 /// accepted.
 ///
 /// Stored as JSON (``jsonText``), format version 2 (``StoredJob/currentVersion``); ``StoredJob`` reads it back.
-public struct SendJob: Sendable, Hashable {
+package struct SendJob: Sendable, Hashable {
     /// The app's bundle id.
-    public let bundleID: String
+    package let bundleID: String
     /// The devices. A `localTime` send's wave narrows it to some time zones when it runs; that filter is not stored.
-    public let query: DeviceQuery
+    package let query: DeviceQuery
     /// The push type every notification of the send has.
-    public let pushType: APNSPushType
+    package let pushType: APNSPushType
     /// When the send starts; `nil`: as soon as a worker takes it.
-    public let schedule: SendSchedule?
+    package let schedule: SendSchedule?
     /// The most notifications per second the whole send may start; `nil`: as fast as APNs takes them.
-    public let rate: Int?
+    package let rate: Int?
     /// The target in words, safe to show.
-    public let targetDescription: String
+    package let targetDescription: String
     /// The notification in words, safe to show: no alert text.
-    public let summary: String
+    package let summary: String
     /// The prepared notification per language key (lowercase BCP 47 tag); `""` is the default, always there.
-    public let notifications: [String: PreparedNotification]
+    package let notifications: [String: PreparedNotification]
     /// Whether ``stamped(at:)`` sets `aps.timestamp` to the time of sending: a Live Activity payload that had none.
     ///
     /// A device shows the Live Activity update with the latest timestamp and drops older ones, so a scheduled update
     /// stamped when it was asked for could lose to one sent meanwhile.
-    public let stampsTimestamp: Bool
+    package let stampsTimestamp: Bool
     /// The frequency caps the send counts against, as accepted (none for a mandatory category, a push other than an
     /// alert, or a send that opted out): each device's person must have room in all of them.
-    public var frequencyCaps: [FrequencyCap] = []
+    package var frequencyCaps: [FrequencyCap] = []
     /// What happens to the devices in their quiet hours when the send reaches them; `nil`: quiet hours do not apply
     /// (the send ignores them, is exempt, or the app has no window).
-    public let quietHours: QuietHoursRule?
+    package let quietHours: QuietHoursRule?
 
     /// A job.
     /// - Precondition: `notifications` has the default, `""`.
-    public init(
+    package init(
         bundleID: String, query: DeviceQuery, pushType: APNSPushType, schedule: SendSchedule?, rate: Int?,
         targetDescription: String, summary: String, notifications: [String: PreparedNotification],
         stampsTimestamp: Bool, quietHours: QuietHoursRule? = nil
@@ -63,7 +63,7 @@ public struct SendJob: Sendable, Hashable {
 
     /// The job as a worker sends it at `date`: when ``stampsTimestamp``, every notification's `aps.timestamp` is
     /// `date`; otherwise the job unchanged.
-    public func stamped(at date: Date) -> SendJob {
+    package func stamped(at date: Date) -> SendJob {
         guard stampsTimestamp else { return self }
         var stamped = SendJob(
             bundleID: bundleID, query: query, pushType: pushType, schedule: schedule, rate: rate,
@@ -90,11 +90,11 @@ public struct SendJob: Sendable, Hashable {
     }
 
     /// Whether the send is for every device of its app (a `{"topic": …}` target).
-    public var targetsEveryDevice: Bool {
+    package var targetsEveryDevice: Bool {
         if case .topic = query.selector { return true }
         return false
     }
 
     /// The stored form: a JSON object with its members in name order, version 2.
-    public var jsonText: String { json.storedText }
+    package var jsonText: String { json.storedText }
 }

@@ -1,20 +1,20 @@
-public import HeraldCore
-public import HeraldStore
+package import HeraldCore
+package import HeraldStore
 
 /// Why a send's stored job cannot be run: it was written by a newer server, or it cannot be read.
 ///
 /// `description` is safe to log and to show a person: it names the send and the part of the job that is wrong, never
 /// a device token or a payload. A worker that meets one fails the send with this message: nothing more of it is sent.
-public struct SendJobError: CodedError {
+package struct SendJobError: CodedError {
     /// What kind of failure this is, for callers that branch on it. New codes may be added.
-    public typealias Code = ErrorCode<SendJobError>
+    package typealias Code = ErrorCode<SendJobError>
 
     /// What kind of failure this is.
-    public let code: Code
+    package let code: Code
     /// The send whose job it is.
-    public let sendID: SendID
+    package let sendID: SendID
     /// What went wrong and what to do, safe to log.
-    public let message: String
+    package let message: String
 
     init(_ code: Code, sendID: SendID, _ message: String) {
         self.code = code
@@ -41,7 +41,7 @@ public struct SendJobError: CodedError {
 
 extension ErrorCode where Domain == SendJobError {
     /// The job was written by a newer Herald, in a format version this one does not read.
-    public static let newerVersion = Self("newerVersion")
+    package static let newerVersion = Self("newerVersion")
     /// The job is not JSON, not an object, or lacks or mistypes a member its version requires.
-    public static let unreadable = Self("unreadable")
+    package static let unreadable = Self("unreadable")
 }

@@ -1,5 +1,5 @@
-public import HeraldCore
-public import HeraldStore
+package import HeraldCore
+package import HeraldStore
 
 /// A queued send's stored job (``HeraldStore/SendRecord/job``), read back by the worker that runs it.
 ///
@@ -11,7 +11,7 @@ public import HeraldStore
 ///
 /// A job with a `target` member is a request body whatever its `v` (a request could carry a `v` of its own; no
 /// version-2 job has a `target`).
-public enum StoredJob: Sendable {
+package enum StoredJob: Sendable {
     /// A send to devices.
     case send(SendJob)
     /// A scheduled broadcast to a channel.
@@ -20,7 +20,7 @@ public enum StoredJob: Sendable {
     case requestBody(JSONValue)
 
     /// The newest format version this server writes and reads.
-    public static let currentVersion = 2
+    package static let currentVersion = 2
 
     /// Reads a stored job.
     /// - Parameters:
@@ -29,7 +29,7 @@ public enum StoredJob: Sendable {
     /// - Throws: ``SendJobError`` `newerVersion` for a version above ``currentVersion``; `unreadable` for text that
     ///   is not a JSON object, a version that is not a whole number from 1, or a version-2 job that lacks or mistypes
     ///   a member.
-    public init(jsonText text: String, sendID: SendID) throws(SendJobError) {
+    package init(jsonText text: String, sendID: SendID) throws(SendJobError) {
         let value: JSONValue
         do {
             value = try JSONValue(parsing: text)

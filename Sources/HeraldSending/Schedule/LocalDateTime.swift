@@ -1,23 +1,23 @@
-public import Foundation
+package import Foundation
 
 /// A calendar date and wall-clock time without a time zone: `2026-12-24T09:00` or `2026-12-24T09:00:00`.
-public struct LocalDateTime: Sendable, Hashable, CustomStringConvertible {
+package struct LocalDateTime: Sendable, Hashable, CustomStringConvertible {
     /// The year, 0 to 9999.
-    public let year: Int
+    package let year: Int
     /// The month, 1 to 12.
-    public let month: Int
+    package let month: Int
     /// The day of the month, 1 to its last.
-    public let day: Int
+    package let day: Int
     /// The hour, 0 to 23.
-    public let hour: Int
+    package let hour: Int
     /// The minute, 0 to 59.
-    public let minute: Int
+    package let minute: Int
     /// The second, 0 to 59; 0 when the text gave none.
-    public let second: Int
+    package let second: Int
 
     /// Reads `YYYY-MM-DDTHH:MM` or `YYYY-MM-DDTHH:MM:SS`; `nil` for anything else, or a date the calendar lacks
     /// (31 April).
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let bytes = Array(text.utf8)
         guard bytes.count == 16 || bytes.count == 19, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
             bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
@@ -46,7 +46,7 @@ public struct LocalDateTime: Sendable, Hashable, CustomStringConvertible {
 
     /// The instant this wall-clock time comes in a time zone. A time a daylight-saving change skips comes at the
     /// first instant after the gap; one it repeats, at its first occurrence.
-    public func instant(in zone: TimeZone) -> Date {
+    package func instant(in zone: TimeZone) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = zone
         let components = DateComponents(
@@ -59,7 +59,7 @@ public struct LocalDateTime: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `YYYY-MM-DDTHH:MM:SS`, which ``init(_:)`` reads back.
-    public var description: String {
+    package var description: String {
         func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(year)-\(two(month))-\(two(day))T\(two(hour)):\(two(minute)):\(two(second))"
     }

@@ -1,8 +1,8 @@
-public import Foundation
-public import HeraldStore
+package import Foundation
+package import HeraldStore
 
 /// What a send does with the devices it reaches during their quiet hours (`"quietHours"` of `POST /api/send`).
-public enum QuietHoursMode: String, Sendable, Hashable, CaseIterable {
+package enum QuietHoursMode: String, Sendable, Hashable, CaseIterable {
     /// Each such device gets the notification once, when its window ends in its time zone. The default: what the
     /// person expects of an app that respects their night.
     case `defer`
@@ -14,19 +14,19 @@ public enum QuietHoursMode: String, Sendable, Hashable, CaseIterable {
 
 /// A send's quiet-hours rule, as its job stores it: the window, what happens to quiet devices, and the zone of
 /// devices that registered none.
-public struct QuietHoursRule: Sendable, Hashable {
+package struct QuietHoursRule: Sendable, Hashable {
     /// `defer` or `drop` (a send that ignores quiet hours has no rule).
-    public var mode: QuietHoursMode
+    package var mode: QuietHoursMode
     /// The app's window, in each device's time zone.
-    public var window: QuietHours
+    package var window: QuietHours
     /// The time zone of devices that registered none (the app's, UTC unless configured).
-    public var unsetZone: TimeZone
+    package var unsetZone: TimeZone
     /// When the send's devices are due, quiet hours aside: its `sendAt`, else the instant it was accepted. (Each
     /// time zone of a `localTime` send has its own instant instead.) Stored, so that every worker that runs or
     /// resumes the send finds the same devices quiet.
-    public var from: Date
+    package var from: Date
 
-    public init(mode: QuietHoursMode, window: QuietHours, unsetZone: TimeZone, from: Date) {
+    package init(mode: QuietHoursMode, window: QuietHours, unsetZone: TimeZone, from: Date) {
         self.mode = mode
         self.window = window
         self.unsetZone = unsetZone

@@ -1,5 +1,5 @@
-public import Foundation
-public import HeraldStore
+package import Foundation
+package import HeraldStore
 
 /// When each time zone's devices of a send are due: the send's instant, or its `localTime` in that zone, moved to
 /// the end of the quiet window for a zone whose devices the send would reach in their quiet hours (`defer`), or
@@ -12,20 +12,20 @@ public import HeraldStore
 /// waves have reached (``HeraldStore/SendRecord/sentThrough``), so a device is sent once even when a worker dies in
 /// a wave and another resumes. Everything here depends on the stored job only, so every worker computes the same
 /// waves.
-public struct SendTimetable: Sendable {
+package struct SendTimetable: Sendable {
     /// The send's schedule; `nil`: at ``QuietHoursRule/from``.
-    public let schedule: SendSchedule?
+    package let schedule: SendSchedule?
     /// The send's quiet-hours rule; `nil`: quiet hours do not apply.
-    public let quietHours: QuietHoursRule?
+    package let quietHours: QuietHoursRule?
 
-    public init(schedule: SendSchedule?, quietHours: QuietHoursRule?) {
+    package init(schedule: SendSchedule?, quietHours: QuietHoursRule?) {
         self.schedule = schedule
         self.quietHours = quietHours
     }
 
     /// Whether the send goes out in waves: a `localTime` send, or one that quiet hours may defer or drop for some
     /// zones.
-    public var hasWaves: Bool {
+    package var hasWaves: Bool {
         if case .localTime = schedule { return true }
         return quietHours != nil
     }
@@ -104,7 +104,7 @@ public struct SendTimetable: Sendable {
     /// The wave of the groups (time zones, and people's own quiet hours) due after `after` (exclusive; `nil`: from
     /// the beginning) and up to `through` (inclusive), among those the targeted devices have, and when the next wave
     /// is due.
-    public func wave(zones: DeviceTimeZones, after: Date?, through: Date) -> SendSchedule.Wave {
+    package func wave(zones: DeviceTimeZones, after: Date?, through: Date) -> SendSchedule.Wave {
         var included: [Group] = []
         var next: Date?
         for group in groups(zones) {
@@ -116,7 +116,7 @@ public struct SendTimetable: Sendable {
     }
 
     /// What quiet hours did to the devices of a time zone: what the delivery trace of one of them says.
-    public enum QuietVerdict: Sendable, Equatable {
+    package enum QuietVerdict: Sendable, Equatable {
         /// Not in their quiet hours when the send reached them (or the send has no rule).
         case notQuiet
         /// Quiet at `at`, sent at their window's end, `until`.
@@ -127,7 +127,7 @@ public struct SendTimetable: Sendable {
 
     /// What quiet hours did to the devices of a time zone (a stored `time_zone`; `nil`: none) whose person chose
     /// `ownQuietHours` (`nil`: the app's window): what the delivery trace of one of them says.
-    public func quietVerdict(zone name: String?, ownQuietHours: OwnQuietHours? = nil) -> QuietVerdict {
+    package func quietVerdict(zone name: String?, ownQuietHours: OwnQuietHours? = nil) -> QuietVerdict {
         let group = Group(zone: name, own: ownQuietHours)
         guard isQuiet(group) else { return .notQuiet }
         let at = scheduled(name)
@@ -137,7 +137,7 @@ public struct SendTimetable: Sendable {
 
     /// The groups, among those given, whose devices the send reaches in their quiet hours (deferred or dropped, as
     /// the rule says); `nil` when none.
-    public func quietZones(_ zones: DeviceTimeZones) -> DeviceQuery.TimeZoneFilter? {
+    package func quietZones(_ zones: DeviceTimeZones) -> DeviceQuery.TimeZoneFilter? {
         guard quietHours != nil else { return nil }
         return timeZoneFilter(of: groups(zones).filter { isQuiet($0) })
     }
