@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HeraldAPNS
-public import HeraldSending
+package import HeraldSending
 public import HeraldCore
 public import HeraldEmulator
 public import HeraldStore
@@ -149,55 +149,16 @@ public func buildApplication(
             sending: configuration.sending, backoffClock: dependencies.sleepClock)
         let apps = AppDirectory(configuration.apps)
         let metrics = ServerMetrics(registry: dependencies.metrics)
-        let delivery = Delivery(
-            store: store, sender: senders, metrics: metrics, logger: logger, clock: dependencies.clock)
-        // Every background send of this instance shares one in-flight budget (docs/sending.md).
-        let budget = InFlightBudget(total: configuration.sending.maximumInFlight)
-        var fanOut = FanOut(
-            store: store, delivery: delivery, pageSize: configuration.sending.pageSize,
-            maximumInFlight: configuration.sending.maximumInFlight, clock: dependencies.clock,
-            sleepClock: dependencies.sleepClock, budget: budget, metrics: metrics)
-        if configuration.liveActivities.pushToStartRate > 0 {
-            fanOut.pushToStart = PushToStartPacer(
-                store: store, perSecond: configuration.liveActivities.pushToStartRate, clock: dependencies.clock,
-                sleepClock: dependencies.sleepClock, metrics: metrics)
-        }
         let storeReady = Gate()
+        let sending = SendingAssembly(
+            configuration: configuration, dependencies: dependencies, store: store, senders: senders, apps: apps,
+            metrics: metrics, storeReady: storeReady)
+        let (budget, worker, engine) = (sending.budget, sending.worker, sending.engine)
+        let access = AccessAssembly(configuration: configuration, store: store, clock: dependencies.clock)
+        let console = access.console
         let checks = DeploymentCheckService(
             doctor: Doctor(configuration: configuration, options: Doctor.Options(checksListenAddress: false)),
             store: store, storeReady: storeReady, metrics: metrics, logger: logger)
-        let broadcaster = Broadcaster(
-            store: store, client: { senders.client(bundleID: $0, environment: $1) }, metrics: metrics)
-        let worker = SendWorker(
-            store: store, servedApps: Set(apps.apps.keys), legacyJobs: RequestBodyJobs(apps: apps, store: store),
-            fanOut: fanOut, broadcaster: broadcaster, sending: configuration.sending,
-            instance: configuration.instanceID, clock: dependencies.sleepClock,
-            wallClock: dependencies.clock, storeReady: storeReady, logger: logger,
-            appShares: Dictionary(
-                configuration.apps.map {
-                    ($0.bundleID, InFlightBudget.AppShare(priority: $0.sendPriority, weight: Double($0.sendWeight)))
-                }
-            ) { $1 }, metrics: metrics)
-        let engine = SendEngine(
-            store: store, fanOut: fanOut, broadcaster: broadcaster, worker: worker, metrics: metrics,
-            inlineLimit: configuration.limits.inlineSendLimit,
-            campaignThreshold: configuration.sending.campaignThreshold)
-
-        let rateLimiter =
-            configuration.limits.registrationsPerMinute > 0
-            ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute) : nil
-        // Receipts come from the same apps as registrations, at the same pace: the same limit, a bucket of its own.
-        let eventLimiter =
-            configuration.limits.registrationsPerMinute > 0
-            ? RateLimiter(perMinute: configuration.limits.registrationsPerMinute, subject: "event reports") : nil
-        let audit = AuditTrail(store: store, clock: dependencies.clock)
-        let console = ConsoleAuthority(store: store, clock: dependencies.clock, settings: configuration.console)
-        let keys = APIKeyVerifier(store: store, clock: dependencies.clock, audit: audit, consoleSessions: console)
-        // A request may take as long as its sends' retries: a claim is only abandoned well after that.
-        let idempotency = IdempotencyMiddleware(
-            store: store, clock: dependencies.clock, window: configuration.limits.idempotencyWindow,
-            staleAfter: configuration.sending.retry.retryWindow + configuration.limits.requestTimeout + .seconds(60),
-            bodyLimit: configuration.limits.sendBodyBytes)
         let renderer = try ConsoleRenderer(hasEmulator: destination.emulator != nil)
         let deviceFigures = DeviceFigures(
             store: store, clock: dependencies.clock, sleepClock: dependencies.sleepClock, logger: logger)
@@ -205,50 +166,12 @@ public func buildApplication(
         let metricsEndpoint = MetricsEndpoint(
             registry: dependencies.metrics, bearerKey: configuration.metrics.bearerKey,
             beforeScrape: { metrics.budget(budget.snapshot) })
-        let addRoutes = { (router: Router<ServerRequestContext>) in
-            RegistrationController(
-                store: store, apps: apps, rateLimiter: rateLimiter, metrics: metrics, audit: audit
-            ).addRoutes(to: router)
-            EventsController(store: store, apps: apps, rateLimiter: eventLimiter, metrics: metrics).addRoutes(
-                to: router)
-            SendController(
-                store: store, keys: keys, idempotency: idempotency, apps: apps, engine: engine, limits: configuration.limits,
-                clock: dependencies.clock, audit: audit
-            ).addRoutes(to: router)
-            let activities = ActivityOperations(
-                store: store, apps: apps, engine: engine, clock: dependencies.clock, metrics: metrics,
-                updateBudget: configuration.liveActivities.updateBudget)
-            ActivityController(
-                store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities, limits: configuration.limits,
-                audit: audit
-            ).addRoutes(to: router)
-            let channels = ChannelOperations(store: store, apps: apps, senders: senders)
-            ChannelController(
-                store: store, keys: keys, idempotency: idempotency, apps: apps, operations: channels, engine: engine,
-                limits: configuration.limits, clock: dependencies.clock, audit: audit
-            ).addRoutes(to: router)
-            DeviceController(store: store, apps: apps, keys: keys).addRoutes(to: router)
-            PreferenceController(
-                store: store, apps: apps, keys: keys, rateLimiter: rateLimiter, clock: dependencies.clock,
-                audit: audit
-            ).addRoutes(to: router)
-            WebhookController(
-                store: store, keys: keys, apps: apps, settings: configuration.webhooks, clock: dependencies.clock,
-                audit: audit
-            ).addRoutes(to: router)
-            AccessController(store: store, keys: keys, apps: apps, audit: audit, clock: dependencies.clock).addRoutes(
-                to: router)
-            OperationsController(
-                store: store, metricsEndpoint: metricsEndpoint, servesMetrics: metricsPlacement == .api
-            ).addRoutes(to: router)
-            ConsoleController(
-                store: store, keys: keys, authority: console, renderer: renderer,
-                appIDs: configuration.apps.map(\.bundleID), emulator: destination.emulator, engine: engine,
-                apnsStatistics: { senders.statistics }, clock: dependencies.clock, deviceFigures: deviceFigures,
-                activities: activities, channels: channels, deploymentChecks: { checks.report }, audit: audit,
-                apps: apps
-            ).addRoutes(to: router)
-        }
+        let routeAssembly = RouteAssembly(
+            configuration: configuration, clock: dependencies.clock, store: store, apps: apps, senders: senders,
+            metrics: metrics, sending: sending, access: access, renderer: renderer, emulator: destination.emulator,
+            deviceFigures: deviceFigures, checks: checks, metricsEndpoint: metricsEndpoint,
+            servesMetrics: metricsPlacement == .api)
+        let addRoutes = routeAssembly.addRoutes(to:)
         // The error middleware must be added before the routes, yet needs them to answer 405 for a known path: the
         // routes are listed once on a router that is then dropped.
         let listing = Router(context: ServerRequestContext.self)
