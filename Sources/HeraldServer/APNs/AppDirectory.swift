@@ -58,9 +58,11 @@ struct AppDirectory: Sendable {
     /// - Parameter visible: The apps the caller is limited to; `nil`: every app.
     /// - Throws: ``APIError`` `400 missingTopic` (several apps, none named) or `400 unknownTopic`.
     func app(named topic: String?, field: String = "topic", seenBy visible: Set<String>?) throws(APIError) -> App {
-        let seen = apps.keys.filter { visible?.contains($0) ?? true }.sorted()
+        // Only for the errors' words: registrations and sends that name a served app do not pay for the list.
+        func seen() -> [String] { apps.keys.filter { visible?.contains($0) ?? true }.sorted() }
         guard let topic else {
             guard apps.count == 1, let only = apps.values.first else {
+                let seen = seen()
                 let choices = seen.isEmpty ? "" : ", one of \(seen.joined(separator: ", "))"
                 throw APIError(
                     .badRequest, reason: "missingTopic",
@@ -69,6 +71,7 @@ struct AppDirectory: Sendable {
             return only
         }
         guard let app = apps[topic] else {
+            let seen = seen()
             let choices = seen.isEmpty ? "an app it serves" : "one of \(seen.joined(separator: ", "))"
             throw APIError(
                 .badRequest, reason: "unknownTopic",

@@ -12,7 +12,7 @@ extension ConsoleController {
             throw VisibleResources.unknownToken
         }
         // The same look and the same access check as GET /api/sends/{id}/devices/{token}: this page once had a copy
-        // of its own, which checked neither the session's apps nor its environment.
+        // of its own, which did not check the session's apps.
         let trace = try await resources.deliveryTrace(of: id, to: token, for: Self.access(context))
         let record = trace.send
         let view = DeliveryView(
