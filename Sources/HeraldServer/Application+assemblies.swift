@@ -103,12 +103,13 @@ struct RouteAssembly {
             store: store, apps: apps, rateLimiter: access.registrationLimiter, metrics: metrics, audit: audit
         ).addRoutes(to: router)
         EventsController(store: store, apps: apps, rateLimiter: access.eventLimiter, metrics: metrics).addRoutes(to: router)
+        let sends = Sends(apps: apps, clock: clock)
         SendController(
-            store: store, keys: keys, idempotency: idempotency, apps: apps, engine: engine, limits: configuration.limits,
+            store: store, keys: keys, idempotency: idempotency, apps: apps, sends: sends, engine: engine, limits: configuration.limits,
             clock: clock, audit: audit
         ).addRoutes(to: router)
         let activities = ActivityOperations(
-            store: store, apps: apps, engine: engine, clock: clock, metrics: metrics,
+            store: store, sends: sends, engine: engine, clock: clock, metrics: metrics,
             updateBudget: configuration.liveActivities.updateBudget)
         ActivityController(
             store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities,

@@ -74,7 +74,7 @@ struct FanOutTests {
             let apps = AppDirectory(ServerHarness.configuration(databaseURL: "sqlite://unused").apps)
             let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try SendPlan(
-                json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
+                SendRequest(target: .everyDevice, topic: ServerHarness.topic, content: .typed(Payload(aps: APS(alert: .body("hi"))))),
                 apps: apps, sendID: send.id, at: Date())
             let sender = BulkSender()
             let limit = 16

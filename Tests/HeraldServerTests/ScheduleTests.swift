@@ -353,18 +353,18 @@ struct ScheduleTests {
             let sleep = ManualClock(advancesAutomatically: true)
             var fanOut = SendCrashTests.fanOut(store, sender, maximumInFlight: 1000)
             fanOut.sleepClock = sleep
-            let request = JSONValue.object([
-                "target": .object(["topic": .string(ServerHarness.topic)]), "alert": "paced", "rate": 10,
-            ])
-            let plan = try SendPlan(json: request, apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID(), at: Self.start)
+            var request = SendRequest(
+                target: .everyDevice, topic: ServerHarness.topic, content: .typed(Payload(aps: APS(alert: .body("paced")))))
+            request.rate = 10
+            let apps = AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)])
+            let plan = try SendPlan(request, apps: apps, sendID: SendID(), at: Self.start)
             let id = try await store.createSend(NewSend(id: plan.sendID, target: "t", summary: "s", status: .running)).id
             let result = try await fanOut.run(plan, send: id, createdAt: Self.start, after: nil, lease: nil, collect: false)
             #expect(result.finished && result.counts.total == 30)
             #expect(sleep.requestedSleeps == Array(repeating: .milliseconds(100), count: 29))
 
-            let fast = try SendPlan(
-                json: .object(["target": .object(["topic": .string(ServerHarness.topic)]), "alert": "fast", "rate": 1000]),
-                apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), sendID: SendID(), at: Self.start)
+            request.rate = 1000
+            let fast = try SendPlan(request, apps: apps, sendID: SendID(), at: Self.start)
             let second = try await store.createSend(NewSend(id: fast.sendID, target: "t", summary: "s", status: .running))
             let before = sleep.requestedSleeps.count
             _ = try await fanOut.run(fast, send: second.id, createdAt: second.createdAt, after: nil, lease: nil, collect: false)

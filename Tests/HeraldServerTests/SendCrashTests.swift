@@ -76,7 +76,7 @@ struct SendCrashTests {
             let apps = AppDirectory(ServerHarness.configuration(databaseURL: "sqlite://unused").apps)
             let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try SendPlan(
-                json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
+                SendRequest(target: .everyDevice, topic: ServerHarness.topic, content: .typed(Payload(aps: APS(alert: .body("hi"))))),
                 apps: apps, sendID: send.id, at: Date())
             let limit = 8
 
@@ -134,7 +134,7 @@ struct SendCrashTests {
             let boundaries = try await store.shardBoundaries(matching: query, size: 30, limit: 10)
             #expect(try await store.shardSend(send.id, worker: "a/1/x", boundaries: boundaries, size: 30, targetCount: 90))
             let plan = try SendPlan(
-                json: try JSONValue(parsing: #"{"target": {"topic": "\#(ServerHarness.topic)"}, "alert": "hi"}"#),
+                SendRequest(target: .everyDevice, topic: ServerHarness.topic, content: .typed(Payload(aps: APS(alert: .body("hi"))))),
                 apps: apps, sendID: send.id, at: Date())
             let limit = 6
 

@@ -112,9 +112,8 @@ extension ConsoleController {
         let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         let id = try ActivityOperations.activityID(form["id"])
-        let fields = JSONFields(form["app"].map { ["topic": .string($0)] } ?? [:])
-        try Self.access(context).check(app: chosenApp(form["app"], context))
-        let pushed = try await activities.end(id, fields: fields, logger: context.logger)
+        let pushed = try await activities.push(
+            ActivityChange(.end, topic: form["app"]), to: id, for: Self.access(context), logger: context.logger)
         await audit.record(.activityEnded, context, app: pushed.activity.topic, subject: id)
         context.logger.notice("Console ended a Live Activity", metadata: ["herald.activity": "\(id)"])
         var query = [("app", pushed.activity.topic), ("ended", id)]
@@ -212,15 +211,12 @@ extension ConsoleController {
     @Sendable func createChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
-        // The API's body, so the API's checks refuse what they refuse there: a policy that is not a number stays a
-        // string, which `storagePolicy` does not take.
-        var fields: [String: JSONValue] = [:]
-        if let app = form["app"] { fields["topic"] = .string(app) }
-        if let environment = form["environment"] { fields["environment"] = .string(environment) }
-        if let policy = form["storagePolicy"] { fields["storagePolicy"] = Int(policy).map(JSONValue.integer) ?? .string(policy) }
         do {
-            try Self.access(context).check(app: form["app"] ?? chosenApp(nil, context))
-            let created = try await channels.createChannel(JSONFields(fields), logger: context.logger)
+            let creation = ChannelCreation(
+                topic: form["app"], environment: try ChannelCreation.environment(form["environment"]),
+                // A policy that is not a number is refused as one out of range is.
+                storagePolicy: try ChannelCreation.storagePolicy(form["storagePolicy"].map { Int($0) ?? -1 }))
+            let created = try await channels.createChannel(creation, for: Self.access(context), logger: context.logger)
             await audit.record(
                 .channelCreated, context, app: created.channel.topic, subject: created.channel.id,
                 detail: created.channel.environment.name)
@@ -239,12 +235,8 @@ extension ConsoleController {
     @Sendable func deleteChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
-        if Self.isScoped(context) {
-            let channel = try await channels.recorded(form["id"] ?? "")
-            guard Self.access(context).sees(app: channel.topic), Self.access(context).sees(environment: channel.environment)
-            else { throw ChannelOperations.unknown(channel.id) }
-        }
-        let deleted = try await channels.deleteChannel(form["id"] ?? "", logger: context.logger)
+        let deleted = try await channels.deleteChannel(
+            form["id"] ?? "", for: Self.access(context), logger: context.logger)
         await audit.record(.channelDeleted, context, app: deleted.channel.topic, subject: deleted.channel.id)
         context.logger.notice(
             "Console deleted a broadcast channel", metadata: [LogKey.channelID: "\(deleted.channel.id)"])

@@ -11,7 +11,7 @@ import Logging
 /// that registered its update token, `DELETE /api/activities/{id}` ends it, `GET /api/activities/{id}` shows it, and
 /// `GET /api/activities` lists an app's activities newest first. A key scoped to apps is refused another app's
 /// (`403 appNotAllowed`); one scoped to an environment starts activities in it only, and cannot update or end one,
-/// which pushes to both environments' devices.
+/// which pushes to both environments' devices: ``Sends`` checks, as for the console's *End*.
 ///
 /// Each push is a send of push type `liveactivity` through the send path (validated, recorded, inline or queued, with
 /// its outcomes and receipts): the answer is the send, plus the activity. Updates default to priority 5, which
@@ -53,10 +53,8 @@ struct ActivityController: Sendable {
 
     @Sendable func start(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: limits.sendBodyBytes, allowed: Self.startFields)
-        try checkAccess(fields, context: context)
-        try context.access.check(
-            environment: try fields.string("environment").flatMap { APNSEnvironment(name: $0) })
-        let started = try await operations.start(fields, logger: context.logger)
+        let started = try await operations.start(
+            ActivityStart(json: fields), for: context.access, logger: context.logger)
         await audit.record(
             .activityStarted, context, app: started.activity.topic, subject: started.activity.id,
             detail: started.activity.activityType)
@@ -65,19 +63,18 @@ struct ActivityController: Sendable {
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: limits.sendBodyBytes, allowed: Self.updateFields)
-        try checkAccess(fields, context: context)
-        try context.access.check(environment: nil)
-        let pushed = try await operations.update(try Self.pathActivityID(context), fields: fields, logger: context.logger)
+        let pushed = try await operations.push(
+            ActivityChange(.update, json: fields), to: try Self.pathActivityID(context), for: context.access,
+            logger: context.logger)
         return answer(pushed, context: context)
     }
 
     @Sendable func end(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(
             request, limit: limits.sendBodyBytes, allowed: Self.endFields, emptyAllowed: true)
-        try checkAccess(fields, context: context)
-        try context.access.check(environment: nil)
         let id = try Self.pathActivityID(context)
-        let ended = try await operations.end(id, fields: fields, logger: context.logger)
+        let ended = try await operations.push(
+            ActivityChange(.end, json: fields), to: id, for: context.access, logger: context.logger)
         await audit.record(.activityEnded, context, app: ended.activity.topic, subject: id)
         return answer(ended, context: context)
     }
@@ -110,13 +107,6 @@ struct ActivityController: Sendable {
             ])
         }
         return .json(.object(members))
-    }
-
-    /// Refuses a request for an app the key is not for: an activity is named by its app and id, so the caller named
-    /// the app (or the server has one).
-    private func checkAccess(_ fields: JSONFields, context: ServerRequestContext) throws {
-        guard context.access.topics != nil else { return }
-        _ = try apps.app(named: try fields.string("topic"), for: context.access)
     }
 
     /// A start, update or end answered as a send is, with the activity.

@@ -45,16 +45,8 @@ struct ChannelController: Sendable {
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: 4 * 1024, allowed: Self.createFields)
-        if context.access.topics != nil {
-            _ = try apps.app(named: try fields.string("topic"), for: context.access)
-        }
-        if context.access.environment != nil {
-            try context.access.check(
-                environment: try fields.string("environment").map { text throws(APIError) in
-                    try ChannelOperations.environment(text, field: "environment")
-                })
-        }
-        let created = try await operations.createChannel(fields, logger: context.logger)
+        let created = try await operations.createChannel(
+            ChannelCreation(json: fields), for: context.access, logger: context.logger)
         await audit.record(
             .channelCreated, context, app: created.channel.topic, subject: created.channel.id,
             detail: created.channel.environment.name)
@@ -88,15 +80,12 @@ struct ChannelController: Sendable {
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        .json(.object(ChannelOperations.json(try await visible(operations.recorded(try Self.pathID(context)), context))))
+        .json(.object(ChannelOperations.json(try await operations.recorded(try Self.pathID(context), for: context.access))))
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try Self.pathID(context)
-        if context.access.key.map({ $0.isScoped || $0.environment != nil }) == true {
-            _ = try await visible(operations.recorded(id), context)
-        }
-        let deleted = try await operations.deleteChannel(id, logger: context.logger)
+        let deleted = try await operations.deleteChannel(
+            try Self.pathID(context), for: context.access, logger: context.logger)
         await audit.record(.channelDeleted, context, app: deleted.channel.topic, subject: deleted.channel.id)
         var body: [String: JSONValue] = ["channel": .object(ChannelOperations.json(deleted.channel))]
         if let requestID = deleted.apnsRequestID { body["apnsRequestId"] = .string(requestID) }
@@ -113,7 +102,7 @@ struct ChannelController: Sendable {
         let body = try await request.bodyBytes(limit: limits.sendBodyBytes)
         let fields = try JSONFields(body: body)
         try TextRules.checkNoNUL(in: .object(fields.members))
-        let channel = try await visible(operations.live(try Self.pathID(context)), context)
+        let channel = try await operations.live(try Self.pathID(context), for: context.access)
         let plan = try BroadcastPlan(fields, channel: channel, sendID: SendID(at: clock.now()), at: clock.now())
         var logger = context.logger
         logger[metadataKey: LogKey.sendID] = "\(plan.sendID)"
@@ -152,15 +141,6 @@ struct ChannelController: Sendable {
     }
 
     // MARK: Lookups
-
-    /// A channel the key may see; another app's or environment's is `404 unknownChannel`, as if it did not exist: its
-    /// id alone must not tell a scoped key that the channel exists.
-    private func visible(_ channel: ChannelRecord, _ context: ServerRequestContext) throws(APIError) -> ChannelRecord {
-        guard context.access.sees(app: channel.topic), context.access.sees(environment: channel.environment) else {
-            throw ChannelOperations.unknown(channel.id)
-        }
-        return channel
-    }
 
     /// The path's `{id}`, percent-decoded.
     private static func pathID(_ context: ServerRequestContext) throws(APIError) -> String {

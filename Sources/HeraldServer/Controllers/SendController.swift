@@ -21,6 +21,7 @@ struct SendController: Sendable {
     /// Replays the answer of a retried write that carries an `Idempotency-Key`.
     let idempotency: IdempotencyMiddleware
     let apps: AppDirectory
+    let sends: Sends
     let engine: SendEngine
     let limits: ServerConfiguration.Limits
     let clock: any WallClock
@@ -46,16 +47,7 @@ struct SendController: Sendable {
             throw APIError.invalidJSON(error.description)
         }
         try TextRules.checkNoNUL(in: value)
-        let plan = try SendPlan(
-            json: value, apps: apps, seenBy: context.access.topics, sendID: SendID(at: clock.now()), at: clock.now())
-        if case .object(let members) = value, members["frequencyCap"] == .bool(false), let key = context.apiKey,
-            !key.allows(.admin)
-        {
-            // Caps any sender could waive would be advisory: waiving them is the admin's.
-            throw APIKeyAuthenticator.insufficientScope(key, .admin)
-        }
-        try context.access.check(app: plan.bundleID)
-        try context.access.check(environment: plan.query.environment)
+        let plan = try sends.plan(SendRequest(json: value), for: context.access)
         if dryRun {
             try await engine.checkSingleToken(of: plan)
             let (count, suppressed) = try await engine.preview(plan, at: clock.now())

@@ -205,4 +205,29 @@ struct ConsoleAuthorizationMatrixTests {
             #expect(try await app.store.device(device)?.isActive == true, "the production device was removed")
         }
     }
+
+    @Test("a session limited to development cannot end a Live Activity, whose end reaches both environments: the API refused it, the console once did not")
+    func environmentLimitedActivityEnd() async throws {
+        try await ServerHarness.withServer(configure: ScopedKeyTests.twoApps) { client, app in
+            let everything = try await app.store.createAPIKey(name: "ops", scopes: [.send, .admin])
+            let started = try await client.call(
+                .post, "/api/activities",
+                body: #"{"topic": "\#(Self.alpha)", "activityId": "order-1", "activityType": "DeliveryAttributes", "target": {"user": "nobody"}, "attributes": {}, "contentState": {"eta": 5}, "alert": {"title": "Order", "body": "On its way"}}"#,
+                bearer: everything.secret.value)
+            #expect(started.status == .ok, "\(started)")
+            let key = try await app.store.createAPIKey(
+                name: "development-operator", scopes: [.send], apps: [Self.alpha], environment: .development)
+            let api = try await client.call(
+                .delete, "/api/activities/order-1?topic=\(Self.alpha)", body: #"{"topic": "\#(Self.alpha)"}"#,
+                bearer: key.secret.value)
+            #expect(api.status == .forbidden, "\(api)")
+            var session = ConsoleClient(client)
+            try await session.signIn(key.secret.value)
+            let end = try await session.call(
+                .post, "/console/activities/end",
+                form: [(ConsoleAuthority.csrfField, session.csrf), ("app", Self.alpha), ("id", "order-1")])
+            #expect(end.status == .forbidden, "\(end.status)")
+            #expect(try await app.store.activity(topic: Self.alpha, id: "order-1")?.isActive == true, "the activity was ended")
+        }
+    }
 }

@@ -44,7 +44,7 @@ extension BroadcastPlan {
             throw APIError.invalidField(
                 "event", "a broadcast is an update or an end; a Live Activity cannot be started by one")
         }
-        var aps = try ActivityOperations.content(fields, event: event, requiringState: event == "update")
+        var aps = try ActivityContent(fields, requiringState: event == "update").aps(event: event)
         aps["timestamp"] = .integer(Int(now.timeIntervalSince1970))
         if let dismissal = try fields.integer("dismissalDate", in: 0...Int(Int32.max)) {
             guard event == "end" else { throw APIError.invalidField("dismissalDate", "only an end has one") }
@@ -69,7 +69,9 @@ extension BroadcastPlan {
             )
         }
         let sendAt: Date?
-        switch try SendSchedule.parse(fields, now: resumed ? nil : now) {
+        let schedule = try SendSchedule.parse(fields)
+        if !resumed { try schedule?.check(at: now) }
+        switch schedule {
         case .at(let date)?: sendAt = date
         case nil: sendAt = nil
         case .localTime?: preconditionFailure("localTime is refused above")

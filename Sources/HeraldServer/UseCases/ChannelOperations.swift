@@ -7,8 +7,9 @@ import HeraldStore
 import Logging
 
 /// Broadcast channels as the API and the console manage them: created on APNs with the app's client for an
-/// environment and recorded, looked up, deleted on APNs and marked deleted. ``ChannelController`` reads requests into
-/// these calls and the console reads its forms into them; neither calls the other.
+/// environment and recorded, looked up, deleted on APNs and marked deleted, each with the caller's one access check.
+/// ``ChannelController`` decodes requests into these calls (``ChannelCreation``) and the console builds them from its
+/// forms; neither calls the other.
 ///
 /// APNs's refusals are 4xx answers with APNs's reason (`BadExpirationDate`, `ChannelNotRegistered`, …), never 5xx; no
 /// answer from APNs is `502`.
@@ -23,20 +24,15 @@ struct ChannelOperations: Sendable {
         var apnsRequestID: String
     }
 
-    /// Creates a channel on APNs with the app's client for an environment and records it, from the fields of
-    /// ``createFields``: what `POST /api/channels` does, and the console's *Create channel*.
-    func createChannel(_ fields: JSONFields, logger: Logger) async throws -> Created {
-        let app = try apps.app(named: try fields.string("topic"))
-        guard let name = try fields.string("environment") else {
-            throw APIError(
-                .badRequest, reason: "missingEnvironment",
-                "The field \"environment\" is missing: a channel lives in one environment, development or production.")
-        }
-        let environment = try Self.environment(name, field: "environment")
-        let policyValue = try fields.integer("storagePolicy", in: 0...1) ?? 0
-        guard let policy = APNSMessageStoragePolicy(rawValue: policyValue) else {
-            throw APIError.invalidField("storagePolicy", "it must be 0 (no message stored) or 1 (the most recent one)")
-        }
+    /// Creates a channel on APNs with the app's client for an environment and records it, for `caller`: what
+    /// `POST /api/channels` does, and the console's *Create channel*.
+    /// - Throws: ``APIError`` `403 appNotAllowed` or `environmentNotAllowed` for a caller limited elsewhere, `400`
+    ///   for an app not served, APNs's refusal as its 4xx, `502` without an answer.
+    func createChannel(_ creation: ChannelCreation, for caller: KeyAccess, logger: Logger) async throws -> Created {
+        let app = try apps.app(named: creation.topic, for: caller)
+        let environment = creation.environment
+        try caller.check(environment: environment)
+        let policy = creation.storagePolicy
         let client = try apnsClient(app.bundleID, environment)
         let reply: APNSChannelReply<APNSChannel>
         do {
@@ -70,10 +66,10 @@ struct ChannelOperations: Sendable {
         var unknownToAPNs: Bool
     }
 
-    /// Deletes a live channel on APNs and marks it deleted: what `DELETE /api/channels/{id}` does, and the console's
-    /// *Delete*.
-    func deleteChannel(_ id: String, logger: Logger) async throws -> Deleted {
-        let channel = try await live(id)
+    /// Deletes a live channel `caller` sees on APNs and marks it deleted: what `DELETE /api/channels/{id}` does, and
+    /// the console's *Delete*.
+    func deleteChannel(_ id: String, for caller: KeyAccess, logger: Logger) async throws -> Deleted {
+        let channel = try await live(id, for: caller)
         let client = try apnsClient(channel.topic, channel.environment)
         let apnsID = try Self.channelID(channel.id, field: "id")
         var requestID: String?
@@ -93,16 +89,19 @@ struct ChannelOperations: Sendable {
         return Deleted(channel: deleted, apnsRequestID: requestID, unknownToAPNs: unknownToAPNs)
     }
 
-    /// A recorded channel, live or deleted.
-    func recorded(_ text: String) async throws -> ChannelRecord {
+    /// A recorded channel, live or deleted, that `caller` sees; another app's or environment's is
+    /// `404 unknownChannel`, as if it did not exist: its id alone must not tell a limited caller that it exists.
+    func recorded(_ text: String, for caller: KeyAccess) async throws -> ChannelRecord {
         let id = try Self.channelID(text, field: "id")
-        guard let channel = try await store.channel(id: id.rawValue) else { throw Self.unknown(id.rawValue) }
+        guard let channel = try await store.channel(id: id.rawValue), caller.sees(app: channel.topic),
+            caller.sees(environment: channel.environment)
+        else { throw Self.unknown(id.rawValue) }
         return channel
     }
 
-    /// A recorded channel, refused once deleted.
-    func live(_ id: String) async throws -> ChannelRecord {
-        let channel = try await recorded(id)
+    /// A recorded channel that `caller` sees, refused once deleted.
+    func live(_ id: String, for caller: KeyAccess) async throws -> ChannelRecord {
+        let channel = try await recorded(id, for: caller)
         guard channel.isLive else {
             throw APIError(
                 .conflict, reason: "channelDeleted",
@@ -121,6 +120,8 @@ struct ChannelOperations: Sendable {
         return client
     }
 
+    /// An environment by its name.
+    /// - Throws: ``APIError`` `400 invalidField` naming `field`.
     static func environment(_ text: String, field: String) throws(APIError) -> APNSEnvironment {
         switch text {
         case "development": return .development
@@ -169,5 +170,48 @@ struct ChannelOperations: Sendable {
         ]
         if let deleted = channel.deletedAt { members["deletedAt"] = .string(RFC3339.string(deleted)) }
         return members
+    }
+}
+
+/// A broadcast channel to create: `POST /api/channels`, and the console's *Create channel*.
+struct ChannelCreation: Sendable, Hashable {
+    /// The app; `nil`: the server's (or the caller's) only app.
+    var topic: String?
+    /// A channel lives in one environment.
+    var environment: APNSEnvironment
+    var storagePolicy: APNSMessageStoragePolicy = .noMessageStored
+
+    init(topic: String?, environment: APNSEnvironment, storagePolicy: APNSMessageStoragePolicy = .noMessageStored) {
+        self.topic = topic
+        self.environment = environment
+        self.storagePolicy = storagePolicy
+    }
+
+    /// Decodes `POST /api/channels`'s fields.
+    /// - Throws: ``APIError`` `400 missingEnvironment`, `invalidField` naming the field.
+    init(json fields: JSONFields) throws(APIError) {
+        self.init(
+            topic: try fields.string("topic"), environment: try Self.environment(try fields.string("environment")),
+            storagePolicy: try Self.storagePolicy(try fields.integer("storagePolicy")))
+    }
+
+    /// The environment a channel is created in, which must be given.
+    /// - Throws: ``APIError`` `400 missingEnvironment`, `invalidField`.
+    static func environment(_ name: String?) throws(APIError) -> APNSEnvironment {
+        guard let name, !name.isEmpty else {
+            throw APIError(
+                .badRequest, reason: "missingEnvironment",
+                "The field \"environment\" is missing: a channel lives in one environment, development or production.")
+        }
+        return try ChannelOperations.environment(name, field: "environment")
+    }
+
+    /// A storage policy by its number; `nil`: 0.
+    /// - Throws: ``APIError`` `400 invalidField` naming `storagePolicy`.
+    static func storagePolicy(_ number: Int?) throws(APIError) -> APNSMessageStoragePolicy {
+        guard let policy = APNSMessageStoragePolicy(rawValue: number ?? 0) else {
+            throw APIError.invalidField("storagePolicy", "it must be 0 (no message stored) or 1 (the most recent one)")
+        }
+        return policy
     }
 }

@@ -28,7 +28,7 @@ struct RequestBodyJobs: LegacyJobReader {
             }
         }
         do {
-            return .send(try SendPlan(json: body, apps: apps, sendID: sendID, at: now, resumed: true).job)
+            return .send(try SendPlan(SendRequest(json: body), apps: apps, sendID: sendID, at: now, resumed: true).job)
         } catch {
             throw .noLongerValid(error.message, sendID: sendID)
         }

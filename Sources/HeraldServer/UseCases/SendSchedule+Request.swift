@@ -4,10 +4,9 @@ import HeraldSending
 import HeraldStore
 
 extension SendSchedule {
-    /// Reads `sendAt`, `localTime` and `timeZone` from a send request.
-    /// - Parameter now: The time a new send is checked against; `nil` for a stored send a worker reads again.
+    /// Reads `sendAt`, `localTime` and `timeZone` from a send request; ``check(at:)`` says whether it is still ahead.
     /// - Throws: ``APIError`` `400 invalidField` naming the field.
-    static func parse(_ fields: JSONFields, now: Date?) throws(APIError) -> SendSchedule? {
+    static func parse(_ fields: JSONFields) throws(APIError) -> SendSchedule? {
         let sendAt = try fields.string("sendAt")
         let localTime = try fields.string("localTime")
         let zoneName = try fields.string("timeZone", bytes: 1...RegistrationRules.maximumTimeZoneBytes)
@@ -24,7 +23,6 @@ extension SendSchedule {
                 throw APIError.invalidField(
                     "sendAt", "use an RFC 3339 time with its offset, such as 2026-12-24T18:00:00Z")
             }
-            if let now { try check(first: date, last: date, now: now, field: "sendAt") }
             return .at(date)
         }
         guard let localTime else { return nil }
@@ -39,14 +37,22 @@ extension SendSchedule {
             }
             unsetZone = zone
         }
-        let schedule = SendSchedule.localTime(local, unsetZone: unsetZone)
-        if let now {
+        return .localTime(local, unsetZone: unsetZone)
+    }
+
+    /// Refuses a schedule a new send cannot have at `now`: passed (beyond ``pastTolerance``; for `localTime`, in every
+    /// time zone) or more than ``horizon`` ahead. A stored send a worker reads again is not checked.
+    /// - Throws: ``APIError`` `400 invalidField` naming `sendAt` or `localTime`.
+    func check(at now: Date) throws(APIError) {
+        switch self {
+        case .at(let date):
+            try Self.check(first: date, last: date, now: now, field: "sendAt")
+        case .localTime(let local, _):
             let utc = local.instant(in: TimeZone(identifier: "UTC")!)
-            try check(
-                first: utc.addingTimeInterval(-earliestOffset), last: utc.addingTimeInterval(-latestOffset), now: now,
-                field: "localTime")
+            try Self.check(
+                first: utc.addingTimeInterval(-Self.earliestOffset), last: utc.addingTimeInterval(-Self.latestOffset),
+                now: now, field: "localTime")
         }
-        return schedule
     }
 
     private static func check(first: Date, last: Date, now: Date, field: String) throws(APIError) {
