@@ -28,7 +28,7 @@ struct SendRequestTests {
                 Payload(
                     aps: APS(
                         alert: .content(AlertContent(title: "Hi", body: "there")), badge: 3, sound: "default",
-                        threadID: "t", interruptionLevel: .timeSensitive),
+                        threadID: "t", interruptionLevel: .timeSensitive, filterCriteria: "work"),
                     custom: ["order": "A-1"])))
         typed.environment = .production
         typed.localizations = ["fr": .body("salut")]
@@ -43,11 +43,15 @@ struct SendRequestTests {
         let body = """
             {"target": {"tokens": ["\(token.hex)"]}, "topic": "\(Self.topic)", "environment": "production",
              "alert": {"title": "Hi", "body": "there"}, "badge": 3, "sound": "default", "threadId": "t",
-             "interruptionLevel": "time-sensitive", "data": {"order": "A-1"}, "localizations": {"FR": "salut"},
+             "interruptionLevel": "time-sensitive", "filterCriteria": "work", "data": {"order": "A-1"}, "localizations": {"FR": "salut"},
              "priority": 5, "expiration": 0, "collapseId": "c", "sendAt": "\(RFC3339.string(Self.now.addingTimeInterval(3600)))",
              "rate": 50, "preferenceCategory": "news", "frequencyCap": false, "quietHours": "drop"}
             """
         #expect(try Self.decode(body) == typed)
+        typed.preferenceCategory = nil
+        let plan = try SendPlan(typed, apps: Self.apps, sendID: SendID(), at: Self.now)
+        let sent = String(decoding: try #require(plan.preparedVariants[""]).body, as: UTF8.self)
+        #expect(sent.contains(#""filter-criteria":"work""#), "\(sent)")
 
         var raw = SendRequest(target: .everyDevice, topic: Self.topic, content: .raw(["aps": .object(["badge": 1])]))
         raw.pushType = .background
@@ -69,6 +73,8 @@ struct SendRequestTests {
         (#"{"target": {"user": "a"}, "quietHours": "later"}"#, "invalidField", "quietHours"),
         (#"{"target": {"user": "a"}, "localizations": {"not a tag": "x"}}"#, "invalidField", "not a tag"),
         (#"{"target": {"user": "a"}, "sendAt": "tomorrow"}"#, "invalidField", "sendAt"),
+        (#"{"target": {"user": "a"}, "filterCriteria": ""}"#, "invalidField", "filterCriteria"),
+        (#"{"target": {"user": "a"}, "payload": {"aps": {}}, "filterCriteria": "work"}"#, "invalidField", "filterCriteria"),
     ])
     func decodingErrors(body: String, reason: String, words: String) throws {
         let error = try #require(throws: APIError.self) { try Self.decode(body) }

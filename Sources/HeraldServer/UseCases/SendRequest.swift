@@ -77,7 +77,7 @@ extension SendRequest {
     /// The fields of the typed notification, which exclude `payload`.
     private static let typedFields = [
         "alert", "badge", "sound", "threadId", "category", "contentAvailable", "mutableContent", "targetContentId",
-        "interruptionLevel", "relevanceScore", "data",
+        "interruptionLevel", "relevanceScore", "filterCriteria", "data",
     ]
     private static let targetForms = ["token", "tokens", "user", "tag", "activity", "topic"]
 
@@ -237,6 +237,7 @@ extension SendRequest {
             }
             aps.relevanceScore = score
         }
+        aps.filterCriteria = try fields.string("filterCriteria", bytes: 1...256)
         let custom = try fields.object("data") ?? [:]
         if custom["aps"] != nil {
             throw APIError.invalidField("data", "it holds the custom keys beside aps, so it cannot contain aps")
