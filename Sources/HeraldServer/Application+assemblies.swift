@@ -124,10 +124,11 @@ struct RouteAssembly {
         PreferenceController(
             store: store, apps: apps, keys: keys, rateLimiter: access.registrationLimiter, clock: clock, audit: audit
         ).addRoutes(to: router)
-        WebhookController(
-            store: store, keys: keys, apps: apps, settings: configuration.webhooks, clock: clock, audit: audit
-        ).addRoutes(to: router)
-        AccessController(store: store, keys: keys, apps: apps, audit: audit, clock: clock).addRoutes(to: router)
+        let webhooks = WebhookEndpoints(
+            store: store, apps: apps, settings: configuration.webhooks, clock: clock, audit: audit)
+        WebhookController(store: store, keys: keys, endpoints: webhooks).addRoutes(to: router)
+        let apiKeys = APIKeys(store: store, apps: apps, verifier: keys, clock: clock, audit: audit)
+        AccessController(store: store, keys: keys, apps: apps, apiKeys: apiKeys, clock: clock).addRoutes(to: router)
         OperationsController(store: store, metricsEndpoint: metricsEndpoint, servesMetrics: servesMetrics)
             .addRoutes(to: router)
         let senders = senders
@@ -136,8 +137,8 @@ struct RouteAssembly {
             store: store, keys: keys, authority: access.console, renderer: renderer,
             appIDs: configuration.apps.map(\.bundleID), emulator: emulator, engine: engine,
             apnsStatistics: { senders.statistics }, clock: clock, deviceFigures: deviceFigures,
-            activities: activities, channels: channels, deploymentChecks: { checks.report }, audit: audit,
-            apps: apps
+            activities: activities, channels: channels, webhooks: webhooks, apiKeys: apiKeys, deploymentChecks: { checks.report },
+            audit: audit, apps: apps
         ).addRoutes(to: router)
     }
 }

@@ -806,38 +806,19 @@ extension ConsoleController {
         let session = try Self.session(context)
         try Self.access(context).requireUnscoped("making a key")
         let form = try await ConsoleForm.read(request, session: session)
-        let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
-        let scopes = Set(form.all("scope").compactMap { value in APIKeyScope.known.first { $0.rawValue == value } })
-        guard !name.isEmpty, name.utf8.count <= 200, !TextRules.hasControlCharacter(name) else {
-            return try await keysPage(
-                KeysView.Outcome(error: "A key needs a name of 1 to 200 bytes, such as “backend”."), context: context,
-                status: .badRequest)
-        }
-        guard !scopes.isEmpty else {
-            return try await keysPage(
-                KeysView.Outcome(error: "Give the key at least one scope."), context: context, status: .badRequest)
-        }
-        let limits: APIKeyLimits
+        let creation = APIKeys.Creation(
+            name: (form["name"] ?? "").trimmingCharacters(in: .whitespaces),
+            scopes: Set(form.all("scope").map { APIKeyScope(rawValue: $0) }), apps: form.all("app"),
+            environment: form["environment"].flatMap { $0.isEmpty ? nil : $0 },
+            expires: form["expires"].flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 })
         do {
-            limits = try APIKeyLimits(
-                apps: form.all("app"), environment: form["environment"].flatMap { $0.isEmpty ? nil : $0 },
-                expires: form["expires"].flatMap { $0.trimmingCharacters(in: .whitespaces).isEmpty ? nil : $0 },
-                now: clock.now())
-        } catch {
+            let created = try await apiKeys.create(creation, by: context.caller)
+            return try await keysPage(
+                KeysView.Outcome(created: KeysView.Created(name: created.key.name, secret: created.secret.value)),
+                context: context, status: .created)
+        } catch let error as APIError where error.status == .badRequest {
             return try await keysPage(KeysView.Outcome(error: error.message), context: context, status: .badRequest)
         }
-        let created = try await store.createAPIKey(
-            name: name, scopes: scopes, apps: limits.apps.intersection(appIDs), environment: limits.environment,
-            expiresAt: limits.expiresAt, at: clock.now())
-        context.logger.notice(
-            "Console created an API key", metadata: [LogKey.apiKey: "\(created.key.name) \(created.key.prefix)…"])
-        await audit.record(
-            .keyCreated, context, app: created.key.apps.count == 1 ? created.key.apps.first : nil,
-            subject: created.key.id.lowercasedText, detail: APIKeyLimits.describe(created.key))
-        return try await keysPage(
-            KeysView.Outcome(created: KeysView.Created(name: created.key.name, secret: created.secret.value)),
-            context: context,
-            status: .created)
     }
 
     @Sendable func revokeKey(_ request: Request, context: ServerRequestContext) async throws -> Response {
@@ -847,12 +828,7 @@ extension ConsoleController {
         guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
             throw APIError(.notFound, reason: "unknownAPIKey", "There is no such API key: pick one from the list.")
         }
-        if try await store.revokeAPIKey(id) {
-            let name = try await store.apiKeys().first { $0.id == id }.map { "\($0.name) (\($0.prefix)…)" } ?? ""
-            await audit.record(.keyRevoked, context, subject: id.lowercasedText, detail: name)
-        }
-        keys.forget(id)
-        context.logger.notice("Console revoked an API key", metadata: [LogKey.apiKey: "\(id)"])
+        try await apiKeys.revoke(id, by: context.caller)
         return Self.redirect("/console/keys?revoked=1")
     }
 

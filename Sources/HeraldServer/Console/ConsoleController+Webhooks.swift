@@ -119,71 +119,38 @@ extension ConsoleController {
     @Sendable func createWebhook(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
-        let app = form["topic"] ?? visibleApps(context).first ?? ""
-        let url = (form["url"] ?? "").trimmingCharacters(in: .whitespaces)
-        let description = (form["description"] ?? "").trimmingCharacters(in: .whitespaces)
-        func refuse(_ message: String) async throws -> Response {
-            try await webhooksPage(WebhooksView.Outcome(error: message), context: context, status: .badRequest)
-        }
-        guard visibleApps(context).contains(app) else { return try await refuse("Pick one of this server's apps.") }
-        if let problem = WebhookEndpointRules.problem(withURL: url) { return try await refuse("The URL: \(problem).") }
-        guard description.utf8.count <= WebhookEndpointRules.maximumDescriptionBytes,
-            !TextRules.hasControlCharacter(description)
-        else { return try await refuse("The description: at most 500 bytes, without control characters.") }
-        let events: [WebhookEventType]
         do {
-            events = try WebhookEndpointRules.eventTypes(form.all("event"))
-        } catch {
-            return try await refuse("\(error.description).")
+            let registration = WebhookEndpoints.Registration(
+                topic: form["topic"] ?? visibleApps(context).first,
+                url: (form["url"] ?? "").trimmingCharacters(in: .whitespaces),
+                events: try WebhookEndpoints.eventTypes(form.all("event")),
+                description: (form["description"] ?? "").trimmingCharacters(in: .whitespaces))
+            let (_, secret) = try await webhooks.register(registration, by: context.caller)
+            return try await webhooksPage(
+                WebhooksView.Outcome(createdSecret: secret), context: context, status: .created)
+        } catch let error as APIError {
+            return try await webhooksPage(
+                WebhooksView.Outcome(error: error.message), context: context, status: error.status)
         }
-        guard !events.isEmpty else { return try await refuse("Pick at least one event type.") }
-        let secret = WebhookSecret.make()
-        let endpoint = try await store.createWebhookEndpoint(
-            NewWebhookEndpoint(app: app, url: url, events: events, description: description, secret: secret))
-        context.logger.notice("Console registered webhook endpoint \(endpoint.id) for \(app)")
-        await audit.record(
-            .webhookCreated, context, app: app, subject: endpoint.id.lowercasedText,
-            detail: WebhookEndpointRules.auditDetail(url: url, events: events))
-        return try await webhooksPage(
-            WebhooksView.Outcome(createdSecret: secret), context: context, status: .created)
     }
 
     @Sendable func webhookAction(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
-        // Another app's endpoint is as unknown to a session limited to apps as a missing one.
-        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)),
-            let endpoint = try await store.webhookEndpoint(id), Self.access(context).sees(app: endpoint.app)
-        else {
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
             throw APIError(.notFound, reason: "unknownWebhook", "There is no such webhook endpoint: pick one from the list.")
         }
         let action = context.parameters.get("action") ?? ""
-        // What the audit log records of it (a test event changes nothing), when the store found the endpoint.
-        var change: (kind: AuditAction, detail: String)?
+        let caller = context.caller
         switch action {
-        case "pause":
-            if try await store.setWebhookEndpoint(id, paused: WebhookEndpointRules.pausedByAdministrator) != nil {
-                change = (.webhookPaused, "")
-            }
-        case "resume":
-            if try await store.setWebhookEndpoint(id, paused: nil) != nil { change = (.webhookResumed, "") }
-        case "test":
-            _ = try await store.enqueueWebhookEvent(
-                WebhookEndpointRules.testEvent(app: endpoint.app, at: clock.now()), for: id)
-        case "replay":
-            if let count = try await store.replayWebhookDeadLetter(of: id) {
-                change = (.webhookReplayed, "\(count) dead-letter events")
-            }
-        case "delete":
-            if try await store.deleteWebhookEndpoint(id) {
-                change = (.webhookDeleted, WebhookEndpointRules.auditDetail(url: endpoint.url, events: endpoint.events))
-            }
+        case "pause": _ = try await webhooks.change(id, WebhookEndpoints.Change(paused: true), by: caller)
+        case "resume": _ = try await webhooks.change(id, WebhookEndpoints.Change(paused: false), by: caller)
+        case "test": _ = try await webhooks.sendTestEvent(to: id, by: caller)
+        case "replay": _ = try await webhooks.replayDeadLetter(of: id, by: caller)
+        case "delete": try await webhooks.delete(id, by: caller)
         default: throw HTTPError(.notFound)
         }
         context.logger.notice("Console: webhook endpoint \(id): \(action)")
-        if let change {
-            await audit.record(change.kind, context, app: endpoint.app, subject: id.lowercasedText, detail: change.detail)
-        }
         return Self.redirect("/console/webhooks?done=\(action)")
     }
 }

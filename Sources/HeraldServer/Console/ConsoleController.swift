@@ -33,6 +33,8 @@ struct ConsoleController: Sendable {
     let activities: ActivityOperations
     /// Creates and deletes channels as `/api/channels` does.
     let channels: ChannelOperations
+    let webhooks: WebhookEndpoints
+    let apiKeys: APIKeys
     /// Ended sends' outcome groups, counted once.
     let endedSendGroups = EndedSendGroups()
     /// `herald doctor`'s checks as the server ran them at start; `nil` until they have run.

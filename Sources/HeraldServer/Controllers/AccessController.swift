@@ -16,7 +16,7 @@ struct AccessController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
     let apps: AppDirectory
-    let audit: AuditTrail
+    let apiKeys: APIKeys
     let clock: any WallClock
 
     func addRoutes(to router: Router<ServerRequestContext>) {
@@ -31,43 +31,25 @@ struct AccessController: Sendable {
     private static let createFields: Set<String> = ["name", "scopes", "apps", "environment", "expires"]
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        try context.access.requireUnscoped("listing keys")
+        let listed = try await apiKeys.list(for: context.caller)
         let now = clock.now()
-        return .json(.object(["keys": .array(try await store.apiKeys().map { .object(Self.json($0, now: now)) })]))
+        return .json(.object(["keys": .array(listed.map { .object(Self.json($0, now: now)) })]))
     }
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         try context.access.requireUnscoped("making a key")
         let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.createFields)
-        guard let name = try fields.string("name", bytes: 1...200), !TextRules.hasControlCharacter(name) else {
-            throw APIError.invalidField("name", "give a name of 1 to 200 bytes for people, such as \"alpha-backend\"")
-        }
         let scopeNames = try fields.strings("scopes", maximumCount: 10)
-        let scopes = Set((scopeNames.isEmpty ? ["send"] : scopeNames).map { APIKeyScope(rawValue: $0) })
-        if let unknown = scopes.first(where: { !APIKeyScope.known.contains($0) }) {
-            throw APIError.invalidField("scopes", "\(unknown) is no scope: use send, admin, register or read")
-        }
-        let now = clock.now()
-        let appNames = try fields.strings("apps", maximumCount: 100)
-        let environment = try fields.string("environment")
-        let expires = try fields.string("expires")
-        let limits: APIKeyLimits
-        do {
-            limits = try APIKeyLimits(apps: appNames, environment: environment, expires: expires, now: now)
-        } catch {
-            throw APIError.invalidField(error.field == "app" ? "apps" : error.field, error.message)
-        }
-        for app in limits.apps.sorted() { _ = try apps.app(named: app, field: "apps") }
-        let created = try await store.createAPIKey(
-            name: name, scopes: scopes, apps: limits.apps, environment: limits.environment,
-            expiresAt: limits.expiresAt, at: now)
-        await audit.record(
-            .keyCreated, context, app: created.key.apps.count == 1 ? created.key.apps.first : nil,
-            subject: created.key.id.lowercasedText, detail: APIKeyLimits.describe(created.key))
-        context.logger.notice(
-            "Created an API key", metadata: [LogKey.apiKey: "\(created.key.name) \(created.key.prefix)…"])
+        let creation = APIKeys.Creation(
+            name: try fields.string("name") ?? "",
+            scopes: Set((scopeNames.isEmpty ? ["send"] : scopeNames).map { APIKeyScope(rawValue: $0) }),
+            apps: try fields.strings("apps", maximumCount: 100), environment: try fields.string("environment"),
+            expires: try fields.string("expires"))
+        let created = try await apiKeys.create(creation, by: context.caller)
         return .json(
-            .object(["key": .object(Self.json(created.key, now: now)), "secret": .string(created.secret.value)]),
+            .object([
+                "key": .object(Self.json(created.key, now: clock.now())), "secret": .string(created.secret.value),
+            ]),
             status: .created, headers: [.location: "/api/keys/\(created.key.id.lowercasedText)"])
     }
 
@@ -76,16 +58,7 @@ struct AccessController: Sendable {
         guard let id = context.parameters.get("id").flatMap({ UUID(text: $0) }) else {
             throw APIError.invalidField("id", "a key id is a UUID, as GET /api/keys lists it")
         }
-        guard let key = try await store.apiKeys().first(where: { $0.id == id }) else {
-            throw APIError(.notFound, reason: "unknownAPIKey", "There is no API key \(id.lowercasedText): list them with GET /api/keys.")
-        }
-        if try await store.revokeAPIKey(id) {
-            keys.forget(id)
-            await audit.record(.keyRevoked, context, subject: id.lowercasedText, detail: "\(key.name) (\(key.prefix)…)")
-            context.logger.notice("Revoked an API key", metadata: [LogKey.apiKey: "\(key.name) \(key.prefix)…"])
-        }
-        let revoked = try await store.apiKeys().first { $0.id == id } ?? key
-        return .json(.object(Self.json(revoked, now: clock.now())))
+        return .json(.object(Self.json(try await apiKeys.revoke(id, by: context.caller), now: clock.now())))
     }
 
     /// `?app=&key=&kind=&after=&limit=`: entries newest first. A scoped key reads only its apps' entries, and is

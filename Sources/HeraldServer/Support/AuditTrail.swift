@@ -26,7 +26,17 @@ struct AuditTrail: Sendable {
         _ action: AuditAction, _ context: ServerRequestContext, app: String? = nil, subject: String? = nil,
         detail: String = ""
     ) async {
-        await record(entry(action, context, app: app, subject: subject, detail: detail), logger: context.logger)
+        await record(action, by: context.caller, app: app, subject: subject, detail: detail)
+    }
+
+    /// Records a change a use case made for its caller.
+    func record(
+        _ action: AuditAction, by caller: Caller, app: String? = nil, subject: String? = nil, detail: String = ""
+    ) async {
+        let entry = AuditEntry(
+            at: clock.now(), actor: caller.actor, address: caller.address, action: action, app: app, subject: subject,
+            detail: detail)
+        await record(entry, logger: caller.logger)
     }
 
     /// The entry for a change the request makes, for a store call that writes it with the change itself (a send).

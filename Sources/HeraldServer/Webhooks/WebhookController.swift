@@ -15,10 +15,7 @@ import Logging
 struct WebhookController: Sendable {
     let store: any Store
     let keys: APIKeyVerifier
-    let apps: AppDirectory
-    let settings: WebhookSettings
-    let clock: any WallClock
-    let audit: AuditTrail
+    let endpoints: WebhookEndpoints
 
     static let createFields: Set<String> = ["topic", "url", "events", "description"]
     static let updateFields: Set<String> = ["url", "events", "description", "paused"]
@@ -41,37 +38,19 @@ struct WebhookController: Sendable {
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.createFields)
-        let app = try apps.app(named: try fields.string("topic"), for: context.access).bundleID
-        guard let url = try fields.string("url") else { throw APIError.invalidField("url", "it is required") }
-        try Self.check(url: url)
-        guard fields["events"] != nil else {
-            throw APIError.invalidField(
-                "events", "it is required: a list of \(WebhookEventType.subscribable.map(\.rawValue).joined(separator: ", "))")
-        }
-        let events = try Self.events(fields)
-        let description = try fields.string("description", bytes: 0...WebhookEndpointRules.maximumDescriptionBytes) ?? ""
-        let secret = WebhookSecret.make()
-        let endpoint = try await store.createWebhookEndpoint(
-            NewWebhookEndpoint(app: app, url: url, events: events, description: description, secret: secret))
-        context.logger.info("Webhook endpoint \(endpoint.id) registered for \(app)")
-        await audit.record(
-            .webhookCreated, context, app: app, subject: endpoint.id.lowercasedText,
-            detail: WebhookEndpointRules.auditDetail(url: url, events: events))
+        let (endpoint, secret) = try await endpoints.register(
+            WebhookEndpoints.Registration(json: fields), by: context.caller)
         return .json(.object(["endpoint": Self.json(endpoint), "secret": .string(secret)]), status: .created)
     }
 
     @Sendable func list(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let app = try request.queryParameter("topic").map { topic throws(APIError) in
-            try apps.app(named: topic, for: context.access).bundleID
-        }
-        // A key limited to some apps lists their endpoints only.
-        let endpoints = try await store.webhookEndpoints(app: app).filter { context.access.sees(app: $0.app) }
+        let found = try await endpoints.list(topic: try request.queryParameter("topic"), for: context.caller)
         let reveal = Self.revealsURLs(to: context)
-        return .json(.object(["endpoints": .array(endpoints.map { Self.json($0, revealingURL: reveal) })]))
+        return .json(.object(["endpoints": .array(found.map { Self.json($0, revealingURL: reveal) })]))
     }
 
     @Sendable func show(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let endpoint = try await endpoint(context)
+        let endpoint = try await endpoints.endpoint(try Self.pathID(context), for: context.caller)
         let queue = try await store.webhookQueues()[endpoint.id] ?? WebhookQueue()
         let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: 20)
         return .json(
@@ -82,68 +61,31 @@ struct WebhookController: Sendable {
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try await endpoint(context).id
+        let id = try Self.pathID(context)
+        // An unknown id answers 404 before its body is read.
+        _ = try await endpoints.endpoint(id, for: context.caller)
         let fields = try await RequestFields.read(request, limit: 16 * 1024, allowed: Self.updateFields)
-        let url = try fields.string("url")
-        if let url { try Self.check(url: url) }
-        let events = fields["events"] == nil ? nil : try Self.events(fields)
-        let description = try fields.string("description", bytes: 0...WebhookEndpointRules.maximumDescriptionBytes)
-        let paused = try fields.bool("paused")
-        guard url != nil || events != nil || description != nil || paused != nil else {
-            throw APIError.invalidField("url", "give at least one of url, events, description, paused")
-        }
-        var endpoint = try await store.updateWebhookEndpoint(
-            id, WebhookEndpointUpdate(url: url, events: events, description: description))
-        if let current = endpoint, url != nil || events != nil || description != nil {
-            await audit.record(
-                .webhookChanged, context, app: current.app, subject: id.lowercasedText,
-                detail: WebhookEndpointRules.auditDetail(url: current.url, events: current.events))
-        }
-        if let paused, let current = endpoint, paused != (current.status == .paused) {
-            endpoint = try await store.setWebhookEndpoint(
-                id, paused: paused ? WebhookEndpointRules.pausedByAdministrator : nil)
-            if endpoint != nil {
-                await audit.record(
-                    paused ? .webhookPaused : .webhookResumed, context, app: current.app, subject: id.lowercasedText)
-            }
-        }
-        guard let endpoint else { throw Self.unknown(id) }
+        let endpoint = try await endpoints.change(id, WebhookEndpoints.Change(json: fields), by: context.caller)
         return .json(.object(["endpoint": Self.json(endpoint)]))
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let deleted = try await endpoint(context)
-        let id = deleted.id
-        guard try await store.deleteWebhookEndpoint(id) else { throw Self.unknown(id) }
-        context.logger.info("Webhook endpoint \(id) deleted")
-        await audit.record(
-            .webhookDeleted, context, app: deleted.app, subject: id.lowercasedText,
-            detail: WebhookEndpointRules.auditDetail(url: deleted.url, events: deleted.events))
+        try await endpoints.delete(try Self.pathID(context), by: context.caller)
         return Response(status: .noContent)
     }
 
     @Sendable func rotate(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try await endpoint(context).id
+        let id = try Self.pathID(context)
+        _ = try await endpoints.endpoint(id, for: context.caller)
         let fields = try await RequestFields.read(
             request, limit: 1024, allowed: Self.rotateFields, emptyAllowed: true)
-        let overlap =
-            try fields.integer("overlapSeconds", in: 0...2_592_000).map { Duration.seconds($0) } ?? settings.secretOverlap
-        let secret = WebhookSecret.make()
-        let expires = clock.now().addingTimeInterval(Double(overlap.components.seconds))
-        guard let endpoint = try await store.rotateWebhookSecret(of: id, to: secret, previousExpiresAt: expires) else {
-            throw Self.unknown(id)
-        }
-        context.logger.info("Webhook endpoint \(id): secret rotated; the previous one signs until \(RFC3339.string(expires))")
-        await audit.record(
-            .webhookSecretRotated, context, app: endpoint.app, subject: id.lowercasedText,
-            detail: "the previous secret signs until \(RFC3339.string(expires))")
-        return .json(.object(["endpoint": Self.json(endpoint), "secret": .string(secret)]))
+        let overlap = try fields.integer("overlapSeconds", in: 0...2_592_000).map { Duration.seconds($0) }
+        let rotation = try await endpoints.rotateSecret(of: id, overlap: overlap, by: context.caller)
+        return .json(.object(["endpoint": Self.json(rotation.endpoint), "secret": .string(rotation.secret)]))
     }
 
     @Sendable func test(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let endpoint = try await endpoint(context)
-        _ = try await store.enqueueWebhookEvent(
-            WebhookEndpointRules.testEvent(app: endpoint.app, at: clock.now()), for: endpoint.id)
+        let endpoint = try await endpoints.sendTestEvent(to: try Self.pathID(context), by: context.caller)
         return .json(
             .object([
                 "queued": .bool(true),
@@ -154,7 +96,7 @@ struct WebhookController: Sendable {
     }
 
     @Sendable func deliveries(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let endpoint = try await endpoint(context)
+        let endpoint = try await endpoints.endpoint(try Self.pathID(context), for: context.caller)
         let limit = try request.queryParameter("limit").map { text throws(APIError) in
             guard let number = Int(text), (1...Self.maximumDeliveries).contains(number) else {
                 throw APIError.invalidField("limit", "it must be a whole number from 1 to \(Self.maximumDeliveries)")
@@ -166,50 +108,17 @@ struct WebhookController: Sendable {
     }
 
     @Sendable func replay(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let id = try await endpoint(context).id
-        guard let count = try await store.replayWebhookDeadLetter(of: id), let endpoint = try await store.webhookEndpoint(id)
-        else { throw Self.unknown(id) }
-        context.logger.info("Webhook endpoint \(id): \(count) dead-letter events replayed")
-        await audit.record(
-            .webhookReplayed, context, app: endpoint.app, subject: id.lowercasedText,
-            detail: "\(count) dead-letter events")
+        let (count, endpoint) = try await endpoints.replayDeadLetter(of: try Self.pathID(context), by: context.caller)
         return .json(.object(["replayed": .integer(count), "endpoint": Self.json(endpoint)]))
     }
 
     // MARK: Helpers
-
-    private func endpoint(_ context: ServerRequestContext) async throws -> WebhookEndpoint {
-        let id = try Self.pathID(context)
-        // Another app's endpoint is as unknown as a missing one: a 403 would tell the key that the id exists.
-        guard let endpoint = try await store.webhookEndpoint(id), context.access.sees(app: endpoint.app) else {
-            throw Self.unknown(id)
-        }
-        return endpoint
-    }
 
     static func pathID(_ context: ServerRequestContext) throws(APIError) -> UUID {
         guard let text = context.parameters.get("id"), let id = UUID(uuidString: text) else {
             throw APIError(.notFound, reason: "unknownWebhook", "There is no webhook endpoint with this id.")
         }
         return id
-    }
-
-    static func unknown(_ id: UUID) -> APIError {
-        APIError(.notFound, reason: "unknownWebhook", "There is no webhook endpoint \(id.uuidString.lowercased()).")
-    }
-
-    static func check(url: String) throws(APIError) {
-        if let problem = WebhookEndpointRules.problem(withURL: url) { throw APIError.invalidField("url", problem) }
-    }
-
-    static func events(_ fields: JSONFields) throws(APIError) -> [WebhookEventType] {
-        let names = try fields.strings("events", maximumCount: WebhookEventType.allCases.count)
-        guard !names.isEmpty else { throw APIError.invalidField("events", "name at least one event type") }
-        do {
-            return try WebhookEndpointRules.eventTypes(names)
-        } catch {
-            throw APIError.invalidField("events", error.description)
-        }
     }
 
     /// An endpoint: `createdAt, description, events, id, status, topic, updatedAt, url`, then when set

@@ -230,4 +230,24 @@ struct ConsoleAuthorizationMatrixTests {
             #expect(try await app.store.activity(topic: Self.alpha, id: "order-1")?.isActive == true, "the activity was ended")
         }
     }
+
+    @Test("a key limited to an app the server does not serve is refused, by the console as by the API: the console once dropped the app and made a key for every app")
+    func keyForUnknownApp() async throws {
+        try await ServerHarness.withServer(configure: ScopedKeyTests.twoApps) { client, app in
+            let admin = try await app.store.createAPIKey(name: "admin", scopes: [.admin])
+            let before = try await app.store.apiKeys().count
+            let api = try await client.call(
+                .post, "/api/keys", body: #"{"name": "typo", "scopes": ["send"], "apps": ["com.alpha.ap"]}"#,
+                bearer: admin.secret.value)
+            #expect(api.status == .badRequest && api.reason == "unknownTopic", "\(api)")
+            var session = ConsoleClient(client)
+            try await session.signIn(admin.secret.value)
+            let console = try await session.call(
+                .post, "/console/keys",
+                form: [(ConsoleAuthority.csrfField, session.csrf), ("name", "typo"), ("scope", "send"), ("app", "com.alpha.ap")])
+            #expect(console.status == .badRequest, "\(console.status)")
+            #expect(console.body.contains("com.alpha.ap"), "the page says which app")
+            #expect(try await app.store.apiKeys().count == before, "a key was made")
+        }
+    }
 }

@@ -1,0 +1,26 @@
+import HeraldStore
+import Hummingbird
+import Logging
+
+/// Who asks, as a use case sees them, whichever door they came through: what they may see and act on (their API key's
+/// or console session's apps, environment and scopes) and who the audit log names.
+struct Caller: Sendable {
+    let access: KeyAccess
+    let actor: AuditActor
+    /// The peer's IP address, without its port.
+    let address: String?
+    let logger: Logger
+
+    /// The caller of a request: its console session (and the key it signed in with), else its API key.
+    init(_ context: ServerRequestContext) {
+        access = context.consoleSession != nil ? KeyAccess(key: context.consoleSession?.apiKey) : context.access
+        actor = AuditTrail.actor(context)
+        address = AuditTrail.address(context)
+        logger = context.logger
+    }
+}
+
+extension ServerRequestContext {
+    /// Who makes the request, for the use cases.
+    var caller: Caller { Caller(self) }
+}
