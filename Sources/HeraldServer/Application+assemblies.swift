@@ -133,12 +133,25 @@ struct RouteAssembly {
             .addRoutes(to: router)
         let senders = senders
         let checks = checks
+        let appIDs = configuration.apps.map(\.bundleID)
         ConsoleController(
-            store: store, keys: keys, authority: access.console, renderer: renderer,
-            appIDs: configuration.apps.map(\.bundleID), emulator: emulator, engine: engine,
-            apnsStatistics: { senders.statistics }, clock: clock, deviceFigures: deviceFigures,
-            activities: activities, channels: channels, webhooks: webhooks, apiKeys: apiKeys, deploymentChecks: { checks.report },
-            audit: audit, apps: apps
+            store: store, keys: keys, authority: access.console, renderer: renderer, appIDs: appIDs, clock: clock,
+            overviewPages: ConsoleOverviewPages(
+                store: store, renderer: renderer, appIDs: appIDs, emulator: emulator,
+                apnsStatistics: { senders.statistics }, clock: clock, deviceFigures: deviceFigures,
+                deploymentChecks: { checks.report }),
+            sendPages: ConsoleSendPages(
+                store: store, renderer: renderer, appIDs: appIDs, engine: engine, apps: apps, clock: clock, audit: audit),
+            devicePages: ConsoleDevicePages(
+                store: store, renderer: renderer, appIDs: appIDs, apps: apps, emulator: emulator, clock: clock,
+                audit: audit),
+            activityPages: ConsoleActivityPages(
+                store: store, renderer: renderer, appIDs: appIDs, activities: activities, channels: channels,
+                clock: clock, audit: audit),
+            keyPages: ConsoleKeyPages(store: store, renderer: renderer, appIDs: appIDs, apiKeys: apiKeys, clock: clock),
+            auditPage: ConsoleAuditPage(store: store, renderer: renderer, appIDs: appIDs),
+            webhookPages: ConsoleWebhookPages(store: store, renderer: renderer, appIDs: appIDs, webhooks: webhooks),
+            audit: audit
         ).addRoutes(to: router)
     }
 }

@@ -154,7 +154,7 @@ extension AuditLogTests {
             .init(kind: "key.revoked", actorKind: "cli", actor: cli, app: nil, subject: key),
         ]
         #expect(Array(rows) == expected, "\(Array(rows))")
-        #expect(Set(expected.map(\.kind)) == Set(ConsoleController.auditKinds.map(\.rawValue)), "the console filters by every kind")
+        #expect(Set(expected.map(\.kind)) == Set(ConsoleAuditPage.auditKinds.map(\.rawValue)), "the console filters by every kind")
         for secret in [admin.secret.value, stale.secret.value, "receiver-secret", "Secret sale"] + devices.map(\.hex) {
             #expect(!read.body.contains(secret), "the log holds \(secret)")
         }

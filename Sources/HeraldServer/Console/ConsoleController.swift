@@ -10,39 +10,32 @@ import Logging
 /// The web console under `/console`: server-rendered pages over the store, signed in with an `admin` API key or the
 /// one-time link a fresh server prints (docs/console.md).
 ///
-/// Every page reads through the ``HeraldStore/Store`` interface with bounded, paged queries. Pages that change
-/// something are forms posted with the session's CSRF token (``ConsoleForm``); the compose page and a send's
-/// progress call the API itself with the session cookie and `X-Herald-CSRF` (``APIKeyAuthenticator``).
-struct ConsoleController: Sendable {
+/// This controller signs in and out and puts the routes together; each section's pages are a controller of their own
+/// with the dependencies they use (``ConsoleOverviewPages``, ``ConsoleSendPages``, ``ConsoleDevicePages``,
+/// ``ConsoleActivityPages``, ``ConsoleKeyPages``, ``ConsoleAuditPage``, ``ConsoleWebhookPages``), and what changes
+/// something goes through the use cases the API calls. Every page reads through the ``HeraldStore/Store`` interface
+/// with bounded, paged queries. Pages that change something are forms posted with the session's CSRF token
+/// (``ConsoleForm``); the compose page and a send's progress call the API itself with the session cookie and
+/// `X-Herald-CSRF` (``APIKeyAuthenticator``).
+struct ConsoleController: ConsolePages {
     let store: any Store
-    /// Told of revocations, so a revoked key stops working at once.
+    /// Records a key that tries to sign in after it expired.
     let keys: APIKeyVerifier
     let authority: ConsoleAuthority
     let renderer: ConsoleRenderer
     /// The apps' bundle ids, in configuration order.
     let appIDs: [String]
-    let emulator: APNSEmulator?
-    /// Cancels sends, so a send this instance performs stops at once.
-    let engine: SendEngine
-    /// The APNs clients' latency and open connections, read when the overview renders.
-    let apnsStatistics: @Sendable () -> [SenderStatistics]
     let clock: any WallClock
-    /// The overview's device counts, recounted in the background once counting is slow.
-    let deviceFigures: DeviceFigures
-    /// Ends activities as `DELETE /api/activities/{id}` does, and counts their update tokens.
-    let activities: ActivityOperations
-    /// Creates and deletes channels as `/api/channels` does.
-    let channels: ChannelOperations
-    let webhooks: WebhookEndpoints
-    let apiKeys: APIKeys
-    /// Ended sends' outcome groups, counted once.
-    let endedSendGroups = EndedSendGroups()
-    /// `herald doctor`'s checks as the server ran them at start; `nil` until they have run.
-    var deploymentChecks: @Sendable () -> DeploymentReport? = { nil }
+    /// The pages of each section, each with the dependencies of its own pages.
+    let overviewPages: ConsoleOverviewPages
+    let sendPages: ConsoleSendPages
+    let devicePages: ConsoleDevicePages
+    let activityPages: ConsoleActivityPages
+    let keyPages: ConsoleKeyPages
+    let auditPage: ConsoleAuditPage
+    let webhookPages: ConsoleWebhookPages
     /// Records each change the console makes, and each sign-in and sign-out.
     let audit: AuditTrail
-    /// The apps' preference categories, for a person's choices on the device page and the user view.
-    var apps = AppDirectory([])
 
     /// The console's routes, in one group with its security headers and HTML errors; every page but the assets
     /// finds the session (``ConsoleSessionMiddleware``), and each page's group is kept to the roles that may see it,
@@ -62,31 +55,17 @@ struct ConsoleController: Sendable {
 
         let viewerPages = pages(.viewer)
         viewerPages.post("/console/sign-out", use: signOut)
-        viewerPages.get("/console", use: overview)
-        viewerPages.get("/console/sends", use: sends)
-        viewerPages.get("/console/sends/{id}", use: send)
-        viewerPages.get("/console/sends/{id}/devices/{token}", use: delivery)
-        viewerPages.get("/console/devices", use: devices)
-        viewerPages.get("/console/devices/{token}", use: device)
-        viewerPages.get("/console/activities", use: activities)
-        viewerPages.get("/console/channels", use: channels)
-        viewerPages.get("/console/emulator", use: emulatorInboxes)
 
         let operatorPages = pages(.operator)
-        operatorPages.get("/console/compose", use: compose)
-        operatorPages.post("/console/sends/{id}/cancel", use: cancelSend)
-        operatorPages.post("/console/activities/end", use: endActivity)
-        operatorPages.post("/console/channels", use: createChannel)
-        operatorPages.post("/console/channels/delete", use: deleteChannel)
-        operatorPages.post("/console/preferences", use: changePreferences)
 
         let adminPages = pages(.admin)
-        adminPages.post("/console/devices/{token}/remove", use: removeDevice)
-        adminPages.get("/console/keys", use: keys)
-        adminPages.post("/console/keys", use: createKey)
-        adminPages.post("/console/keys/{id}/revoke", use: revokeKey)
-        adminPages.get("/console/audit", use: audit)
-        addWebhookRoutes(to: adminPages)
+        overviewPages.addRoutes(to: viewerPages)
+        sendPages.addRoutes(viewer: viewerPages, operator: operatorPages)
+        devicePages.addRoutes(viewer: viewerPages, operator: operatorPages, admin: adminPages)
+        activityPages.addRoutes(viewer: viewerPages, operator: operatorPages)
+        keyPages.addRoutes(to: adminPages)
+        adminPages.get("/console/audit", use: auditPage.audit)
+        webhookPages.addRoutes(to: adminPages)
     }
 
     // MARK: Assets
@@ -196,116 +175,6 @@ struct ConsoleController: Sendable {
         return response
     }
 
-    // MARK: Helpers
-
-    /// The session of a page behind ``ConsoleSessionMiddleware`` with a role: the middleware sent a request without
-    /// one to the sign-in page, so this throws only for a route added outside those groups.
-    /// - Throws: ``APIError`` `401 consoleSignInRequired`.
-    static func session(_ context: ServerRequestContext) throws(APIError) -> ConsoleSession {
-        guard let session = context.consoleSession else {
-            throw APIError(
-                .unauthorized, reason: "consoleSignInRequired", "This page needs a console session: sign in at /console/sign-in.")
-        }
-        return session
-    }
-
-    /// Refuses a console request the session's role may not make (docs/security.md, "The console").
-    /// - Throws: ``APIError`` `403 consoleRoleTooLow`, shown as the console's error page.
-    static func require(_ role: ConsoleRole, _ session: ConsoleSession) throws(APIError) {
-        let actual = ConsoleRole(session)
-        guard actual < role else { return }
-        throw APIError(
-            .forbidden, reason: "consoleRoleTooLow",
-            "You are signed in as a \(actual.rawValue), and this needs an \(role.rawValue): sign in with a key that has the \(role == .admin ? "admin" : "send") scope."
-        )
-    }
-
-    /// `303 See Other` to a path of the console.
-    static func redirect(_ path: String) -> Response {
-        Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
-    }
-
-    /// The rate limit's key for a client: its address.
-    static func client(_ context: ServerRequestContext) -> String {
-        context.remoteAddress?.ipAddress ?? "local"
-    }
-
-    /// A time as pages show it: `2026-01-01 09:41:00 UTC`.
-    static func display(_ date: Date?) -> String {
-        guard let date else { return "" }
-        let text = date.formatted(.iso8601)
-        return text.replacingOccurrences(of: "T", with: " ").replacingOccurrences(of: "Z", with: " UTC")
-    }
-
-    /// The curl line an app's registration amounts to, with the host the browser used.
-    static func registrationExample(_ request: Request) -> String {
-        let scheme = ConsoleAuthority.isSecure(request) ? "https" : "http"
-        let host = request.head.authority ?? "127.0.0.1:8080"
-        return """
-            curl -X POST \(scheme)://\(host)/api/token -H 'Content-Type: application/json' \\
-              -d '{"token": "00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9", "debug": true, "userId": "alice"}'
-            """
-    }
-
-    /// A console path with a query, each value percent-encoded (base64's `+`, `/` and `=` too); empty values are
-    /// left out.
-    static func link(_ path: String, _ items: [(name: String, value: String)]) -> String {
-        var unreserved = CharacterSet.alphanumerics
-        unreserved.insert(charactersIn: "-._~")
-        let query = items.filter { !$0.value.isEmpty }.map { item in
-            "\(item.name)=\(item.value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "")"
-        }
-        return query.isEmpty ? path : path + "?" + query.joined(separator: "&")
-    }
-
-    /// The app a page shows: the one asked for when this server serves it, else the first.
-    func chosenApp(_ asked: String?, _ context: ServerRequestContext) -> String {
-        let apps = visibleApps(context)
-        return asked.flatMap { apps.contains($0) ? $0 : nil } ?? apps.first ?? ""
-    }
-
-    /// The app picker's options, with the shown app selected.
-    func appChoices(_ app: String, _ context: ServerRequestContext) -> [AppChoice] {
-        visibleApps(context).map { AppChoice(name: $0, selected: $0 == app) }
-    }
-
-    /// An option of an app picker.
-    struct AppChoice {
-        let name: String
-        let selected: Bool
-    }
-
-    /// What the session's key may see: its apps and environment (``KeyAccess``); everything for the one-time link.
-    static func access(_ context: ServerRequestContext) -> KeyAccess { KeyAccess(key: context.consoleSession?.apiKey) }
-
-    /// The one access check of the sends, devices and traces the pages show, shared with the API.
-    var resources: VisibleResources { VisibleResources(store: store, apps: apps) }
-
-    /// A send id that is not one: as unknown as a send the session does not see.
-    static let noSuchSend = APIError(
-        .notFound, reason: "unknownSend", "There is no such send: pick one from the list of sends.")
-
-    /// The apps the session sees, in configuration order: a session of a key limited to apps sees only those, on
-    /// every page (docs/security.md, "The console").
-    func visibleApps(_ context: ServerRequestContext) -> [String] {
-        let access = Self.access(context)
-        return appIDs.filter { access.sees(app: $0) }
-    }
-
-    /// Whether the session is limited to some apps or an environment.
-    static func isScoped(_ context: ServerRequestContext) -> Bool {
-        access(context).topics != nil || access(context).environment != nil
-    }
-
-    /// The empty state of the device lists.
-    func emptyDevices(_ request: Request) -> String {
-        renderer.fragment("empty-devices", EmptyDevicesView(curl: Self.registrationExample(request)))
-    }
-
-    /// empty-devices.mustache's values.
-    struct EmptyDevicesView: ConsoleView {
-        let curl: String
-    }
 }
 
 /// A form posted by a console page: URL-encoded fields, checked for the session's CSRF token.

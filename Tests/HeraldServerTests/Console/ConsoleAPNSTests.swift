@@ -37,6 +37,6 @@ struct ConsoleAPNSTests {
             (.microseconds(5_242_880), "5.24 s"),
         ] as [(Duration?, String)])
     func latencyText(_ duration: Duration?, _ text: String) {
-        #expect(ConsoleController.latency(duration) == text)
+        #expect(ConsoleOverviewPages.latency(duration) == text)
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import HeraldAPNS
 import HeraldCore
 
-extension ConsoleController {
+extension ConsoleOverviewPages {
     /// The overview's APNs figures: p50 and p99 of every client's requests over the last 24 hours, open connections,
     /// and one row per app and environment.
     struct APNSFigures {

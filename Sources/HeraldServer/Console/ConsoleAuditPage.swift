@@ -3,7 +3,12 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 
-extension ConsoleController {
+/// The console's *Audit log* page: an admin's, limited to the session's apps.
+struct ConsoleAuditPage: ConsolePages {
+    let store: any Store
+    let renderer: ConsoleRenderer
+    let appIDs: [String]
+
     /// The kinds of change the page offers to filter by.
     static let auditKinds: [AuditAction] = [
         .keyCreated, .keyRevoked, .sendCreated, .sendCancelled, .deviceRemoved, .activityStarted, .activityEnded,
@@ -41,8 +46,8 @@ extension ConsoleController {
         }
         let view = AuditView(
             entries: entries, hasEntries: !entries.isEmpty,
-            kinds: Self.auditKinds.map { Option(value: $0.rawValue, label: $0.rawValue, selected: $0.rawValue == kind) },
-            apps: visibleApps(context).map { Option(value: $0, label: $0, selected: $0 == app) }, next: next)
+            kinds: Self.auditKinds.map { ConsoleOption(value: $0.rawValue, label: $0.rawValue, selected: $0.rawValue == kind) },
+            apps: visibleApps(context).map { ConsoleOption(value: $0, label: $0, selected: $0 == app) }, next: next)
         return renderer.page("audit", title: "Audit log", section: .audit, view: view, context: context)
     }
 
@@ -60,8 +65,8 @@ extension ConsoleController {
 
         let entries: [Entry]
         let hasEntries: Bool
-        let kinds: [Option]
-        let apps: [Option]
+        let kinds: [ConsoleOption]
+        let apps: [ConsoleOption]
         /// The next page's link, when there is one.
         let next: String?
     }

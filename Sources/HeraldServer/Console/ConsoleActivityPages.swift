@@ -8,10 +8,27 @@ import Hummingbird
 import Logging
 
 /// The Live Activities section: an app's activities with *End*, and its broadcast channels with *Create channel* and
-/// *Delete*. Ending, creating and deleting go through ``ActivityController`` and ``ChannelController``, so the console
-/// checks, sends and records exactly what `DELETE /api/activities/{id}`, `POST /api/channels` and
-/// `DELETE /api/channels/{id}` do.
-extension ConsoleController {
+/// *Delete*. Ending, creating and deleting go through ``ActivityOperations`` and ``ChannelOperations``, as
+/// `DELETE /api/activities/{id}`, `POST /api/channels` and `DELETE /api/channels/{id}` do: the same checks, sends and
+/// records.
+struct ConsoleActivityPages: ConsolePages {
+    let store: any Store
+    let renderer: ConsoleRenderer
+    let appIDs: [String]
+    /// Ends activities, and counts their update tokens.
+    let activities: ActivityOperations
+    let channels: ChannelOperations
+    let clock: any WallClock
+    let audit: AuditTrail
+
+    func addRoutes(viewer: RouterGroup<ServerRequestContext>, operator: RouterGroup<ServerRequestContext>) {
+        viewer.get("/console/activities", use: activities)
+        viewer.get("/console/channels", use: channels)
+        `operator`.post("/console/activities/end", use: endActivity)
+        `operator`.post("/console/channels", use: createChannel)
+        `operator`.post("/console/channels/delete", use: deleteChannel)
+    }
+
     /// Activities a page shows.
     static let activityPageSize = 25
     /// Channels a page shows.
@@ -45,7 +62,7 @@ extension ConsoleController {
         let view = ActivitiesView(
             app: app, apps: appChoices(app, context), rows: rows, hasRows: !rows.isEmpty,
             statuses: [("", "All"), ("active", "Active"), ("ended", "Ended")].map { value, label in
-                Option(value: value, label: label, selected: value == status)
+                ConsoleOption(value: value, label: label, selected: value == status)
             },
             tabs: tabs(.activities, app: app),
             pushToStartPace: Self.pushToStartPaceText(activities.engine.pushToStartRate),
@@ -74,10 +91,10 @@ extension ConsoleController {
         }
 
         let app: String
-        let apps: [AppChoice]
+        let apps: [ConsoleAppChoice]
         let rows: [Row]
         let hasRows: Bool
-        let statuses: [Option]
+        let statuses: [ConsoleOption]
         let tabs: [Tab.Link]
         let pushToStartPace: String
         let next: String?
@@ -164,7 +181,7 @@ extension ConsoleController {
             created: outcome.created, deleted: outcome.deleted, unknownToAPNs: outcome.unknownToAPNs,
             error: outcome.error, app: app, apps: appChoices(app, context), rows: rows, hasRows: !rows.isEmpty,
             environments: [("", "Both"), ("development", "Development"), ("production", "Production")].map {
-                value, label in Option(value: value, label: label, selected: value == environment)
+                value, label in ConsoleOption(value: value, label: label, selected: value == environment)
             },
             productionFirst: environment != "development", tabs: tabs(.channels, app: app), next: next,
             first: cursor == nil ? nil : Self.link("/console/channels", [("app", app), ("environment", environment)]))
@@ -196,10 +213,10 @@ extension ConsoleController {
         let unknownToAPNs: Bool?
         let error: String?
         let app: String
-        let apps: [AppChoice]
+        let apps: [ConsoleAppChoice]
         let rows: [Row]
         let hasRows: Bool
-        let environments: [Option]
+        let environments: [ConsoleOption]
         let productionFirst: Bool
         let tabs: [Tab.Link]
         let next: String?
@@ -268,12 +285,5 @@ extension ConsoleController {
                 label: "Broadcast channels", href: Self.link("/console/channels", [("app", app)]),
                 current: current == .channels),
         ]
-    }
-
-    /// An option of a filter's menu, with its label.
-    struct Option {
-        let value: String
-        let label: String
-        let selected: Bool
     }
 }

@@ -3,7 +3,7 @@ import HeraldCore
 import HeraldStore
 import Hummingbird
 
-extension ConsoleController {
+extension ConsoleSendPages {
     /// One notification's delivery trace (``DeliveryTrace``): what `GET /api/sends/{id}/devices/{token}` answers, for
     /// people. Linked from a send's devices and a device's deliveries.
     @Sendable func delivery(_ request: Request, context: ServerRequestContext) async throws -> Response {

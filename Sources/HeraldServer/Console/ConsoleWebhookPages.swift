@@ -8,8 +8,14 @@ import Logging
 
 /// The console's Webhooks page: endpoints with their state, why one is paused, what waits, recent deliveries
 /// (status and latency); register, pause, resume, send a test event, replay the dead letter, delete.
-extension ConsoleController {
-    func addWebhookRoutes(to router: RouterGroup<ServerRequestContext>) {
+struct ConsoleWebhookPages: ConsolePages {
+    let store: any Store
+    let renderer: ConsoleRenderer
+    let appIDs: [String]
+    let webhooks: WebhookEndpoints
+
+    /// The page and its forms: an admin's.
+    func addRoutes(to router: RouterGroup<ServerRequestContext>) {
         router.get("/console/webhooks", use: webhooks)
         router.post("/console/webhooks", use: createWebhook)
         router.post("/console/webhooks/{id}/{action}", use: webhookAction)
@@ -34,7 +40,7 @@ extension ConsoleController {
         let queues = try await store.webhookQueues()
         var endpoints: [WebhooksView.Endpoint] = []
         // A session of a key limited to apps sees their endpoints only, as the key does through the API.
-        for endpoint in try await store.webhookEndpoints(app: nil) where Self.access(context).sees(app: endpoint.app) {
+        for endpoint in try await webhooks.list(topic: nil, for: context.caller) {
             let queue = queues[endpoint.id] ?? WebhookQueue()
             let deliveries = try await store.webhookDeliveries(of: endpoint.id, limit: 10).map { delivery in
                 WebhooksView.Delivery(

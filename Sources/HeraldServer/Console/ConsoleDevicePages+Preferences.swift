@@ -28,7 +28,7 @@ extension PreferenceSubject {
 
 /// A person's notification choices on the device page and the user view: every category the app declares, what
 /// applies and why; operators and admins change them (`POST /console/preferences`), viewers read them.
-extension ConsoleController {
+extension ConsoleDevicePages {
     /// The values of the `preferences` partial for a subject of an app; `nil` when the app declares no categories and
     /// no quiet hours.
     func preferenceSection(
