@@ -121,8 +121,9 @@ struct RouteAssembly {
             limits: configuration.limits, clock: clock, audit: audit
         ).addRoutes(to: router)
         DeviceController(store: store, apps: apps, keys: keys).addRoutes(to: router)
+        let preferences = PreferenceChanges(store: store, clock: clock, audit: audit)
         PreferenceController(
-            store: store, apps: apps, keys: keys, rateLimiter: access.registrationLimiter, clock: clock, audit: audit
+            store: store, apps: apps, keys: keys, rateLimiter: access.registrationLimiter, preferences: preferences
         ).addRoutes(to: router)
         let webhooks = WebhookEndpoints(
             store: store, apps: apps, settings: configuration.webhooks, clock: clock, audit: audit)
@@ -144,7 +145,7 @@ struct RouteAssembly {
                 store: store, renderer: renderer, appIDs: appIDs, engine: engine, apps: apps, clock: clock, audit: audit),
             devicePages: ConsoleDevicePages(
                 store: store, renderer: renderer, appIDs: appIDs, apps: apps, emulator: emulator, clock: clock,
-                audit: audit),
+                audit: audit, preferences: preferences),
             activityPages: ConsoleActivityPages(
                 store: store, renderer: renderer, appIDs: appIDs, activities: activities, channels: channels,
                 clock: clock, audit: audit),

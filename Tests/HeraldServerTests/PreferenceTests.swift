@@ -173,4 +173,30 @@ struct PreferenceTests {
             #expect(with.status == .ok, "\(with)")
         }
     }
+
+    @Test("an admin's change through the API and the console's form go through one use case: the audit log says both in the same words (the console once wrote marketing=off)")
+    func oneWayToChange() async throws {
+        try await ServerHarness.withServer(configure: Self.configure) { client, app in
+            let token = testToken(0x61)
+            try await client.register(token, debug: true, extra: #", "userId": "alice""#)
+            let admin = try await app.store.createAPIKey(name: "admin", scopes: [.admin])
+            let api = try await client.call(
+                .put, "/api/devices/\(token.hex)/preferences",
+                body: #"{"categories": {"marketing": true}}"#, bearer: admin.secret.value)
+            #expect(api.status == .ok, "\(api)")
+            var session = ConsoleClient(client)
+            try await session.signIn(admin.secret.value)
+            let form = try await session.call(
+                .post, "/console/preferences",
+                form: [
+                    (ConsoleAuthority.csrfField, session.csrf), ("topic", Self.topic), ("subject", "u:alice"),
+                    ("category.marketing", "off"), ("category.social", "default"),
+                ])
+            #expect(form.status == .seeOther, "\(form.status)")
+            let entries = try await app.store.auditEntries(
+                AuditQuery(action: .preferencesChanged), after: nil, limit: 10
+            ).entries
+            #expect(entries.map(\.detail) == ["marketing off, social default", "marketing on"], "\(entries.map(\.detail))")
+        }
+    }
 }

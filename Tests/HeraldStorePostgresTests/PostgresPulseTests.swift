@@ -157,17 +157,24 @@ struct PostgresPulseTests {
                     break
                 } catch let error as StoreError where error.code == .timedOut && attempt < 9 {}
             }
+            var rounds = 0
             for _ in 0..<10 {
                 _ = try await readOutlivingLoad()
                 // The pool's connection goes silent: the next read runs past its limit and Herald closes it.
                 proxy.setMode(.silent)
                 proxy.setMode(.pass)
-                let error = await #expect(throws: StoreError.self) { try await store.device(token) }
-                #expect(error?.code == .timedOut, "\(String(describing: error))")
+                do {
+                    _ = try await store.device(token)
+                    // On a loaded machine the last read can finish as its limit runs out, and its connection is
+                    // closed all the same: the pool then holds no silent connection and this round checks nothing.
+                    continue
+                } catch let error as StoreError where error.code == .timedOut {}
                 // Leased while it closed, it would fail `unavailable` ("closed this connection", or
                 // clientClosedConnection).
                 #expect(try await readOutlivingLoad()?.token == token)
+                rounds += 1
             }
+            #expect(rounds > 0, "no round found the pool's connection silent")
         }
     }
 

@@ -123,16 +123,9 @@ extension ConsoleDevicePages {
             }
         }
         let quietHours = try await quietHoursChange(form["quietHours"], app: app, topic: topic, subject: subject)
-        _ = try await store.updatePreferences(
-            topic: topic, subject: subject, choices: choices, quietHours: quietHours, at: clock.now())
-        var summary = choices.keys.sorted().map { "\($0)=\(choices[$0]!.map { $0 ? "on" : "off" } ?? "default")" }
-        switch quietHours {
-        case .keep: break
-        case .appWindow: summary.append("quietHours=default")
-        case .own(let own): summary.append("quietHours=\(own)")
-        }
-        await audit.record(
-            .preferencesChanged, context, app: topic, subject: "\(subject)", detail: summary.joined(separator: ", "))
+        try await preferences.apply(
+            PreferenceChanges.Change(choices: choices, quietHours: quietHours), topic: topic, subject: subject,
+            by: context.caller, audited: true, auditSubject: "\(subject)")
         let back = form["return"].flatMap { $0.hasPrefix("/console/") ? $0 : nil } ?? "/console/devices"
         return Self.redirect(back + (back.contains("?") ? "&" : "?") + "preferences=saved")
     }

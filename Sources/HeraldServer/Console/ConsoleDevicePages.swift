@@ -20,6 +20,7 @@ struct ConsoleDevicePages: ConsolePages {
     let emulator: APNSEmulator?
     let clock: any WallClock
     let audit: AuditTrail
+    let preferences: PreferenceChanges
 
     /// The one access check of the devices the pages show, shared with the API.
     var resources: VisibleResources { VisibleResources(store: store, apps: apps) }

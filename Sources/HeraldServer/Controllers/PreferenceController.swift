@@ -17,8 +17,7 @@ struct PreferenceController: Sendable {
     let apps: AppDirectory
     let keys: APIKeyVerifier
     let rateLimiter: RateLimiter?
-    let clock: any WallClock
-    let audit: AuditTrail
+    let preferences: PreferenceChanges
 
     /// The body's fields: category choices, and the person's own quiet hours.
     private static let fields: Set<String> = ["categories", "quietHours"]
@@ -86,27 +85,11 @@ struct PreferenceController: Sendable {
             throw APIError.invalidField(
                 "categories", "give the categories to change, such as {\"marketing\": false}, or quietHours")
         }
-        let choices = try Self.choices(members ?? [:], app: app)
-        let subject = PreferenceSubject(of: device.registration)
-        _ = try await store.updatePreferences(
-            topic: app.bundleID, subject: subject, choices: choices, quietHours: quietHours, at: clock.now())
-        context.logger.info(
-            "Changed notification preferences",
-            metadata: [LogKey.topic: "\(app.bundleID)", "subject": "\(subject)", LogKey.count: "\(choices.count)"])
+        let change = PreferenceChanges.Change(choices: try Self.choices(members ?? [:], app: app), quietHours: quietHours)
         // An app changing its own user's choices is that user's doing; an admin changing them is an operator's.
-        if asAdmin {
-            var described = choices.keys.sorted().map { name in
-                "\(name) \(choices[name].flatMap { $0.map { $0 ? "on" : "off" } } ?? "default")"
-            }
-            switch quietHours {
-            case .keep: break
-            case .appWindow: described.append("quiet hours default")
-            case .own(let own): described.append("quiet hours \(own)")
-            }
-            await audit.record(
-                .preferencesChanged, context, app: app.bundleID, subject: device.token.redacted,
-                detail: described.joined(separator: ", "))
-        }
+        try await preferences.apply(
+            change, topic: app.bundleID, subject: PreferenceSubject(of: device.registration), by: context.caller,
+            audited: asAdmin, auditSubject: device.token.redacted)
         return try await answer(device, app: app)
     }
 
