@@ -45,6 +45,15 @@ public enum WebhookEndpointRules {
         return nil
     }
 
+    /// Why a description is refused, or `nil` when it is fine: at most ``maximumDescriptionBytes`` bytes, no control
+    /// characters (it is shown in the console, the CLI's listing and the audit log).
+    public static func problem(withDescription text: String) -> String? {
+        guard text.utf8.count <= maximumDescriptionBytes, !RegistrationRules.hasControlCharacter(text) else {
+            return "it has at most \(maximumDescriptionBytes) bytes and no control characters"
+        }
+        return nil
+    }
+
     /// Event types from their names.
     /// - Throws: the first unknown name, and the ones known, as ``UnknownEventType``.
     public static func eventTypes(_ names: [String]) throws(UnknownEventType) -> [WebhookEventType] {

@@ -72,6 +72,8 @@ struct WebhooksCommandTests: DatabaseCommandTesting {
         ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", "send.sent"],
         ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", ""],
         ["create", "--url", "https://x.example", "--events", "send.completed"],
+        // The API's and the console's rule (WebhookEndpointRules.problem(withDescription:)); the CLI once took it.
+        ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", "send.completed", "--description", "a\u{7}b"],
         ["pause", "not-an-id"],
         ["rotate-secret", "00000000-0000-0000-0000-000000000000", "--overlap", "-1"],
     ])

@@ -29,8 +29,9 @@ struct WebhooksCommand: AsyncParsableCommand {
         func validate() throws {
             if let problem = WebhookEndpointRules.problem(withURL: url) { throw ValidationError("--url: \(problem).") }
             _ = try eventTypes()
-            guard description.utf8.count <= WebhookEndpointRules.maximumDescriptionBytes else {
-                throw ValidationError("--description: at most \(WebhookEndpointRules.maximumDescriptionBytes) bytes.")
+            // The rules the API and the console apply (WebhookEndpoints), so the three doors take the same endpoints.
+            if let problem = WebhookEndpointRules.problem(withDescription: description) {
+                throw ValidationError("--description: \(problem).")
             }
         }
 

@@ -176,12 +176,8 @@ struct WebhookEndpoints: Sendable {
 
     /// - Throws: ``APIError`` `400 invalidField` naming `description`.
     static func check(description: String) throws(APIError) {
-        guard description.utf8.count <= WebhookEndpointRules.maximumDescriptionBytes,
-            !TextRules.hasControlCharacter(description)
-        else {
-            throw APIError.invalidField(
-                "description",
-                "it has at most \(WebhookEndpointRules.maximumDescriptionBytes) bytes and no control characters")
+        if let problem = WebhookEndpointRules.problem(withDescription: description) {
+            throw APIError.invalidField("description", problem)
         }
     }
 
