@@ -86,7 +86,7 @@ extension ConsolePages {
     }
 
     /// What the session's key may see: its apps and environment (``KeyAccess``); everything for the one-time link.
-    static func access(_ context: ServerRequestContext) -> KeyAccess { KeyAccess(key: context.consoleSession?.apiKey) }
+    static func access(_ context: ServerRequestContext) -> KeyAccess { Caller.access(of: context) }
 
     /// A send id that is not one: as unknown as a send the session does not see.
     static var noSuchSend: APIError {

@@ -13,10 +13,16 @@ struct Caller: Sendable {
 
     /// The caller of a request: its console session (and the key it signed in with), else its API key.
     init(_ context: ServerRequestContext) {
-        access = context.consoleSession != nil ? KeyAccess(key: context.consoleSession?.apiKey) : context.access
+        access = Self.access(of: context)
         actor = AuditTrail.actor(context)
         address = AuditTrail.address(context)
         logger = context.logger
+    }
+
+    /// What a request may see and act on: its console session's key (everything for the one-time link), else its
+    /// API key's.
+    static func access(of context: ServerRequestContext) -> KeyAccess {
+        context.consoleSession != nil ? KeyAccess(key: context.consoleSession?.apiKey) : context.access
     }
 }
 
