@@ -71,7 +71,6 @@ struct WebhooksCommandTests: DatabaseCommandTesting {
         ["create", "--topic", "com.example.app", "--url", "ftp://x", "--events", "send.completed"],
         ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", "send.sent"],
         ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", ""],
-        ["create", "--url", "https://x.example", "--events", "send.completed"],
         // The API's and the console's rule (WebhookEndpointRules.problem(withDescription:)); the CLI once took it.
         ["create", "--topic", "com.example.app", "--url", "https://x.example", "--events", "send.completed", "--description", "a\u{7}b"],
         ["pause", "not-an-id"],
@@ -80,5 +79,29 @@ struct WebhooksCommandTests: DatabaseCommandTesting {
     func refused(arguments: [String]) async throws {
         await #expect(throws: (any Error).self) { try await run(arguments) }
         #expect(!FileManager.default.fileExists(atPath: temporary.url.appendingPathComponent("herald.sqlite").path))
+    }
+
+    @Test("the app is checked against the server's, as the API checks it: unknown or unnamed among several is refused")
+    func appsOfTheServer() async throws {
+        let config = try configurationFile(servingApps: ["com.alpha.app", "com.beta.app"], in: temporary)
+        func create(_ topic: [String]) async throws {
+            var command = try #require(
+                try Herald.parseAsRoot(
+                    ["webhooks", "create", "--url", "https://hooks.example.com/h", "--events", "send.completed"] + topic
+                        + ["--database-url", url, "--config", config]) as? any AsyncParsableCommand)
+            try await command.run()
+        }
+        // Before, the command stored an endpoint for any app it was given.
+        await #expect(throws: ExitCode.self) { try await create(["--topic", "com.gamma.app"]) }
+        await #expect(throws: ExitCode.self) { try await create([]) }
+        #expect(try await endpoints().isEmpty)
+        try await create(["--topic", "com.beta.app"])
+        #expect(try await endpoints().map(\.app) == ["com.beta.app"])
+    }
+
+    @Test("with the server's one app, --topic may be left out, as in the API")
+    func onlyApp() async throws {
+        try await run(["create", "--url", "https://hooks.example.com/h", "--events", "send.completed"])
+        #expect(try await endpoints().map(\.app) == ["com.example.app"])
     }
 }

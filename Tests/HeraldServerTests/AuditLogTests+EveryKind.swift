@@ -104,9 +104,14 @@ extension AuditLogTests {
             #expect(answer.status == .seeOther, "\(path): \(answer)")
         }
 
-        // Through the CLI, on the same database.
+        // Through the CLI, on the same database, with the server's apps.
         let binary = ProcessRunner.productsDirectory.appendingPathComponent("herald").path
+        let directory = try TemporaryDirectory(prefix: "herald-audit-cli")
+        let config = directory.url.appendingPathComponent("herald.json").path
+        try Data(#"{"apps": [{"topic": "\#(alpha)"}, {"topic": "\#(beta)"}]}"#.utf8).write(to: URL(fileURLWithPath: config))
+        let newcomer = testToken(0xD9)
         for arguments in [
+            ["tokens", "add", newcomer.hex, "--debug", "--topic", alpha, "--config", config],
             ["webhooks", "rotate-secret", webhook], ["webhooks", "replay", webhook], ["webhooks", "delete", webhook],
             ["tokens", "remove", devices[3].hex], ["keys", "revoke", key],
         ] {
@@ -117,7 +122,7 @@ extension AuditLogTests {
         // The log, oldest first.
         let read = try await client.call(.get, "/api/audit?limit=100", bearer: bearer)
         let entries = try #require(read.json["entries"]?.arrayValue).reversed()
-        let known = Set([key, send, "match-1", channel, webhook] + devices.map(\.redacted))
+        let known = Set([key, send, "match-1", channel, webhook, newcomer.redacted] + devices.map(\.redacted))
         let rows = entries.map { entry in
             let subject = entry["subject"]?.stringValue
             return Expected(
@@ -147,6 +152,7 @@ extension AuditLogTests {
             .init(kind: "webhook.resumed", actorKind: "console", actor: "ops", app: alpha, subject: webhook),
             .init(kind: "device.removed", actorKind: "console", actor: "ops", app: alpha, subject: devices[2].redacted),
             .init(kind: "console.signed-out", actorKind: "console", actor: "ops", app: nil, subject: nil),
+            .init(kind: "device.registered", actorKind: "cli", actor: cli, app: alpha, subject: newcomer.redacted),
             .init(kind: "webhook.secret-rotated", actorKind: "cli", actor: cli, app: alpha, subject: webhook),
             .init(kind: "webhook.replayed", actorKind: "cli", actor: cli, app: alpha, subject: webhook),
             .init(kind: "webhook.deleted", actorKind: "cli", actor: cli, app: alpha, subject: webhook),
@@ -155,7 +161,7 @@ extension AuditLogTests {
         ]
         #expect(Array(rows) == expected, "\(Array(rows))")
         #expect(Set(expected.map(\.kind)) == Set(ConsoleAuditPage.auditKinds.map(\.rawValue)), "the console filters by every kind")
-        for secret in [admin.secret.value, stale.secret.value, "receiver-secret", "Secret sale"] + devices.map(\.hex) {
+        for secret in [admin.secret.value, stale.secret.value, "receiver-secret", "Secret sale", newcomer.hex] + devices.map(\.hex) {
             #expect(!read.body.contains(secret), "the log holds \(secret)")
         }
     }

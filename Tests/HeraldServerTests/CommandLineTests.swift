@@ -56,6 +56,25 @@ struct CommandLineTests {
         #expect(device?.environment == .production && device?.userID == "dana" && device?.preferredLanguages == ["fr"])
         #expect(keys.count == 1 && keys[0].name == "ci" && keys[0].scopes == [.send, .admin])
 
+        // An app the server does not serve is refused, as the API refuses it; before, the command stored the token.
+        let stray = testToken(0x92)
+        await #expect(throws: ExitCode.self) {
+            try await run(["tokens", "add", stray.hex, "--debug", "--topic", "com.gamma.app"])
+        }
+        let (strayDevice, entries) = try await withThrowingTaskGroup(of: Void.self) { group in
+            let store = try StoreFactory.open(url: database.url)
+            group.addTask { try await store.run() }
+            defer { group.cancelAll() }
+            let result = (
+                try await store.device(stray), try await store.auditEntries(AuditQuery(), after: nil, limit: 10).entries
+            )
+            await store.close()
+            return result
+        }
+        #expect(strayDevice == nil)
+        #expect(entries.map(\.action) == [.keyCreated, .deviceRegistered])
+        #expect(entries.last?.app == "com.example.app" && entries.last?.subject == token.redacted)
+
         try await run(["keys", "revoke", keys[0].id.uuidString])
         try await run(["tokens", "remove", token.hex])
         await #expect(throws: ExitCode.self) { try await run(["tokens", "remove", token.hex]) }

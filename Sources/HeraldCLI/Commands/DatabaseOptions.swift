@@ -19,9 +19,16 @@ struct DatabaseOptions: ParsableArguments {
 
     /// Opens and migrates the store, runs `body` with it, and closes it.
     func withStore<Result: Sendable>(_ body: @Sendable (any Store) async throws -> Result) async throws -> Result {
+        try await Self.withStore(url: resolvedURL, body)
+    }
+
+    /// Opens and migrates the store at `url`, runs `body` with it, and closes it.
+    static func withStore<Result: Sendable>(url: String, _ body: @Sendable (any Store) async throws -> Result)
+        async throws -> Result
+    {
         let store: any Store
         do {
-            store = try StoreFactory.open(url: resolvedURL)
+            store = try StoreFactory.open(url: url)
         } catch let error as StoreError {
             throw ValidationError(error.message)
         }

@@ -16,7 +16,7 @@ struct KeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a key and print its secret, once.")
 
         @Argument(help: "A name for people, such as backend or ci.") var name: String
-        @Option(name: .customLong("scope"), help: "send, admin or register (repeatable; default send).") var scopes:
+        @Option(name: .customLong("scope"), help: "send, admin, register or read (repeatable; default send).") var scopes:
             [String] = []
         @Option(name: .customLong("app"), help: "An app (bundle id) the key is for (repeatable; default every app).")
         var apps: [String] = []
@@ -24,11 +24,11 @@ struct KeysCommand: AsyncParsableCommand {
         var environment: String?
         @Option(help: "When the key stops working: 90d, 12h, 30m from now, or an RFC 3339 instant (default never).")
         var expires: String?
-        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var options: AdministrationOptions
 
         func validate() throws {
             for scope in scopes where !APIKeyScope.known.contains(APIKeyScope(rawValue: scope)) {
-                throw ValidationError("--scope \(scope) is not a scope: use send, admin or register.")
+                throw ValidationError("--scope \(scope) is not a scope: use send, admin, register or read.")
             }
             do {
                 _ = try APIKeyLimits(apps: apps, environment: environment, expires: expires, now: Date())
@@ -39,19 +39,10 @@ struct KeysCommand: AsyncParsableCommand {
 
         func run() async throws {
             let scopes = Set((self.scopes.isEmpty ? ["send"] : self.scopes).map { APIKeyScope(rawValue: $0) })
-            let name = self.name
-            let now = Date()
-            let limits = try APIKeyLimits(apps: apps, environment: environment, expires: expires, now: now)
-            let created = try await database.withStore { store in
-                let created = try await store.createAPIKey(
-                    name: name, scopes: scopes, apps: limits.apps, environment: limits.environment,
-                    expiresAt: limits.expiresAt, at: now)
-                try await store.recordAudit(
-                    AuditEntry(
-                        at: now, actor: .commandLine, action: .keyCreated,
-                        app: created.key.apps.count == 1 ? created.key.apps.first : nil,
-                        subject: created.key.id.lowercasedText, detail: APIKeyLimits.describe(created.key)))
-                return created
+            let (name, apps, environment, expires) = (self.name, self.apps, self.environment, self.expires)
+            let created = try await options.withAdministration { administration in
+                try await administration.createKey(
+                    name: name, scopes: scopes, apps: apps, environment: environment, expires: expires)
             }
             // The secret's line is the only one with the whole secret; scripts take it from there (the display
             // prefix, hrld_<lookup id>, is left out of this line so that the first hrld_ match is the secret's).
@@ -66,10 +57,10 @@ struct KeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List keys: id, name, secret prefix, scopes, state, apps, environment, expiry, last use. Never secrets.")
 
-        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var options: AdministrationOptions
 
         func run() async throws {
-            let keys = try await database.withStore { store in try await store.apiKeys() }
+            let keys = try await options.withAdministration { administration in try await administration.keys() }
             let now = Date()
             for key in keys {
                 let state =
@@ -86,37 +77,19 @@ struct KeysCommand: AsyncParsableCommand {
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a key: it stops authenticating at once.")
+        static let configuration = CommandConfiguration(abstract: "Revoke a key: a running server refuses it within 5 seconds.")
 
         @Argument(help: "The key's id, as herald keys list prints it.") var id: String
-        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var options: AdministrationOptions
 
         func run() async throws {
             guard let uuid = UUID(uuidString: id) else {
                 throw ValidationError("\(id) is not a key id: copy it from herald keys list.")
             }
-            let revoked = try await database.withStore { store in
-                guard try await store.revokeAPIKey(uuid) else { return false }
-                let key = try await store.apiKeys().first { $0.id == uuid }
-                try await store.recordAudit(
-                    AuditEntry(
-                        at: Date(), actor: .commandLine, action: .keyRevoked, subject: uuid.uuidString.lowercased(),
-                        detail: key.map { "\($0.name) (\($0.prefix)…)" } ?? ""))
-                return true
+            let revoked = try await options.withAdministration { administration in
+                try await administration.revokeKey(uuid)
             }
-            guard revoked else {
-                Output.error("There is no active key \(id).")
-                throw ExitCode(1)
-            }
-            Output.line("revoked \(id)")
+            Output.line("revoked \(id) (\(revoked.name))")
         }
-    }
-}
-
-extension AuditActor {
-    /// The command line, named by the user who ran it.
-    static var commandLine: AuditActor {
-        let user = ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "unknown user"
-        return AuditActor(kind: .cli, keyID: nil, name: "herald CLI (\(user))")
     }
 }

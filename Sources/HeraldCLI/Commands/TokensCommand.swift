@@ -66,13 +66,13 @@ struct TokensCommand: AsyncParsableCommand {
         @Argument(help: "The device token in hex.") var token: String
         @Flag(help: "A development (sandbox) token.") var debug = false
         @Option(help: "development or production (instead of --debug).") var environment: String?
-        @Option(help: "The app's bundle id (default: HERALD_TOPIC, or com.example.app).") var topic: String?
+        @Option(help: "The app's bundle id (default: the server's only app).") var topic: String?
         @Option(help: "The user id.") var user: String?
         @Option(name: .customLong("language"), help: "A preferred language, most preferred first (repeatable).")
         var languages: [String] = []
         @Option(name: .customLong("tag"), help: "A tag (repeatable).") var tags: [String] = []
         @Option(help: "The token kind: device, voip, liveactivity-start, …") var kind = "device"
-        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var options: AdministrationOptions
 
         func run() async throws {
             let parsed: DeviceToken
@@ -91,14 +91,14 @@ struct TokensCommand: AsyncParsableCommand {
             guard let tokenKind = TokenKind(name: kind) else {
                 throw ValidationError("--kind is one of \(TokenKind.all.map(\.name).joined(separator: ", ")).")
             }
-            let registration = TokenRegistration(
-                token: parsed,
-                topic: topic ?? ProcessInfo.processInfo.environment["HERALD_TOPIC"] ?? AppConfiguration.defaultBundleID,
-                environment: resolvedEnvironment, tokenKind: tokenKind, userID: user, preferredLanguages: languages,
-                tags: tags)
-            let result = try await database.withStore { store in try await store.upsert(registration) }
+            let (topic, user, languages, tags) = (topic, user, languages, tags)
+            let result = try await options.withAdministration { administration in
+                try await administration.registerDevice(
+                    parsed, topic: topic, environment: resolvedEnvironment, kind: tokenKind, userID: user,
+                    languages: languages, tags: tags)
+            }
             Output.line(
-                "\(result.change == .created ? "registered" : "updated") \(parsed.redacted) (\(resolvedEnvironment.name), \(registration.topic))"
+                "\(result.change == .created ? "registered" : "updated") \(parsed.redacted) (\(resolvedEnvironment.name), \(result.registration.registration.topic))"
             )
         }
     }
@@ -107,25 +107,15 @@ struct TokensCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Unregister a token, as DELETE /api/token would.")
 
         @Argument(help: "The device token in hex.") var token: String
-        @OptionGroup var database: DatabaseOptions
+        @OptionGroup var options: AdministrationOptions
 
         func run() async throws {
             let parsed: DeviceToken
             do { parsed = try DeviceToken(hex: token) } catch { throw ValidationError(error.description) }
-            let removed = try await database.withStore { store in
-                let device = try await store.device(parsed)
-                guard try await store.remove(parsed) else { return false }
-                try await store.recordAudit(
-                    AuditEntry(
-                        at: Date(), actor: .commandLine, action: .deviceRemoved, app: device?.topic,
-                        subject: parsed.redacted))
-                return true
+            let removed = try await options.withAdministration { administration in
+                try await administration.removeDevice(parsed)
             }
-            guard removed else {
-                Output.error("\(parsed.redacted) is not registered.")
-                throw ExitCode(1)
-            }
-            Output.line("removed \(parsed.redacted)")
+            Output.line("removed \(parsed.redacted) (\(removed.environment.name), \(removed.topic))")
         }
     }
 }

@@ -11,10 +11,10 @@ struct ConsoleAuditPage: ConsolePages {
 
     /// The kinds of change the page offers to filter by.
     static let auditKinds: [AuditAction] = [
-        .keyCreated, .keyRevoked, .sendCreated, .sendCancelled, .deviceRemoved, .activityStarted, .activityEnded,
-        .channelCreated, .channelDeleted, .broadcastSent, .signedIn, .signedOut, .keyExpired, .preferencesChanged,
-        .webhookCreated, .webhookChanged, .webhookPaused, .webhookResumed, .webhookSecretRotated, .webhookDeleted,
-        .webhookReplayed,
+        .keyCreated, .keyRevoked, .sendCreated, .sendCancelled, .deviceRegistered, .deviceRemoved, .activityStarted,
+        .activityEnded, .channelCreated, .channelDeleted, .broadcastSent, .signedIn, .signedOut, .keyExpired,
+        .preferencesChanged, .webhookCreated, .webhookChanged, .webhookPaused, .webhookResumed, .webhookSecretRotated,
+        .webhookDeleted, .webhookReplayed,
     ]
 
     /// `/console/audit?kind=&app=&after=`: the audit log, newest first, 50 entries a page.

@@ -24,6 +24,7 @@ struct ConsoleDevicePages: ConsolePages {
 
     /// The one access check of the devices the pages show, shared with the API.
     var resources: VisibleResources { VisibleResources(store: store, apps: apps) }
+    var devices: Devices { Devices(store: store, apps: apps, audit: audit) }
 
     func addRoutes(
         viewer: RouterGroup<ServerRequestContext>, operator: RouterGroup<ServerRequestContext>,
@@ -244,11 +245,7 @@ struct ConsoleDevicePages: ConsolePages {
         let session = try Self.session(context)
         _ = try await ConsoleForm.read(request, session: session)
         let token = try deviceToken(context)
-        // The device page's check: a session limited to an environment removed the other's devices before.
-        let removed = try await resources.device(token, for: Self.access(context))
-        _ = try await store.remove(token)
-        context.logger.notice("Console removed a device", metadata: [LogKey.tokenSuffix: "\(token.redacted)"])
-        await audit.record(.deviceRemoved, context, app: removed.topic, subject: token.redacted)
+        try await devices.remove(token, by: context.caller)
         return Self.redirect("/console/devices?removed=\(token.hex.suffix(8))")
     }
 }

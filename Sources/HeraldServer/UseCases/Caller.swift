@@ -11,6 +11,13 @@ struct Caller: Sendable {
     let address: String?
     let logger: Logger
 
+    init(access: KeyAccess, actor: AuditActor, address: String?, logger: Logger) {
+        self.access = access
+        self.actor = actor
+        self.address = address
+        self.logger = logger
+    }
+
     /// The caller of a request: its console session (and the key it signed in with), else its API key.
     init(_ context: ServerRequestContext) {
         access = Self.access(of: context)

@@ -77,6 +77,9 @@ public struct AuditAction: RawRepresentable, Sendable, Hashable, CustomStringCon
     public static let sendCreated = AuditAction(rawValue: "send.created")
     public static let sendCancelled = AuditAction(rawValue: "send.cancelled")
     public static let deviceRemoved = AuditAction(rawValue: "device.removed")
+    /// An administrator registered a device by hand (`herald tokens add`); an app's own registrations are its everyday
+    /// traffic and not recorded.
+    public static let deviceRegistered = AuditAction(rawValue: "device.registered")
     public static let activityStarted = AuditAction(rawValue: "activity.started")
     public static let activityEnded = AuditAction(rawValue: "activity.ended")
     public static let channelCreated = AuditAction(rawValue: "channel.created")
