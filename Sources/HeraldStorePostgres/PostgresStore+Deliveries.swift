@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HeraldCore
 public import HeraldStore
 import PostgresNIO
@@ -120,13 +120,6 @@ extension PostgresStore {
         }
     }
 
-    public func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
-        guard let statement = StoreSQL.recordedTokens(of: id, among: tokens, .postgres) else { return [] }
-        return try await session("read which devices a send has done") { session in
-            try StoreSQL.recordedTokens(in: try await session.rows(statement)).filter(tokens)
-        }
-    }
-
     public func tokensCorrected(by id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
         guard !tokens.isEmpty else { return [] }
         return try await session("read which devices a send corrected") { session in
@@ -153,27 +146,6 @@ extension PostgresStore {
                     try await session.rows(statement)
                 } else { [PostgresRandomAccessRow]() }
             return try read.page(rows: rows, tokens: tokens)
-        }
-    }
-
-    public func claimNextQueuedSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
-    ) async throws -> SendRecord? {
-        guard !lanes.isEmpty else { return nil }
-        let now = clock.now()
-        return try await transaction("claim a send") { session in
-            try await session.rows(
-                StoreSQL.claimSend(
-                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: precedence,
-                    at: now, .postgres)
-            ).first?.send()
-        }
-    }
-
-    public func waitingSends() async throws -> [SendLane: WaitingSends] {
-        let now = clock.now()
-        return try await session("count the waiting sends") { session in
-            try StoreSQL.waitingLanes(await session.rows(StoreSQL.waitingSends(at: now, .postgres)))
         }
     }
 
@@ -251,31 +223,6 @@ extension PostgresStore {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3
         }
         return Int64(bitPattern: hash)
-    }
-
-    public func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool {
-        let now = clock.now()
-        return try await session("renew a lease") { session in
-            try await !session.rows(StoreSQL.renewLease(of: id, worker: worker, until: until, at: now, .postgres))
-                .isEmpty
-        }
-    }
-
-    public func rescheduleSend(_ id: SendID, worker: String, sendAt: Date, sentThrough: Date) async throws -> Bool {
-        let now = clock.now()
-        return try await transaction("reschedule a send") { session in
-            try await !session.rows(
-                StoreSQL.rescheduleSend(
-                    id, worker: worker, sendAt: sendAt, sentThrough: sentThrough, at: now, .postgres)
-            ).isEmpty
-        }
-    }
-
-    public func nextSendAt(after date: Date) async throws -> Date? {
-        try await session("find the next scheduled send") { session in
-            try await session.rows(StoreSQL.nextSendAt(after: date, .postgres)).first?.optionalInteger(0)
-                .map(StoreTime.date)
-        }
     }
 }
 

@@ -23,23 +23,4 @@ extension PostgresStore {
             return decided.claim
         }
     }
-
-    public func frequencyCapCounters(_ caps: [FrequencyCap], topic: String, subject: String, at date: Date)
-        async throws -> [FrequencyCapCounter?]
-    {
-        try await session("read frequency cap counters") { session in
-            var counters: [FrequencyCapCounter?] = []
-            for cap in caps {
-                let statement = StoreSQL.frequencyCapCounter(cap, topic: topic, subject: subject, at: date, .postgres)
-                counters.append(try await session.rows(statement).first?.frequencyCapCounter())
-            }
-            return counters
-        }
-    }
-
-    public func purgeFrequencyWindows(endedBefore date: Date, limit: Int) async throws -> Int {
-        try await session("delete ended frequency windows") { session in
-            try await session.rows(StoreSQL.purgeFrequencyWindows(endedBefore: date, limit: limit, .postgres)).count
-        }
-    }
 }

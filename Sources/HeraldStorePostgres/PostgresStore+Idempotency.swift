@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import HeraldStore
 
 extension PostgresStore {
@@ -16,28 +16,5 @@ extension PostgresStore {
             if let result { return result }
         }
         return .inProgress
-    }
-
-    public func completeIdempotencyKey(
-        scope: String, key: String, fingerprint: String, response: IdempotentResponse
-    ) async throws {
-        try await transaction("record an idempotent answer") { session in
-            try await session.execute(
-                StoreSQL.completeIdempotencyKey(
-                    scope: scope, key: key, fingerprint: fingerprint, response: response, .postgres))
-        }
-    }
-
-    public func releaseIdempotencyKey(scope: String, key: String, fingerprint: String) async throws {
-        try await session("release an idempotency key") { session in
-            try await session.execute(
-                StoreSQL.releaseIdempotencyKey(scope: scope, key: key, fingerprint: fingerprint, .postgres))
-        }
-    }
-
-    public func purgeIdempotencyKeys(expiredBefore date: Date, limit: Int) async throws -> Int {
-        try await session("delete expired idempotency keys") { session in
-            try await session.rows(StoreSQL.purgeIdempotencyKeys(expiredBefore: date, limit: limit, .postgres)).count
-        }
     }
 }

@@ -19,22 +19,4 @@ extension PostgresStore {
             return recording.results
         }
     }
-
-    public func receiptCounts(of id: SendID) async throws -> ReceiptCounts {
-        try await session("read a send's receipts") { session in
-            try await session.rows(StoreSQL.receiptCounts(of: id, .postgres)).first.map {
-                try ReceiptCounts(stored: $0)
-            } ?? ReceiptCounts()
-        }
-    }
-
-    public func cancelSend(_ id: SendID) async throws -> SendRecord? {
-        let now = clock.now()
-        return try await transaction("cancel a send") { session in
-            if let row = try await session.rows(StoreSQL.cancelSend(id, at: now, .postgres)).first {
-                return try row.send()
-            }
-            return try await session.rows(StoreSQL.selectSend(id, .postgres)).first?.send()
-        }
-    }
 }

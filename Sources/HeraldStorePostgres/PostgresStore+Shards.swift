@@ -37,21 +37,6 @@ extension PostgresStore {
         }
     }
 
-    public func shards(of id: SendID) async throws -> [SendShard] {
-        try await session("read a send's shards") { session in
-            try await session.rows(StoreSQL.selectShards(of: id, .postgres)).map { try SendShard(stored: $0) }
-        }
-    }
-
-    public func renewShardLease(of id: SendID, shard: Int, worker: String, until: Date) async throws -> Bool {
-        let now = clock.now()
-        return try await session("renew a shard's lease") { session in
-            try await !session.rows(
-                StoreSQL.renewShardLease(id, shard: shard, worker: worker, until: until, at: now, .postgres)
-            ).isEmpty
-        }
-    }
-
     public func endShardRun(of id: SendID, shard: Int, worker: String, status: SendShard.Status) async throws
         -> SendRecord?
     {

@@ -42,12 +42,6 @@ extension PostgresStore {
         }
     }
 
-    public func remove(_ token: DeviceToken) async throws -> Bool {
-        try await transaction("remove a token") { session in
-            try await !session.rows(StoreSQL.deleteDevice(token, .postgres)).isEmpty
-        }
-    }
-
     /// Reads that arrive while one is in flight go together in the next query (``GroupCommit``, `deviceReads`): an
     /// inline send reads its device by token, and under load a round trip each was a fair share of the server's and
     /// the database's time. A lone read goes at once, prepared.
@@ -102,29 +96,6 @@ extension PostgresStore {
         }
     }
 
-    public func count(matching query: DeviceQuery) async throws -> Int {
-        try await session("count registrations") { session in
-            var total = 0
-            for statement in query.countStatements(dialect: .postgres) {
-                total += Int(try await session.rows(statement)[0].integer(0))
-            }
-            return total
-        }
-    }
-
-    public func timeZones(matching query: DeviceQuery) async throws -> DeviceTimeZones {
-        try await session("list the time zones of registrations") { session in
-            var zones = DeviceTimeZones()
-            for statement in query.timeZoneStatements(dialect: .postgres) {
-                for row in try await session.rows(statement) {
-                    let own = query.groupsByOwnQuietHours ? try row.optionalText(1) : nil
-                    zones.insert(try row.optionalText(0), ownQuietHours: own)
-                }
-            }
-            return zones
-        }
-    }
-
     public func invalidate(token: DeviceToken, reason: APNSReason, at apnsTimestamp: Date?) async throws
         -> InvalidationResult
     {
@@ -152,12 +123,6 @@ extension PostgresStore {
             guard !(try await session.rows(update)).isEmpty else { return nil }
             if let send { try await session.execute(StoreSQL.recordCorrection(token, by: send, .postgres)) }
             return try await session.rows(StoreSQL.selectDevice(token, .postgres)).first?.device()
-        }
-    }
-
-    public func purgeInvalidated(before date: Date) async throws -> Int {
-        try await session("purge invalidated tokens") { session in
-            try await session.rows(StoreSQL.purgeInvalidated(before: date, .postgres)).count
         }
     }
 }

@@ -14,34 +14,12 @@ extension PostgresStore {
         }
     }
 
-    public func webhookEndpoints(app: String?) async throws -> [WebhookEndpoint] {
-        try await session("list webhook endpoints") { session in
-            try await session.rows(StoreSQL.webhookEndpoints(app: app, .postgres)).map { try $0.webhookEndpoint() }
-        }
-    }
-
-    public func webhookEndpoint(_ id: UUID) async throws -> WebhookEndpoint? {
-        try await session("read a webhook endpoint") { session in
-            try await session.rows(StoreSQL.webhookEndpoint(id, .postgres)).first?.webhookEndpoint()
-        }
-    }
-
     public func updateWebhookEndpoint(_ id: UUID, _ update: WebhookEndpointUpdate) async throws -> WebhookEndpoint? {
         defer { webhookSubscriptions.forget() }
         let now = clock.now()
         return try await transaction("change a webhook endpoint") { session in
             try await session.rows(StoreSQL.updateWebhookEndpoint(id, update, at: now, .postgres)).first?
                 .webhookEndpoint()
-        }
-    }
-
-    public func setWebhookEndpoint(_ id: UUID, paused reason: String?) async throws -> WebhookEndpoint? {
-        let now = clock.now()
-        let statement =
-            reason.map { StoreSQL.pauseWebhookEndpoint(id, reason: $0, at: now, .postgres) }
-            ?? StoreSQL.resumeWebhookEndpoint(id, at: now, .postgres)
-        return try await session(reason == nil ? "resume a webhook endpoint" : "pause a webhook endpoint") { session in
-            try await session.rows(statement).first?.webhookEndpoint()
         }
     }
 
@@ -53,17 +31,6 @@ extension PostgresStore {
                 deleted = try await !session.rows(statement).isEmpty
             }
             return deleted
-        }
-    }
-
-    public func rotateWebhookSecret(of id: UUID, to secret: String, previousExpiresAt: Date) async throws
-        -> WebhookEndpoint?
-    {
-        let now = clock.now()
-        let statement = StoreSQL.rotateWebhookSecret(
-            id, to: secret, previousExpiresAt: previousExpiresAt, at: now, .postgres)
-        return try await transaction("rotate a webhook secret") { session in
-            try await session.rows(statement).first?.webhookEndpoint()
         }
     }
 
@@ -128,40 +95,6 @@ extension PostgresStore {
                 claimedBy: StoreSQL.reclaimWebhookEndpoint(
                     attempt.endpointID, worker: attempt.worker, leaseUntil: leaseUntil, at: now, .postgres),
                 at: now, limit: limit, in: session)
-        }
-    }
-
-    public func webhookDeliveries(of id: UUID, limit: Int) async throws -> [WebhookDelivery] {
-        try await session("read webhook deliveries") { session in
-            try await session.rows(StoreSQL.webhookDeliveries(of: id, limit: max(1, limit), .postgres)).map {
-                try $0.webhookDelivery()
-            }
-        }
-    }
-
-    public func replayWebhookDeadLetter(of id: UUID) async throws -> Int? {
-        let now = clock.now()
-        return try await transaction("replay a webhook dead letter") { session in
-            guard try await session.rows(StoreSQL.resumeWebhookEndpoint(id, at: now, .postgres)).first != nil else {
-                return nil
-            }
-            return try await session.rows(StoreSQL.replayWebhookDeadLetter(of: id, .postgres)).count
-        }
-    }
-
-    public func webhookQueues() async throws -> [UUID: WebhookQueue] {
-        try await session("count waiting webhook events") { session in
-            try StoreSQL.webhookQueues(await session.rows(StoreSQL.webhookQueues(.postgres)))
-        }
-    }
-
-    public func purgeWebhookHistory(before date: Date, limit: Int) async throws -> Int {
-        try await session("delete delivered webhook events") { session in
-            var deleted = 0
-            for statement in StoreSQL.purgeWebhookHistory(before: date, limit: limit, .postgres) {
-                deleted += try await session.rows(statement).count
-            }
-            return deleted
         }
     }
 

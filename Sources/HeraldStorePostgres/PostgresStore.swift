@@ -29,7 +29,7 @@ public final class PostgresStore: Store, VersionedMigrations {
     public let configuration: Configuration
     /// The pool, on the host in use.
     let databaseHosts: DatabaseHosts
-    let clock: any WallClock
+    package let clock: any WallClock
     let logger: Logger
     /// Where the store says what it did about the database: which host it uses, its instance lock lost and taken again.
     let events: Logger

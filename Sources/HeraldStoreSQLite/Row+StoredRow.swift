@@ -4,7 +4,7 @@ import HeraldCore
 import HeraldStore
 
 /// A row of a shared statement's result, read from SQLite's C API.
-struct SQLiteRow: StoredRow {
+package struct SQLiteRow: StoredRow, Sendable {
     fileprivate enum Column {
         case null
         case integer(Int64)
@@ -16,7 +16,7 @@ struct SQLiteRow: StoredRow {
 
     fileprivate var columns: [Column]
 
-    func optionalText(_ index: Int) throws -> String? {
+    package func optionalText(_ index: Int) throws -> String? {
         switch columns[index] {
         case .null: return nil
         case .text(let text): return text
@@ -24,7 +24,7 @@ struct SQLiteRow: StoredRow {
         }
     }
 
-    func optionalInteger(_ index: Int) throws -> Int64? {
+    package func optionalInteger(_ index: Int) throws -> Int64? {
         switch columns[index] {
         case .null: return nil
         case .integer(let integer): return integer
@@ -32,7 +32,7 @@ struct SQLiteRow: StoredRow {
         }
     }
 
-    func optionalBytes(_ index: Int) throws -> [UInt8]? {
+    package func optionalBytes(_ index: Int) throws -> [UInt8]? {
         switch columns[index] {
         case .null: return nil
         case .blob(let bytes): return bytes

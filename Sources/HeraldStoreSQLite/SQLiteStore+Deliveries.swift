@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import GRDB
 public import HeraldCore
 public import HeraldStore
@@ -78,13 +78,6 @@ extension SQLiteStore {
         }
     }
 
-    public func tokensWithOutcomes(of id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
-        guard let statement = StoreSQL.recordedTokens(of: id, among: tokens, .sqlite) else { return [] }
-        return try await read("read which devices a send has done") { db in
-            try StoreSQL.recordedTokens(in: try db.rows(statement)).filter(tokens)
-        }
-    }
-
     public func tokensCorrected(by id: SendID, among tokens: [DeviceToken]) async throws -> Set<DeviceToken> {
         guard let statement = StoreSQL.tokensCorrected(by: id, among: tokens, .sqlite) else { return [] }
         let asked = Set(tokens)
@@ -104,27 +97,6 @@ extension SQLiteStore {
             let batches = try db.rows(page.batchesRead(.sqlite))
             let tokens = try page.tokensRead(rows: rows, batches: batches, .sqlite).map { try db.rows($0) } ?? []
             return try page.page(rows: rows, tokens: tokens)
-        }
-    }
-
-    public func claimNextQueuedSend(
-        worker: String, leaseUntil: Date, lanes: Set<SendLane>, excluding: Set<SendID>, precedence: ClaimPrecedence
-    ) async throws -> SendRecord? {
-        guard !lanes.isEmpty else { return nil }
-        let now = clock.now()
-        // One UPDATE under SQLite's single writer: no other claim can run between choosing the send and taking it.
-        return try await write("claim a send") { db in
-            try db.rows(StoreSQL.claimSend(
-                    worker: worker, leaseUntil: leaseUntil, lanes: lanes, excluding: excluding, precedence: precedence,
-                    at: now, .sqlite))
-                .first?.send()
-        }
-    }
-
-    public func waitingSends() async throws -> [SendLane: WaitingSends] {
-        let now = clock.now()
-        return try await read("count the waiting sends") { db in
-            try StoreSQL.waitingLanes(db.rows(StoreSQL.waitingSends(at: now, .sqlite)))
         }
     }
 
@@ -149,28 +121,6 @@ extension SQLiteStore {
             let sends = try db.rows(StoreSQL.requeueSends(exceptWorker: worker, at: now, .sqlite))
             let shards = try db.rows(StoreSQL.requeueShards(exceptWorker: worker, workerPrefix: nil, at: now, .sqlite))
             return Array(Set(try (sends + shards).compactMap { SendID(try $0.text(0)) }))
-        }
-    }
-
-    public func renewLease(of id: SendID, worker: String, until: Date) async throws -> Bool {
-        let now = clock.now()
-        return try await write("renew a lease") { db in
-            try !db.rows(StoreSQL.renewLease(of: id, worker: worker, until: until, at: now, .sqlite)).isEmpty
-        }
-    }
-
-    public func rescheduleSend(_ id: SendID, worker: String, sendAt: Date, sentThrough: Date) async throws -> Bool {
-        let now = clock.now()
-        return try await write("reschedule a send") { db in
-            try !db.rows(
-                StoreSQL.rescheduleSend(id, worker: worker, sendAt: sendAt, sentThrough: sentThrough, at: now, .sqlite)
-            ).isEmpty
-        }
-    }
-
-    public func nextSendAt(after date: Date) async throws -> Date? {
-        try await read("find the next scheduled send") { db in
-            try db.rows(StoreSQL.nextSendAt(after: date, .sqlite)).first?.optionalInteger(0).map(StoreTime.date)
         }
     }
 }

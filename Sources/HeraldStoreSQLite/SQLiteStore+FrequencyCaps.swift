@@ -21,18 +21,4 @@ extension SQLiteStore {
             return decided.claim
         }
     }
-
-    public func frequencyCapCounters(_ caps: [FrequencyCap], topic: String, subject: String, at date: Date)
-        async throws -> [FrequencyCapCounter?]
-    {
-        let statements = caps.map { StoreSQL.frequencyCapCounter($0, topic: topic, subject: subject, at: date, .sqlite) }
-        return try await read("read frequency cap counters") { db in
-            try statements.map { try db.rows($0).first?.frequencyCapCounter() }
-        }
-    }
-
-    public func purgeFrequencyWindows(endedBefore date: Date, limit: Int) async throws -> Int {
-        let statement = StoreSQL.purgeFrequencyWindows(endedBefore: date, limit: limit, .sqlite)
-        return try await write("delete ended frequency windows") { db in try db.rows(statement).count }
-    }
 }

@@ -19,19 +19,4 @@ extension SQLiteStore {
             return recording.results
         }
     }
-
-    public func receiptCounts(of id: SendID) async throws -> ReceiptCounts {
-        try await read("read a send's receipts") { db in
-            try db.rows(StoreSQL.receiptCounts(of: id, .sqlite)).first.map { try ReceiptCounts(stored: $0) }
-                ?? ReceiptCounts()
-        }
-    }
-
-    public func cancelSend(_ id: SendID) async throws -> SendRecord? {
-        let now = clock.now()
-        return try await write("cancel a send") { db in
-            if let row = try db.rows(StoreSQL.cancelSend(id, at: now, .sqlite)).first { return try row.send() }
-            return try db.rows(StoreSQL.selectSend(id, .sqlite)).first?.send()
-        }
-    }
 }

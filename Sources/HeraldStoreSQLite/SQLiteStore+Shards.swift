@@ -36,20 +36,6 @@ extension SQLiteStore {
         }
     }
 
-    public func shards(of id: SendID) async throws -> [SendShard] {
-        try await read("read a send's shards") { db in
-            try db.rows(StoreSQL.selectShards(of: id, .sqlite)).map { try SendShard(stored: $0) }
-        }
-    }
-
-    public func renewShardLease(of id: SendID, shard: Int, worker: String, until: Date) async throws -> Bool {
-        let now = clock.now()
-        return try await write("renew a shard's lease") { db in
-            try !db.rows(StoreSQL.renewShardLease(id, shard: shard, worker: worker, until: until, at: now, .sqlite))
-                .isEmpty
-        }
-    }
-
     public func endShardRun(of id: SendID, shard: Int, worker: String, status: SendShard.Status) async throws
         -> SendRecord?
     {

@@ -21,12 +21,6 @@ extension SQLiteStore {
         return try UpsertResult(registration, at: now, createdAt: createdAt, previous: previous, movedAside: moved)
     }
 
-    public func remove(_ token: DeviceToken) async throws -> Bool {
-        try await write("remove a token") { db in
-            try !db.rows(StoreSQL.deleteDevice(token, .sqlite)).isEmpty
-        }
-    }
-
     public func device(_ token: DeviceToken) async throws -> DeviceRegistration? {
         try await quickRows("read a registration", StoreSQL.selectDevice(token, .sqlite)).first?.device()
     }
@@ -58,27 +52,6 @@ extension SQLiteStore {
         }
     }
 
-    public func count(matching query: DeviceQuery) async throws -> Int {
-        let statements = query.countStatements(dialect: .sqlite)
-        return try await read("count registrations") { db in
-            try statements.reduce(0) { total, statement in try total + Int(db.rows(statement)[0].integer(0)) }
-        }
-    }
-
-    public func timeZones(matching query: DeviceQuery) async throws -> DeviceTimeZones {
-        let statements = query.timeZoneStatements(dialect: .sqlite)
-        return try await read("list the time zones of registrations") { db in
-            var zones = DeviceTimeZones()
-            for statement in statements {
-                for row in try db.rows(statement) {
-                    let own = query.groupsByOwnQuietHours ? try row.optionalText(1) : nil
-                    zones.insert(try row.optionalText(0), ownQuietHours: own)
-                }
-            }
-            return zones
-        }
-    }
-
     public func invalidate(token: DeviceToken, reason: APNSReason, at apnsTimestamp: Date?) async throws
         -> InvalidationResult
     {
@@ -105,12 +78,6 @@ extension SQLiteStore {
             }
             if let send { try db.execute(StoreSQL.recordCorrection(token, by: send, .sqlite)) }
             return try db.rows(StoreSQL.selectDevice(token, .sqlite)).first?.device()
-        }
-    }
-
-    public func purgeInvalidated(before date: Date) async throws -> Int {
-        try await write("purge invalidated tokens") { db in
-            try db.rows(StoreSQL.purgeInvalidated(before: date, .sqlite)).count
         }
     }
 }

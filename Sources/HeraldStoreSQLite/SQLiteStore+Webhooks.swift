@@ -14,32 +14,10 @@ extension SQLiteStore {
         }
     }
 
-    public func webhookEndpoints(app: String?) async throws -> [WebhookEndpoint] {
-        try await read("list webhook endpoints") { db in
-            try db.rows(StoreSQL.webhookEndpoints(app: app, .sqlite)).map { try $0.webhookEndpoint() }
-        }
-    }
-
-    public func webhookEndpoint(_ id: UUID) async throws -> WebhookEndpoint? {
-        try await read("read a webhook endpoint") { db in
-            try db.rows(StoreSQL.webhookEndpoint(id, .sqlite)).first?.webhookEndpoint()
-        }
-    }
-
     public func updateWebhookEndpoint(_ id: UUID, _ update: WebhookEndpointUpdate) async throws -> WebhookEndpoint? {
         let now = clock.now()
         return try await write("change a webhook endpoint") { db in
             try db.rows(StoreSQL.updateWebhookEndpoint(id, update, at: now, .sqlite)).first?.webhookEndpoint()
-        }
-    }
-
-    public func setWebhookEndpoint(_ id: UUID, paused reason: String?) async throws -> WebhookEndpoint? {
-        let now = clock.now()
-        return try await write(reason == nil ? "resume a webhook endpoint" : "pause a webhook endpoint") { db in
-            let statement =
-                reason.map { StoreSQL.pauseWebhookEndpoint(id, reason: $0, at: now, .sqlite) }
-                ?? StoreSQL.resumeWebhookEndpoint(id, at: now, .sqlite)
-            return try db.rows(statement).first?.webhookEndpoint()
         }
     }
 
@@ -48,17 +26,6 @@ extension SQLiteStore {
             var deleted = false
             for statement in StoreSQL.deleteWebhookEndpoint(id, .sqlite) { deleted = try !db.rows(statement).isEmpty }
             return deleted
-        }
-    }
-
-    public func rotateWebhookSecret(of id: UUID, to secret: String, previousExpiresAt: Date) async throws
-        -> WebhookEndpoint?
-    {
-        let now = clock.now()
-        return try await write("rotate a webhook secret") { db in
-            try db.rows(
-                StoreSQL.rotateWebhookSecret(id, to: secret, previousExpiresAt: previousExpiresAt, at: now, .sqlite)
-            ).first?.webhookEndpoint()
         }
     }
 
@@ -98,34 +65,6 @@ extension SQLiteStore {
                 claimedBy: StoreSQL.reclaimWebhookEndpoint(
                     attempt.endpointID, worker: attempt.worker, leaseUntil: leaseUntil, at: now, .sqlite),
                 at: now, limit: limit)
-        }
-    }
-
-    public func webhookDeliveries(of id: UUID, limit: Int) async throws -> [WebhookDelivery] {
-        try await read("read webhook deliveries") { db in
-            try db.rows(StoreSQL.webhookDeliveries(of: id, limit: max(1, limit), .sqlite)).map { try $0.webhookDelivery() }
-        }
-    }
-
-    public func replayWebhookDeadLetter(of id: UUID) async throws -> Int? {
-        let now = clock.now()
-        return try await write("replay a webhook dead letter") { db in
-            guard try db.rows(StoreSQL.resumeWebhookEndpoint(id, at: now, .sqlite)).first != nil else { return nil }
-            return try db.rows(StoreSQL.replayWebhookDeadLetter(of: id, .sqlite)).count
-        }
-    }
-
-    public func webhookQueues() async throws -> [UUID: WebhookQueue] {
-        try await read("count waiting webhook events") { db in
-            try StoreSQL.webhookQueues(db.rows(StoreSQL.webhookQueues(.sqlite)))
-        }
-    }
-
-    public func purgeWebhookHistory(before date: Date, limit: Int) async throws -> Int {
-        try await write("delete delivered webhook events") { db in
-            try StoreSQL.purgeWebhookHistory(before: date, limit: limit, .sqlite).reduce(0) {
-                $0 + (try db.rows($1).count)
-            }
         }
     }
 }

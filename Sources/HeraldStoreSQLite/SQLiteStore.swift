@@ -21,7 +21,7 @@ public final class SQLiteStore: Store, VersionedMigrations {
     /// What the store was opened with.
     public let configuration: Configuration
     let writer: any DatabaseWriter
-    let clock: any WallClock
+    package let clock: any WallClock
     let writes: GroupCommit
     /// `nil` for an in-memory database: its one connection is the writer's.
     let quickReaders: QuickReaders?

@@ -2,7 +2,7 @@ import Foundation
 package import HeraldCore
 package import HeraldStore
 package import Logging
-package import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 /// Runs background sends: claims queued sends (or ones whose worker's lease ran out), performs each with a lease it
