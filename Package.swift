@@ -255,6 +255,12 @@ let package = Package(
             dependencies: [
                 "HeraldCore",
                 "HeraldStore",
+                "HeraldStoreSQLite",
+                "HeraldStorePostgres",
+                "HeraldSending",
+                "HeraldAPNS",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -273,7 +279,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HeraldSendingTests",
-            dependencies: ["HeraldSending", "HeraldStore", "HeraldCore"],
+            dependencies: ["HeraldSending", "HeraldStore", "HeraldCore", "HeraldTesting", "HeraldAPNS"],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

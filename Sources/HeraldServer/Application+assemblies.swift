@@ -109,13 +109,13 @@ struct RouteAssembly {
             clock: clock, audit: audit
         ).addRoutes(to: router)
         let activities = ActivityOperations(
-            store: store, sends: sends, engine: engine, clock: clock, metrics: metrics,
+            store: store, sends: sends, engine: engine, clock: clock, metrics: metrics, audit: audit,
             updateBudget: configuration.liveActivities.updateBudget)
         ActivityController(
             store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities,
-            limits: configuration.limits, audit: audit
+            limits: configuration.limits
         ).addRoutes(to: router)
-        let channels = ChannelOperations(store: store, apps: apps, senders: senders)
+        let channels = ChannelOperations(store: store, apps: apps, senders: senders, audit: audit)
         ChannelController(
             store: store, keys: keys, idempotency: idempotency, apps: apps, operations: channels, engine: engine,
             limits: configuration.limits, clock: clock, audit: audit
@@ -148,7 +148,7 @@ struct RouteAssembly {
                 audit: audit, preferences: preferences),
             activityPages: ConsoleActivityPages(
                 store: store, renderer: renderer, appIDs: appIDs, activities: activities, channels: channels,
-                clock: clock, audit: audit),
+                clock: clock),
             keyPages: ConsoleKeyPages(store: store, renderer: renderer, appIDs: appIDs, apiKeys: apiKeys, clock: clock),
             auditPage: ConsoleAuditPage(store: store, renderer: renderer, appIDs: appIDs),
             webhookPages: ConsoleWebhookPages(store: store, renderer: renderer, appIDs: appIDs, webhooks: webhooks),

@@ -3,6 +3,7 @@ import HTTPTypes
 import HeraldCore
 import HeraldStore
 import HummingbirdTesting
+import HeraldTesting
 import Testing
 
 @testable import HeraldServer

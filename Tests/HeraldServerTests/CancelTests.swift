@@ -27,8 +27,8 @@ struct CancelTests {
         return SendWorker(
             store: store, servedApps: [ServerHarness.topic],
             legacyJobs: RequestBodyJobs(apps: AppDirectory([AppConfiguration(bundleID: ServerHarness.topic)]), store: store),
-            fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: maximumInFlight),
-            broadcaster: SendCrashTests.noBroadcasts(store), sending: sending,
+            fanOut: EngineTesting.fanOut(store, sender, maximumInFlight: maximumInFlight),
+            broadcaster: EngineTesting.noBroadcasts(store), sending: sending,
             instance: "cancel-test",
             clock: ContinuousClock(), wallClock: SystemWallClock(), storeReady: ready,
             logger: Logger(label: "herald.test.cancel"))
@@ -61,7 +61,7 @@ struct CancelTests {
                     userID: "later"))
             let send = try await Self.queue(store, target: #"{"tag": "all"}"#, count: 120)
             let limit = 8
-            let sender = SendCrashTests.StallingSender(answering: 20)
+            let sender = StallingSender(answering: 20)
             let worker = Self.worker(store, sender, maximumInFlight: limit)
             let run = Task { try await worker.run() }
             worker.wake()
@@ -85,7 +85,7 @@ struct CancelTests {
             _ = try? await run.value
 
             // Another start: the worker puts back what an earlier run left and claims what waits; never this send.
-            let second = SendCrashTests.StallingSender(answering: .max)
+            let second = StallingSender(answering: .max)
             let restarted = Self.worker(store, second, maximumInFlight: limit)
             let rerun = Task { try await restarted.run() }
             let later = try await Self.queue(store, target: #"{"user": "later"}"#, count: 1)
@@ -107,7 +107,7 @@ struct CancelTests {
             try await Self.registerTagged(60, in: store)
             let send = try await Self.queue(store, target: #"{"tag": "all"}"#, count: 60)
             let limit = 8
-            let sender = SendCrashTests.StallingSender(answering: 20)
+            let sender = StallingSender(answering: 20)
             // No grace: the shutdown cancels what is in flight as soon as it begins.
             let worker = Self.worker(store, sender, maximumInFlight: limit, shutdownGrace: .zero)
             let group = ServiceGroup(services: [worker], logger: ServerHarness.quietLogger())
@@ -126,7 +126,7 @@ struct CancelTests {
                 paused.counts.accepted == 20 && paused.counts.total == 20,
                 "what was answered is recorded; the \(limit) cancelled have no outcome, not a failure: \(paused.counts)")
 
-            let second = SendCrashTests.StallingSender(answering: .max)
+            let second = StallingSender(answering: .max)
             let restarted = Self.worker(store, second, maximumInFlight: limit)
             let rerun = Task { try await restarted.run() }
             restarted.wake()

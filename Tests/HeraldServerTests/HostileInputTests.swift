@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HeraldCore
 import HeraldStore
+import HeraldTesting
 import Testing
 
 @testable import HeraldServer

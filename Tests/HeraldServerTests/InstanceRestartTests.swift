@@ -17,14 +17,14 @@ struct InstanceRestartTests {
     struct WorkerProcess {
         let store: any Store
         let worker: SendWorker
-        let sender: SendCrashTests.StallingSender
+        let sender: StallingSender
         let storeTask: Task<Void, any Error>
         let workerTask: Task<Void, any Error>
 
         /// Starts a process. Leases last an hour of a wall clock that never moves, and an idle worker polls once an
         /// hour: only the instance lock can resume a send in this test, and nothing waits for time to pass.
         static func start(
-            instance: String, databaseURL: String, clock: ManualWallClock, sender: SendCrashTests.StallingSender,
+            instance: String, databaseURL: String, clock: ManualWallClock, sender: StallingSender,
             logger: Logger? = nil
         ) async throws -> WorkerProcess {
             let store = try StoreFactory.open(url: databaseURL, clock: clock)
@@ -36,8 +36,8 @@ struct InstanceRestartTests {
             let apps = AppDirectory(ServerHarness.configuration(databaseURL: databaseURL).apps)
             let worker = SendWorker(
                 store: store, servedApps: Set(apps.apps.keys), legacyJobs: RequestBodyJobs(apps: apps, store: store),
-                fanOut: SendCrashTests.fanOut(store, sender, maximumInFlight: 4),
-                broadcaster: SendCrashTests.noBroadcasts(store),
+                fanOut: EngineTesting.fanOut(store, sender, maximumInFlight: 4),
+                broadcaster: EngineTesting.noBroadcasts(store),
                 sending: ServerConfiguration.Sending(leaseDuration: .seconds(3_600), pollInterval: .seconds(3_600)),
                 instance: instance, clock: ContinuousClock(), wallClock: clock, storeReady: ready, logger: logger)
             let workerTask = Task { try await worker.run() }
@@ -67,7 +67,7 @@ struct InstanceRestartTests {
         let sendID = SendID()
         let alpha = try await WorkerProcess.start(
             instance: "alpha", databaseURL: databaseURL, clock: clock,
-            sender: SendCrashTests.StallingSender(answering: 10))
+            sender: StallingSender(answering: 10))
         for token in tokens {
             _ = try await alpha.store.upsert(
                 TokenRegistration(token: token, topic: ServerHarness.topic, environment: .production))
@@ -84,7 +84,7 @@ struct InstanceRestartTests {
         let capture = LogCapture()
         let twin = try await WorkerProcess.start(
             instance: "alpha", databaseURL: databaseURL, clock: clock,
-            sender: SendCrashTests.StallingSender(answering: .max), logger: capture.logger())
+            sender: StallingSender(answering: .max), logger: capture.logger())
         await twin.worker.waitUntilIdle()
         #expect(twin.sender.sent.isEmpty, "a live worker's send is never taken")
         #expect(capture.all.contains { $0.contains("Another process holds the lock of instance alpha") })
@@ -95,7 +95,7 @@ struct InstanceRestartTests {
 
         let beta = try await WorkerProcess.start(
             instance: "beta", databaseURL: databaseURL, clock: clock,
-            sender: SendCrashTests.StallingSender(answering: .max))
+            sender: StallingSender(answering: .max))
         let stillHeld = try #require(try await beta.store.send(sendID))
         #expect(stillHeld.status == .running && stillHeld.worker?.hasPrefix("alpha/") == true, "\(stillHeld)")
         await beta.worker.waitUntilIdle()
@@ -104,7 +104,7 @@ struct InstanceRestartTests {
 
         let restarted = try await WorkerProcess.start(
             instance: "alpha", databaseURL: databaseURL, clock: clock,
-            sender: SendCrashTests.StallingSender(answering: .max))
+            sender: StallingSender(answering: .max))
         let finished = try await restarted.worker.waitUntilFinished(sendID)
         #expect(finished.status == .completed && finished.counts.total == tokens.count, "\(finished)")
         #expect(!restarted.sender.sent.isEmpty, "the restarted alpha finished the send")

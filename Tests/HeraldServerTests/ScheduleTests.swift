@@ -349,9 +349,9 @@ struct ScheduleTests {
                 _ = try await store.upsert(
                     TokenRegistration(token: StoreConformance.token(n), topic: ServerHarness.topic, environment: .development))
             }
-            let sender = FanOutTests.BulkSender()
+            let sender = BulkSender()
             let sleep = ManualClock(advancesAutomatically: true)
-            var fanOut = SendCrashTests.fanOut(store, sender, maximumInFlight: 1000)
+            var fanOut = EngineTesting.fanOut(store, sender, maximumInFlight: 1000)
             fanOut.sleepClock = sleep
             var request = SendRequest(
                 target: .everyDevice, topic: ServerHarness.topic, content: .typed(Payload(aps: APS(alert: .body("paced")))))

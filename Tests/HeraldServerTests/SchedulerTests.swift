@@ -168,7 +168,7 @@ struct SchedulerTests {
             let worker = SendWorker(
                 store: store, servedApps: [Self.alpha, Self.beta],
                 legacyJobs: RequestBodyJobs(apps: apps, store: store), fanOut: fanOut,
-                broadcaster: SendCrashTests.noBroadcasts(store), sending: sending, instance: "fairness-test",
+                broadcaster: EngineTesting.noBroadcasts(store), sending: sending, instance: "fairness-test",
                 clock: ContinuousClock(), wallClock: clock, storeReady: ready,
                 logger: Logger(label: "herald.test.scheduler"))
             var ids: [SendID] = []

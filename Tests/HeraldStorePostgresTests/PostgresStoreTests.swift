@@ -7,7 +7,6 @@ import PostgresNIO
 import Testing
 
 /// The URL of a PostgreSQL database the tests may create schemas in; `.ci/run` always sets it.
-let testDatabaseURL = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_URL"]
 
 @Suite("PostgreSQL store")
 struct PostgresStoreTests {

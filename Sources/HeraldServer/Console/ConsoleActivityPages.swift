@@ -19,7 +19,6 @@ struct ConsoleActivityPages: ConsolePages {
     let activities: ActivityOperations
     let channels: ChannelOperations
     let clock: any WallClock
-    let audit: AuditTrail
 
     func addRoutes(viewer: RouterGroup<ServerRequestContext>, operator: RouterGroup<ServerRequestContext>) {
         viewer.get("/console/activities", use: activities)
@@ -129,9 +128,7 @@ struct ConsoleActivityPages: ConsolePages {
         let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
         let id = try ActivityOperations.activityID(form["id"])
-        let pushed = try await activities.push(
-            ActivityChange(.end, topic: form["app"]), to: id, for: Self.access(context), logger: context.logger)
-        await audit.record(.activityEnded, context, app: pushed.activity.topic, subject: id)
+        let pushed = try await activities.push(ActivityChange(.end, topic: form["app"]), to: id, by: context.caller)
         context.logger.notice("Console ended a Live Activity", metadata: ["herald.activity": "\(id)"])
         var query = [("app", pushed.activity.topic), ("ended", id)]
         query.append(("send", pushed.accepted.record.id.description))
@@ -233,10 +230,7 @@ struct ConsoleActivityPages: ConsolePages {
                 topic: form["app"], environment: try ChannelCreation.environment(form["environment"]),
                 // A policy that is not a number is refused as one out of range is.
                 storagePolicy: try ChannelCreation.storagePolicy(form["storagePolicy"].map { Int($0) ?? -1 }))
-            let created = try await channels.createChannel(creation, for: Self.access(context), logger: context.logger)
-            await audit.record(
-                .channelCreated, context, app: created.channel.topic, subject: created.channel.id,
-                detail: created.channel.environment.name)
+            let created = try await channels.createChannel(creation, by: context.caller)
             context.logger.notice(
                 "Console created a broadcast channel", metadata: [LogKey.channelID: "\(created.channel.id)"])
             return Self.redirect(
@@ -252,9 +246,7 @@ struct ConsoleActivityPages: ConsolePages {
     @Sendable func deleteChannel(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let session = try Self.session(context)
         let form = try await ConsoleForm.read(request, session: session)
-        let deleted = try await channels.deleteChannel(
-            form["id"] ?? "", for: Self.access(context), logger: context.logger)
-        await audit.record(.channelDeleted, context, app: deleted.channel.topic, subject: deleted.channel.id)
+        let deleted = try await channels.deleteChannel(form["id"] ?? "", by: context.caller)
         context.logger.notice(
             "Console deleted a broadcast channel", metadata: [LogKey.channelID: "\(deleted.channel.id)"])
         var query = [("app", deleted.channel.topic), ("deleted", deleted.channel.id)]

@@ -24,7 +24,6 @@ struct ActivityController: Sendable {
     let apps: AppDirectory
     let operations: ActivityOperations
     let limits: ServerConfiguration.Limits
-    let audit: AuditTrail
 
     func addRoutes(to router: Router<ServerRequestContext>) {
         let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
@@ -53,19 +52,14 @@ struct ActivityController: Sendable {
 
     @Sendable func start(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: limits.sendBodyBytes, allowed: Self.startFields)
-        let started = try await operations.start(
-            ActivityStart(json: fields), for: context.access, logger: context.logger)
-        await audit.record(
-            .activityStarted, context, app: started.activity.topic, subject: started.activity.id,
-            detail: started.activity.activityType)
+        let started = try await operations.start(ActivityStart(json: fields), by: context.caller)
         return answer(started, context: context)
     }
 
     @Sendable func update(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: limits.sendBodyBytes, allowed: Self.updateFields)
         let pushed = try await operations.push(
-            ActivityChange(.update, json: fields), to: try Self.pathActivityID(context), for: context.access,
-            logger: context.logger)
+            ActivityChange(.update, json: fields), to: try Self.pathActivityID(context), by: context.caller)
         return answer(pushed, context: context)
     }
 
@@ -73,9 +67,7 @@ struct ActivityController: Sendable {
         let fields = try await RequestFields.read(
             request, limit: limits.sendBodyBytes, allowed: Self.endFields, emptyAllowed: true)
         let id = try Self.pathActivityID(context)
-        let ended = try await operations.push(
-            ActivityChange(.end, json: fields), to: id, for: context.access, logger: context.logger)
-        await audit.record(.activityEnded, context, app: ended.activity.topic, subject: id)
+        let ended = try await operations.push(ActivityChange(.end, json: fields), to: id, by: context.caller)
         return answer(ended, context: context)
     }
 

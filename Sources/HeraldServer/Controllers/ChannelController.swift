@@ -45,11 +45,7 @@ struct ChannelController: Sendable {
 
     @Sendable func create(_ request: Request, context: ServerRequestContext) async throws -> Response {
         let fields = try await RequestFields.read(request, limit: 4 * 1024, allowed: Self.createFields)
-        let created = try await operations.createChannel(
-            ChannelCreation(json: fields), for: context.access, logger: context.logger)
-        await audit.record(
-            .channelCreated, context, app: created.channel.topic, subject: created.channel.id,
-            detail: created.channel.environment.name)
+        let created = try await operations.createChannel(ChannelCreation(json: fields), by: context.caller)
         return .json(
             .object(["channel": .object(ChannelOperations.json(created.channel)), "apnsRequestId": .string(created.apnsRequestID)]),
             status: .created)
@@ -84,9 +80,7 @@ struct ChannelController: Sendable {
     }
 
     @Sendable func delete(_ request: Request, context: ServerRequestContext) async throws -> Response {
-        let deleted = try await operations.deleteChannel(
-            try Self.pathID(context), for: context.access, logger: context.logger)
-        await audit.record(.channelDeleted, context, app: deleted.channel.topic, subject: deleted.channel.id)
+        let deleted = try await operations.deleteChannel(try Self.pathID(context), by: context.caller)
         var body: [String: JSONValue] = ["channel": .object(ChannelOperations.json(deleted.channel))]
         if let requestID = deleted.apnsRequestID { body["apnsRequestId"] = .string(requestID) }
         if deleted.unknownToAPNs {

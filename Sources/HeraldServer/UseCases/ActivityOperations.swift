@@ -19,15 +19,19 @@ struct ActivityOperations: Sendable {
     let engine: SendEngine
     let clock: any WallClock
     let metrics: ServerMetrics
+    /// Where a start and an end are recorded (an update is everyday traffic).
+    let audit: AuditTrail
     /// Priority-10 updates an activity may have per hour before later ones go at priority 5 (0: no budget).
     var updateBudget = ServerConfiguration.LiveActivities().updateBudget
 
     /// The keys a start, update or end shares with a send: it can wait for its time and be paced like any send.
     static let scheduleFields: Set<String> = ["sendAt", "localTime", "timeZone", "rate"]
 
-    /// Starts an activity on the devices of its target (their push-to-start tokens) for `caller`, and records it.
-    func start(_ start: ActivityStart, for caller: KeyAccess, logger: Logger) async throws -> Pushed {
-        let plan = try sends.plan(start.sendRequest, for: caller)
+    /// Starts an activity on the devices of its target (their push-to-start tokens) for `caller`, and records it (and
+    /// in the audit log).
+    func start(_ start: ActivityStart, by caller: Caller) async throws -> Pushed {
+        let logger = caller.logger
+        let plan = try sends.plan(start.sendRequest, for: caller.access)
         guard
             let activity = try await store.createActivity(
                 NewActivity(topic: plan.bundleID, id: start.id, activityType: start.activityType))
@@ -38,17 +42,21 @@ struct ActivityOperations: Sendable {
         }
         metrics.activityPush(event: "start", priority: Self.priority(of: plan), via: .devices)
         logger.info("Starting a Live Activity", metadata: ["herald.activity": "\(start.id)"])
-        return Pushed(
+        let pushed = Pushed(
             accepted: try await engine.accept(plan, logger: logger), activity: activity,
             pushToStartPace: engine.pushToStartPace(of: plan))
+        await audit.record(
+            .activityStarted, by: caller, app: activity.topic, subject: activity.id, detail: activity.activityType)
+        return pushed
     }
 
     /// Updates or ends a running activity on its update tokens for `caller`. A priority-10 update beyond the
     /// activity's hourly budget goes at priority 5 unless it is forced (docs/live-activities.md, "Update budget").
     /// - Throws: ``APIError`` `404 unknownActivity`, `409 activityEnded`, or what ``Sends`` refuses.
-    func push(_ change: ActivityChange, to id: String, for caller: KeyAccess, logger: Logger) async throws -> Pushed {
+    func push(_ change: ActivityChange, to id: String, by caller: Caller) async throws -> Pushed {
+        let logger = caller.logger
         var request = change.sendRequest(activity: id)
-        var plan = try sends.plan(request, for: caller)
+        var plan = try sends.plan(request, for: caller.access)
         let activity: ActivityRecord
         switch try await store.recordActivityPush(topic: plan.bundleID, id: id, ending: change.event == .end) {
         case .recorded(let recorded):
@@ -70,7 +78,7 @@ struct ActivityOperations: Sendable {
             if !use.fitted {
                 // Over budget: the same update at priority 5, which ActivityKit delivers when the device sees fit.
                 request.priority = .considerPower
-                plan = try sends.plan(request, for: caller, sendID: plan.sendID)
+                plan = try sends.plan(request, for: caller.access, sendID: plan.sendID)
                 metrics.activityUpdateDowngraded(app: plan.bundleID)
                 logger.info(
                     "Sent a Live Activity update at priority 5: its hourly budget of priority-10 updates is spent",
@@ -80,7 +88,9 @@ struct ActivityOperations: Sendable {
             }
         }
         metrics.activityPush(event: change.event.rawValue, priority: Self.priority(of: plan), via: .devices)
-        return Pushed(accepted: try await engine.accept(plan, logger: logger), activity: activity, budget: budget)
+        let pushed = Pushed(accepted: try await engine.accept(plan, logger: logger), activity: activity, budget: budget)
+        if change.event == .end { await audit.record(.activityEnded, by: caller, app: activity.topic, subject: id) }
+        return pushed
     }
 
     /// The `status` filter of a list: `active` (running only), `ended`, or absent (`nil`: both).

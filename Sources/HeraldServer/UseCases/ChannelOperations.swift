@@ -17,6 +17,7 @@ struct ChannelOperations: Sendable {
     let store: any Store
     let apps: AppDirectory
     let senders: APNSSenders
+    let audit: AuditTrail
 
     /// A channel created on APNs and recorded.
     struct Created {
@@ -28,10 +29,11 @@ struct ChannelOperations: Sendable {
     /// `POST /api/channels` does, and the console's *Create channel*.
     /// - Throws: ``APIError`` `403 appNotAllowed` or `environmentNotAllowed` for a caller limited elsewhere, `400`
     ///   for an app not served, APNs's refusal as its 4xx, `502` without an answer.
-    func createChannel(_ creation: ChannelCreation, for caller: KeyAccess, logger: Logger) async throws -> Created {
-        let app = try apps.app(named: creation.topic, for: caller)
+    func createChannel(_ creation: ChannelCreation, by caller: Caller) async throws -> Created {
+        let logger = caller.logger
+        let app = try apps.app(named: creation.topic, for: caller.access)
         let environment = creation.environment
-        try caller.check(environment: environment)
+        try caller.access.check(environment: environment)
         let policy = creation.storagePolicy
         let client = try apnsClient(app.bundleID, environment)
         let reply: APNSChannelReply<APNSChannel>
@@ -54,6 +56,8 @@ struct ChannelOperations: Sendable {
                 LogKey.channelID: "\(record.id)", LogKey.topic: "\(record.topic)",
                 LogKey.environment: "\(environment)",
             ])
+        await audit.record(
+            .channelCreated, by: caller, app: record.topic, subject: record.id, detail: record.environment.name)
         return Created(channel: record, apnsRequestID: reply.requestID)
     }
 
@@ -68,8 +72,9 @@ struct ChannelOperations: Sendable {
 
     /// Deletes a live channel `caller` sees on APNs and marks it deleted: what `DELETE /api/channels/{id}` does, and
     /// the console's *Delete*.
-    func deleteChannel(_ id: String, for caller: KeyAccess, logger: Logger) async throws -> Deleted {
-        let channel = try await live(id, for: caller)
+    func deleteChannel(_ id: String, by caller: Caller) async throws -> Deleted {
+        let logger = caller.logger
+        let channel = try await live(id, for: caller.access)
         let client = try apnsClient(channel.topic, channel.environment)
         let apnsID = try Self.channelID(channel.id, field: "id")
         var requestID: String?
@@ -86,6 +91,7 @@ struct ChannelOperations: Sendable {
         }
         guard let deleted = try await store.markChannelDeleted(id: channel.id) else { throw Self.unknown(channel.id) }
         logger.info("Channel deleted", metadata: [LogKey.channelID: "\(channel.id)"])
+        await audit.record(.channelDeleted, by: caller, app: deleted.topic, subject: deleted.id)
         return Deleted(channel: deleted, apnsRequestID: requestID, unknownToAPNs: unknownToAPNs)
     }
 

@@ -15,64 +15,6 @@ import Testing
 
 @testable import HeraldServer
 
-/// The URL of a PostgreSQL database the tests may create schemas in; `.ci/run` always sets it.
-let testDatabaseURL = ProcessInfo.processInfo.environment["HERALD_TEST_DATABASE_URL"]
-
-/// Which store a server test runs on.
-enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite
-    case postgres
-
-    /// SQLite always; PostgreSQL when `HERALD_TEST_DATABASE_URL` is set.
-    static var available: [Backend] { testDatabaseURL == nil ? [.sqlite] : [.sqlite, .postgres] }
-
-    var testDescription: String { rawValue }
-}
-
-/// An empty database for one test: a temporary SQLite file, or a fresh PostgreSQL schema; dropped afterwards.
-struct TestDatabase: Sendable {
-    let url: String
-    let cleanup: @Sendable () async -> Void
-
-    static func make(_ backend: Backend) throws -> TestDatabase {
-        switch backend {
-        case .sqlite:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-server-\(UUID())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            return TestDatabase(url: "sqlite://" + directory.appendingPathComponent("herald.sqlite").path) {
-                try? FileManager.default.removeItem(at: directory)
-            }
-        case .postgres:
-            let base = try #require(testDatabaseURL)
-            let schema =
-                "herald_server_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
-            return TestDatabase(url: base + (base.contains("?") ? "&" : "?") + "schema=\(schema)&pool=5") {
-                guard let configuration = try? PostgresStore.Configuration(url: base).client else { return }
-                let client = PostgresClient(configuration: configuration)
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask { await client.run() }
-                    _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA IF EXISTS \(schema) CASCADE"))
-                    group.cancelAll()
-                }
-            }
-        }
-    }
-}
-
-extension TestDatabase {
-    /// Runs `body` with the URL of an empty database of `backend`, and drops the database afterwards.
-    static func with(_ backend: Backend, _ body: (String) async throws -> Void) async throws {
-        let database = try make(backend)
-        do {
-            try await body(database.url)
-        } catch {
-            await database.cleanup()
-            throw error
-        }
-        await database.cleanup()
-    }
-}
-
 /// Runs a server in-process for a test, over its own database and in-process emulator.
 enum ServerHarness {
     static let topic = AppConfiguration.defaultBundleID
