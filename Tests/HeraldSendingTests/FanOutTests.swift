@@ -15,10 +15,7 @@ struct FanOutTests {
     func bulkPath(backend: Backend) async throws {
         try await TestDatabase.withMigratedStore(backend) { store in
             let count = 300
-            for n in 1...count {
-                _ = try await store.upsert(
-                    TokenRegistration(token: StoreConformance.token(n), topic: Self.app, environment: .production))
-            }
+            try await EngineTesting.registerDevices(1...count, of: Self.app, in: store)
             let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try EngineTesting.alertToEveryDevice(of: Self.app, send: send.id)
             let sender = BulkSender()

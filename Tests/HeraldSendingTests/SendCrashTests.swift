@@ -16,11 +16,7 @@ struct SendCrashTests {
         arguments: Backend.available)
     func crashBound(backend: Backend) async throws {
         try await TestDatabase.withMigratedStore(backend) { store in
-            let tokens = (1...120).map { StoreConformance.token($0) }
-            for token in tokens {
-                _ = try await store.upsert(
-                    TokenRegistration(token: token, topic: Self.app, environment: .production))
-            }
+            let tokens = try await EngineTesting.registerDevices(1...120, of: Self.app, in: store)
             let send = try await store.createSend(NewSend(target: "topic", summary: "alert", status: .running))
             let plan = try EngineTesting.alertToEveryDevice(of: Self.app, send: send.id)
             let limit = 8
@@ -66,11 +62,7 @@ struct SendCrashTests {
         arguments: Backend.available)
     func shardCrashBound(backend: Backend) async throws {
         try await TestDatabase.withMigratedStore(backend) { store in
-            let tokens = (1...90).map { StoreConformance.token($0) }
-            for token in tokens {
-                _ = try await store.upsert(
-                    TokenRegistration(token: token, topic: Self.app, environment: .production))
-            }
+            let tokens = try await EngineTesting.registerDevices(1...90, of: Self.app, in: store)
             let send = try await store.createSend(
                 NewSend(target: "topic", summary: "alert", job: "{}", targetCount: 90, lane: .campaign))
             _ = try await store.claimNextQueuedSend(worker: "a/1/x", leaseUntil: Date().addingTimeInterval(60))

@@ -24,6 +24,18 @@ package enum EngineTesting {
         Broadcaster(store: store, client: { _, _ in nil }, metrics: metrics)
     }
 
+    /// Registers production devices of `app` with the tokens ``StoreConformance/token(_:)`` numbers.
+    @discardableResult
+    package static func registerDevices(_ numbers: ClosedRange<Int>, of app: String, in store: any Store) async throws
+        -> [DeviceToken]
+    {
+        let tokens = numbers.map { StoreConformance.token($0) }
+        for token in tokens {
+            _ = try await store.upsert(TokenRegistration(token: token, topic: app, environment: .production))
+        }
+        return tokens
+    }
+
     /// A plan that sends one alert to every device of `app`, as a stored job would run it.
     package static func alertToEveryDevice(of app: String, send: SendID, text: String = "hi") throws -> SendPlan {
         let notification = try PushNotification(
