@@ -1,4 +1,5 @@
-// Apple-only glue. Linux CI cannot compile this file: it is empty there. Decryption, badge counting and media
+// Apple-only glue. On Linux it is empty, and CI compiles it against stand-ins of Apple's frameworks
+// (scripts/check-apple-glue.sh, docs/apple-glue.md). Decryption, badge counting and media
 // download are NotificationServiceProcessor's job (portable, tested); this file only copies its result onto the
 // system's notification content.
 #if canImport(UserNotifications) && !os(tvOS)

@@ -1,4 +1,5 @@
-// Apple-only glue. Linux CI cannot compile this file: it is empty there. It only calls the portable, tested part:
+// Apple-only glue. On Linux it is empty, and CI compiles it against stand-ins of Apple's frameworks
+// (scripts/check-apple-glue.sh, docs/apple-glue.md). It only calls the portable, tested part:
 // RegistrationClient (registerPushToStartToken, registerActivityUpdateToken, activityEnded), Registration (its app
 // initializer), DeviceToken, ResolvedEnvironment, InstallationID.
 // Keep it that way: nothing here should decide anything a test would want to check.
@@ -9,6 +10,14 @@
 public import ActivityKit
 import Foundation
 public import HeraldCore
+
+/// An `ActivityAttributes` type whose metatype may cross into the tasks that watch its activities: every struct or enum
+/// that is not itself isolated to an actor. Swift 6.2 checks it (`SendableMetatype`); earlier compilers cannot say it.
+#if compiler(>=6.2)
+public typealias LiveActivityAttributes = ActivityAttributes & SendableMetatype
+#else
+public typealias LiveActivityAttributes = ActivityAttributes
+#endif
 
 /// Keeps Herald told about one `ActivityAttributes` type's Live Activity tokens: the push-to-start token (iOS 17.2+),
 /// each activity's update token, and each activity's end.
@@ -27,7 +36,7 @@ public import HeraldCore
 /// itself.
 @available(iOS 16.1, *)
 @MainActor
-public final class LiveActivities<Attributes: ActivityAttributes> {
+public final class LiveActivities<Attributes: LiveActivityAttributes> {
     /// What the glue needs.
     public struct Configuration: Sendable {
         /// Uploads the tokens.

@@ -1,4 +1,5 @@
-// Apple-only glue. Linux CI cannot compile this file: it is empty there. Keep it a mapping with no decisions;
+// Apple-only glue. On Linux it is empty, and CI compiles it against stand-ins of Apple's frameworks
+// (scripts/check-apple-glue.sh, docs/apple-glue.md). Keep it a mapping with no decisions;
 // everything that decides something lives in the portable part (Actions/) and is tested on Linux.
 #if canImport(UserNotifications) && !os(tvOS)
 public import UserNotifications

@@ -1,4 +1,5 @@
-// Apple-only glue. Linux CI cannot compile this file: it is empty there. It only calls the portable, tested part:
+// Apple-only glue. On Linux it is empty, and CI compiles it against stand-ins of Apple's frameworks
+// (scripts/check-apple-glue.sh, docs/apple-glue.md). It only calls the portable, tested part:
 // RegistrationClient, Registration (its app initializer), ResolvedEnvironment, InstallationID, Payload(userInfo:),
 // NotificationResponseAction, ReceiptReporter.
 // Keep it that way: nothing here should decide anything a test would want to check.
