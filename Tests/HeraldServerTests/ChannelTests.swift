@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+@testable import HeraldAPNS
 import HeraldCore
 import HeraldEmulator
 @testable import HeraldSending
@@ -254,5 +255,21 @@ struct ChannelTests {
             #expect(orphaned.status == .failed && orphaned.message?.contains("was deleted") == true, "\(orphaned)")
             #expect(try emulator.inbox(for: subscribers[2]).isEmpty, "a deleted channel gets nothing")
         }
+    }
+
+    @Test("a channel creation APNs refuses for the app says where the Broadcast Capability is switched on; other refusals do not")
+    func capabilityHint() {
+        func refusal(_ status: Int, _ reason: APNSReason) -> APNSChannelError {
+            APNSChannelError(
+                .rejected, "Creating a channel was refused: \(status) \(reason).",
+                rejection: APNSRejection(status: status, reason: reason, timestamp: nil, apnsID: "x", uniqueID: nil))
+        }
+        for (status, reason) in [(403, APNSReason.invalidProviderToken), (400, .topicDisallowed)] {
+            let answer = ChannelOperations.creationFailure(refusal(status, reason), app: "com.example.app", environment: .production)
+            #expect(answer.status == .badRequest && answer.reason == reason.rawValue)
+            #expect(answer.message.contains("Broadcast Capability on the App ID com.example.app"), "\(answer.message)")
+        }
+        let other = ChannelOperations.creationFailure(refusal(400, .badExpirationDate), app: "com.example.app", environment: .production)
+        #expect(!other.message.contains("Broadcast Capability"))
     }
 }

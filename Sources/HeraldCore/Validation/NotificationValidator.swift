@@ -150,6 +150,29 @@ enum NotificationValidator {
         }
     }
 
+    /// A date past this is milliseconds since 1970 (this many seconds is the year 5138).
+    static let millisecondsThreshold = 100_000_000_000
+
+    /// Live Activity dates are whole seconds since 1970. One in milliseconds is a date thousands of years away: a
+    /// `timestamp` so far ahead makes the device take every later update (in seconds) as older and drop it, and a
+    /// `stale-date` or `dismissal-date` never comes. A past `dismissal-date` is allowed: it removes the ended activity
+    /// at once, as Apple documents.
+    private static func checkLiveActivityDates(_ aps: APS) throws(NotificationValidationError) {
+        for (key, value) in [("timestamp", aps.timestamp), ("stale-date", aps.staleDate), ("dismissal-date", aps.dismissalDate)] {
+            guard let value else { continue }
+            if value < 0 {
+                throw NotificationValidationError(
+                    .valueOutOfRange, field: "aps.\(key)", reason: nil,
+                    message: "\(key) is \(value): give seconds since 1970, such as \(1_767_225_600).")
+            }
+            if value >= millisecondsThreshold {
+                throw NotificationValidationError(
+                    .valueOutOfRange, field: "aps.\(key)", reason: nil,
+                    message: "\(key) is \(value), which is milliseconds since 1970: Live Activity dates are seconds (\(value / 1000)). In milliseconds it lies thousands of years ahead\(key == "timestamp" ? ", and the device drops every later update as older" : ", and never comes").")
+            }
+        }
+    }
+
     static func checkLiveActivity(_ aps: APS) throws(NotificationValidationError) {
         func missing(_ key: String, _ why: String) -> NotificationValidationError {
             NotificationValidationError(.liveActivity, field: "aps.\(key)", reason: nil, message: why)
@@ -180,6 +203,19 @@ enum NotificationValidator {
         }
         if aps.dismissalDate != nil, event != .end {
             throw missing("dismissal-date", "dismissal-date only goes with event \"end\".")
+        }
+        try checkLiveActivityDates(aps)
+        if let type = aps.attributesType, type.isEmpty || type.contains(where: { $0.isWhitespace || $0.isNewline }) {
+            throw missing(
+                "attributes-type",
+                "attributes-type is \"\(type)\": name the app's ActivityAttributes type as Swift spells it, such as DeliveryAttributes; ActivityKit starts nothing for a name it does not know.")
+        }
+        if case .content(let content)? = aps.alert, content.sound != nil, content.title?.isEmpty ?? true,
+            content.titleLocKey == nil
+        {
+            throw missing(
+                "alert.title",
+                "A Live Activity alert with a sound needs a title (and a body): the system's Live Activity alert is a title, a body and an optional sound.")
         }
         if aps.inputPushToken, aps.inputPushChannel != nil {
             throw missing("input-push-channel", "Ask for either an update token (input-push-token) or a channel (input-push-channel), not both.")

@@ -40,7 +40,7 @@ struct ChannelOperations: Sendable {
         do {
             reply = try await client.createChannel(bundleID: app.bundleID, storagePolicy: policy)
         } catch {
-            throw Self.failure(error)
+            throw Self.creationFailure(error, app: app.bundleID, environment: environment)
         }
         let channel = NewChannel(
             id: reply.value.id.rawValue, topic: app.bundleID, environment: environment, storagePolicy: policy.rawValue)
@@ -166,6 +166,19 @@ struct ChannelOperations: Sendable {
         }
         if error.code == .invalidRequest { return APIError(.badRequest, reason: "invalidBroadcast", message) }
         return APIError(.badGateway, reason: "apnsUnavailable", message)
+    }
+
+    /// A channel creation APNs refused for the app or the provider's authority: how an App ID without the Broadcast
+    /// Capability fails its first channel, with a reason that does not say so. The answer says where to switch it on.
+    static func creationFailure(_ error: APNSChannelError, app: String, environment: APNSEnvironment) -> APIError {
+        let failure = failure(error)
+        guard error.code == .rejected, let rejection = error.rejection,
+            rejection.status == 403 || [.topicDisallowed, .badTopic].contains(rejection.reason)
+        else { return failure }
+        return APIError(
+            failure.status, reason: failure.reason,
+            failure.message
+                + " Broadcast channels need the Broadcast Capability on the App ID \(app): switch it on in the Apple Developer portal (Certificates, Identifiers & Profiles → Identifiers → \(app) → Capabilities), not in Xcode; and check that the key or certificate is this app's team's, for \(environment.name).")
     }
 
     static func json(_ channel: ChannelRecord) -> [String: JSONValue] {
