@@ -206,6 +206,16 @@ public final class APNSEmulator: Service, Sendable {
         try registry.setOnline(token, online, now: configuration.clock.now())
     }
 
+    /// Whether a push-to-start the device receives starts its Live Activity (the default) or is ignored, as by a
+    /// device whose push-to-start token went stale.
+    public func setStartsActivities(_ token: DeviceToken, _ starts: Bool) throws(EmulatorError) {
+        try registry.setStartsActivities(token, starts)
+    }
+
+    /// The Live Activities push-to-starts started, in the order they started: what each device's app would register
+    /// an update token for.
+    public func startedActivities() -> [StartedActivity] { registry.startedActivities() }
+
     /// What the device received, oldest first.
     public func inbox(for token: DeviceToken) throws(EmulatorError) -> [InboxEntry] { try registry.inbox(token) }
     public func clearInbox(for token: DeviceToken) throws(EmulatorError) { try registry.clearInbox(token) }

@@ -110,7 +110,8 @@ struct RouteAssembly {
         ).addRoutes(to: router)
         let activities = ActivityOperations(
             store: store, sends: sends, engine: engine, clock: clock, metrics: metrics, audit: audit,
-            updateBudget: configuration.liveActivities.updateBudget)
+            updateBudget: configuration.liveActivities.updateBudget,
+            checksStarts: configuration.liveActivities.startCheckAfter > 0)
         ActivityController(
             store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities,
             limits: configuration.limits

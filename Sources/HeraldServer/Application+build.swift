@@ -60,6 +60,8 @@ public struct HeraldApplication: ApplicationProtocol {
     let engine: SendEngine
     /// The webhook deliverer.
     public let webhooks: WebhookDeliverer
+    /// The check of Live Activity starts, which the server runs every minute: `checkDue()` runs a pass now.
+    public let pushToStartChecks: PushToStartChecks
     /// Every route of the HTTP API, as `METHOD /path/{parameter}`; the console's pages (`/console…`) are not listed.
     public let routes: [String]
     /// The console's routes (`/console…`), as ``routes`` lists the API's: what the console's authorization matrix
@@ -72,7 +74,7 @@ public struct HeraldApplication: ApplicationProtocol {
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
-        engine: SendEngine, webhooks: WebhookDeliverer, routes: [String], consoleRoutes: [String], console: ConsoleAuthority,
+        engine: SendEngine, webhooks: WebhookDeliverer, pushToStartChecks: PushToStartChecks, routes: [String], consoleRoutes: [String], console: ConsoleAuthority,
         metricsListener: OneShot<Int>, shutdownWatch: ShutdownWatch
     ) {
         self.shutdownWatch = shutdownWatch
@@ -83,6 +85,7 @@ public struct HeraldApplication: ApplicationProtocol {
         self.worker = worker
         self.engine = engine
         self.webhooks = webhooks
+        self.pushToStartChecks = pushToStartChecks
         self.routes = routes
         self.consoleRoutes = consoleRoutes
         self.console = console
@@ -215,6 +218,15 @@ public func buildApplication(
             clock: dependencies.clock, sleepClock: dependencies.sleepClock, jitter: dependencies.webhookJitter,
             metrics: WebhookServerMetrics(registry: dependencies.metrics), storeReady: storeReady, logger: logger)
         services.append(watch.observe(webhooks, as: "webhook deliverer"))
+        let pushToStartChecks = PushToStartChecks(
+            store: store, settings: configuration.liveActivities, clock: dependencies.clock, metrics: metrics,
+            logger: logger)
+        services.append(
+            watch.observe(
+                PushToStartCheckService(
+                    checks: pushToStartChecks, sleepClock: dependencies.sleepClock, storeReady: storeReady,
+                    logger: logger),
+                as: "push-to-start checks"))
 
         let metricsListener = OneShot<Int>()
         switch metricsPlacement {
@@ -270,7 +282,7 @@ public func buildApplication(
         }
         return HeraldApplication(
             application: application, store: store, emulator: destination.emulator, worker: worker,
-            engine: engine, webhooks: webhooks, routes: routes,
+            engine: engine, webhooks: webhooks, pushToStartChecks: pushToStartChecks, routes: routes,
             consoleRoutes: described.filter(\.console).map(\.route), console: console, metricsListener: metricsListener,
             shutdownWatch: watch)
     } catch {

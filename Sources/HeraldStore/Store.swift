@@ -15,7 +15,7 @@ public import ServiceLifecycle
 public protocol Store:
     TokenStore, DeliveryStore, ReceiptStore, ActivityStore, ChannelStore, APIKeyStore, ProviderTokenStore, ConsoleStore,
     IdempotencyStore, RetentionStore, PreferenceStore, WebhookStore, DeliveryTraceStore, ActivityBudgetStore,
-    AuditStore, FrequencyCapStore, Service
+    AuditStore, FrequencyCapStore, PushToStartCheckStore, Service
 {
     /// Brings the schema up to date by applying, in order, each versioned migration the database lacks.
     ///

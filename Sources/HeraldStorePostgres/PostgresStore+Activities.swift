@@ -16,3 +16,21 @@ extension PostgresStore {
         }
     }
 }
+
+extension PostgresStore {
+    public func recordStartCheck(_ check: StartCheck) async throws -> RecordedStartCheck? {
+        let now = clock.now()
+        let statements = StoreSQL.recordStartCheck(check, at: now, .postgres)
+        return try await transaction("record a push-to-start check") { session in
+            guard let activity = try await session.rows(statements.claim).first?.activity() else { return nil }
+            for statement in statements.changes { try await session.execute(statement) }
+            var stale: [DeviceToken] = []
+            for statement in statements.marksStale {
+                stale += try await session.rows(statement).map { try DeviceToken(hex: $0.text(0)) }
+            }
+            stale.sort()
+            try await session.writeWebhookEvents(stale.map { .event(ofStale: $0, check: check, at: now) })
+            return RecordedStartCheck(activity: activity, newlyStale: stale)
+        }
+    }
+}

@@ -16,3 +16,17 @@ extension SQLiteStore {
         }
     }
 }
+
+extension SQLiteStore {
+    public func recordStartCheck(_ check: StartCheck) async throws -> RecordedStartCheck? {
+        let now = clock.now()
+        let statements = StoreSQL.recordStartCheck(check, at: now, .sqlite)
+        return try await write("record a push-to-start check") { db in
+            guard let activity = try db.rows(statements.claim).first?.activity() else { return nil }
+            for statement in statements.changes { try db.execute(statement) }
+            let stale = try statements.marksStale.flatMap { try db.rows($0) }.map { try DeviceToken(hex: $0.text(0)) }.sorted()
+            try db.writeWebhookEvents(stale.map { .event(ofStale: $0, check: check, at: now) })
+            return RecordedStartCheck(activity: activity, newlyStale: stale)
+        }
+    }
+}

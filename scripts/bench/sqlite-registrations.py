@@ -34,7 +34,9 @@ def connect(path, schema=None):
 
 def upsert_statement(db):
     # The columns of the table in their order, as the server's upsert names them (StoreSQL.upsertDeviceSQL).
-    stamps = {"registered_at", "created_at", "updated_at", "invalidated_at", "invalidation_reason", "apns_timestamp"}
+    # The push-to-start check's columns (migration 32) are the check's, not a registration's.
+    stamps = {"registered_at", "created_at", "updated_at", "invalidated_at", "invalidation_reason", "apns_timestamp",
+              "start_misses", "stale_at"}
     columns = [row[1] for row in db.execute("PRAGMA table_info(devices)") if row[1] not in stamps]
     now = f"${len(columns) + 1}"
     placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))

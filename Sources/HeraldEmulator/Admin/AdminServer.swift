@@ -99,6 +99,11 @@ struct AdminAPI: Sendable {
             case "POST /devices/:token/offline", "POST /devices/:token/online":
                 try emulator.setOnline(try Self.token(token), parts[2] == "online")
                 return (200, Self.json(emulator.device(try Self.token(token))!))
+            case "POST /devices/:token/ignore-starts", "POST /devices/:token/honour-starts":
+                try emulator.setStartsActivities(try Self.token(token), parts[2] == "honour-starts")
+                return (200, Self.json(emulator.device(try Self.token(token))!))
+            case "GET /activities":
+                return (200, .array(emulator.startedActivities().map(Self.json)))
             case "GET /devices/:token/inbox":
                 return (200, .array(try emulator.inbox(for: try Self.token(token)).map(Self.json)))
             case "DELETE /devices/:token/inbox":
@@ -238,6 +243,7 @@ struct AdminAPI: Sendable {
         var object: [String: JSONValue] = [
             "token": .string(device.token.hex), "environment": .string(device.environment.name),
             "topic": .string(device.topic), "online": .bool(device.isOnline),
+            "startsActivities": .bool(device.startsActivities),
         ]
         switch device.state {
         case .active: object["state"] = "active"
@@ -247,6 +253,15 @@ struct AdminAPI: Sendable {
             object["unregisteredAt"] = milliseconds(since)
         }
         return .object(object)
+    }
+
+    static func json(_ started: StartedActivity) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "token": .string(started.token.hex), "environment": .string(started.environment.name),
+            "apnsId": .string(started.apnsID), "startedAt": milliseconds(started.startedAt),
+        ]
+        if let type = started.attributesType { members["attributesType"] = .string(type) }
+        return .object(members)
     }
 
     static func json(_ entry: InboxEntry) -> JSONValue {
@@ -284,6 +299,8 @@ struct AdminAPI: Sendable {
             "channelRequests": .integer(counters.channelRequests),
             "liveActivityBudgetDropped": .integer(counters.liveActivityBudgetDropped),
             "clientResets": .integer(counters.clientResets),
+            "activitiesStarted": .integer(counters.activitiesStarted),
+            "pushToStartsIgnored": .integer(counters.pushToStartsIgnored),
         ]
     }
 }

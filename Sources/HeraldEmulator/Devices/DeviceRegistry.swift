@@ -23,6 +23,7 @@ final class DeviceRegistry: Sendable {
 
     private struct State {
         var records: [Key: Record] = [:]
+        var startedActivities: [StartedActivity] = []
         var seenAPNSIDs = Set<UInt64>()
         var random: SeededRandomNumberGenerator
         var liveActivityBudget: Int?
@@ -80,6 +81,7 @@ final class DeviceRegistry: Sendable {
             if record.device.isOnline {
                 guard Self.withinBudget(budgetedActivity, of: key, at: notification.receivedAt, in: &state, counters: &counters) else { return }
                 state.records[key]!.append(notification, capacity: capacity, dropped: &counters.droppedFromInbox)
+                Self.arrived(notification, on: key, in: &state, counters: &counters)
             } else if notification.expiration != 0 {
                 // Offline: APNs stores one notification per app and device; the newest replaces the older.
                 state.records[key]!.pending = notification
@@ -108,6 +110,28 @@ final class DeviceRegistry: Sendable {
                 }
             }
         }
+    }
+
+    /// A notification reached the device: a push-to-start starts its activity there, unless the device ignores starts.
+    private static func arrived(_ entry: InboxEntry, on key: Key, in state: inout State, counters: inout EmulatorCounters) {
+        guard entry.startsActivity, let device = state.records[key]?.device else { return }
+        guard device.startsActivities else {
+            counters.pushToStartsIgnored += 1
+            return
+        }
+        counters.activitiesStarted += 1
+        let attributesType = (try? JSONValue(parsing: entry.payload))?["aps"]?["attributes-type"]?.stringValue
+        state.startedActivities.append(
+            StartedActivity(
+                token: device.token, environment: device.environment, apnsID: entry.apnsID,
+                attributesType: attributesType, startedAt: entry.receivedAt))
+    }
+
+    /// The activities push-to-starts started, in the order they started.
+    func startedActivities() -> [StartedActivity] { state.withLock { $0.startedActivities } }
+
+    func setStartsActivities(_ token: DeviceToken, _ starts: Bool) throws(EmulatorError) {
+        try mutate(token) { $0.device.startsActivities = starts }
     }
 
     func countChannelRequest() { withCounters { $1.channelRequests += 1 } }
@@ -228,6 +252,7 @@ final class DeviceRegistry: Sendable {
                 let expired = pending.expiration.map { $0 != 0 && Double($0) < now.timeIntervalSince1970 } ?? false
                 if !expired, capacity > 0 {
                     state.records[key]!.append(pending, capacity: capacity, dropped: &counters.droppedFromInbox)
+                    Self.arrived(pending, on: key, in: &state, counters: &counters)
                 }
             }
             // Each storing channel's newest message arrives if it is still within its 8 hours (or its expiration).

@@ -10,6 +10,9 @@ public struct VirtualDevice: Sendable, Hashable {
     public var state: State
     /// An offline device keeps at most one pending notification (the newest), as APNs stores one per app.
     public var isOnline: Bool
+    /// Whether a push-to-start it receives starts the Live Activity (``StartedActivity``). `false` plays a device whose
+    /// push-to-start token went stale: APNs accepts the push, and nothing starts.
+    public var startsActivities = true
 
     public enum State: Sendable, Hashable {
         case active
@@ -33,9 +36,24 @@ public struct InboxEntry: Sendable, Hashable {
     public let payload: [UInt8]
     /// The channel a broadcast came through; `nil` for a push to the device's token.
     public var channelID: String? = nil
+    /// Whether it is a push-to-start (`liveactivity` with `"event": "start"`): a device that starts activities starts
+    /// one when it arrives.
+    public var startsActivity = false
 
     /// The body as text.
     public var payloadString: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// A Live Activity a push-to-start started on a device: what the app then sees, and registers the update token of.
+public struct StartedActivity: Sendable, Hashable {
+    /// The push-to-start token the push went to.
+    public let token: DeviceToken
+    public let environment: APNSEnvironment
+    /// The push's `apns-id`.
+    public let apnsID: String
+    /// The push's `attributes-type`.
+    public let attributesType: String?
+    public let startedAt: Date
 }
 
 /// How one Live Activity on one device used its budget of priority-10 updates in the last hour.
@@ -75,6 +93,9 @@ public struct EmulatorCounters: Sendable, Hashable {
     public var liveActivityBudgetDropped: Int = 0
     /// Streams the client reset (RST_STREAM) before their answer: requests it cancelled or stopped waiting for.
     public var clientResets: Int = 0
+    /// Push-to-starts that started a Live Activity, and those a device ignored (``VirtualDevice/startsActivities``).
+    public var activitiesStarted: Int = 0
+    public var pushToStartsIgnored: Int = 0
 
     public var totalRejected: Int { rejected.values.reduce(0, +) }
 }

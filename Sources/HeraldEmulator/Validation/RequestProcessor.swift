@@ -161,7 +161,8 @@ struct RequestProcessor: Sendable {
         let entry = InboxEntry(
             apnsID: apnsID, pushType: headers["apns-push-type"], topic: topic,
             priority: headers["apns-priority"].flatMap { Int($0) }, expiration: expiration, collapseID: collapseID,
-            receivedAt: now, payload: request.body)
+            receivedAt: now, payload: request.body,
+            startsActivity: pushType == .liveactivity && object["aps"]?["event"]?.stringValue == "start")
         let budgeted = Self.countsAgainstBudget(pushType: pushType, priority: priority, payload: object)
         registry.deliver(entry, to: token, environment: environment, budgetedActivity: budgeted ? "device" : nil)
         return EmulatedResponse(status: 200, reason: nil, apnsID: apnsID, fault: fault, delayMilliseconds: delay)

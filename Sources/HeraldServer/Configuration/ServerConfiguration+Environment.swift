@@ -80,6 +80,8 @@ extension ServerConfiguration {
     /// | `HERALD_WEBHOOK_SECRET_OVERLAP` [`webhookSecretOverlap`] | seconds a rotated-out secret still signs | 86400 |
     /// | `HERALD_LIVE_ACTIVITY_BUDGET` [`liveActivityBudget`] | priority-10 updates per Live Activity and hour before later ones go at priority 5, 0 = no budget | 12 |
     /// | `HERALD_PUSH_TO_START_RATE` [`pushToStartRate`] | push-to-start notifications per app and second, across instances, 0 = unpaced | 0 |
+    /// | `HERALD_PUSH_TO_START_CHECK_AFTER` [`pushToStartCheckAfter`] | seconds after a Live Activity's start send ends before devices whose app registered no update token of it count as `notStarted`, 0 = no check | 3600 |
+    /// | `HERALD_PUSH_TO_START_STALE_AFTER` [`pushToStartStaleAfter`] | push-to-starts in a row that started nothing before the token is stale (left out of sends until the app registers a new one), 0 = never | 3 |
     /// | `HERALD_METRICS_LISTEN` [`metricsListen`] | `host:port` of a listener for `/metrics` alone | none: the API's, on loopback only |
     /// | `HERALD_METRICS_KEY` [`metricsKey`] | bearer secret `/metrics` asks for, 32+ characters | none |
     ///
@@ -154,6 +156,12 @@ extension ServerConfiguration {
         liveActivities.pushToStartRate =
             try reader.integer("HERALD_PUSH_TO_START_RATE", "pushToStartRate", in: 0...100_000)
             ?? liveActivities.pushToStartRate
+        liveActivities.startCheckAfter =
+            try reader.integer("HERALD_PUSH_TO_START_CHECK_AFTER", "pushToStartCheckAfter", in: 0...2_592_000)
+            ?? liveActivities.startCheckAfter
+        liveActivities.staleAfter =
+            try reader.integer("HERALD_PUSH_TO_START_STALE_AFTER", "pushToStartStaleAfter", in: 0...1_000)
+            ?? liveActivities.staleAfter
         try readMetrics(reader: reader)
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {

@@ -12,10 +12,20 @@ extension ServerConfiguration {
         /// APNs does not throttle a start to many devices at once, so this only smooths the wave for the app's own
         /// backend, which every started activity calls.
         public var pushToStartRate: Int
+        /// Seconds a device has, after an activity's start send ended, to start the activity (its app registers an
+        /// update token of it) before its push-to-start counts as `notStarted` (docs/live-activities.md,
+        /// "Push-to-start tokens that start nothing"). An hour leaves time to a device that was offline, for which
+        /// APNs keeps the push. 0 checks nothing.
+        public var startCheckAfter: Int
+        /// Push-to-starts in a row that started nothing before a token counts as stale and is left out of sends until
+        /// the app registers a new one. 0: never stale (the misses are still counted).
+        public var staleAfter: Int
 
-        public init(updateBudget: Int = 12, pushToStartRate: Int = 0) {
+        public init(updateBudget: Int = 12, pushToStartRate: Int = 0, startCheckAfter: Int = 3600, staleAfter: Int = 3) {
             self.updateBudget = updateBudget
             self.pushToStartRate = pushToStartRate
+            self.startCheckAfter = startCheckAfter
+            self.staleAfter = staleAfter
         }
     }
 }

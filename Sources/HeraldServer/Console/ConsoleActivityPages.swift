@@ -55,7 +55,8 @@ struct ConsoleActivityPages: ConsolePages {
                 ActivitiesView.Row(
                     id: activity.id, type: activity.activityType, active: activity.isActive,
                     updates: activity.updates, tokens: tokens, startedAt: Self.display(activity.createdAt),
-                    endedAt: activity.endedAt.map(Self.display) ?? "—", budget: try await budgetText(of: activity)))
+                    endedAt: activity.endedAt.map(Self.display) ?? "—", budget: try await budgetText(of: activity),
+                    starts: activity.startCheck.map { "\($0.started) started · \($0.notStarted) not" } ?? "—"))
         }
         let ended = try request.queryParameter("ended").flatMap { (try? ActivityOperations.activityID($0)) == nil ? nil : $0 }
         let view = ActivitiesView(
@@ -87,6 +88,8 @@ struct ConsoleActivityPages: ConsolePages {
             let startedAt: String
             let endedAt: String
             let budget: String
+            /// What its push-to-starts started, once checked: "80 started · 20 not".
+            let starts: String
         }
 
         let app: String

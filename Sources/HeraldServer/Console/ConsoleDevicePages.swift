@@ -143,6 +143,8 @@ struct ConsoleDevicePages: ConsolePages {
         let tags: String
         let registeredAt: String
         let active: Bool
+        /// A push-to-start token left out of sends because its starts started nothing (docs/live-activities.md).
+        let stale: Bool
 
         init(_ device: DeviceRegistration) {
             let registration = device.registration
@@ -156,6 +158,7 @@ struct ConsoleDevicePages: ConsolePages {
             tags = registration.tags.joined(separator: ", ")
             registeredAt = ConsoleController.display(device.registeredAt)
             active = device.isActive
+            stale = device.staleSince != nil
         }
     }
 
@@ -183,6 +186,14 @@ struct ConsoleDevicePages: ConsolePages {
                     at: Self.display(invalidation.recordedAt),
                     what: "removed from sends after APNs answered \(invalidation.reason.rawValue)"
                         + (invalidation.apnsTimestamp.map { " (APNs timestamp \(Self.display($0)))" } ?? "")),
+                at: 0)
+        }
+        if let stale = device.staleSince {
+            removals.insert(
+                DeviceView.Removal(
+                    at: Self.display(stale),
+                    what: "left out of sends: its push-to-starts started nothing several times in a row; a new "
+                        + "push-to-start token from the app brings the device back"),
                 at: 0)
         }
         var preferences: PreferencesView?

@@ -11,7 +11,8 @@ struct DeliveryTrace {
     /// send's record is written after its attempts, and receipt events carry the device's clock.
     struct Step {
         /// What happened: `accepted`, `attempt`, `environmentCorrected`, `tokenRemoved`, `tokenKept`, `received`,
-        /// `opened`, `action`, `dismissed`, `quietHoursDeferred`, `quietHoursDropped`, `frequencyCapped`, or `pending`.
+        /// `opened`, `action`, `dismissed`, `quietHoursDeferred`, `quietHoursDropped`, `frequencyCapped`, `pending`,
+        /// `activityStarted`, `activityNotStarted` or `tokenStale`.
         var event: String
         var at: Date
         /// In plain words, for people.
@@ -22,7 +23,8 @@ struct DeliveryTrace {
 
     /// A verdict in plain words, and its code for programs.
     struct Verdict {
-        /// `pending`, `notTargeted`, `failed`, `rejected`, `removed`, `acceptedNotReported`, `received`, `opened`.
+        /// `pending`, `notTargeted`, `failed`, `rejected`, `removed`, `acceptedNotReported`, `received`, `opened`,
+        /// `activityStarted`, `activityNotStarted`.
         var code: String
         var text: String
     }
@@ -101,6 +103,28 @@ struct DeliveryTrace {
             var fields: [String: JSONValue] = ["recordedAt": .string(RFC3339.string(receipt.recordedAt))]
             if let action = receipt.action { fields["action"] = .string(action) }
             steps.append(Step(event: receipt.kind.rawValue, at: receipt.at, text: Self.words(receipt), fields: fields))
+        }
+        switch stored.activityStart {
+        case .started(let checkedAt)?:
+            steps.append(
+                Step(
+                    event: "activityStarted", at: checkedAt,
+                    text: "The push-to-start started the Live Activity: the app registered an update token of it."))
+        case .notStarted(let checkedAt)?:
+            steps.append(
+                Step(
+                    event: "activityNotStarted", at: checkedAt,
+                    text: "The push-to-start started nothing: APNs accepted it, and the app registered no update token "
+                        + "of the activity in the time the check allows."))
+        case .pending?, nil:
+            break
+        }
+        if let stale = device?.staleSince, stale >= send.createdAt {
+            steps.append(
+                Step(
+                    event: "tokenStale", at: stale,
+                    text: "Herald left the push-to-start token out of sends: its starts started nothing several times "
+                        + "in a row. A new token from the app brings the device back."))
         }
         if let invalidation = device?.invalidation, stored.outcome?.action != .removed,
             invalidation.recordedAt >= send.createdAt
@@ -300,6 +324,21 @@ struct DeliveryTrace {
                 text: prefix + "Not delivered: APNs refused it with \(status) \(reason.rawValue). "
                     + "docs/server.md lists what each reason means and what to do.")
         case .accepted:
+            switch stored.activityStart {
+            case .started?:
+                return Verdict(
+                    code: "activityStarted",
+                    text: prefix + "Delivered: the push-to-start started the Live Activity, whose app registered its "
+                        + "update token.")
+            case .notStarted?:
+                return Verdict(
+                    code: "activityNotStarted",
+                    text: prefix + "APNs accepted the push-to-start, and it started nothing: the app registered no "
+                        + "update token of the activity. APNs answers 200 to a push-to-start token the device no longer "
+                        + "honours; after several such in a row Herald marks the token stale (docs/live-activities.md).")
+            case .pending?, nil:
+                break
+            }
             let kinds = Set(stored.receipts.map(\.kind))
             if kinds.contains(.opened) || kinds.contains(.action) {
                 return Verdict(

@@ -32,6 +32,7 @@ struct RegistrationController: Sendable {
         } catch let error as StoreError where error.code == .invalidRecord {
             throw APIError(.badRequest, reason: "invalidField", error.message)
         }
+        try await PushToStartChecks.noteRegistration(result.registration.registration, in: store)
         metrics.registration(result.change)
         for old in result.movedAside {
             context.logger.info(

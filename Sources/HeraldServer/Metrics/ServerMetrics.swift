@@ -129,6 +129,27 @@ struct ServerMetrics: SendingMetrics {
     }
 
     /// A Live Activity update sent at priority 5 because its activity's hourly budget was spent.
+    /// Devices a Live Activity's start was checked on: `started` or `notStarted` (docs/live-activities.md).
+    func pushToStartsChecked(app: String, started: Int, notStarted: Int) {
+        for (result, count) in [("started", started), ("notStarted", notStarted)] where count > 0 {
+            Self.counter(
+                registry,
+                ("push_to_start_checked", "Push-to-start notifications APNs accepted, by whether the app then registered an update token of the activity (started) or not (notStarted)."),
+                [("app", app), ("result", result)]
+            ).increment(by: Int64(count))
+        }
+    }
+
+    /// Push-to-start tokens marked stale: several starts in a row started nothing.
+    func pushToStartTokensStale(app: String, count: Int) {
+        guard count > 0 else { return }
+        Self.counter(
+            registry,
+            ("push_to_start_tokens_stale", "Push-to-start tokens left out of sends: their starts started nothing several times in a row (HERALD_PUSH_TO_START_STALE_AFTER)."),
+            [("app", app)]
+        ).increment(by: Int64(count))
+    }
+
     func activityUpdateDowngraded(app: String) {
         Self.counter(
             registry,

@@ -23,6 +23,8 @@ struct ActivityOperations: Sendable {
     let audit: AuditTrail
     /// Priority-10 updates an activity may have per hour before later ones go at priority 5 (0: no budget).
     var updateBudget = ServerConfiguration.LiveActivities().updateBudget
+    /// Whether starts are checked for devices they started nothing on (``PushToStartChecks``).
+    var checksStarts = ServerConfiguration.LiveActivities().startCheckAfter > 0
 
     /// The keys a start, update or end shares with a send: it can wait for its time and be paced like any send.
     static let scheduleFields: Set<String> = ["sendAt", "localTime", "timeZone", "rate"]
@@ -34,7 +36,9 @@ struct ActivityOperations: Sendable {
         let plan = try sends.plan(start.sendRequest, for: caller.access)
         guard
             let activity = try await store.createActivity(
-                NewActivity(topic: plan.bundleID, id: start.id, activityType: start.activityType))
+                NewActivity(
+                    topic: plan.bundleID, id: start.id, activityType: start.activityType,
+                    startSendID: checksStarts ? plan.sendID : nil))
         else {
             throw APIError(
                 .conflict, reason: "activityExists",
@@ -180,6 +184,12 @@ struct ActivityOperations: Sendable {
             "updatedAt": .string(RFC3339.string(activity.updatedAt)),
         ]
         if let ended = activity.endedAt { members["endedAt"] = .string(RFC3339.string(ended)) }
+        if let check = activity.startCheck {
+            members["startCheck"] = .object([
+                "started": .integer(check.started), "notStarted": .integer(check.notStarted),
+                "checkedAt": .string(RFC3339.string(check.checkedAt)),
+            ])
+        }
         return members
     }
 }

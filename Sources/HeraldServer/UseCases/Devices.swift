@@ -29,6 +29,7 @@ struct Devices: Sendable {
         } catch let error as StoreError where error.code == .invalidRecord {
             throw APIError(.badRequest, reason: "invalidField", error.message)
         }
+        try await PushToStartChecks.noteRegistration(result.registration.registration, in: store)
         await audit.record(
             .deviceRegistered, by: caller, app: app, subject: registration.token.redacted,
             detail: "\(registration.environment.name), \(registration.tokenKind.name)")

@@ -42,11 +42,15 @@ public struct NewActivity: Sendable, Hashable {
     public var id: String
     /// Its `ActivityAttributes` type.
     public var activityType: String
+    /// The send of its push-to-start notifications: the devices APNs accepted it for are checked for a start once the
+    /// send has ended (``PushToStartCheckStore``). `nil`: not checked.
+    public var startSendID: SendID?
 
-    public init(topic: String, id: String, activityType: String) {
+    public init(topic: String, id: String, activityType: String, startSendID: SendID? = nil) {
         self.topic = topic
         self.id = id
         self.activityType = activityType
+        self.startSendID = startSendID
     }
 }
 
@@ -63,10 +67,12 @@ public struct ActivityRecord: Sendable, Hashable {
     public var updatedAt: Date
     /// When it was ended, once it was.
     public var endedAt: Date?
+    /// What became of its push-to-start notifications, once they were checked.
+    public var startCheck: ActivityStartCheck?
 
     public init(
         topic: String, id: String, activityType: String, isActive: Bool, updates: Int, createdAt: Date,
-        updatedAt: Date, endedAt: Date?
+        updatedAt: Date, endedAt: Date?, startCheck: ActivityStartCheck? = nil
     ) {
         self.topic = topic
         self.id = id
@@ -76,6 +82,23 @@ public struct ActivityRecord: Sendable, Hashable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.endedAt = endedAt
+        self.startCheck = startCheck
+    }
+}
+
+/// How many devices an activity's push-to-start notifications started, as checked once its start send had ended and
+/// the devices had had their time (docs/live-activities.md, "Push-to-start tokens that start nothing").
+public struct ActivityStartCheck: Sendable, Hashable {
+    /// Devices whose app registered an update token of the activity.
+    public var started: Int
+    /// Devices APNs accepted the push-to-start for, whose app registered nothing for the activity.
+    public var notStarted: Int
+    public var checkedAt: Date
+
+    public init(started: Int, notStarted: Int, checkedAt: Date) {
+        self.started = started
+        self.notStarted = notStarted
+        self.checkedAt = checkedAt
     }
 }
 

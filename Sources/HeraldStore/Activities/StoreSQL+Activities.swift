@@ -2,7 +2,8 @@ package import Foundation
 
 extension StoreSQL {
     /// The columns of `activities`, in the order ``StoredRow/activity()`` reads them.
-    package static let activityColumns = "topic, id, activity_type, status, updates, created_at, updated_at, ended_at"
+    package static let activityColumns =
+        "topic, id, activity_type, status, updates, created_at, updated_at, ended_at, start_checked_at, started, not_started"
 
     /// Inserts an activity unless the app has one with its id; returns it when inserted.
     package static func insertActivity(_ activity: NewActivity, at now: Date, _ dialect: SQLStatement.Dialect)
@@ -11,12 +12,12 @@ extension StoreSQL {
         SQLStatement(
             dialect,
             """
-            INSERT INTO activities (topic, id, activity_type, status, updates, created_at, updated_at) \
-            VALUES ($1, $2, $3, 'active', 0, $4, $4) ON CONFLICT (topic, id) DO NOTHING RETURNING \(activityColumns)
+            INSERT INTO activities (topic, id, activity_type, status, updates, created_at, updated_at, start_send_id) \
+            VALUES ($1, $2, $3, 'active', 0, $4, $4, $5) ON CONFLICT (topic, id) DO NOTHING RETURNING \(activityColumns)
             """,
             [
                 .text(activity.topic), .text(activity.id), .text(activity.activityType),
-                .integer(StoreTime.microseconds(now)),
+                .integer(StoreTime.microseconds(now)), .textOrNull(activity.startSendID?.description),
             ])
     }
 
@@ -89,6 +90,10 @@ extension StoredRow {
         return ActivityRecord(
             topic: try text(0), id: try text(1), activityType: try text(2), isActive: status == "active",
             updates: Int(try integer(4)), createdAt: StoreTime.date(try integer(5)),
-            updatedAt: StoreTime.date(try integer(6)), endedAt: try optionalInteger(7).map(StoreTime.date))
+            updatedAt: StoreTime.date(try integer(6)), endedAt: try optionalInteger(7).map(StoreTime.date),
+            startCheck: try optionalInteger(8).map { checkedAt in
+                ActivityStartCheck(
+                    started: Int(try integer(9)), notStarted: Int(try integer(10)), checkedAt: StoreTime.date(checkedAt))
+            })
     }
 }

@@ -15,13 +15,25 @@ public struct StoredDeliveryTrace: Sendable, Hashable {
     public var outcome: DeliveryOutcome?
     /// What the device reported, in the order it happened.
     public var receipts: [TracedReceipt]
+    /// For a Live Activity's start send: whether it started the activity on the device; `nil` for other sends.
+    public var activityStart: ActivityStartOutcome?
 
-    public init(outcome: DeliveryOutcome? = nil, receipts: [TracedReceipt] = []) {
+    public init(outcome: DeliveryOutcome? = nil, receipts: [TracedReceipt] = [], activityStart: ActivityStartOutcome? = nil) {
         self.outcome = outcome
         self.receipts = receipts
+        self.activityStart = activityStart
     }
 }
 
+/// What a push-to-start did on a device, as the check found (``PushToStartCheckStore``).
+public enum ActivityStartOutcome: Sendable, Hashable {
+    /// Not checked yet: the send runs, or the devices still have their time.
+    case pending
+    /// The app registered an update token of the activity (or APNs did not accept the push-to-start).
+    case started(checkedAt: Date)
+    /// APNs accepted the push-to-start and the app registered nothing for the activity.
+    case notStarted(checkedAt: Date)
+}
 /// One receipt event of a trace.
 public struct TracedReceipt: Sendable, Hashable {
     public var kind: ReceiptEvent.Kind

@@ -9,11 +9,21 @@ extension StatementStore {
             [
                 StoreSQL.outcome(of: id, to: token, dialect), StoreSQL.acceptance(of: id, to: token, dialect),
                 StoreSQL.attempts(of: id, to: token, dialect), StoreSQL.tracedReceipts(of: id, to: token, dialect),
+                StoreSQL.startOutcome(of: id, to: token, dialect),
             ])
         var outcome =
             try rows[0].first?.outcome(send: id).outcome
             ?? StoreSQL.acceptedOutcome(of: token, send: id, rows: rows[1])?.outcome
         outcome?.attempts = try rows[2].map { try $0.deliveryAttempt() }
-        return StoredDeliveryTrace(outcome: outcome, receipts: try rows[3].map { try $0.tracedReceipt() })
+        var activityStart: ActivityStartOutcome?
+        if outcome != nil, let start = rows[4].first {
+            if let checked = try start.optionalInteger(0).map(StoreTime.date) {
+                activityStart = try start.integer(1) > 0 ? .notStarted(checkedAt: checked) : .started(checkedAt: checked)
+            } else {
+                activityStart = .pending
+            }
+        }
+        return StoredDeliveryTrace(
+            outcome: outcome, receipts: try rows[3].map { try $0.tracedReceipt() }, activityStart: activityStart)
     }
 }

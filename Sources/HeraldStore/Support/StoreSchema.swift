@@ -637,6 +637,46 @@ package enum StoreSchema {
             version: 31,
             name: "PostgreSQL: send records in partitions by period, which retention drops whole",
             statements: [], postgresStatements: sendRecordPartitions),
+        Migration(
+            version: 32,
+            name: "push-to-start tokens that start nothing: checked per activity, counted, and stale after misses in a row",
+            statements: [
+                // Misses in a row of a push-to-start token, and since when it is stale (left out of sends). Registration
+                // does not write them: the same token registered again keeps them, a new token starts afresh.
+                "ALTER TABLE devices ADD COLUMN start_misses BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE devices ADD COLUMN stale_at BIGINT",
+                "ALTER TABLE activities ADD COLUMN start_send_id TEXT",
+                "ALTER TABLE activities ADD COLUMN start_checked_at BIGINT",
+                "ALTER TABLE activities ADD COLUMN started BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE activities ADD COLUMN not_started BIGINT NOT NULL DEFAULT 0",
+                // The activities whose start is still to check, oldest first; and an activity by its start send (the
+                // trace). Activities started before this migration have no start send and are never checked.
+                """
+                CREATE INDEX activities_start_unchecked ON activities (created_at) \
+                WHERE start_send_id IS NOT NULL AND start_checked_at IS NULL
+                """,
+                "CREATE INDEX activities_start_send ON activities (start_send_id) WHERE start_send_id IS NOT NULL",
+                // The installations whose app registered an update token of an activity not yet checked: what a start
+                // is told by. Deleted by the check.
+                """
+                CREATE TABLE activity_starts (
+                    topic TEXT NOT NULL,
+                    activity_id TEXT NOT NULL,
+                    installation_id TEXT NOT NULL,
+                    started_at BIGINT NOT NULL,
+                    PRIMARY KEY (topic, activity_id, installation_id)
+                )
+                """,
+                // The devices a start send reached and started nothing on: the trace's `notStarted`. Few rows, with the
+                // send.
+                """
+                CREATE TABLE push_to_start_misses (
+                    send_id TEXT NOT NULL REFERENCES sends (id) ON DELETE CASCADE,
+                    token TEXT NOT NULL,
+                    PRIMARY KEY (send_id, token)
+                )
+                """,
+            ]),
     ]
 
     /// Migration 31, PostgreSQL only: `send_outcomes` and `send_acceptances` become tables partitioned by ranges of

@@ -55,7 +55,8 @@ extension StoredRow {
             appVersion: optionalText(7), platform: optionalText(8), tags: StoredList.decode(text(9)),
             registeredAt: integer(10), createdAt: integer(11), updatedAt: integer(12),
             invalidatedAt: optionalInteger(13), invalidationReason: optionalText(14), apnsTimestamp: optionalInteger(15),
-            timeZone: optionalText(16), activityType: optionalText(17), activityID: optionalText(18))
+            timeZone: optionalText(16), activityType: optionalText(17), activityID: optionalText(18),
+            staleAt: optionalInteger(19))
     }
 
     /// A send from the columns of ``StoreSQL/sendColumns``.

@@ -5,7 +5,7 @@ extension DeviceQuery {
     package static let columns = """
         d.token, d.topic, d.environment, d.token_kind, d.user_id, d.installation_id, d.preferred_languages, \
         d.app_version, d.platform, d.tags, d.registered_at, d.created_at, d.updated_at, d.invalidated_at, \
-        d.invalidation_reason, d.apns_timestamp, d.time_zone, d.activity_type, d.activity_id
+        d.invalidation_reason, d.apns_timestamp, d.time_zone, d.activity_type, d.activity_id, d.stale_at
         """
 
     /// A device row's ``PreferenceSubject/key``: its user, else its installation, else its token.
@@ -214,7 +214,8 @@ extension DeviceQuery {
             }
             conditions.append(alternatives.isEmpty ? "1 = 0" : "(" + alternatives.joined(separator: " OR ") + ")")
         }
-        if !includesInvalidated { conditions.append("d.invalidated_at IS NULL") }
+        // A stale push-to-start token is left out as an invalidated one is (the column is NULL for every other kind).
+        if !includesInvalidated { conditions.append("d.invalidated_at IS NULL AND d.stale_at IS NULL") }
         if let preference, personRules {
             // One primary-key probe per device, in the same statement: no lookup per device from Swift.
             let choice = preference.enabledByDefault ? 0 : 1

@@ -26,7 +26,7 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public private(set) var environment: APNSEnvironment?
     /// Only registrations of these kinds, when set.
     public private(set) var tokenKinds: Set<TokenKind>?
-    /// Whether invalidated tokens are included.
+    /// Whether invalidated tokens (and stale push-to-start tokens) are included.
     public private(set) var includesInvalidated = false
     /// Only registrations in these time zones (and those without one, when ``TimeZoneFilter/includesUnset``).
     public private(set) var timeZones: TimeZoneFilter?
@@ -193,7 +193,7 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
-    /// The same query, with invalidated tokens included (admin lookups).
+    /// The same query, with invalidated and stale tokens included (admin lookups).
     public func includingInvalidated(_ include: Bool = true) -> DeviceQuery {
         var copy = self
         copy.includesInvalidated = include

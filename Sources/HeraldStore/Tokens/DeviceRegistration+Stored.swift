@@ -9,7 +9,7 @@ extension DeviceRegistration {
         installationID: String?, preferredLanguages: [String], appVersion: String?, platform: String?,
         tags: [String], registeredAt: Int64, createdAt: Int64, updatedAt: Int64, invalidatedAt: Int64?,
         invalidationReason: String?, apnsTimestamp: Int64?, timeZone: String?, activityType: String?,
-        activityID: String?
+        activityID: String?, staleAt: Int64? = nil
     ) throws {
         func corrupt(_ column: String) -> StoreError {
             StoreError(
@@ -42,7 +42,7 @@ extension DeviceRegistration {
                 TokenInvalidation(
                     reason: APNSReason(invalidationReason ?? ""), recordedAt: StoreTime.date($0),
                     apnsTimestamp: apnsTimestamp.map(StoreTime.date))
-            })
+            }, staleSince: staleAt.map(StoreTime.date))
     }
 
     /// A new or updated record for a registration at a moment (times rounded as stored).

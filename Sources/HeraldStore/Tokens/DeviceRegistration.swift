@@ -17,16 +17,20 @@ public struct DeviceRegistration: Sendable, Hashable, CustomStringConvertible {
     public var updatedAt: Date
     /// Set when APNs said the token is dead; such a token receives no pushes until it is registered again.
     public var invalidation: TokenInvalidation?
+    /// For a push-to-start token: since when it counts as stale, its pushes having started nothing several times in a
+    /// row; such a token receives no pushes until the app registers a new one (docs/live-activities.md).
+    public var staleSince: Date?
 
     public init(
         registration: TokenRegistration, registeredAt: Date, createdAt: Date, updatedAt: Date,
-        invalidation: TokenInvalidation? = nil
+        invalidation: TokenInvalidation? = nil, staleSince: Date? = nil
     ) {
         self.registration = registration
         self.registeredAt = registeredAt
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.invalidation = invalidation
+        self.staleSince = staleSince
     }
 
     /// The reported fields, read and written as the record's own.
@@ -35,12 +39,12 @@ public struct DeviceRegistration: Sendable, Hashable, CustomStringConvertible {
         set { registration[keyPath: keyPath] = newValue }
     }
 
-    /// Whether the token receives pushes.
-    public var isActive: Bool { invalidation == nil }
+    /// Whether the token receives pushes: neither invalidated nor stale.
+    public var isActive: Bool { invalidation == nil && staleSince == nil }
 
     /// Safe to log: the token is redacted.
     public var description: String {
-        let state = isActive ? "" : ", invalidated"
+        let state = invalidation != nil ? ", invalidated" : staleSince != nil ? ", stale" : ""
         return "DeviceRegistration(\(registration.token.redacted), \(registration.topic), \(registration.environment), "
             + "\(registration.tokenKind)\(state))"
     }

@@ -15,6 +15,9 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Comparab
     case tokenRemoved = "token.removed"
     /// The token belonged to the other APNs environment, and Herald corrected its record.
     case tokenCorrected = "token.corrected"
+    /// A push-to-start token's pushes started nothing several times in a row, and Herald left it out of sends until
+    /// the app registers a new one.
+    case tokenStale = "token.stale"
     /// The app reported the notification shown or handled in the background.
     case receiptReceived = "receipt.received"
     /// The user opened the notification.

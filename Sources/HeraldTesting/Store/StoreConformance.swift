@@ -49,7 +49,7 @@ public enum StoreConformance {
     public static var cases: [Case] {
         tokenCases + deliveryCases + keyCases + lifecycleCases + consoleCases + receiptCases + activityCases
             + channelCases + shardCases + idempotencyCases + retentionCases + preferenceCases + webhookCases
-            + traceCases + accessCases + frequencyCapCases + ownQuietHoursCases + compactOutcomeCases
+            + traceCases + pushToStartCheckCases + accessCases + frequencyCapCases + ownQuietHoursCases + compactOutcomeCases
             + sendRecordCases
     }
 
