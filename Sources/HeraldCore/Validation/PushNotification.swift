@@ -89,6 +89,13 @@ public struct PreparedNotification: Sendable, Hashable, CustomStringConvertible 
         "PreparedNotification(\(pushType), topic: \(topic), \(body.count) bytes, priority: \(priority.map(String.init(describing:)) ?? "default"), apns-id: \(apnsID.map(String.init(describing:)) ?? "unset"))"
     }
 
+    /// The same notification at another priority: a Live Activity update for a device whose person turned frequent
+    /// updates off goes at priority 5 (docs/live-activities.md).
+    public func with(priority: APNSPriority) -> PreparedNotification {
+        PreparedNotification(body: body, pushType: pushType, topic: topic, priority: priority, expiration: expiration,
+                             collapseID: collapseID, apnsID: apnsID)
+    }
+
     /// The same notification with an `apns-id`, for a sender that assigns one before the first attempt.
     public func with(apnsID: APNSID) -> PreparedNotification {
         PreparedNotification(body: body, pushType: pushType, topic: topic, priority: priority, expiration: expiration,

@@ -160,6 +160,10 @@ package struct SendEngine: Sendable {
         if plan.query.preference != nil {
             suppressed.preference = max(0, try await store.count(matching: plan.query.preference(nil)) - whole)
         }
+        if plan.query.skipsActivitiesDisabled {
+            suppressed.activitiesDisabled = max(
+                0, try await store.count(matching: plan.query.includingActivitiesDisabled()) - whole)
+        }
         return (whole - suppressed.quietHoursDropped, suppressed)
     }
 

@@ -24,6 +24,9 @@ package struct SendPlan: Sendable {
     package private(set) var query: DeviceQuery
     /// The single token of a `{"token": …}` target, which must be registered; `nil` for a plan made from a job.
     package let singleToken: DeviceToken?
+    /// For a priority-10 Live Activity update: each variant at priority 5, which a device whose person turned
+    /// frequent updates off gets (ActivityKit's budget is smaller there); `nil` for any other send.
+    private let infrequentVariants: [String: PreparedNotification]?
 
     /// The app the send is for.
     package var bundleID: String { job.bundleID }
@@ -60,6 +63,16 @@ package struct SendPlan: Sendable {
         // With a quiet-hours rule, people's own windows split the target's time zones into (zone, window) groups.
         query = job.quietHours == nil ? job.query : job.query.groupingByOwnQuietHours()
         self.singleToken = singleToken
+        infrequentVariants = Self.infrequentVariants(of: job)
+    }
+
+    /// A Live Activity update at priority 10 (or APNs's default, 10) as priority-5 variants.
+    private static func infrequentVariants(of job: SendJob) -> [String: PreparedNotification]? {
+        guard job.pushType == .liveactivity, let first = job.notifications[""],
+            first.priority == nil || first.priority == .immediate,
+            (try? JSONValue(parsing: first.body))?["aps"]?["event"]?.stringValue == "update"
+        else { return nil }
+        return job.notifications.mapValues { $0.with(priority: .considerPower) }
     }
 
     /// The same send for the devices registered by `date` only: a background send accepted then keeps to the devices it
@@ -100,7 +113,7 @@ package struct SendPlan: Sendable {
     /// The notification a device gets: the variant of its first preferred language that the send carries
     /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.
     package func notification(for device: DeviceRegistration) -> PreparedNotification {
-        let variants = job.notifications
+        let variants = device.frequentPushesEnabled == false ? infrequentVariants ?? job.notifications : job.notifications
         if variants.count > 1 {
             for language in device.preferredLanguages {
                 let tag = language.lowercased()

@@ -114,6 +114,9 @@ extension ConsolePages {
         if counts.quietHoursDeferred > 0 {
             parts.append("\(counts.quietHoursDeferred) deferred to the end of their quiet hours")
         }
+        if counts.activitiesDisabled > 0 {
+            parts.append("\(counts.activitiesDisabled) with the app's Live Activities turned off")
+        }
         return parts.isEmpty ? "" : "Rules: " + parts.joined(separator: ", ") + "."
     }
 

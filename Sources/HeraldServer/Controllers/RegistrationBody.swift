@@ -21,6 +21,8 @@ struct RegistrationBody {
     var timeZone: String?
     var activityType: String?
     var activityID: String?
+    var activitiesEnabled: Bool?
+    var frequentPushesEnabled: Bool?
 
     /// Parses a request body.
     /// - Throws: ``APIError`` `400` with `invalidJSON`, `missingToken`, `badDeviceToken`, `missingEnvironment`,
@@ -68,6 +70,8 @@ struct RegistrationBody {
         timeZone = try fields.string("timeZone")
         activityType = try fields.string("activityType")
         activityID = try fields.string("activityId")
+        activitiesEnabled = try fields.bool("activitiesEnabled")
+        frequentPushesEnabled = try fields.bool("frequentPushesEnabled")
         do {
             try RegistrationRules.check(
                 RegistrationRules.Fields(
@@ -121,7 +125,8 @@ struct RegistrationBody {
         TokenRegistration(
             token: token, topic: topic, environment: environment, tokenKind: tokenKind, userID: userID,
             installationID: installationID, preferredLanguages: preferredLanguages, appVersion: appVersion,
-            platform: platform, tags: tags, timeZone: timeZone, activityType: activityType, activityID: activityID)
+            platform: platform, tags: tags, timeZone: timeZone, activityType: activityType, activityID: activityID,
+            activitiesEnabled: activitiesEnabled, frequentPushesEnabled: frequentPushesEnabled)
     }
 }
 

@@ -208,9 +208,10 @@ struct SendController: Sendable {
     }
 
     /// The devices a send left out, by rule, and those it deferred to the end of their quiet hours:
-    /// `{"frequencyCap": 3, "preference": 12, "quietHoursDeferred": 40, "quietHoursDropped": 0}`.
+    /// `{"activitiesDisabled": 0, "frequencyCap": 3, "preference": 12, "quietHoursDeferred": 40, "quietHoursDropped": 0}`.
     static func suppressedJSON(_ counts: SuppressedCounts) -> JSONValue {
         .object([
+            "activitiesDisabled": .integer(counts.activitiesDisabled),
             "preference": .integer(counts.preference), "frequencyCap": .integer(counts.frequencyCap),
             "quietHoursDropped": .integer(counts.quietHoursDropped), "quietHoursDeferred": .integer(counts.quietHoursDeferred),
         ])

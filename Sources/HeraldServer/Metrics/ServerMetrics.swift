@@ -59,7 +59,7 @@ struct ServerMetrics: SendingMetrics {
         )
         static let retentionLastRunDuration = ("retention_last_run_duration", "How long the last retention run took.")
         static let suppressed = (
-            "notifications_suppressed", "Devices that sends left out because of a rule about their person, by rule (preference, frequencyCap, quietHoursDropped, quietHoursDeferred: sent at the end of the device's quiet hours)."
+            "notifications_suppressed", "Devices that sends left out because of a rule about their person, by rule (preference, frequencyCap, quietHoursDropped, quietHoursDeferred: sent at the end of the device's quiet hours, activitiesDisabled: a Live Activity push to a device whose person turned the app's Live Activities off)."
         )
         static let activityPushes = (
             "activity_pushes", "Live Activity starts, updates and ends sent through the API, by event, priority and route (devices or channel)."
@@ -280,6 +280,7 @@ struct ServerMetrics: SendingMetrics {
         for (reason, count) in [
             ("preference", counts.preference), ("frequencyCap", counts.frequencyCap),
             ("quietHoursDropped", counts.quietHoursDropped), ("quietHoursDeferred", counts.quietHoursDeferred),
+            ("activitiesDisabled", counts.activitiesDisabled),
         ] where count > 0 {
             Self.counter(registry, Name.suppressed, [("reason", reason)]).increment(by: Int64(count))
         }

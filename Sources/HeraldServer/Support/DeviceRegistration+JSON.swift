@@ -29,9 +29,12 @@ extension DeviceRegistration {
         if let timeZone = registration.timeZone { members["timeZone"] = .string(timeZone) }
         if let activityType = registration.activityType { members["activityType"] = .string(activityType) }
         if let activityID = registration.activityID { members["activityId"] = .string(activityID) }
+        if let enabled = registration.activitiesEnabled { members["activitiesEnabled"] = .bool(enabled) }
+        if let frequent = registration.frequentPushesEnabled { members["frequentPushesEnabled"] = .bool(frequent) }
         if includingAdminFields {
             members["registeredAt"] = .string(RFC3339.string(registeredAt))
             members["active"] = .bool(isActive)
+            if let staleSince { members["staleSince"] = .string(RFC3339.string(staleSince)) }
             if let invalidation {
                 var details: [String: JSONValue] = [
                     "reason": .string(invalidation.reason.rawValue),

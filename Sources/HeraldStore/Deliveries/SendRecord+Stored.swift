@@ -6,7 +6,7 @@ extension SendRecord {
         status: String, targetCount: Int?, accepted: Int, rejected: Int, failed: Int, checkpoint: String?,
         worker: String?, leaseUntil: Int64?, message: String?, sendAt: Int64?, sentThrough: Int64?, lane: String, shardCount: Int?,
         suppressedByPreference: Int, topic: String? = nil, suppressedByFrequencyCap: Int = 0,
-        suppressedQuietHours: (dropped: Int, deferred: Int) = (0, 0)
+        suppressedQuietHours: (dropped: Int, deferred: Int) = (0, 0), suppressedActivitiesDisabled: Int = 0
     ) throws {
         guard let parsedID = SendID(id), let parsedStatus = SendStatus(rawValue: status),
             let parsedLane = SendLane(rawValue: lane)
@@ -30,7 +30,8 @@ extension SendRecord {
             lane: parsedLane, shardCount: shardCount,
             suppressed: SuppressedCounts(
                 preference: suppressedByPreference, frequencyCap: suppressedByFrequencyCap,
-                quietHoursDropped: suppressedQuietHours.dropped, quietHoursDeferred: suppressedQuietHours.deferred),
+                quietHoursDropped: suppressedQuietHours.dropped, quietHoursDeferred: suppressedQuietHours.deferred,
+                activitiesDisabled: suppressedActivitiesDisabled),
             topic: topic)
     }
 

@@ -10,18 +10,25 @@ public struct SuppressedCounts: Sendable, Hashable, CustomStringConvertible {
     /// The send reaches them at the end of their quiet hours instead of when it went out: they are part of the
     /// send's target count, sent in a later wave, and not in ``total``.
     public var quietHoursDeferred: Int
+    /// A Live Activity push: the device said its person turned the app's Live Activities off
+    /// (``TokenRegistration/activitiesEnabled``).
+    public var activitiesDisabled: Int
 
-    public init(preference: Int = 0, frequencyCap: Int = 0, quietHoursDropped: Int = 0, quietHoursDeferred: Int = 0) {
+    public init(
+        preference: Int = 0, frequencyCap: Int = 0, quietHoursDropped: Int = 0, quietHoursDeferred: Int = 0,
+        activitiesDisabled: Int = 0
+    ) {
         self.preference = preference
         self.frequencyCap = frequencyCap
         self.quietHoursDropped = quietHoursDropped
         self.quietHoursDeferred = quietHoursDeferred
+        self.activitiesDisabled = activitiesDisabled
     }
 
     /// Every device left out, whatever the rule (deferred devices are not left out).
-    public var total: Int { preference + frequencyCap + quietHoursDropped }
+    public var total: Int { preference + frequencyCap + quietHoursDropped + activitiesDisabled }
 
     public var description: String {
-        "preference \(preference), frequency cap \(frequencyCap), quiet hours dropped \(quietHoursDropped), deferred \(quietHoursDeferred)"
+        "preference \(preference), frequency cap \(frequencyCap), quiet hours dropped \(quietHoursDropped), deferred \(quietHoursDeferred), activities disabled \(activitiesDisabled)"
     }
 }

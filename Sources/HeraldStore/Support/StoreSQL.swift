@@ -102,7 +102,8 @@ package enum StoreSQL {
             .text(StoredList.encode(registration.preferredLanguages)), .textOrNull(registration.appVersion),
             .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
             .textOrNull(registration.timeZone), .textOrNull(registration.activityType),
-            .textOrNull(registration.activityID), .integer(StoreTime.microseconds(now)),
+            .textOrNull(registration.activityID), .textOrNull(registration.activitiesEnabled.map(StoredFlag.text)),
+            .textOrNull(registration.frequentPushesEnabled.map(StoredFlag.text)), .integer(StoreTime.microseconds(now)),
         ]
     }
 
@@ -239,7 +240,7 @@ package enum StoreSQL {
     package static let sendColumns = """
         id, created_at, updated_at, target, summary, job, status, target_count, accepted, rejected, failed, \
         checkpoint, worker, lease_until, message, send_at, sent_through, lane, shard_count, suppressed_preference, topic, \
-        suppressed_frequency_cap, suppressed_quiet_dropped, suppressed_quiet_deferred
+        suppressed_frequency_cap, suppressed_quiet_dropped, suppressed_quiet_deferred, suppressed_activities_disabled
         """
 
     /// ``sendColumns`` as read from `sends` itself (a query or an update of the table, not a CTE's rows), the counts
@@ -265,8 +266,8 @@ package enum StoreSQL {
             """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, send_at, \
             accepted, rejected, failed, message, lane, suppressed_preference, topic, suppressed_frequency_cap, \
-            suppressed_quiet_dropped, suppressed_quiet_deferred) \
-            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+            suppressed_quiet_dropped, suppressed_quiet_deferred, suppressed_activities_disabled) \
+            VALUES ($1, $2, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns)
             """,
             [
@@ -278,6 +279,7 @@ package enum StoreSQL {
                 .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
                 .integer(Int64(send.suppressed.frequencyCap)),
                 .integer(Int64(send.suppressed.quietHoursDropped)), .integer(Int64(send.suppressed.quietHoursDeferred)),
+                .integer(Int64(send.suppressed.activitiesDisabled)),
             ])
     }
 
@@ -519,7 +521,7 @@ package enum StoreSQL {
         let insertSend = """
             INSERT INTO sends (id, created_at, updated_at, target, summary, job, status, target_count, accepted, \
             rejected, failed, message, suppressed_preference, topic, suppressed_frequency_cap, suppressed_quiet_dropped, \
-            suppressed_quiet_deferred) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
+            suppressed_quiet_deferred, suppressed_activities_disabled) VALUES (\(placeholders[0]), \(created), \(created), \(placeholders[2...].joined(separator: ", "))) \
             ON CONFLICT (id) DO NOTHING RETURNING \(sendColumns), ref
             """
         // The request's audit entry goes in with the send, and only if the send does.
@@ -579,6 +581,7 @@ package enum StoreSQL {
             .textOrNull(send.message), .integer(Int64(send.suppressed.preference)), .textOrNull(send.topic),
             .integer(Int64(send.suppressed.frequencyCap)),
             .integer(Int64(send.suppressed.quietHoursDropped)), .integer(Int64(send.suppressed.quietHoursDeferred)),
+            .integer(Int64(send.suppressed.activitiesDisabled)),
         ]
     }
 
@@ -589,6 +592,7 @@ package enum StoreSQL {
         ("failed", "bigint"), ("message", "text"), ("suppressed_preference", "bigint"), ("topic", "text"),
         ("suppressed_frequency_cap", "bigint"),
         ("suppressed_quiet_dropped", "bigint"), ("suppressed_quiet_deferred", "bigint"),
+        ("suppressed_activities_disabled", "bigint"),
     ]
     private static var finishedSendColumnTypes: [String] { finishedSendColumns.map(\.1) }
 

@@ -677,6 +677,21 @@ package enum StoreSchema {
                 )
                 """,
             ]),
+        Migration(
+            version: 33,
+            name: "registrations carry whether the device allows Live Activities and their frequent updates; sends count the devices that do not",
+            statements: [
+                // 'yes', 'no', or NULL (not reported): text, as every registration parameter of herald_register is.
+                "ALTER TABLE devices ADD COLUMN activities_enabled TEXT",
+                "ALTER TABLE devices ADD COLUMN frequent_pushes_enabled TEXT",
+                "ALTER TABLE sends ADD COLUMN suppressed_activities_disabled BIGINT NOT NULL DEFAULT 0",
+            ],
+            postgresStatements: [
+                "DROP FUNCTION herald_register_batch(\(Array(repeating: "TEXT[]", count: 13).joined(separator: ", ")), BIGINT[], BIGINT[])",
+                "DROP FUNCTION herald_register(\(Array(repeating: "TEXT", count: 13).joined(separator: ", ")), BIGINT, BIGINT)",
+                registerFunction(columns: registrationColumns(upTo: 33)),
+                registerBatchFunction(columns: registrationColumns(upTo: 33)),
+            ]),
     ]
 
     /// Migration 31, PostgreSQL only: `send_outcomes` and `send_acceptances` become tables partitioned by ranges of
@@ -829,7 +844,9 @@ package enum StoreSchema {
             "token", "topic", "environment", "token_kind", "user_id", "installation_id", "preferred_languages",
             "app_version", "platform", "tags",
         ]
-        return version < 8 ? columns : columns + ["time_zone", "activity_type", "activity_id"]
+        if version < 8 { return columns }
+        let liveActivities = columns + ["time_zone", "activity_type", "activity_id"]
+        return version < 33 ? liveActivities : liveActivities + ["activities_enabled", "frequent_pushes_enabled"]
     }
 
     /// PostgreSQL's `herald_register` over these registration columns (migration 5, and again in 8 with the columns

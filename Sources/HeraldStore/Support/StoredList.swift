@@ -22,3 +22,17 @@ package enum StoredList {
         }
     }
 }
+
+/// A yes-or-no a device reported, as `devices` keeps it: `yes`, `no`, or NULL when not reported (migration 33). Text,
+/// since PostgreSQL's `herald_register` takes every registration column as text.
+package enum StoredFlag {
+    package static func text(_ flag: Bool) -> String { flag ? "yes" : "no" }
+
+    package static func value(_ text: String?) -> Bool? {
+        switch text {
+        case "yes": true
+        case "no": false
+        default: nil
+        }
+    }
+}

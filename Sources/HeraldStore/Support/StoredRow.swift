@@ -56,7 +56,8 @@ extension StoredRow {
             registeredAt: integer(10), createdAt: integer(11), updatedAt: integer(12),
             invalidatedAt: optionalInteger(13), invalidationReason: optionalText(14), apnsTimestamp: optionalInteger(15),
             timeZone: optionalText(16), activityType: optionalText(17), activityID: optionalText(18),
-            staleAt: optionalInteger(19))
+            staleAt: optionalInteger(19), activitiesEnabled: StoredFlag.value(optionalText(20)),
+            frequentPushesEnabled: StoredFlag.value(optionalText(21)))
     }
 
     /// A send from the columns of ``StoreSQL/sendColumns``.
@@ -69,7 +70,8 @@ extension StoredRow {
             message: optionalText(14), sendAt: optionalInteger(15), sentThrough: optionalInteger(16), lane: text(17),
             shardCount: optionalInteger(18).map(Int.init), suppressedByPreference: Int(integer(19)),
             topic: optionalText(20), suppressedByFrequencyCap: Int(integer(21)),
-            suppressedQuietHours: (dropped: Int(integer(22)), deferred: Int(integer(23))))
+            suppressedQuietHours: (dropped: Int(integer(22)), deferred: Int(integer(23))),
+            suppressedActivitiesDisabled: Int(integer(24)))
     }
 
     /// An outcome of a send from the columns of ``StoreSQL/selectedOutcomeColumns(_:alias:)``, with its sequence

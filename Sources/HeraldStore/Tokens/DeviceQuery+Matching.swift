@@ -21,6 +21,7 @@ extension DeviceQuery {
         if let environment, device.environment != environment { return false }
         if let tokenKinds, !tokenKinds.contains(device.tokenKind) { return false }
         if let activityType, device.activityType != activityType { return false }
+        if skipsActivitiesDisabled, device.activitiesEnabled == false { return false }
         if let timeZones {
             let passes = device.timeZone.map(timeZones.zones.contains) ?? timeZones.includesUnset
             if !passes { return false }

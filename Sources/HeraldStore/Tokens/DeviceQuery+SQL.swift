@@ -5,7 +5,8 @@ extension DeviceQuery {
     package static let columns = """
         d.token, d.topic, d.environment, d.token_kind, d.user_id, d.installation_id, d.preferred_languages, \
         d.app_version, d.platform, d.tags, d.registered_at, d.created_at, d.updated_at, d.invalidated_at, \
-        d.invalidation_reason, d.apns_timestamp, d.time_zone, d.activity_type, d.activity_id, d.stale_at
+        d.invalidation_reason, d.apns_timestamp, d.time_zone, d.activity_type, d.activity_id, d.stale_at, \
+        d.activities_enabled, d.frequent_pushes_enabled
         """
 
     /// A device row's ``PreferenceSubject/key``: its user, else its installation, else its token.
@@ -193,6 +194,7 @@ extension DeviceQuery {
             conditions.append(kinds.isEmpty ? "1 = 0" : "d.token_kind IN (\(statement.bindList(kinds)))")
         }
         if let activityType { conditions.append("d.activity_type = \(statement.bind(activityType))") }
+        if skipsActivitiesDisabled { conditions.append("(d.activities_enabled IS NULL OR d.activities_enabled <> 'no')") }
         conditions += shardRange(into: &statement)
         if let registeredThrough {
             conditions.append("d.created_at <= \(statement.bind(.integer(StoreTime.microseconds(registeredThrough))))")

@@ -47,6 +47,9 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     /// time zone alone: ``TokenStore/timeZones(matching:)`` answers (zone, own window) pairs and
     /// ``timeZones`` filters on them. Set for sends with a quiet-hours rule.
     public private(set) var groupsByOwnQuietHours = false
+    /// Whether a Live Activity query keeps the tokens whose device said its person turned the app's Live Activities
+    /// off (``skipsActivitiesDisabled``): only to count them.
+    public private(set) var includesActivitiesDisabled = false
 
     /// One window of a frequency cap: its start, in microseconds since 1970.
     package struct CapWindow: Sendable, Hashable {
@@ -190,6 +193,21 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     public func exhaustingFrequencyCaps(_ caps: [FrequencyCap], at date: Date) -> DeviceQuery {
         var copy = self
         copy.exhaustedCaps = caps.map { CapWindow(cap: $0, windowStart: $0.window(at: date).start) }
+        return copy
+    }
+
+    /// Whether the query leaves out the tokens whose device reported Live Activities off
+    /// (``TokenRegistration/activitiesEnabled`` `false`): a query of Live Activity tokens alone, the target of a
+    /// `liveactivity` push, does unless ``includingActivitiesDisabled(_:)``.
+    public var skipsActivitiesDisabled: Bool {
+        guard !includesActivitiesDisabled, let tokenKinds, !tokenKinds.isEmpty else { return false }
+        return tokenKinds.isSubset(of: [.liveActivity, .liveActivityStart])
+    }
+
+    /// The same query, keeping the tokens whose device reported Live Activities off: what a send counts them with.
+    public func includingActivitiesDisabled(_ include: Bool = true) -> DeviceQuery {
+        var copy = self
+        copy.includesActivitiesDisabled = include
         return copy
     }
 

@@ -9,7 +9,7 @@ extension DeviceRegistration {
         installationID: String?, preferredLanguages: [String], appVersion: String?, platform: String?,
         tags: [String], registeredAt: Int64, createdAt: Int64, updatedAt: Int64, invalidatedAt: Int64?,
         invalidationReason: String?, apnsTimestamp: Int64?, timeZone: String?, activityType: String?,
-        activityID: String?, staleAt: Int64? = nil
+        activityID: String?, staleAt: Int64? = nil, activitiesEnabled: Bool? = nil, frequentPushesEnabled: Bool? = nil
     ) throws {
         func corrupt(_ column: String) -> StoreError {
             StoreError(
@@ -35,7 +35,8 @@ extension DeviceRegistration {
                 token: parsedToken, topic: topic, environment: parsedEnvironment, tokenKind: kind, userID: userID,
                 installationID: installation, preferredLanguages: preferredLanguages, appVersion: appVersion,
                 platform: parsedPlatform, tags: tags, timeZone: timeZone, activityType: activityType,
-                activityID: activityID),
+                activityID: activityID, activitiesEnabled: activitiesEnabled,
+                frequentPushesEnabled: frequentPushesEnabled),
             registeredAt: StoreTime.date(registeredAt), createdAt: StoreTime.date(createdAt),
             updatedAt: StoreTime.date(updatedAt),
             invalidation: invalidatedAt.map {

@@ -33,6 +33,12 @@ public struct TokenRegistration: Sendable, Hashable {
     public var activityType: String?
     /// For a Live Activity update token (``TokenKind/liveActivity``): the app's own id of the activity.
     public var activityID: String?
+    /// Whether the person allows the app's Live Activities (ActivityKit's `areActivitiesEnabled`), as the device last
+    /// reported; `nil` when it did not. A Live Activity push skips a token whose device said no.
+    public var activitiesEnabled: Bool?
+    /// Whether the person allows frequent Live Activity updates (ActivityKit's `frequentPushesEnabled`); `nil` when not
+    /// reported. A priority-10 update goes at priority 5 to a token whose device said no.
+    public var frequentPushesEnabled: Bool?
 
     /// Whether registering this token removes the other tokens of its installation that address the same thing:
     /// the same topic and kind (``TokenKind/isOnePerInstallation``), and for Live Activity tokens the same activity
@@ -53,7 +59,8 @@ public struct TokenRegistration: Sendable, Hashable {
         token: DeviceToken, topic: String, environment: APNSEnvironment, tokenKind: TokenKind = .device,
         userID: String? = nil, installationID: UUID? = nil, preferredLanguages: [String] = [],
         appVersion: String? = nil, platform: Platform? = nil, tags: [String] = [], timeZone: String? = nil,
-        activityType: String? = nil, activityID: String? = nil
+        activityType: String? = nil, activityID: String? = nil, activitiesEnabled: Bool? = nil,
+        frequentPushesEnabled: Bool? = nil
     ) {
         self.token = token
         self.topic = topic
@@ -68,6 +75,8 @@ public struct TokenRegistration: Sendable, Hashable {
         self.timeZone = timeZone
         self.activityType = activityType
         self.activityID = activityID
+        self.activitiesEnabled = activitiesEnabled
+        self.frequentPushesEnabled = frequentPushesEnabled
     }
 
     /// The registration as a store keeps it: the rules of ``HeraldCore/RegistrationRules`` checked, the time zone
