@@ -84,6 +84,21 @@ struct RegistrationTests {
         }
     }
 
+    @Test("what the person allows for Live Activities goes under its contract names, is left out when not said, and decodes back")
+    func liveActivitySettings() throws {
+        var device = try Registration(
+            deviceToken: Self.tokenBytes, environment: .development, installationID: Self.installation)
+        #expect(device.json["activitiesEnabled"] == nil && device.json["frequentPushesEnabled"] == nil, "not said")
+        device.activitiesEnabled = true
+        device.frequentPushesEnabled = false
+        let start = device.forPushToStartToken(try DeviceToken(hex: "aa00bb11cc22dd33"), activityType: "MatchAttributes")
+        let body = try JSONValue(parsing: start.jsonBytes)
+        #expect(body["activitiesEnabled"] == true && body["frequentPushesEnabled"] == false, "carried to each token")
+        #expect(Registration(json: body) == start)
+        let hex = Self.tokenBytes.map { String(format: "%02x", $0) }.joined()
+        #expect(Registration(json: try JSONValue(parsing: #"{"token":"\#(hex)","debug":true,"activitiesEnabled":"no"}"#)) == nil)
+    }
+
     @Test("the time zone is the device's by default, may be left out, and a default never fails validation")
     func defaultTimeZone() throws {
         let registration = try Registration(deviceToken: Self.tokenBytes, environment: .production)

@@ -161,6 +161,9 @@ public final class ActivityCenter: Sendable {
     }
 
     private let types = Mutex(Types())
+    /// The person's settings, and who observes them (``ActivityAuthorizationInfo``).
+    let authorizationState = Mutex<(current: Authorization, observers: [@Sendable (Authorization, Authorization) -> Void], finishers: [@Sendable () -> Void])>(
+        (Authorization(), [], []))
     /// Yields whenever an observer of starts subscribes: tests wait on it rather than sleep.
     private let subscriptions = AsyncStream<Void>.makeStream()
 
@@ -234,9 +237,78 @@ public final class ActivityCenter: Sendable {
             return types.running.values.joined().map(\.record)
         }
         for record in records { record.end(.dismissed) }
+        let finishers = authorizationState.withLock { state in
+            defer { state = (Authorization(), [], []) }
+            return state.finishers
+        }
+        for finish in finishers { finish() }
     }
 
     private func record(_ id: String) -> Record? {
         types.withLock { types in types.running.values.joined().first { $0.record.id == id }?.record }
+    }
+}
+
+/// What the person allows: `ActivityAuthorizationInfo` as ActivityKit declares it (iOS 16.1+; frequent pushes 16.2+).
+@available(iOS 16.1, *)
+public final class ActivityAuthorizationInfo: Sendable {
+    public typealias ActivityEnablementUpdates = ActivityKitUpdates<Bool>
+    @available(iOS 16.2, *)
+    public typealias FrequentPushEnablementUpdates = ActivityKitUpdates<Bool>
+
+    public init() {}
+
+    /// Whether the person allows the app's Live Activities (Settings).
+    public var areActivitiesEnabled: Bool { ActivityCenter.shared.authorization.activitiesEnabled }
+
+    /// Whether the person allows frequent updates of the app's Live Activities.
+    @available(iOS 16.2, *)
+    public var frequentPushesEnabled: Bool { ActivityCenter.shared.authorization.frequentPushesEnabled }
+
+    /// Each change of ``areActivitiesEnabled`` (its new value).
+    public var activityEnablementUpdates: ActivityEnablementUpdates {
+        ActivityKitUpdates(stream: ActivityCenter.shared.authorizationChanges { $0.activitiesEnabled })
+    }
+
+    /// Each change of ``frequentPushesEnabled``.
+    @available(iOS 16.2, *)
+    public var frequentPushEnablementUpdates: FrequentPushEnablementUpdates {
+        ActivityKitUpdates(stream: ActivityCenter.shared.authorizationChanges { $0.frequentPushesEnabled })
+    }
+}
+
+extension ActivityCenter {
+    /// The person's choices in Settings.
+    public struct Authorization: Sendable, Hashable {
+        public var activitiesEnabled = true
+        public var frequentPushesEnabled = true
+
+        public init(activitiesEnabled: Bool = true, frequentPushesEnabled: Bool = true) {
+            self.activitiesEnabled = activitiesEnabled
+            self.frequentPushesEnabled = frequentPushesEnabled
+        }
+    }
+
+    var authorization: Authorization { authorizationState.withLock { $0.current } }
+
+    func authorizationChanges(_ value: @escaping @Sendable (Authorization) -> Bool) -> AsyncStream<Bool> {
+        let (stream, continuation) = AsyncStream<Bool>.makeStream()
+        authorizationState.withLock { state in
+            state.observers.append { before, after in
+                if value(before) != value(after) { continuation.yield(value(after)) }
+            }
+            state.finishers.append { continuation.finish() }
+        }
+        return stream
+    }
+
+    /// The person changes a setting: observers of the setting that changed see its new value.
+    public func setAuthorization(_ authorization: Authorization) {
+        authorizationState.withLock { state in
+            let before = state.current
+            state.current = authorization
+            guard before != authorization else { return }
+            for observer in state.observers { observer(before, authorization) }
+        }
     }
 }

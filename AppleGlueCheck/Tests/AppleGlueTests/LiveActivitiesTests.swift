@@ -5,8 +5,8 @@ import HeraldCore
 import Testing
 
 /// `LiveActivities` driven through the stand-in ActivityKit: the push-to-start token, each activity's update token
-/// and its end reach Herald.
-@Suite("Apple glue: LiveActivities", .timeLimit(.minutes(1)))
+/// and its end reach Herald, with what the person allows. Serialized: the stand-in system is one, shared.
+@Suite("Apple glue: LiveActivities", .serialized, .timeLimit(.minutes(1)))
 struct LiveActivitiesTests {
     struct DeliveryAttributes: ActivityAttributes, Sendable {
         struct ContentState: Codable, Hashable, Sendable { var minutes: Int }
@@ -15,12 +15,10 @@ struct LiveActivitiesTests {
 
     static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
 
-    @Test("a push-to-start token, an activity's update token and the activity's end are told to Herald")
-    func tokensAndEnd() async throws {
-        let system = ActivityCenter.shared
-        system.reset()
-        let server = try LoopbackHTTPServer { _, _ in .respond(.json(201, "{}")) }
-        defer { server.stop() }
+    /// The glue running against a loopback Herald, the app's id of an activity being its order.
+    static func running(against server: LoopbackHTTPServer) async throws
+        -> (LiveActivities<DeliveryAttributes>, Task<Void, Never>)
+    {
         let storage = InMemoryStorage()
         let client = RegistrationClient(
             configuration: try .init(serverURL: server.baseURL, allowsInsecureHTTP: true), storage: storage)
@@ -28,7 +26,16 @@ struct LiveActivitiesTests {
             configuration: .init(client: client, storage: storage, fallbackEnvironment: .development) { activity in
                 activity.attributes.order
             })
-        let running = Task { await live.run() }
+        return (live, Task { await live.run() })
+    }
+
+    @Test("a push-to-start token, an activity's update token and the activity's end are told to Herald")
+    func tokensAndEnd() async throws {
+        let system = ActivityCenter.shared
+        system.reset()
+        let server = try LoopbackHTTPServer { _, _ in .respond(.json(201, "{}")) }
+        defer { server.stop() }
+        let (live, running) = try await Self.running(against: server)
 
         let startToken = Data(repeating: 0xAB, count: 32)
         system.issuePushToStartToken(startToken, for: DeliveryAttributes.self)
@@ -53,6 +60,37 @@ struct LiveActivitiesTests {
         #expect(await MainActor.run { live.lastError.map { "\($0)" } } == nil)
         // The system's sequences end, and so does the glue's run: not cancelled, since cancelling a URLSession request
         // as it completes deadlocks swift-corelibs-foundation (the request to Herald may still be finishing).
+        system.reset()
+        await running.value
+    }
+
+    @Test("what the person allows goes with each token, and a change registers the tokens again")
+    func authorization() async throws {
+        let system = ActivityCenter.shared
+        system.reset()
+        system.setAuthorization(.init(activitiesEnabled: true, frequentPushesEnabled: false))
+        let server = try LoopbackHTTPServer { _, _ in .respond(.json(201, "{}")) }
+        defer { server.stop() }
+        let (live, running) = try await Self.running(against: server)
+
+        system.issuePushToStartToken(Data(repeating: 0xA1, count: 32), for: DeliveryAttributes.self)
+        await server.waitForRequests(count: 1)
+        let first = try JSONValue(parsing: server.requests[0].body)
+        #expect(first["activitiesEnabled"] == true && first["frequentPushesEnabled"] == false, "\(first)")
+
+        await system.waitForStartObserver(of: DeliveryAttributes.self)
+        system.start(DeliveryAttributes(order: "B-2"), id: "activity-2")
+        system.issueUpdateToken(Data(repeating: 0xB2, count: 32), toActivity: "activity-2")
+        await server.waitForRequests(count: 2)
+
+        // The person turns Live Activities off in Settings: both tokens are registered again, saying so.
+        system.setAuthorization(.init(activitiesEnabled: false, frequentPushesEnabled: false))
+        await server.waitForRequests(count: 4)
+        let again = try server.requests[2...3].map { try JSONValue(parsing: $0.body) }
+        #expect(again.allSatisfy { $0["activitiesEnabled"] == false }, "\(again)")
+        #expect(Set(again.compactMap { $0["tokenKind"]?.stringValue }) == ["liveactivity-start", "liveactivity"])
+        #expect(again.contains { $0["activityId"] == "B-2" })
+        #expect(await MainActor.run { live.lastError.map { "\($0)" } } == nil)
         system.reset()
         await running.value
     }

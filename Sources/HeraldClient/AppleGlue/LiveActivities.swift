@@ -85,6 +85,10 @@ public final class LiveActivities<Attributes: LiveActivityAttributes> {
     /// The last update token of each observed activity, by ActivityKit's id, for
     /// ``RegistrationClient/activityEnded(updateToken:)``.
     private var updateTokens: [Activity<Attributes>.ID: DeviceToken] = [:]
+    /// The app's id of each observed activity, to register its token again when the person's settings change.
+    private var activityIDs: [Activity<Attributes>.ID: String] = [:]
+    /// The current push-to-start token, to register again when the person's settings change.
+    private var pushToStartToken: DeviceToken?
     /// Activities being observed, so one that both `activities` and `activityUpdates` report is observed once.
     private var observed: Set<Activity<Attributes>.ID> = []
 
@@ -104,6 +108,39 @@ public final class LiveActivities<Attributes: LiveActivityAttributes> {
                 group.addTask { await self.uploadPushToStartTokens() }
             }
             group.addTask { await self.observeActivities() }
+            group.addTask { await self.observeAuthorization() }
+        }
+    }
+
+    /// Registers every current token again when the person turns Live Activities, or their frequent updates, on or
+    /// off: the server then stops or resumes sending to them, and picks the priority (docs/live-activities.md).
+    private func observeAuthorization() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await _ in ActivityAuthorizationInfo().activityEnablementUpdates { await self.registerAgain() }
+            }
+            if #available(iOS 16.2, *) {
+                group.addTask {
+                    for await _ in ActivityAuthorizationInfo().frequentPushEnablementUpdates { await self.registerAgain() }
+                }
+            }
+        }
+    }
+
+    private func registerAgain() async {
+        do {
+            if let token = pushToStartToken {
+                try await configuration.client.registerPushToStartToken(
+                    token, activityType: configuration.activityType, installation: try installation(token))
+            }
+            for (id, token) in updateTokens {
+                guard let activityID = activityIDs[id] else { continue }
+                try await configuration.client.registerActivityUpdateToken(
+                    token, activityID: activityID, installation: try installation(token))
+            }
+            lastError = nil
+        } catch {
+            lastError = error
         }
     }
 
@@ -112,6 +149,7 @@ public final class LiveActivities<Attributes: LiveActivityAttributes> {
         for await data in Activity<Attributes>.pushToStartTokenUpdates {
             do {
                 let token = try DeviceToken(data: data)
+                pushToStartToken = token
                 try await configuration.client.registerPushToStartToken(
                     token, activityType: configuration.activityType, installation: try installation(token))
                 lastError = nil
@@ -158,6 +196,7 @@ public final class LiveActivities<Attributes: LiveActivityAttributes> {
             do {
                 let token = try DeviceToken(data: data)
                 updateTokens[id] = token
+                activityIDs[id] = activityID
                 try await configuration.client.registerActivityUpdateToken(
                     token, activityID: activityID, installation: try installation(token))
                 lastError = nil
@@ -171,6 +210,7 @@ public final class LiveActivities<Attributes: LiveActivityAttributes> {
     private func reportEnd(of id: Activity<Attributes>.ID) async -> Bool {
         guard let activity = Self.activity(id) else { return false }
         for await state in activity.activityStateUpdates where Self.hasEnded(state) {
+            activityIDs.removeValue(forKey: id)
             if let token = updateTokens.removeValue(forKey: id) {
                 do {
                     try await configuration.client.activityEnded(updateToken: token)
@@ -183,11 +223,16 @@ public final class LiveActivities<Attributes: LiveActivityAttributes> {
         return false
     }
 
-    /// This installation's registration of a token; the client's Live Activity calls replace its kind and activity.
+    /// This installation's registration of a token, with what the person allows now; the client's Live Activity
+    /// calls replace its kind and activity.
     private func installation(_ token: DeviceToken) throws -> Registration {
-        Registration(
+        var registration = Registration(
             app: token, environment: environment.environment,
             installationID: try InstallationID.current(in: configuration.storage), userID: userID, tags: tags)
+        let authorization = ActivityAuthorizationInfo()
+        registration.activitiesEnabled = authorization.areActivitiesEnabled
+        if #available(iOS 16.2, *) { registration.frequentPushesEnabled = authorization.frequentPushesEnabled }
+        return registration
     }
 
     private static func activity(_ id: Activity<Attributes>.ID) -> Activity<Attributes>? {

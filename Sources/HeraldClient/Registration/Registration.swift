@@ -41,6 +41,12 @@ public struct Registration: Sendable, Hashable {
     /// For a `liveactivity` (update) token, which it requires: the app's own id of the activity, by which the server
     /// updates and ends it (an order number, a match id; not necessarily ActivityKit's `Activity.id`).
     public var activityID: String?
+    /// Whether the person allows the app's Live Activities (ActivityKit's `areActivitiesEnabled`); `nil`: not said.
+    /// The server sends no Live Activity push to a token registered with `false`.
+    public var activitiesEnabled: Bool? = nil
+    /// Whether the person allows frequent Live Activity updates (ActivityKit's `frequentPushesEnabled`); `nil`: not
+    /// said. The server sends priority-10 updates to a token registered with `false` at priority 5.
+    public var frequentPushesEnabled: Bool? = nil
 
     /// Describes a token's registration.
     public init(
@@ -123,6 +129,10 @@ extension Registration {
         public static let activityType = "activityType"
         /// The app's id of the activity an update token belongs to.
         public static let activityID = "activityId"
+        /// Whether the person allows the app's Live Activities.
+        public static let activitiesEnabled = "activitiesEnabled"
+        /// Whether the person allows frequent Live Activity updates.
+        public static let frequentPushesEnabled = "frequentPushesEnabled"
     }
 
     /// The request body as a JSON value. Absent optional fields and empty lists are left out.
@@ -145,6 +155,8 @@ extension Registration {
         if let timeZone { members[Field.timeZone] = .string(timeZone) }
         if let activityType { members[Field.activityType] = .string(activityType) }
         if let activityID { members[Field.activityID] = .string(activityID) }
+        if let activitiesEnabled { members[Field.activitiesEnabled] = .bool(activitiesEnabled) }
+        if let frequentPushesEnabled { members[Field.frequentPushesEnabled] = .bool(frequentPushesEnabled) }
         return .object(members)
     }
 
@@ -175,6 +187,11 @@ extension Registration {
             guard let value = members[key], value != .null else { return .some(nil) }
             return value.stringValue.map { .some($0) }
         }
+        // `.some(nil)`: absent or null; `.some(flag)`: a Boolean; `nil`: another type.
+        func flag(_ key: String) -> Bool?? {
+            guard let value = members[key], value != .null else { return .some(nil) }
+            return value.boolValue.map { .some($0) }
+        }
         // `[]` when absent or null; `nil` when not an array of strings.
         func strings(_ key: String) -> [String]? {
             guard let value = members[key], value != .null else { return [] }
@@ -187,7 +204,8 @@ extension Registration {
             let installation = string(Field.installationID), let kindName = string(Field.tokenKind),
             let languages = strings(Field.preferredLanguages), let tags = strings(Field.tags),
             let timeZone = string(Field.timeZone), let activityType = string(Field.activityType),
-            let activityID = string(Field.activityID)
+            let activityID = string(Field.activityID),
+            let activitiesEnabled = flag(Field.activitiesEnabled), let frequentPushesEnabled = flag(Field.frequentPushesEnabled)
         else { return nil }
         var platform: Platform?
         if let platformName {
@@ -208,6 +226,8 @@ extension Registration {
             token: token, environment: environment, topic: topic, userID: userID, preferredLanguages: languages,
             appVersion: appVersion, platform: platform, installationID: installationID, tokenKind: tokenKind,
             tags: tags, timeZone: timeZone, activityType: activityType, activityID: activityID)
+        self.activitiesEnabled = activitiesEnabled
+        self.frequentPushesEnabled = frequentPushesEnabled
     }
 }
 
