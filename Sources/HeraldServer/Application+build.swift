@@ -62,6 +62,8 @@ public struct HeraldApplication: ApplicationProtocol {
     public let webhooks: WebhookDeliverer
     /// The check of Live Activity starts, which the server runs every minute: `checkDue()` runs a pass now.
     public let pushToStartChecks: PushToStartChecks
+    /// The count and tidy of broadcast channels, which the server runs every ten minutes: `runOnce()` runs a pass now.
+    public let channelTidy: ChannelTidy
     /// Every route of the HTTP API, as `METHOD /path/{parameter}`; the console's pages (`/console…`) are not listed.
     public let routes: [String]
     /// The console's routes (`/console…`), as ``routes`` lists the API's: what the console's authorization matrix
@@ -74,7 +76,8 @@ public struct HeraldApplication: ApplicationProtocol {
 
     init(
         application: Application<Responder>, store: any Store, emulator: APNSEmulator?, worker: SendWorker,
-        engine: SendEngine, webhooks: WebhookDeliverer, pushToStartChecks: PushToStartChecks, routes: [String], consoleRoutes: [String], console: ConsoleAuthority,
+        engine: SendEngine, webhooks: WebhookDeliverer, pushToStartChecks: PushToStartChecks, channelTidy: ChannelTidy,
+        routes: [String], consoleRoutes: [String], console: ConsoleAuthority,
         metricsListener: OneShot<Int>, shutdownWatch: ShutdownWatch
     ) {
         self.shutdownWatch = shutdownWatch
@@ -86,6 +89,7 @@ public struct HeraldApplication: ApplicationProtocol {
         self.engine = engine
         self.webhooks = webhooks
         self.pushToStartChecks = pushToStartChecks
+        self.channelTidy = channelTidy
         self.routes = routes
         self.consoleRoutes = consoleRoutes
         self.console = console
@@ -223,10 +227,21 @@ public func buildApplication(
             logger: logger)
         services.append(
             watch.observe(
-                PushToStartCheckService(
-                    checks: pushToStartChecks, sleepClock: dependencies.sleepClock, storeReady: storeReady,
-                    logger: logger),
+                PeriodicPass(
+                    work: "check Live Activity starts", isEnabled: pushToStartChecks.isEnabled,
+                    interval: pushToStartChecks.interval, sleepClock: dependencies.sleepClock, storeReady: storeReady,
+                    logger: logger, pass: { _ = try await pushToStartChecks.checkDue() }),
                 as: "push-to-start checks"))
+        let channelTidy = ChannelTidy(
+            store: store, channels: ChannelOperations(store: store, apps: apps, senders: senders, audit: access.audit),
+            settings: configuration.liveActivities, clock: dependencies.clock, metrics: metrics, logger: logger)
+        services.append(
+            watch.observe(
+                PeriodicPass(
+                    work: "count or tidy broadcast channels", isEnabled: true, interval: ChannelTidy.interval,
+                    sleepClock: dependencies.sleepClock, storeReady: storeReady, logger: logger,
+                    pass: { _ = try await channelTidy.runOnce() }),
+                as: "channel tidy"))
 
         let metricsListener = OneShot<Int>()
         switch metricsPlacement {
@@ -282,7 +297,8 @@ public func buildApplication(
         }
         return HeraldApplication(
             application: application, store: store, emulator: destination.emulator, worker: worker,
-            engine: engine, webhooks: webhooks, pushToStartChecks: pushToStartChecks, routes: routes,
+            engine: engine, webhooks: webhooks, pushToStartChecks: pushToStartChecks, channelTidy: channelTidy,
+            routes: routes,
             consoleRoutes: described.filter(\.console).map(\.route), console: console, metricsListener: metricsListener,
             shutdownWatch: watch)
     } catch {

@@ -58,6 +58,8 @@ package struct Broadcaster: Sendable {
         metrics.activityPush(event: plan.event, priority: plan.prepared.priority?.rawValue ?? 10, via: .channel)
         do {
             let reply = try await client.broadcast(plan.prepared, to: id)
+            // In use: the channel tidy leaves it (a failed mark only makes it look idle sooner).
+            try? await store.markChannelUsed(id: plan.channelID)
             return Outcome(
                 result: .success(reply), counts: OutcomeCounts(accepted: 1),
                 message:

@@ -81,6 +81,8 @@ extension ServerConfiguration {
     /// | `HERALD_LIVE_ACTIVITY_BUDGET` [`liveActivityBudget`] | priority-10 updates per Live Activity and hour before later ones go at priority 5, 0 = no budget | 12 |
     /// | `HERALD_PUSH_TO_START_RATE` [`pushToStartRate`] | push-to-start notifications per app and second, across instances, 0 = unpaced | 0 |
     /// | `HERALD_PUSH_TO_START_CHECK_AFTER` [`pushToStartCheckAfter`] | seconds after a Live Activity's start send ends before devices whose app registered no update token of it count as `notStarted`, 0 = no check | 3600 |
+    /// | `HERALD_CHANNEL_TIDY` [`channelTidy`] | delete broadcast channels no running activity follows: whose activities all ended, or unused for `HERALD_CHANNEL_UNUSED_AFTER` | false |
+    /// | `HERALD_CHANNEL_UNUSED_AFTER` [`channelUnusedAfter`] | seconds without a broadcast before the tidy deletes a channel | 604800 |
     /// | `HERALD_PUSH_TO_START_STALE_AFTER` [`pushToStartStaleAfter`] | push-to-starts in a row that started nothing before the token is stale (left out of sends until the app registers a new one), 0 = never | 3 |
     /// | `HERALD_METRICS_LISTEN` [`metricsListen`] | `host:port` of a listener for `/metrics` alone | none: the API's, on loopback only |
     /// | `HERALD_METRICS_KEY` [`metricsKey`] | bearer secret `/metrics` asks for, 32+ characters | none |
@@ -162,6 +164,10 @@ extension ServerConfiguration {
         liveActivities.staleAfter =
             try reader.integer("HERALD_PUSH_TO_START_STALE_AFTER", "pushToStartStaleAfter", in: 0...1_000)
             ?? liveActivities.staleAfter
+        liveActivities.channelTidy = try reader.bool("HERALD_CHANNEL_TIDY", "channelTidy") ?? liveActivities.channelTidy
+        liveActivities.channelUnusedAfter =
+            try reader.integer("HERALD_CHANNEL_UNUSED_AFTER", "channelUnusedAfter", in: 60...31_536_000)
+            ?? liveActivities.channelUnusedAfter
         try readMetrics(reader: reader)
 
         if let id = try reader.string("HERALD_INSTANCE_ID", "instanceId") {

@@ -20,12 +20,24 @@ extension ServerConfiguration {
         /// Push-to-starts in a row that started nothing before a token counts as stale and is left out of sends until
         /// the app registers a new one. 0: never stale (the misses are still counted).
         public var staleAfter: Int
+        /// Whether the server deletes broadcast channels no running activity follows: those whose activities have all
+        /// ended, and those unused for ``channelUnusedAfter`` (docs/live-activities.md, "Channels kept tidy"). Off by
+        /// default: a channel the app's own code subscribes activities to looks unused to the server.
+        public var channelTidy: Bool
+        /// Seconds without a broadcast (since its creation, or its last broadcast) after which the tidy deletes a
+        /// channel no running activity follows.
+        public var channelUnusedAfter: Int
 
-        public init(updateBudget: Int = 12, pushToStartRate: Int = 0, startCheckAfter: Int = 3600, staleAfter: Int = 3) {
+        public init(
+            updateBudget: Int = 12, pushToStartRate: Int = 0, startCheckAfter: Int = 3600, staleAfter: Int = 3,
+            channelTidy: Bool = false, channelUnusedAfter: Int = 604_800
+        ) {
             self.updateBudget = updateBudget
             self.pushToStartRate = pushToStartRate
             self.startCheckAfter = startCheckAfter
             self.staleAfter = staleAfter
+            self.channelTidy = channelTidy
+            self.channelUnusedAfter = channelUnusedAfter
         }
     }
 }

@@ -177,13 +177,23 @@ struct ConsoleActivityPages: ConsolePages {
         if found.count > shown.count, let last = shown.last {
             next = Self.link("/console/channels", [("app", app), ("environment", environment), ("after", last.id)])
         }
+        // Each environment's count against APNs's cap, for the environments the session sees.
+        let counts = try await store.liveChannelCounts().filter { $0.topic == app }
+        let seen = Self.access(context).environment
+        let capacity = APNSEnvironment.all.reversed().filter { seen == nil || seen == $0 }
+            .map { environment in
+                let count = counts.first { $0.environment == environment }?.count ?? 0
+                return ChannelsView.Capacity(
+                    environment: environment.name, count: count.formatted(), cap: ChannelTidy.cap.formatted(),
+                    nearCap: count >= ChannelTidy.warning)
+            }
         let view = ChannelsView(
             created: outcome.created, deleted: outcome.deleted, unknownToAPNs: outcome.unknownToAPNs,
             error: outcome.error, app: app, apps: appChoices(app, context), rows: rows, hasRows: !rows.isEmpty,
             environments: [("", "Both"), ("development", "Development"), ("production", "Production")].map {
                 value, label in ConsoleOption(value: value, label: label, selected: value == environment)
             },
-            productionFirst: environment != "development", tabs: tabs(.channels, app: app), next: next,
+            productionFirst: environment != "development", capacity: capacity, tabs: tabs(.channels, app: app), next: next,
             first: cursor == nil ? nil : Self.link("/console/channels", [("app", app), ("environment", environment)]))
         return renderer.page(
             "channels", title: "Broadcast channels", section: .activities, view: view, context: context,
@@ -218,9 +228,18 @@ struct ConsoleActivityPages: ConsolePages {
         let hasRows: Bool
         let environments: [ConsoleOption]
         let productionFirst: Bool
+        /// Live channels per environment against APNs's cap of 10,000.
+        let capacity: [Capacity]
         let tabs: [Tab.Link]
         let next: String?
         let first: String?
+
+        struct Capacity {
+            let environment: String
+            let count: String
+            let cap: String
+            let nearCap: Bool
+        }
     }
 
     /// Creates a channel on APNs from the form (`app`, `environment`, `storagePolicy`); a refusal (a bad field, or

@@ -196,6 +196,14 @@ struct ServerMetrics: SendingMetrics {
             labels: labels)
     }
 
+    /// Live broadcast channels per app and environment, against APNs's cap of 10,000 each.
+    func liveChannels(app: String, environment: APNSEnvironment, count: Int) {
+        gauge(
+            ("channels", "Live broadcast channels per app and environment; APNs allows 10,000 per app and environment."),
+            [("app", app), ("environment", environment.name)]
+        ).set(Double(count))
+    }
+
     /// The background sends running on this instance, per lane (every lane is set, so an emptied lane reads 0).
     func sendsRunning(_ counts: [SendLane: Int]) {
         for lane in SendLane.priorityOrder {

@@ -38,7 +38,7 @@ struct ActivityOperations: Sendable {
             let activity = try await store.createActivity(
                 NewActivity(
                     topic: plan.bundleID, id: start.id, activityType: start.activityType,
-                    startSendID: checksStarts ? plan.sendID : nil))
+                    startSendID: checksStarts ? plan.sendID : nil, channelID: start.inputPushChannel))
         else {
             throw APIError(
                 .conflict, reason: "activityExists",

@@ -3,7 +3,6 @@ public import HeraldCore
 import HeraldSending
 import HeraldStore
 import Logging
-import ServiceLifecycle
 
 /// Whether the push-to-start notifications APNs accepted started their Live Activity (docs/live-activities.md,
 /// "Push-to-start tokens that start nothing").
@@ -36,6 +35,9 @@ public struct PushToStartChecks: Sendable {
     let logger: Logger
 
     var isEnabled: Bool { settings.startCheckAfter > 0 }
+
+    /// How often the server runs ``checkDue()``: every minute, or a quarter of the check's delay when shorter.
+    var interval: Duration { .seconds(max(1, min(60, settings.startCheckAfter / 4))) }
 
     /// Records the start an update token's registration reports (whichever door it came through), for an activity
     /// whose start is still to check: the store writes nothing for another activity, so this needs no setting.
@@ -110,39 +112,6 @@ public struct PushToStartChecks: Sendable {
             logger.notice(
                 "Left a push-to-start token out of sends: its starts started nothing \(settings.staleAfter) times in a row",
                 metadata: [LogKey.tokenSuffix: "\(token.redacted)", LogKey.topic: "\(due.topic)"])
-        }
-    }
-}
-
-/// Runs ``PushToStartChecks/checkDue()`` every minute (or a quarter of the check's delay, when shorter) once the
-/// store is ready, until the server stops; a pass that fails logs a warning and is tried at the next.
-struct PushToStartCheckService: Service {
-    let checks: PushToStartChecks
-    let sleepClock: any Clock<Duration>
-    let storeReady: Gate
-    let logger: Logger
-
-    var interval: Duration { .seconds(max(1, min(60, checks.settings.startCheckAfter / 4))) }
-
-    func run() async throws {
-        guard checks.isEnabled else {
-            // A service that returns ends the server's service group: wait for the shutdown instead.
-            try? await gracefulShutdown()
-            return
-        }
-        try? await cancelWhenGracefulShutdown {
-            await storeReady.wait()
-            while !Task.isCancelled {
-                do {
-                    _ = try await checks.checkDue()
-                } catch {
-                    if Task.isCancelled { return }
-                    logger.warning(
-                        "Could not check Live Activity starts; tried again in \(interval)",
-                        metadata: [LogKey.error: "\(error)"])
-                }
-                try await sleepClock.sleep(for: interval)
-            }
         }
     }
 }

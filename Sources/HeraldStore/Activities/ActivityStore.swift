@@ -45,12 +45,16 @@ public struct NewActivity: Sendable, Hashable {
     /// The send of its push-to-start notifications: the devices APNs accepted it for are checked for a start once the
     /// send has ended (``PushToStartCheckStore``). `nil`: not checked.
     public var startSendID: SendID?
+    /// The broadcast channel it follows (`inputPushChannel`): a channel none of whose activities runs any more may be
+    /// deleted (``ChannelStore/idleChannels(unusedBefore:limit:)``).
+    public var channelID: String?
 
-    public init(topic: String, id: String, activityType: String, startSendID: SendID? = nil) {
+    public init(topic: String, id: String, activityType: String, startSendID: SendID? = nil, channelID: String? = nil) {
         self.topic = topic
         self.id = id
         self.activityType = activityType
         self.startSendID = startSendID
+        self.channelID = channelID
     }
 }
 

@@ -12,12 +12,14 @@ extension StoreSQL {
         SQLStatement(
             dialect,
             """
-            INSERT INTO activities (topic, id, activity_type, status, updates, created_at, updated_at, start_send_id) \
-            VALUES ($1, $2, $3, 'active', 0, $4, $4, $5) ON CONFLICT (topic, id) DO NOTHING RETURNING \(activityColumns)
+            INSERT INTO activities (topic, id, activity_type, status, updates, created_at, updated_at, start_send_id, \
+            channel_id) VALUES ($1, $2, $3, 'active', 0, $4, $4, $5, $6) ON CONFLICT (topic, id) DO NOTHING \
+            RETURNING \(activityColumns)
             """,
             [
                 .text(activity.topic), .text(activity.id), .text(activity.activityType),
                 .integer(StoreTime.microseconds(now)), .textOrNull(activity.startSendID?.description),
+                .textOrNull(activity.channelID),
             ])
     }
 

@@ -51,6 +51,8 @@ public struct AuditActor: Sendable, Hashable {
         /// An app, through the registration API with its registration key (it unregistered one of its devices):
         /// named by its bundle id, without a key.
         case app
+        /// Herald itself, by a rule an operator switched on (the channel tidy): named by the rule.
+        case server
     }
 
     public var kind: Kind

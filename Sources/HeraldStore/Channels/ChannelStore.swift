@@ -23,6 +23,16 @@ public protocol ChannelStore: Sendable {
     /// - Returns: the channel as stored now, with ``ChannelRecord/deletedAt`` set; `nil` when unknown. A channel
     ///   deleted earlier is returned unchanged.
     func markChannelDeleted(id: String) async throws -> ChannelRecord?
+
+    /// Records that APNs accepted a broadcast on a channel: it is in use.
+    func markChannelUsed(id: String) async throws
+
+    /// Live channels per app and environment: what counts against APNs's cap of 10,000 per app and environment.
+    func liveChannelCounts() async throws -> [LiveChannelCount]
+
+    /// Live channels no running activity follows, that either had activities (all of them ended) or were last used
+    /// (by a broadcast, else created) before `unusedBefore`, by id: what the channel tidy deletes.
+    func idleChannels(unusedBefore: Date, limit: Int) async throws -> [ChannelRecord]
 }
 
 /// What ``ChannelStore/recordChannel(_:)`` records; the creation time is the store's clock.
@@ -67,4 +77,17 @@ public struct ChannelRecord: Sendable, Hashable {
 
     /// Whether it takes broadcasts: not deleted.
     public var isLive: Bool { deletedAt == nil }
+}
+
+/// How many live channels an app has in an environment.
+public struct LiveChannelCount: Sendable, Hashable {
+    public var topic: String
+    public var environment: APNSEnvironment
+    public var count: Int
+
+    public init(topic: String, environment: APNSEnvironment, count: Int) {
+        self.topic = topic
+        self.environment = environment
+        self.count = count
+    }
 }

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 package import HeraldCore
 
 extension StatementStore {
@@ -24,5 +24,27 @@ extension StatementStore {
             [StoreSQL.markChannelDeleted(id: id, at: clock.now(), dialect), StoreSQL.selectChannel(id: id, dialect)]
         ).pair
         return try (marked.first ?? found.first)?.channel()
+    }
+}
+
+extension StatementStore {
+    public func markChannelUsed(id: String) async throws {
+        _ = try await writeRows("record a channel's use", StoreSQL.markChannelUsed(id: id, at: clock.now(), dialect))
+    }
+
+    public func liveChannelCounts() async throws -> [LiveChannelCount] {
+        try await readRows("count live channels", StoreSQL.liveChannelCounts(dialect)).map { row in
+            guard let environment = APNSEnvironment(name: try row.text(1)) else {
+                throw StoreError(
+                    .corruptRecord, "A stored channel has an unreadable environment: repair or delete the row.")
+            }
+            return LiveChannelCount(topic: try row.text(0), environment: environment, count: Int(try row.integer(2)))
+        }
+    }
+
+    public func idleChannels(unusedBefore: Date, limit: Int) async throws -> [ChannelRecord] {
+        try await readRows(
+            "find idle channels", StoreSQL.idleChannels(unusedBefore: unusedBefore, limit: limit, dialect)
+        ).map { try $0.channel() }
     }
 }

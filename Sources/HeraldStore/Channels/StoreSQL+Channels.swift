@@ -70,3 +70,34 @@ extension StoredRow {
             createdAt: StoreTime.date(try integer(4)), deletedAt: try optionalInteger(5).map(StoreTime.date))
     }
 }
+
+extension StoreSQL {
+    package static func markChannelUsed(id: String, at now: Date, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect, "UPDATE channels SET last_used_at = $2 WHERE id = $1",
+            [.text(id), .integer(StoreTime.microseconds(now))])
+    }
+
+    package static func liveChannelCounts(_ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT topic, environment, count(*) FROM channels WHERE deleted_at IS NULL \
+            GROUP BY topic, environment ORDER BY topic, environment
+            """)
+    }
+
+    /// Live channels that no running activity follows and that either had activities or were last used before a time
+    /// (`activities_channel` finds a channel's activities).
+    package static func idleChannels(unusedBefore: Date, limit: Int, _ dialect: SQLStatement.Dialect) -> SQLStatement {
+        SQLStatement(
+            dialect,
+            """
+            SELECT \(channelColumns) FROM channels c WHERE c.deleted_at IS NULL \
+            AND NOT EXISTS (SELECT 1 FROM activities a WHERE a.channel_id = c.id AND a.status = 'active') \
+            AND (coalesce(c.last_used_at, c.created_at) < $1 \
+            OR EXISTS (SELECT 1 FROM activities a WHERE a.channel_id = c.id)) \
+            ORDER BY c.id LIMIT $2
+            """, [.integer(StoreTime.microseconds(unusedBefore)), .integer(Int64(limit))])
+    }
+}

@@ -692,6 +692,16 @@ package enum StoreSchema {
                 registerFunction(columns: registrationColumns(upTo: 33)),
                 registerBatchFunction(columns: registrationColumns(upTo: 33)),
             ]),
+        Migration(
+            version: 34,
+            name: "channels kept tidy: when each was last used, and the activities that follow one",
+            statements: [
+                // Set by each broadcast APNs accepts; NULL: never used since it was created.
+                "ALTER TABLE channels ADD COLUMN last_used_at BIGINT",
+                // The channel an activity started with inputPushChannel follows.
+                "ALTER TABLE activities ADD COLUMN channel_id TEXT",
+                "CREATE INDEX activities_channel ON activities (channel_id, status) WHERE channel_id IS NOT NULL",
+            ]),
     ]
 
     /// Migration 31, PostgreSQL only: `send_outcomes` and `send_acceptances` become tables partitioned by ranges of
