@@ -205,6 +205,11 @@ enum NotificationValidator {
             throw missing("dismissal-date", "dismissal-date only goes with event \"end\".")
         }
         try checkLiveActivityDates(aps)
+        if let stale = aps.staleDate, let timestamp = aps.timestamp, stale <= timestamp, event != .end {
+            throw missing(
+                "stale-date",
+                "stale-date (\(stale)) is not after the push's timestamp (\(timestamp)): the device would show the activity out of date the moment it arrives. Give the time its content goes stale, in seconds since 1970.")
+        }
         if let type = aps.attributesType, type.isEmpty || type.contains(where: { $0.isWhitespace || $0.isNewline }) {
             throw missing(
                 "attributes-type",
