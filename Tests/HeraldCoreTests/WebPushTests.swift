@@ -106,3 +106,46 @@ struct WebPushTests {
         #expect(!"\(key)".contains(key.privateKeyText), "the private half stays out of descriptions")
     }
 }
+
+@Suite("Web Push: subscriptions")
+struct WebPushSubscriptionTests {
+    static let keys = (p256dh: WebPushTests.RFC8291.receiverPublic, auth: WebPushTests.RFC8291.auth)
+
+    @Test("endpoints of the known push services are taken, with their origin as VAPID audience", arguments: [
+        "https://web.push.apple.com/QGuQyavXutnMH6Ig2uYOJDwA", "https://fcm.googleapis.com/fcm/send/dBx1:APA91b",
+        "https://updates.push.services.mozilla.com/wpush/v2/gAAAAA", "https://wns2-par02p.notify.windows.com/w/?token=BQYAAAD",
+        "https://WEB.PUSH.APPLE.COM:443/abc",
+    ])
+    func known(endpoint: String) throws {
+        let subscription = try WebPushSubscription(endpoint: endpoint, p256dh: Self.keys.p256dh, auth: Self.keys.auth)
+        #expect(subscription.audience.hasPrefix("https://") && !subscription.audience.dropFirst(8).contains("/"))
+    }
+
+    @Test("anything else is refused before it is stored: the server posts only to push services", arguments: [
+        ("http://web.push.apple.com/abc", WebPushError.Code.invalidEndpoint),
+        ("https://127.0.0.1/push", .endpointNotAllowed),
+        ("https://web.push.apple.com.evil.example/abc", .endpointNotAllowed),
+        ("https://notify.windows.com/abc", .endpointNotAllowed),
+        ("https://evilnotify.windows.com/abc", .endpointNotAllowed),
+        ("https://user:pw@web.push.apple.com/abc", .invalidEndpoint),
+        ("https://web.push.apple.com:8443/abc", .invalidEndpoint),
+        ("https://web.push.apple.com/abc#x", .invalidEndpoint),
+        ("https://web.push.apple.com/a\u{0}b", .invalidEndpoint),
+        ("https://web.push.apple.com/" + String(repeating: "a", count: 2_100), .invalidEndpoint),
+        ("not a url", .invalidEndpoint),
+    ])
+    func refused(endpoint: String, code: WebPushError.Code) {
+        let error = #expect(throws: WebPushError.self) {
+            try WebPushSubscription(endpoint: endpoint, p256dh: Self.keys.p256dh, auth: Self.keys.auth)
+        }
+        #expect(error?.code == code, "\(endpoint.prefix(60))")
+    }
+
+    @Test("the allow-list is configurable: exact hosts and *.domain")
+    func configurable() throws {
+        let hosts = PushServiceHosts(["push.example.com", "*.push.example.net"])
+        #expect(hosts.allows("push.example.com") && hosts.allows("a.push.example.net") && !hosts.allows("push.example.net"))
+        _ = try WebPushSubscription(
+            endpoint: "https://push.example.com/s/1", p256dh: Self.keys.p256dh, auth: Self.keys.auth, hosts: hosts)
+    }
+}

@@ -14,6 +14,10 @@ public struct WebPushError: CodedError, Hashable {
 extension ErrorCode where Domain == WebPushError {
     /// A subscription's `keys.p256dh` or `keys.auth` is not what a browser hands out.
     public static let invalidSubscriptionKey = Self("invalidSubscriptionKey")
+    /// A subscription's endpoint is not an https URL as push services give them.
+    public static let invalidEndpoint = Self("invalidEndpoint")
+    /// A subscription's endpoint is on a host that is not a known push service.
+    public static let endpointNotAllowed = Self("endpointNotAllowed")
     /// The message does not fit one 4,096-byte record.
     public static let payloadTooLarge = Self("payloadTooLarge")
     /// An encrypted body is not an `aes128gcm` body of one record.
