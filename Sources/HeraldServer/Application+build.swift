@@ -154,7 +154,7 @@ public func buildApplication(
         let senders = try APNSSenders.make(
             apps: configuration.apps, destinations: destination.destinations, emulatorKey: destination.emulatorKey,
             sending: configuration.sending, backoffClock: dependencies.sleepClock)
-        let apps = AppDirectory(configuration.apps)
+        let apps = AppDirectory(configuration.apps, pushServices: configuration.webPushHosts)
         let metrics = ServerMetrics(registry: dependencies.metrics)
         let storeReady = Gate()
         let sending = SendingAssembly(

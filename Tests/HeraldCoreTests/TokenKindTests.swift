@@ -11,7 +11,7 @@ struct TokenKindTests {
         #expect(
             TokenKind.all.map(\.name) == [
                 "device", "voip", "liveactivity-start", "liveactivity", "widgets", "controls", "location", "pushtotalk",
-                "complication", "fileprovider",
+                "complication", "fileprovider", "webpush",
             ])
         #expect(TokenKind.all.allSatisfy { TokenKind(name: $0.name) == $0 })
     }
@@ -23,6 +23,8 @@ struct TokenKindTests {
             (.liveActivityStart, [.liveactivity]), (.liveActivity, [.liveactivity]), (.widgets, [.widgets]),
             (.controls, [.controls]), (.location, [.location]), (.pushToTalk, [.pushtotalk]),
             (.complication, [.complication]), (.fileProvider, [.fileprovider]),
+            // A web subscription is reached through its push service, never by an APNs push type.
+            (.webPush, []),
         ])
     func pushTypes(kind: TokenKind, types: [APNSPushType]) {
         #expect(kind.pushTypes == types)

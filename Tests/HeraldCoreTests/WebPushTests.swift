@@ -128,7 +128,7 @@ struct WebPushSubscriptionTests {
         ("https://notify.windows.com/abc", .endpointNotAllowed),
         ("https://evilnotify.windows.com/abc", .endpointNotAllowed),
         ("https://user:pw@web.push.apple.com/abc", .invalidEndpoint),
-        ("https://web.push.apple.com:8443/abc", .invalidEndpoint),
+        ("https://web.push.apple.com:8443/abc", .endpointNotAllowed),
         ("https://web.push.apple.com/abc#x", .invalidEndpoint),
         ("https://web.push.apple.com/a\u{0}b", .invalidEndpoint),
         ("https://web.push.apple.com/" + String(repeating: "a", count: 2_100), .invalidEndpoint),
@@ -141,11 +141,28 @@ struct WebPushSubscriptionTests {
         #expect(error?.code == code, "\(endpoint.prefix(60))")
     }
 
-    @Test("the allow-list is configurable: exact hosts and *.domain")
+    @Test("the allow-list is configurable: exact hosts, *.domain, and host:port for a push service on another port")
     func configurable() throws {
-        let hosts = PushServiceHosts(["push.example.com", "*.push.example.net"])
+        let hosts = try #require(PushServiceHosts(list: "push.example.com, *.push.example.net,127.0.0.1:7490"))
         #expect(hosts.allows("push.example.com") && hosts.allows("a.push.example.net") && !hosts.allows("push.example.net"))
+        #expect(hosts.allows("push.example.com", port: 443) && !hosts.allows("push.example.com", port: 8443))
+        #expect(hosts.allows("127.0.0.1", port: 7490) && !hosts.allows("127.0.0.1") && !hosts.allows("127.0.0.1", port: 7491))
         _ = try WebPushSubscription(
             endpoint: "https://push.example.com/s/1", p256dh: Self.keys.p256dh, auth: Self.keys.auth, hosts: hosts)
+        _ = try WebPushSubscription(
+            endpoint: "https://127.0.0.1:7490/push/1", p256dh: Self.keys.p256dh, auth: Self.keys.auth, hosts: hosts)
+        for bad in ["", " , ", "a b", "*.*.x", "x:", "x:0", "x:99999", "x:1:2", "http://x"] {
+            #expect(PushServiceHosts(list: bad) == nil, "\(bad)")
+        }
+    }
+
+    @Test("a subscription's registry token is the SHA-256 of its endpoint: the same endpoint, the same device")
+    func token() throws {
+        let endpoint = "https://web.push.apple.com/QGuQyavXutnMH6Ig2uYOJDwA"
+        let first = try WebPushSubscription(endpoint: endpoint, p256dh: Self.keys.p256dh, auth: Self.keys.auth)
+        // `printf %s <endpoint> | sha256sum`
+        #expect(first.token.hex == "473b2b7f3700c57cee9e7db592cdc8a19e07b9d7c32484d877b71c87edcf487a")
+        #expect(first.token == WebPushSubscription.token(ofEndpoint: endpoint))
+        #expect(first.token != WebPushSubscription.token(ofEndpoint: endpoint + "x"))
     }
 }

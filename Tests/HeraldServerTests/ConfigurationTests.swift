@@ -92,6 +92,31 @@ struct ConfigurationTests {
         #expect(merged.apps[0].defaultPreferenceCategory == "chat" && merged.apps[1].preferenceCategories.isEmpty)
     }
 
+    static let vapid = VAPIDKey.generate().privateKeyText
+
+    @Test("an app's website: its VAPID key (text or file), subject and origin; push-service hosts from HERALD_WEB_PUSH_HOSTS")
+    func webPush() throws {
+        let key = VAPIDKey.generate()
+        let configuration = try ServerConfiguration(environment: [
+            "HERALD_VAPID_PRIVATE_KEY": key.privateKeyText, "HERALD_VAPID_SUBJECT": "mailto:push@example.com",
+            "HERALD_WEB_ORIGIN": "https://example.com", "HERALD_WEB_PUSH_HOSTS": "web.push.apple.com, 127.0.0.1:7490",
+        ])
+        let web = try #require(configuration.apps.first?.webPush)
+        #expect(web.vapidKey.publicKeyText == key.publicKeyText && web.subject == "mailto:push@example.com")
+        #expect(web.origin == "https://example.com" && !"\(web)".contains(key.privateKeyText))
+        #expect(configuration.webPushHosts.allows("127.0.0.1", port: 7490) && !configuration.webPushHosts.allows("fcm.googleapis.com"))
+        #expect(try ServerConfiguration(environment: [:]).apps.first?.webPush == nil)
+        #expect(try ServerConfiguration(environment: [:]).webPushHosts == .default)
+
+        let pem = try write(key.privateKeyPEM, to: "vapid.pem")
+        let file = try write(
+            #"{"apps": [{"topic": "com.acme.app", "vapidKeyFile": "\#(pem)", "vapidSubject": "https://acme.example/contact"}]}"#,
+            to: "web.json")
+        let fromFile = try ServerConfiguration(environment: ["HERALD_CONFIG": file])
+        #expect(fromFile.apps.first?.webPush?.vapidKey.publicKeyText == key.publicKeyText)
+        #expect(fromFile.apps.first?.webPush?.origin == nil)
+    }
+
     @Test("frequency caps come from the variable or the file: [category:]count/period, app-wide or per category")
     func frequencyCaps() throws {
         let configuration = try ServerConfiguration(environment: [
@@ -248,6 +273,18 @@ struct ConfigurationTests {
             (["HERALD_QUIET_HOURS": "22:00-22:00"], "HERALD_QUIET_HOURS"),
             (["HERALD_QUIET_HOURS": "10pm-8am"], "HERALD_QUIET_HOURS"),
             (["HERALD_QUIET_HOURS_TIME_ZONE": "Mars/Base"], "HERALD_QUIET_HOURS_TIME_ZONE"),
+            (["HERALD_VAPID_PRIVATE_KEY": "not a key", "HERALD_VAPID_SUBJECT": "mailto:a@b.c"], "HERALD_VAPID_PRIVATE_KEY"),
+            (["HERALD_VAPID_PRIVATE_KEY": ConfigurationTests.vapid], "HERALD_VAPID_SUBJECT"),
+            (["HERALD_VAPID_PRIVATE_KEY": ConfigurationTests.vapid, "HERALD_VAPID_SUBJECT": "admin@localhost"], "mailto:"),
+            (
+                [
+                    "HERALD_VAPID_PRIVATE_KEY": ConfigurationTests.vapid, "HERALD_VAPID_SUBJECT": "mailto:a@b.c",
+                    "HERALD_WEB_ORIGIN": "https://example.com/app",
+                ], "https://example.com"
+            ),
+            (["HERALD_VAPID_SUBJECT": "mailto:a@b.c"], "HERALD_VAPID_PRIVATE_KEY"),
+            (["HERALD_VAPID_KEY_FILE": "/nonexistent.pem", "HERALD_VAPID_SUBJECT": "mailto:a@b.c"], "HERALD_VAPID_KEY_FILE"),
+            (["HERALD_WEB_PUSH_HOSTS": "push.example.com:http"], "HERALD_WEB_PUSH_HOSTS"),
             (
                 ["HERALD_RETENTION_CONSOLE_SESSIONS_DAYS": "1", "HERALD_CONSOLE_IDLE_TIMEOUT": "172800"],
                 "HERALD_RETENTION_CONSOLE_SESSIONS_DAYS"

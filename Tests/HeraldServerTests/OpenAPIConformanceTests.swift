@@ -81,11 +81,18 @@ struct OpenAPIConformanceTests {
         let schema = try #require(spec["components"]?["schemas"]?["Registration"])
         let properties = try #require(schema["properties"]?.objectValue)
         let validToken = String(repeating: "ab", count: 32)
-        try await ServerHarness.withServer { client, _ in
+        let subscription = JSONValue.object([
+            "endpoint": .string(WebPushRegistrationTests.endpoint),
+            "keys": ["p256dh": .string(WebPushRegistrationTests.p256dh), "auth": .string(WebPushRegistrationTests.auth)],
+        ])
+        try await ServerHarness.withServer(configure: WebPushRegistrationTests.withWebApp) { client, _ in
             var tally = Tally()
             for (name, property) in properties.sorted(by: { $0.key < $1.key }) {
                 for candidate in SchemaCases.candidates(for: property) {
                     var body: [String: JSONValue] = ["token": .string(validToken)]
+                    // A web subscription's token is derived, and the webpush kind needs its subscription.
+                    if name == "subscription", candidate != .null { body = ["tokenKind": "webpush"] }
+                    if name == "tokenKind", candidate == "webpush" { body = ["subscription": subscription] }
                     if name != "debug" && name != "environment" { body["debug"] = .bool(true) }
                     // The activity fields belong to the token kinds that name them (the schema's descriptions).
                     // (a null one is absent: checked with the device kind, which names no activity).

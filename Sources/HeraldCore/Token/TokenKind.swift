@@ -15,6 +15,7 @@ public struct TokenKind: Sendable, Hashable, CustomStringConvertible {
         case pushToTalk = "pushtotalk"
         case complication
         case fileProvider = "fileprovider"
+        case webPush = "webpush"
     }
 
     private let base: Base
@@ -42,6 +43,10 @@ public struct TokenKind: Sendable, Hashable, CustomStringConvertible {
     /// A PushKit File Provider token.
     public static let fileProvider = TokenKind(.fileProvider)
 
+    /// A browser's Web Push subscription (RFC 8030): its token is the SHA-256 of the endpoint
+    /// (``WebPushSubscription/token``), and it is reached through its push service, not APNs.
+    public static let webPush = TokenKind(.webPush)
+
     /// Every kind, in the order above.
     public static let all: [TokenKind] = Base.allCases.map(TokenKind.init)
 
@@ -68,6 +73,9 @@ public struct TokenKind: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the token is a Web Push subscription, sent through its push service rather than APNs.
+    public var isWebPush: Bool { base == .webPush }
+
     /// The `apns-push-type` values a token of this kind can receive; its topic is the bundle id plus each type's suffix.
     public var pushTypes: [APNSPushType] {
         switch base {
@@ -80,6 +88,8 @@ public struct TokenKind: Sendable, Hashable, CustomStringConvertible {
         case .pushToTalk: [.pushtotalk]
         case .complication: [.complication]
         case .fileProvider: [.fileprovider]
+        // Not an APNs address: no APNs push type reaches it. Sends reach it through its push service.
+        case .webPush: []
         }
     }
 }

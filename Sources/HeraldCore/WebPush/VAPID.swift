@@ -33,6 +33,8 @@ public struct VAPIDKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     public var publicKeyText: String { Base64URL.encode(privateKey.publicKey.x963Representation) }
     /// The private key as 32 raw bytes in base64url, to store as a secret.
     public var privateKeyText: String { Base64URL.encode(privateKey.rawRepresentation) }
+    /// The private key in PEM (PKCS #8), for a key file (`HERALD_VAPID_KEY_FILE`).
+    public var privateKeyPEM: String { privateKey.pemRepresentation }
 
     /// The `Authorization` header of a push request to an endpoint: `vapid t=<ES256 JWT>, k=<public key>`.
     /// - Parameters:
@@ -124,7 +126,7 @@ public enum VAPID {
     }
 
     /// A `sub` Apple takes: `mailto:` with an address, or an `https:` URL; no spaces or angle brackets.
-    static func check(subject: String) throws(WebPushError) {
+    public static func check(subject: String) throws(WebPushError) {
         let lower = subject.lowercased()
         let address = lower.hasPrefix("mailto:") ? String(subject.dropFirst(7)) : nil
         let valid =
@@ -149,7 +151,8 @@ public enum VAPID {
 
     /// The origin of an endpoint: what its VAPID `aud` must be.
     public static func audience(of endpoint: URL) -> String? {
-        guard let scheme = endpoint.scheme, let host = endpoint.host else { return nil }
-        return "\(scheme)://\(host)" + (endpoint.port.map { ":\($0)" } ?? "")
+        guard let scheme = endpoint.scheme?.lowercased(), let host = endpoint.host?.lowercased() else { return nil }
+        let port = endpoint.port == 443 && scheme == "https" ? nil : endpoint.port
+        return "\(scheme)://\(host)" + (port.map { ":\($0)" } ?? "")
     }
 }

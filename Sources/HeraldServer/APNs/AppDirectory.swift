@@ -23,13 +23,28 @@ struct AppDirectory: Sendable {
         /// The app's quiet hours, and the zone they are judged in for devices that registered none.
         let quietHours: QuietHours?
         let quietHoursTimeZone: TimeZone
+        /// The app's website: its VAPID key, subject and origin; `nil`: the app takes no web subscriptions.
+        let webPush: AppConfiguration.WebPush?
+
+        /// Checks that the app takes tokens of a kind: web subscriptions only with a VAPID key, for they are made with
+        /// its public half and every push to them is signed with it.
+        /// - Throws: ``APIError`` `400 webPushNotConfigured`.
+        func checkTakes(_ kind: TokenKind) throws(APIError) {
+            guard kind.isWebPush, webPush == nil else { return }
+            throw APIError(
+                .badRequest, reason: "webPushNotConfigured",
+                "\(bundleID) takes no web push subscriptions: configure its VAPID key (HERALD_VAPID_PRIVATE_KEY and HERALD_VAPID_SUBJECT, docs/web-push.md) first."
+            )
+        }
     }
 
     let apps: [String: App]
+    /// The push services a web subscription's endpoint may name.
+    let pushServices: PushServiceHosts
     /// Whether any app has registration keys: then every registration must carry one.
     let requiresRegistrationKey: Bool
 
-    init(_ configurations: [AppConfiguration]) {
+    init(_ configurations: [AppConfiguration], pushServices: PushServiceHosts = .default) {
         var apps: [String: App] = [:]
         for configuration in configurations {
             apps[configuration.bundleID] = App(
@@ -39,9 +54,11 @@ struct AppDirectory: Sendable {
                 preferenceCategories: configuration.preferenceCategories,
                 defaultPreferenceCategory: configuration.defaultPreferenceCategory,
                 frequencyCaps: configuration.frequencyCaps,
-                quietHours: configuration.quietHours, quietHoursTimeZone: configuration.quietHoursTimeZone)
+                quietHours: configuration.quietHours, quietHoursTimeZone: configuration.quietHoursTimeZone,
+                webPush: configuration.webPush)
         }
         self.apps = apps
+        self.pushServices = pushServices
         requiresRegistrationKey = apps.values.contains { !$0.registrationKeyDigests.isEmpty }
     }
 

@@ -38,6 +38,9 @@ extension ServerConfiguration {
     /// | `HERALD_P12_FILE`, `HERALD_P12_PASSWORD` [`p12File`, `p12Password`] | `.p12` certificate auth | none |
     /// | `HERALD_REGISTRATION_KEYS` [`registrationKeys`] | comma-separated | none: registration is open |
     /// | `HERALD_CONTENT_KEY` [`contentKey`] | `id:base64` of 32 bytes | none |
+    /// | `HERALD_VAPID_PRIVATE_KEY` or `HERALD_VAPID_KEY_FILE` [`vapidPrivateKey`, `vapidKeyFile`] | the app's website's VAPID key (`herald vapid generate`), base64url or PEM | none: no web subscriptions |
+    /// | `HERALD_VAPID_SUBJECT` [`vapidSubject`] | with a VAPID key: `mailto:` or `https:` URL push services can reach you at | none |
+    /// | `HERALD_WEB_ORIGIN` [`webOrigin`] | the website's origin, `https://example.com`: pages that may register from a browser, and where a notification opens by default | none |
     /// | `HERALD_RECEIPTS` [`receipts`] | Boolean: the send id in a `herald` key, for delivery receipts | `true` |
     /// | `HERALD_SEND_WEIGHT` [`sendWeight`] | the app's share of the in-flight budget against other apps, 1–1000 | 1 |
     /// | `HERALD_SEND_PRIORITY` [`sendPriority`] | `high`, `normal` or `low`: the app's sends are claimed and given the budget before (after) other apps' of their lane | `normal` |
@@ -84,6 +87,7 @@ extension ServerConfiguration {
     /// | `HERALD_CHANNEL_TIDY` [`channelTidy`] | delete broadcast channels no running activity follows: whose activities all ended, or unused for `HERALD_CHANNEL_UNUSED_AFTER` | false |
     /// | `HERALD_CHANNEL_UNUSED_AFTER` [`channelUnusedAfter`] | seconds without a broadcast before the tidy deletes a channel | 604800 |
     /// | `HERALD_PUSH_TO_START_STALE_AFTER` [`pushToStartStaleAfter`] | push-to-starts in a row that started nothing before the token is stale (left out of sends until the app registers a new one), 0 = never | 3 |
+    /// | `HERALD_WEB_PUSH_HOSTS` [`webPushHosts`] | comma-separated push-service hosts a subscription's endpoint may name: `host`, `*.domain`, `host:port` | Apple's, Google's, Mozilla's, Microsoft's |
     /// | `HERALD_METRICS_LISTEN` [`metricsListen`] | `host:port` of a listener for `/metrics` alone | none: the API's, on loopback only |
     /// | `HERALD_METRICS_KEY` [`metricsKey`] | bearer secret `/metrics` asks for, 32+ characters | none |
     ///
@@ -165,6 +169,14 @@ extension ServerConfiguration {
             try reader.integer("HERALD_PUSH_TO_START_STALE_AFTER", "pushToStartStaleAfter", in: 0...1_000)
             ?? liveActivities.staleAfter
         liveActivities.channelTidy = try reader.bool("HERALD_CHANNEL_TIDY", "channelTidy") ?? liveActivities.channelTidy
+        if let text = try reader.string("HERALD_WEB_PUSH_HOSTS", "webPushHosts") {
+            guard let hosts = PushServiceHosts(list: text) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_WEB_PUSH_HOSTS", "webPushHosts")) is \"\(text)\": write push-service hosts separated by commas, each a host, *.domain or host:port, such as web.push.apple.com,*.notify.windows.com."
+                )
+            }
+            webPushHosts = hosts
+        }
         liveActivities.channelUnusedAfter =
             try reader.integer("HERALD_CHANNEL_UNUSED_AFTER", "channelUnusedAfter", in: 60...31_536_000)
             ?? liveActivities.channelUnusedAfter
@@ -283,6 +295,7 @@ extension ServerConfiguration {
             "HERALD_SEND_PRIORITY",
             "HERALD_FREQUENCY_CAPS",
             "HERALD_QUIET_HOURS", "HERALD_QUIET_HOURS_TIME_ZONE",
+            "HERALD_VAPID_PRIVATE_KEY", "HERALD_VAPID_KEY_FILE", "HERALD_VAPID_SUBJECT", "HERALD_WEB_ORIGIN",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -308,6 +321,7 @@ extension ServerConfiguration {
                 }
                 if !app.frequencyCaps.isEmpty { merged.frequencyCaps = app.frequencyCaps }
                 if app.quietHours != nil { merged.quietHours = app.quietHours }
+                if app.webPush != nil { merged.webPush = app.webPush }
                 if reader.environment["HERALD_QUIET_HOURS_TIME_ZONE"].map({ !$0.isEmpty }) ?? false {
                     merged.quietHoursTimeZone = app.quietHoursTimeZone
                 }
@@ -421,7 +435,50 @@ extension ServerConfiguration {
                 throw ConfigurationError("\(reader.name("HERALD_CONTENT_KEY", "contentKey")): \(error.description)")
             }
         }
+        app.webPush = try readWebPush(reader: reader)
         return app
+    }
+
+    /// An app's website (``AppConfiguration/WebPush``): its VAPID key, subject and origin, all or nothing.
+    private static func readWebPush(reader: SettingReader) throws(ConfigurationError) -> AppConfiguration.WebPush? {
+        let keyText = try reader.string("HERALD_VAPID_PRIVATE_KEY", "vapidPrivateKey")
+        let keyFile = try reader.string("HERALD_VAPID_KEY_FILE", "vapidKeyFile")
+        let subject = try reader.string("HERALD_VAPID_SUBJECT", "vapidSubject")
+        let origin = try reader.string("HERALD_WEB_ORIGIN", "webOrigin")
+        let keyName = reader.name("HERALD_VAPID_PRIVATE_KEY", "vapidPrivateKey")
+        guard keyText != nil || keyFile != nil else {
+            if subject != nil || origin != nil {
+                throw ConfigurationError(
+                    "A VAPID subject or web origin is set without a VAPID key: set \(keyName) (make one with `herald vapid generate`), or remove them."
+                )
+            }
+            return nil
+        }
+        guard keyText == nil || keyFile == nil else {
+            throw ConfigurationError(
+                "Both \(keyName) and \(reader.name("HERALD_VAPID_KEY_FILE", "vapidKeyFile")) are set: keep one.")
+        }
+        var text = keyText ?? ""
+        if let keyFile {
+            guard let contents = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_VAPID_KEY_FILE", "vapidKeyFile")) names \(keyFile), which cannot be read: check the path and its permissions."
+                )
+            }
+            text = contents
+        }
+        let key: VAPIDKey
+        do {
+            key = try VAPIDKey(text: text)
+        } catch {
+            throw ConfigurationError("\(keyName): \(error.message)")
+        }
+        guard let subject else {
+            throw ConfigurationError(
+                "\(reader.name("HERALD_VAPID_SUBJECT", "vapidSubject")) is missing: with a VAPID key, push services need a mailto: or https: URL to reach you, such as mailto:push@example.com."
+            )
+        }
+        return try AppConfiguration.WebPush(vapidKey: key, subject: subject, origin: origin)
     }
 
     /// `name` (on unless turned off), `name:off` (off unless turned on) or `name:mandatory`, each name once.

@@ -39,6 +39,9 @@ public struct ServerConfiguration: Sendable {
     public var liveActivities = LiveActivities()
     /// Where `/metrics` is served and whether it asks for a key.
     public var metrics = Metrics()
+    /// The push services a Web Push subscription's endpoint may name (docs/web-push.md): Apple's, Google's,
+    /// Mozilla's and Microsoft's unless configured.
+    public var webPushHosts: PushServiceHosts = .default
     /// What names this server among the instances that share a database, stable across restarts: the background
     /// worker's sends are held under it, so a restarted instance resumes its own at once (docs/reliability.md).
     /// 1–64 bytes without `/` or white space. Default the host name; give each of several instances on one host
@@ -309,6 +312,8 @@ public struct AppConfiguration: Sendable {
     public var quietHours: QuietHours?
     /// The time zone quiet hours are judged in for devices that registered none. UTC unless configured.
     public var quietHoursTimeZone: TimeZone = TimeZone(identifier: "UTC")!
+    /// The app's website, reached through Web Push (docs/web-push.md); `nil`: the app takes no web subscriptions.
+    public var webPush: WebPush?
 
     /// - Parameters: see the properties; only the bundle id is required.
     public init(

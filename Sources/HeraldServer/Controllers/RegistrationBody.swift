@@ -23,24 +23,45 @@ struct RegistrationBody {
     var activityID: String?
     var activitiesEnabled: Bool?
     var frequentPushesEnabled: Bool?
+    /// A web subscription's endpoint and keys (`"tokenKind": "webpush"`); its token is derived from the endpoint.
+    var webPush: WebPushSubscription?
 
     /// Parses a request body.
+    /// - Parameter pushServices: The push services a web subscription's endpoint may name.
     /// - Throws: ``APIError`` `400` with `invalidJSON`, `missingToken`, `badDeviceToken`, `missingEnvironment`,
-    ///   `environmentConflict` or `invalidField`; the message names the field.
-    init(json bytes: some Collection<UInt8>) throws(APIError) {
+    ///   `environmentConflict`, `endpointNotAllowed` or `invalidField`; the message names the field.
+    init(json bytes: some Collection<UInt8>, pushServices: PushServiceHosts = .default) throws(APIError) {
         let fields = try JSONFields(body: bytes)
         try TextRules.checkNoNUL(in: .object(fields.members))
-        guard let tokenValue = fields["token"] else {
-            throw APIError(
-                .badRequest, reason: "missingToken",
-                "The body has no \"token\": send the device token as hex, such as {\"token\": \"<hex>\", \"debug\": true}."
-            )
+        tokenKind =
+            try fields.string("tokenKind").map { name throws(APIError) in
+                guard let kind = TokenKind(name: name) else {
+                    throw APIError.invalidField(
+                        "tokenKind", "use one of " + TokenKind.all.map(\.name).joined(separator: ", "))
+                }
+                return kind
+            } ?? .device
+        if tokenKind.isWebPush {
+            let subscription = try Self.parseSubscription(fields, pushServices: pushServices)
+            webPush = subscription
+            token = subscription.token
+            if let given = try fields.string("token"), (try? DeviceToken(hex: given)) != token {
+                throw APIError.invalidField(
+                    "token",
+                    "a webpush token is the SHA-256 of the subscription's endpoint (\(token.hex)): leave it out, the server derives it"
+                )
+            }
+            // A subscription belongs to no APNs environment; one named is kept, for sends that name one.
+            environment =
+                (fields["debug"] == nil && fields["environment"] == nil)
+                ? .production : try Self.parseEnvironment(debug: fields.bool("debug"), name: fields.string("environment"))
+        } else {
+            guard fields["subscription"] == nil else {
+                throw APIError.invalidField(
+                    "subscription", "only a web push registration (\"tokenKind\": \"webpush\") has one")
+            }
+            (token, environment) = try Self.parseTokenAndEnvironment(fields)
         }
-        guard case .string(let hex) = tokenValue else {
-            throw APIError.invalidField("token", "it must be a string of hex digits, not \(tokenValue.typeName)")
-        }
-        token = try Self.parseToken(hex)
-        environment = try Self.parseEnvironment(debug: fields.bool("debug"), name: fields.string("environment"))
         topic = try fields.string("topic")
         userID = try fields.string("userId")
         appVersion = try fields.string("appVersion")
@@ -59,19 +80,64 @@ struct RegistrationBody {
             }
             return uuid
         }
-        tokenKind =
-            try fields.string("tokenKind").map { name throws(APIError) in
-                guard let kind = TokenKind(name: name) else {
-                    throw APIError.invalidField(
-                        "tokenKind", "use one of " + TokenKind.all.map(\.name).joined(separator: ", "))
-                }
-                return kind
-            } ?? .device
         timeZone = try fields.string("timeZone")
         activityType = try fields.string("activityType")
         activityID = try fields.string("activityId")
         activitiesEnabled = try fields.bool("activitiesEnabled")
         frequentPushesEnabled = try fields.bool("frequentPushesEnabled")
+        try checkRules()
+    }
+
+    /// A browser's `PushSubscription.toJSON()`: `endpoint` on an allowed push service, and `keys.p256dh`, `keys.auth`.
+    private static func parseSubscription(_ fields: JSONFields, pushServices: PushServiceHosts) throws(APIError)
+        -> WebPushSubscription
+    {
+        guard let members = try fields.object("subscription") else {
+            throw APIError(
+                .badRequest, reason: "missingSubscription",
+                "A webpush registration needs \"subscription\": the browser's PushSubscription.toJSON(), {\"endpoint\": …, \"keys\": {\"p256dh\": …, \"auth\": …}}."
+            )
+        }
+        let subscription = JSONFields(members)
+        guard let endpoint = try subscription.string("endpoint") else {
+            throw APIError.invalidField("subscription.endpoint", "it is missing: send the subscription's endpoint URL")
+        }
+        let keys = JSONFields(try subscription.object("keys") ?? [:])
+        guard let p256dh = try keys.string("p256dh"), let auth = try keys.string("auth") else {
+            throw APIError.invalidField(
+                "subscription.keys", "it needs p256dh and auth, as PushSubscription.toJSON() gives them")
+        }
+        do {
+            return try WebPushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth, hosts: pushServices)
+        } catch where error.code == .endpointNotAllowed {
+            throw APIError(.badRequest, reason: "endpointNotAllowed", error.message)
+        } catch where error.code == .invalidEndpoint {
+            throw APIError(.badRequest, reason: "invalidField", "The field \"subscription.endpoint\" is invalid: \(error.message)")
+        } catch {
+            throw APIError(.badRequest, reason: "invalidField", "The field \"subscription.keys\" is invalid: \(error.message)")
+        }
+    }
+
+    /// An APNs token and the environment it belongs to.
+    private static func parseTokenAndEnvironment(_ fields: JSONFields) throws(APIError)
+        -> (DeviceToken, APNSEnvironment)
+    {
+        guard let tokenValue = fields["token"] else {
+            throw APIError(
+                .badRequest, reason: "missingToken",
+                "The body has no \"token\": send the device token as hex, such as {\"token\": \"<hex>\", \"debug\": true}."
+            )
+        }
+        guard case .string(let hex) = tokenValue else {
+            throw APIError.invalidField("token", "it must be a string of hex digits, not \(tokenValue.typeName)")
+        }
+        return (
+            try parseToken(hex),
+            try parseEnvironment(debug: fields.bool("debug"), name: fields.string("environment"))
+        )
+    }
+
+    private func checkRules() throws(APIError) {
         do {
             try RegistrationRules.check(
                 RegistrationRules.Fields(
@@ -126,7 +192,7 @@ struct RegistrationBody {
             token: token, topic: topic, environment: environment, tokenKind: tokenKind, userID: userID,
             installationID: installationID, preferredLanguages: preferredLanguages, appVersion: appVersion,
             platform: platform, tags: tags, timeZone: timeZone, activityType: activityType, activityID: activityID,
-            activitiesEnabled: activitiesEnabled, frequentPushesEnabled: frequentPushesEnabled)
+            activitiesEnabled: activitiesEnabled, frequentPushesEnabled: frequentPushesEnabled, webPush: webPush)
     }
 }
 

@@ -23,9 +23,11 @@ struct RegistrationController: Sendable {
         try admit(context)
         let allowed = try apps.topicsAllowed(byRegistrationKey: request.headers[.registrationKey])
         let body = try RegistrationBody(
-            json: try await request.bodyBytes(limit: ServerConfiguration.Limits.registrationBodyBytes))
+            json: try await request.bodyBytes(limit: ServerConfiguration.Limits.registrationBodyBytes),
+            pushServices: apps.pushServices)
         let app = try apps.app(named: body.topic, seenBy: allowed)
         try allowed.check(app.bundleID)
+        try app.checkTakes(body.tokenKind)
         let result: UpsertResult
         do {
             result = try await store.upsert(body.registration(topic: app.bundleID))

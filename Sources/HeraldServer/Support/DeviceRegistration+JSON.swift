@@ -31,6 +31,11 @@ extension DeviceRegistration {
         if let activityID = registration.activityID { members["activityId"] = .string(activityID) }
         if let enabled = registration.activitiesEnabled { members["activitiesEnabled"] = .bool(enabled) }
         if let frequent = registration.frequentPushesEnabled { members["frequentPushesEnabled"] = .bool(frequent) }
+        if let webPush = registration.webPush {
+            // The keys stay here: only the browser and the sender need them.
+            members["pushService"] = .string(webPush.audience)
+            if revealingToken { members["endpoint"] = .string(webPush.endpoint.absoluteString) }
+        }
         if includingAdminFields {
             members["registeredAt"] = .string(RFC3339.string(registeredAt))
             members["active"] = .bool(isActive)

@@ -25,7 +25,7 @@ public struct CommandLineAdministration: Sendable {
         configuration: ServerConfiguration, store: any Store, user: String, logger: Logger,
         clock: any WallClock = SystemWallClock()
     ) {
-        let apps = AppDirectory(configuration.apps)
+        let apps = AppDirectory(configuration.apps, pushServices: configuration.webPushHosts)
         self.apps = apps
         self.store = store
         let audit = AuditTrail(store: store, clock: clock)

@@ -19,8 +19,10 @@ struct Devices: Sendable {
     /// - Throws: ``APIError`` `400 unknownTopic`/`missingTopic`, `403 appNotAllowed` or `environmentNotAllowed`, and
     ///   `400 invalidField` when a field breaks a limit (nothing is stored).
     func register(_ registration: TokenRegistration, by caller: Caller) async throws -> UpsertResult {
-        let app = try apps.app(named: registration.topic, for: caller.access).bundleID
+        let directoryApp = try apps.app(named: registration.topic, for: caller.access)
+        let app = directoryApp.bundleID
         try caller.access.check(environment: registration.environment)
+        try directoryApp.checkTakes(registration.tokenKind)
         var registration = registration
         registration.topic = app
         let result: UpsertResult

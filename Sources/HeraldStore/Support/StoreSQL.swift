@@ -103,7 +103,10 @@ package enum StoreSQL {
             .textOrNull(registration.platform?.name), .text(StoredList.encode(registration.tags)),
             .textOrNull(registration.timeZone), .textOrNull(registration.activityType),
             .textOrNull(registration.activityID), .textOrNull(registration.activitiesEnabled.map(StoredFlag.text)),
-            .textOrNull(registration.frequentPushesEnabled.map(StoredFlag.text)), .integer(StoreTime.microseconds(now)),
+            .textOrNull(registration.frequentPushesEnabled.map(StoredFlag.text)),
+            .textOrNull(registration.webPush?.endpoint.absoluteString),
+            .textOrNull(registration.webPush?.keys.p256dhText), .textOrNull(registration.webPush?.keys.authText),
+            .integer(StoreTime.microseconds(now)),
         ]
     }
 

@@ -686,12 +686,7 @@ package enum StoreSchema {
                 "ALTER TABLE devices ADD COLUMN frequent_pushes_enabled TEXT",
                 "ALTER TABLE sends ADD COLUMN suppressed_activities_disabled BIGINT NOT NULL DEFAULT 0",
             ],
-            postgresStatements: [
-                "DROP FUNCTION herald_register_batch(\(Array(repeating: "TEXT[]", count: 13).joined(separator: ", ")), BIGINT[], BIGINT[])",
-                "DROP FUNCTION herald_register(\(Array(repeating: "TEXT", count: 13).joined(separator: ", ")), BIGINT, BIGINT)",
-                registerFunction(columns: registrationColumns(upTo: 33)),
-                registerBatchFunction(columns: registrationColumns(upTo: 33)),
-            ]),
+            postgresStatements: replacingRegisterFunctions(upTo: 33)),
         Migration(
             version: 34,
             name: "channels kept tidy: when each was last used, and the activities that follow one",
@@ -702,6 +697,16 @@ package enum StoreSchema {
                 "ALTER TABLE activities ADD COLUMN channel_id TEXT",
                 "CREATE INDEX activities_channel ON activities (channel_id, status) WHERE channel_id IS NOT NULL",
             ]),
+        Migration(
+            version: 35,
+            name: "Web Push subscriptions in the registry: a webpush token's endpoint and keys",
+            statements: [
+                // Set for a webpush token only (its token is the endpoint's SHA-256), NULL for every APNs token.
+                "ALTER TABLE devices ADD COLUMN push_endpoint TEXT",
+                "ALTER TABLE devices ADD COLUMN push_p256dh TEXT",
+                "ALTER TABLE devices ADD COLUMN push_auth TEXT",
+            ],
+            postgresStatements: replacingRegisterFunctions(upTo: 35)),
     ]
 
     /// Migration 31, PostgreSQL only: `send_outcomes` and `send_acceptances` become tables partitioned by ranges of
@@ -848,6 +853,18 @@ package enum StoreSchema {
         ]
     }
 
+    /// PostgreSQL's `herald_register` and `herald_register_batch` dropped and made again over the registration columns
+    /// of `version`, for a migration that adds some: the functions take one parameter per column.
+    private static func replacingRegisterFunctions(upTo version: Int) -> [String] {
+        let previous = registrationColumns(upTo: version - 1).count
+        return [
+            "DROP FUNCTION herald_register_batch(\(Array(repeating: "TEXT[]", count: previous).joined(separator: ", ")), BIGINT[], BIGINT[])",
+            "DROP FUNCTION herald_register(\(Array(repeating: "TEXT", count: previous).joined(separator: ", ")), BIGINT, BIGINT)",
+            registerFunction(columns: registrationColumns(upTo: version)),
+            registerBatchFunction(columns: registrationColumns(upTo: version)),
+        ]
+    }
+
     /// The columns of `devices` a registration writes, in the order of ``StoreSQL``'s binds, as of a schema version.
     package static func registrationColumns(upTo version: Int) -> [String] {
         let columns = [
@@ -856,7 +873,9 @@ package enum StoreSchema {
         ]
         if version < 8 { return columns }
         let liveActivities = columns + ["time_zone", "activity_type", "activity_id"]
-        return version < 33 ? liveActivities : liveActivities + ["activities_enabled", "frequent_pushes_enabled"]
+        if version < 33 { return liveActivities }
+        let allowances = liveActivities + ["activities_enabled", "frequent_pushes_enabled"]
+        return version < 35 ? allowances : allowances + ["push_endpoint", "push_p256dh", "push_auth"]
     }
 
     /// PostgreSQL's `herald_register` over these registration columns (migration 5, and again in 8 with the columns

@@ -57,7 +57,8 @@ extension StoredRow {
             invalidatedAt: optionalInteger(13), invalidationReason: optionalText(14), apnsTimestamp: optionalInteger(15),
             timeZone: optionalText(16), activityType: optionalText(17), activityID: optionalText(18),
             staleAt: optionalInteger(19), activitiesEnabled: StoredFlag.value(optionalText(20)),
-            frequentPushesEnabled: StoredFlag.value(optionalText(21)))
+            frequentPushesEnabled: StoredFlag.value(optionalText(21)), pushEndpoint: optionalText(22),
+            pushP256dh: optionalText(23), pushAuth: optionalText(24))
     }
 
     /// A send from the columns of ``StoreSQL/sendColumns``.

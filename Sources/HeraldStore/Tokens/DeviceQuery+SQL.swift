@@ -6,7 +6,7 @@ extension DeviceQuery {
         d.token, d.topic, d.environment, d.token_kind, d.user_id, d.installation_id, d.preferred_languages, \
         d.app_version, d.platform, d.tags, d.registered_at, d.created_at, d.updated_at, d.invalidated_at, \
         d.invalidation_reason, d.apns_timestamp, d.time_zone, d.activity_type, d.activity_id, d.stale_at, \
-        d.activities_enabled, d.frequent_pushes_enabled
+        d.activities_enabled, d.frequent_pushes_enabled, d.push_endpoint, d.push_p256dh, d.push_auth
         """
 
     /// A device row's ``PreferenceSubject/key``: its user, else its installation, else its token.

@@ -9,7 +9,8 @@ extension DeviceRegistration {
         installationID: String?, preferredLanguages: [String], appVersion: String?, platform: String?,
         tags: [String], registeredAt: Int64, createdAt: Int64, updatedAt: Int64, invalidatedAt: Int64?,
         invalidationReason: String?, apnsTimestamp: Int64?, timeZone: String?, activityType: String?,
-        activityID: String?, staleAt: Int64? = nil, activitiesEnabled: Bool? = nil, frequentPushesEnabled: Bool? = nil
+        activityID: String?, staleAt: Int64? = nil, activitiesEnabled: Bool? = nil, frequentPushesEnabled: Bool? = nil,
+        pushEndpoint: String? = nil, pushP256dh: String? = nil, pushAuth: String? = nil
     ) throws {
         func corrupt(_ column: String) -> StoreError {
             StoreError(
@@ -30,13 +31,22 @@ extension DeviceRegistration {
             guard let parsed = Platform(name: platform) else { throw corrupt("platform") }
             parsedPlatform = parsed
         }
+        var webPush: WebPushSubscription?
+        if let pushEndpoint {
+            // The push-service list is checked when the subscription is used: it may have changed since.
+            guard let pushP256dh, let pushAuth,
+                let subscription = try? WebPushSubscription(
+                    endpoint: pushEndpoint, p256dh: pushP256dh, auth: pushAuth, hosts: nil)
+            else { throw corrupt("push_endpoint, push_p256dh or push_auth") }
+            webPush = subscription
+        }
         self.init(
             registration: TokenRegistration(
                 token: parsedToken, topic: topic, environment: parsedEnvironment, tokenKind: kind, userID: userID,
                 installationID: installation, preferredLanguages: preferredLanguages, appVersion: appVersion,
                 platform: parsedPlatform, tags: tags, timeZone: timeZone, activityType: activityType,
                 activityID: activityID, activitiesEnabled: activitiesEnabled,
-                frequentPushesEnabled: frequentPushesEnabled),
+                frequentPushesEnabled: frequentPushesEnabled, webPush: webPush),
             registeredAt: StoreTime.date(registeredAt), createdAt: StoreTime.date(createdAt),
             updatedAt: StoreTime.date(updatedAt),
             invalidation: invalidatedAt.map {

@@ -39,6 +39,9 @@ public struct TokenRegistration: Sendable, Hashable {
     /// Whether the person allows frequent Live Activity updates (ActivityKit's `frequentPushesEnabled`); `nil` when not
     /// reported. A priority-10 update goes at priority 5 to a token whose device said no.
     public var frequentPushesEnabled: Bool?
+    /// For a Web Push subscription (``TokenKind/webPush``): its endpoint and keys; its ``token`` is the endpoint's
+    /// (``HeraldCore/WebPushSubscription/token``). `nil` for every other kind.
+    public var webPush: WebPushSubscription?
 
     /// Whether registering this token removes the other tokens of its installation that address the same thing:
     /// the same topic and kind (``TokenKind/isOnePerInstallation``), and for Live Activity tokens the same activity
@@ -60,7 +63,7 @@ public struct TokenRegistration: Sendable, Hashable {
         userID: String? = nil, installationID: UUID? = nil, preferredLanguages: [String] = [],
         appVersion: String? = nil, platform: Platform? = nil, tags: [String] = [], timeZone: String? = nil,
         activityType: String? = nil, activityID: String? = nil, activitiesEnabled: Bool? = nil,
-        frequentPushesEnabled: Bool? = nil
+        frequentPushesEnabled: Bool? = nil, webPush: WebPushSubscription? = nil
     ) {
         self.token = token
         self.topic = topic
@@ -77,6 +80,7 @@ public struct TokenRegistration: Sendable, Hashable {
         self.activityID = activityID
         self.activitiesEnabled = activitiesEnabled
         self.frequentPushesEnabled = frequentPushesEnabled
+        self.webPush = webPush
     }
 
     /// The registration as a store keeps it: the rules of ``HeraldCore/RegistrationRules`` checked, the time zone
@@ -100,6 +104,16 @@ public struct TokenRegistration: Sendable, Hashable {
         }
         if let timeZone, !Self.isTimeZoneID(timeZone) {
             throw invalid("this system's time-zone database has no zone \(timeZone).")
+        }
+        switch (tokenKind.isWebPush, webPush) {
+        case (true, nil):
+            throw invalid("a webpush token needs its subscription (endpoint and keys).")
+        case (false, _?):
+            throw invalid("only a webpush token has a subscription; a \(tokenKind.name) token is an APNs address.")
+        case (true, let subscription?) where subscription.token != token:
+            throw invalid("a webpush token is the SHA-256 of its subscription's endpoint, and this one is not.")
+        default:
+            break
         }
         var copy = self
         var seen = Set<String>()

@@ -34,7 +34,62 @@ extension StoreConformance {
             Case(
                 "a Live Activity token replaces only its installation's token of the same activity id, or attributes type",
                 activityTokensReplaceTheirOwn),
+            Case(
+                "a web push subscription is stored under its endpoint's token, read back whole, re-registered in place; a misfit refused",
+                webPushSubscriptions),
         ]
+    }
+
+    /// A browser subscription as a test registers it: an endpoint on Apple's push service and RFC 8291's keys.
+    static func webSubscription(_ n: Int) throws -> WebPushSubscription {
+        try WebPushSubscription(
+            endpoint: "https://web.push.apple.com/QGuQyavXutnMH6Ig2uYOJDwA-\(n)",
+            p256dh: "BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4",
+            auth: "BTBZMqHH6r4Tts7J_aSIgg")
+    }
+
+    static func webPushSubscriptions(_ context: Context) async throws {
+        let store = context.store
+        let subscription = try webSubscription(1)
+        var web = TokenRegistration(
+            token: subscription.token, topic: topic, environment: .production, tokenKind: .webPush, userID: "ada",
+            tags: ["news"], webPush: subscription)
+        let created = try await store.upsert(web)
+        #expect(created.change == .created)
+        let stored = try #require(try await store.device(subscription.token))
+        #expect(stored.webPush == subscription && stored.tokenKind == .webPush && stored.userID == "ada")
+        #expect(try await store.devices(matching: .user("ada"), after: nil, limit: 10).devices.map(\.webPush) == [subscription])
+
+        // The browser renews its keys for the same endpoint: the same device, the new keys.
+        let renewed = WebPushSubscription(
+            endpoint: subscription.endpoint,
+            // RFC 8291's application-server key: another valid P-256 point.
+            keys: try WebPushSubscriptionKeys(
+                p256dh: "BP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A8",
+                auth: "AAECAwQFBgcICQoLDA0ODw"))
+        web.webPush = renewed
+        #expect(try await store.upsert(web).change == .updated)
+        #expect(try await store.device(subscription.token)?.webPush == renewed)
+        #expect(try await store.count(matching: .topic(topic)) == 1)
+
+        // Misfits change nothing: a webpush token without its subscription, one under another token, an APNs token
+        // with a subscription.
+        var misfits = [TokenRegistration]()
+        var bare = web
+        bare.token = try webSubscription(2).token
+        bare.webPush = nil
+        misfits.append(bare)
+        var elsewhere = web
+        elsewhere.token = token(9)
+        misfits.append(elsewhere)
+        var apns = registration(3)
+        apns.webPush = try webSubscription(3)
+        misfits.append(apns)
+        for misfit in misfits {
+            let error = await #expect(throws: StoreError.self) { try await store.upsert(misfit) }
+            #expect(error?.code == .invalidRecord)
+        }
+        #expect(try await store.count(matching: .topic(topic)) == 1)
     }
 
     static func activityTokensReplaceTheirOwn(_ context: Context) async throws {
