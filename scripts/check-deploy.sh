@@ -171,7 +171,7 @@ emulator_development=$(free_port)
 emulator_admin=$(free_port)
 "$work/bin/herald" emulator --production-port "$emulator_production" --development-port "$emulator_development" \
     --broadcast-production-port 0 --broadcast-development-port 0 --channels-production-port 0 \
-    --channels-development-port 0 --admin-port "$emulator_admin" --ca-file "$work/ca.pem" \
+    --channels-development-port 0 --web-push-port 0 --admin-port "$emulator_admin" --ca-file "$work/ca.pem" \
     --fault-429 0.05 --goaway-after 25 --latency 10ms-40ms >"$work/emulator.log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$emulator_admin/health"

@@ -15,6 +15,9 @@ public final class APNSEmulator: Service, Sendable {
     let registry: DeviceRegistry
     let faultInjector: FaultInjector
     let channelRegistry: ChannelRegistry
+    /// The Web Push service's subscriptions and inboxes (its listener is on when ``EmulatorConfiguration/webPushPort``
+    /// is set).
+    public let webPush: WebPushService
     private let verifier: ProviderTokenVerifier
     private let serverTLS: (chain: [NIOSSLCertificate], key: NIOSSLPrivateKey, caPEM: String?)
     private let clientCertificateAuthority: [NIOSSLCertificate]?
@@ -42,6 +45,11 @@ public final class APNSEmulator: Service, Sendable {
         registry = DeviceRegistry(
             mode: configuration.deviceMode, inbox: configuration.inbox, seed: configuration.seed, liveActivityBudget: configuration.liveActivityBudget)
         channelRegistry = ChannelRegistry(limitPerApp: configuration.channels.limitPerApp, seed: configuration.seed)
+        if case .recording(let capacity) = configuration.inbox {
+            webPush = WebPushService(capacity: capacity)
+        } else {
+            webPush = WebPushService(capacity: 0)
+        }
         faultInjector = FaultInjector(configuration: faults, seed: configuration.seed)
         verifier = ProviderTokenVerifier(trustedKeys: configuration.trustedKeys)
         do {
@@ -96,7 +104,9 @@ public final class APNSEmulator: Service, Sendable {
                     attempt = (name, port)
                     var processor = RequestProcessor(environment: environment, verifier: verifier, registry: registry, faults: faultInjector)
                     processor.service = service
-                    if service != .devicePush {
+                    if service == .webPush {
+                        processor.webPush = webPush
+                    } else if service != .devicePush {
                         processor.channels = channelRegistry
                         processor.channelSettings = configuration.channels
                         processor.logger = configuration.logger
@@ -120,6 +130,9 @@ public final class APNSEmulator: Service, Sendable {
                 state.channels.append(channel)
                 state.ports[name] = channel.localAddress?.port
             }
+        }
+        if let port = state.withLock({ $0.ports[EmulatorService.webPush.label(.production)] }) {
+            webPush.setOrigin("https://\(configuration.host):\(port)")
         }
     }
 

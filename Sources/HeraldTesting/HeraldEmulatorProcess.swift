@@ -8,12 +8,12 @@ public final class HeraldEmulatorProcess: Sendable {
     /// The "APNs emulator: …" line.
     public let headline: String
 
-    /// Puts every listener (device pushes, broadcasts, channel management, admin) on a port the system picks, so
+    /// Puts every listener (device pushes, broadcasts, channel management, web push, admin) on a port the system picks, so
     /// tests never collide with each other or with an emulator already running on the default ports.
     public static let freePorts = [
         "--production-port", "0", "--development-port", "0", "--admin-port", "0",
         "--broadcast-production-port", "0", "--broadcast-development-port", "0",
-        "--channels-production-port", "0", "--channels-development-port", "0",
+        "--channels-production-port", "0", "--channels-development-port", "0", "--web-push-port", "0",
     ]
 
     /// Starts `herald emulator` with `arguments` and waits until it printed its headline and one line per `--device`.

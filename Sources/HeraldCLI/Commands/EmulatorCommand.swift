@@ -29,6 +29,8 @@ struct EmulatorCommand: AsyncParsableCommand {
     @Option(help: "Port standing in for api-manage-broadcast.sandbox.push.apple.com:2195 (0 picks a free one).")
     var channelsDevelopmentPort = 7495
     @Option(help: "Port of the admin API (0 picks a free one).") var adminPort = 7480
+    @Option(help: "Port of the Web Push service, POST /push/<subscription> (0 picks a free one).") var webPushPort = 7447
+    @Flag(help: "Turn the Web Push service off.") var noWebPush = false
     @Flag(help: "Turn the admin API off.") var noAdmin = false
 
     @Option(name: .customLong("key"), help: "A trusted .p8 key, or its public key PEM (repeatable). Key id from AuthKey_<KEYID>.p8 unless --key-id.")
@@ -137,9 +139,11 @@ struct EmulatorCommand: AsyncParsableCommand {
             channelManagementProductionPort: channelsProductionPort, channelManagementDevelopmentPort: channelsDevelopmentPort,
             channels: .init(limitPerApp: channelLimit, enabledBundleIDs: broadcastTopics.isEmpty ? nil : Set(broadcastTopics)),
             liveActivityBudget: liveActivityBudget, logger: Self.logger)
+        var withWebPush = configuration
+        withWebPush.webPushPort = noWebPush ? nil : webPushPort
         let emulator: APNSEmulator
         do {
-            emulator = try APNSEmulator(configuration: configuration)
+            emulator = try APNSEmulator(configuration: withWebPush)
         } catch {
             throw ValidationError(error.description)
         }
@@ -155,6 +159,7 @@ struct EmulatorCommand: AsyncParsableCommand {
                 if let port = emulator.port(for: environment, service: service) { channels += ", \(name) https://\(host):\(port)" }
             }
         }
+        if let port = emulator.port(for: .production, service: .webPush) { channels += ", web push https://\(host):\(port)" }
         let keyList = trusted.map { "\($0.keyID) (team \($0.teamID))" }.joined(separator: ", ")
         let trust = tlsCertificate == nil ? " — trust \(caFile)" : ""
         Output.line("APNs emulator: production \(production), development \(development)\(admin)\(channels)\(trust) — keys: \(keyList)\(generatedKeyNote) — \(strict ? "strict" : "permissive") devices\(countingOnly ? ", counting only" : "")")

@@ -67,10 +67,13 @@ struct AdminAPI: Sendable {
     func handle(method: String, uri: String, body: [UInt8]) -> (Int, JSONValue?) {
         let path = uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? uri
         let parts = path.split(separator: "/").map(String.init)
-        // "/devices/<token>/inbox" routes as "devices/:token/inbox", with the token kept aside.
+        // "/devices/<token>/inbox" routes as "devices/:token/inbox", with the token kept aside; a web push
+        // subscription's id likewise.
         let token = parts.count >= 2 && parts[0] == "devices" ? parts[1] : ""
+        let subscription = parts.count >= 2 && parts[0] == "subscriptions" ? parts[1] : ""
         var shape = parts
         if !token.isEmpty { shape[1] = ":token" }
+        if !subscription.isEmpty { shape[1] = ":id" }
         let route = method + " /" + shape.joined(separator: "/")
         do {
             switch route {
@@ -134,8 +137,26 @@ struct AdminAPI: Sendable {
                     try emulator.setLiveActivityBudget(number)
                 }
                 return (200, budget())
+            case "POST /subscriptions":
+                let fields = try Self.object(body, allowEmpty: true)
+                guard fields.keys.allSatisfy({ $0 == "applicationServerKey" }) else {
+                    throw EmulatorError(#"POST /subscriptions takes {} or {"applicationServerKey": "<VAPID public key, base64url>"}."#)
+                }
+                return (201, Self.json(try emulator.webPush.subscribe(applicationServerKey: fields["applicationServerKey"]?.stringValue)))
+            case "GET /subscriptions":
+                return (200, .array(emulator.webPush.subscriptions().map(Self.json)))
+            case "GET /subscriptions/:id":
+                guard let found = emulator.webPush.subscription(subscription) else { return Self.unknownSubscription(subscription) }
+                return (200, Self.json(found))
+            case "GET /subscriptions/:id/messages":
+                return (200, .array(try emulator.webPush.messages(subscription).map(Self.json)))
+            case "POST /subscriptions/:id/unsubscribe":
+                try emulator.webPush.unsubscribe(subscription)
+                return (200, Self.json(emulator.webPush.subscription(subscription)!))
+            case "DELETE /subscriptions/:id":
+                return emulator.webPush.remove(subscription) ? (204, nil) : Self.unknownSubscription(subscription)
             case "GET /counters":
-                return (200, Self.json(emulator.counters))
+                return (200, Self.json(emulator.counters, webPush: emulator.webPush.counters))
             case "DELETE /counters":
                 emulator.resetCounters()
                 return (204, nil)
@@ -282,6 +303,46 @@ struct AdminAPI: Sendable {
             "id": .string(channel.id), "bundleId": .string(channel.bundleID), "environment": .string(channel.environment.name),
             "messageStoragePolicy": .integer(channel.storagePolicy), "subscribers": .array(channel.subscribers.map(JSONValue.string)),
         ]
+    }
+
+    private static func unknownSubscription(_ id: String) -> (Int, JSONValue?) {
+        (404, ["error": .string("No web push subscription \(id): make one with POST /subscriptions.")])
+    }
+
+    /// A subscription as a page hands it to its server (`PushSubscription.toJSON()`), with the emulator's id.
+    static func json(_ subscription: WebPushService.Subscription) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "id": .string(subscription.id), "endpoint": .string(subscription.endpoint),
+            "keys": ["p256dh": .string(subscription.p256dh), "auth": .string(subscription.auth)],
+            "gone": .bool(subscription.gone), "received": .integer(subscription.received),
+        ]
+        if let key = subscription.applicationServerKey { object["applicationServerKey"] = .string(key) }
+        return .object(object)
+    }
+
+    /// A message as the browser got it: the payload as JSON when it is JSON, else as text or base64url.
+    static func json(_ message: WebPushService.Message) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "receivedAt": .string(RFC3339.string(message.receivedAt)), "ttl": .integer(message.ttl),
+            "urgency": .string(message.urgency), "subject": .string(message.subject),
+        ]
+        if let topic = message.topic { object["topic"] = .string(topic) }
+        if let json = try? JSONValue(parsing: message.payload) {
+            object["payload"] = json
+        } else if let text = String(validating: message.payload, as: UTF8.self) {
+            object["text"] = .string(text)
+        } else {
+            object["base64"] = .string(Base64URL.encode(message.payload))
+        }
+        return .object(object)
+    }
+
+    static func json(_ counters: EmulatorCounters, webPush: WebPushService.Counters? = nil) -> JSONValue {
+        guard let webPush, case .object(var object) = json(counters) else { return json(counters) }
+        object["webPush"] = [
+            "accepted": .integer(webPush.accepted), "rejected": .object(webPush.rejected.mapValues { .integer($0) }),
+        ]
+        return .object(object)
     }
 
     static func json(_ counters: EmulatorCounters) -> JSONValue {

@@ -24,6 +24,8 @@ public struct EmulatorConfiguration: Sendable {
     public var channelManagementDevelopmentPort: Int?
     /// The plain HTTP/1.1 JSON admin API's port; `nil` turns it off, 0 picks a free port.
     public var adminPort: Int?
+    /// The Web Push service's port (`POST /push/<subscription>`, docs/emulator.md "Web Push"); `nil`: off.
+    public var webPushPort: Int?
     /// The server certificate.
     public var tls: TLS
     /// The provider token keys the emulator accepts.
@@ -97,6 +99,13 @@ public struct EmulatorConfiguration: Sendable {
         }
     }
 
+    /// This configuration with the Web Push service on a free port.
+    public func servingWebPush() -> EmulatorConfiguration {
+        var copy = self
+        copy.webPushPort = 0
+        return copy
+    }
+
     /// This configuration with the broadcast and channel-management listeners of both environments on free ports.
     public func servingChannels() -> EmulatorConfiguration {
         var copy = self
@@ -116,6 +125,8 @@ public struct EmulatorConfiguration: Sendable {
         case (.broadcast, true): broadcastDevelopmentPort
         case (.channelManagement, false): channelManagementProductionPort
         case (.channelManagement, true): channelManagementDevelopmentPort
+        case (.webPush, false): webPushPort
+        case (.webPush, true): nil
         }
     }
 
@@ -153,6 +164,9 @@ public enum EmulatorService: String, Sendable, Hashable, CaseIterable {
     case broadcast
     /// `/1/apps/<bundle-id>/channels` and `/all-channels` on `api-manage-broadcast(.sandbox).push.apple.com`.
     case channelManagement
+    /// `POST /push/<subscription>`: a Web Push service (RFC 8030) such as `web.push.apple.com`; one port, no
+    /// environments.
+    case webPush
 
     /// How the emulator's first line and port names call it: `production`, `broadcast production`, `channels production`.
     func label(_ environment: APNSEnvironment) -> String {
@@ -160,6 +174,7 @@ public enum EmulatorService: String, Sendable, Hashable, CaseIterable {
         case .devicePush: environment.name
         case .broadcast: "broadcast \(environment.name)"
         case .channelManagement: "channels \(environment.name)"
+        case .webPush: "web push"
         }
     }
 }

@@ -52,11 +52,16 @@ struct RequestProcessor: Sendable {
     /// The channels, for the broadcast and channel-management listeners.
     var channels: ChannelRegistry?
     var channelSettings = EmulatorConfiguration.Channels()
+    /// The push service, for the Web Push listener.
+    var webPush: WebPushService?
     var logger: Logger?
     /// APNs' 20-minute limit on switching provider tokens per connection.
     static let tokenChangeInterval: TimeInterval = 20 * 60
 
     func process(_ request: EmulatedRequest, connection: inout ConnectionAuthentication, now: Date, ids: inout IDGenerator) -> EmulatedResponse {
+        if service == .webPush, let webPush {
+            return processWebPush(request, service: webPush, connection: &connection, now: now, ids: &ids)
+        }
         if service != .devicePush, let channels {
             return processChannelRequest(request, channels: channels, connection: &connection, now: now, ids: &ids)
         }
@@ -166,6 +171,27 @@ struct RequestProcessor: Sendable {
         let budgeted = Self.countsAgainstBudget(pushType: pushType, priority: priority, payload: object)
         registry.deliver(entry, to: token, environment: environment, budgetedActivity: budgeted ? "device" : nil)
         return EmulatedResponse(status: 200, reason: nil, apnsID: apnsID, fault: fault, delayMilliseconds: delay)
+    }
+
+    /// A push to a web subscription: the injected faults first (a push service's 429s and 5xx), then the service's
+    /// checks. The answer carries no `apns-id` a sender would read; the status and `{"reason"}` are what count.
+    private func processWebPush(
+        _ request: EmulatedRequest, service: WebPushService, connection: inout ConnectionAuthentication, now: Date,
+        ids: inout IDGenerator
+    ) -> EmulatedResponse {
+        let id = ids.next()
+        var decision = FaultInjector.Decision.none
+        var delay = 0.0
+        switch injectFault(id) {
+        case .answer(let response): return response
+        case .proceed(let fault, let milliseconds): (decision, delay) = (fault, milliseconds)
+        }
+        let (status, reason) = service.process(request, now: now)
+        if status == 201 { connection.hasValidatedRequest = true }
+        var response = EmulatedResponse(
+            status: status, reason: reason.map { APNSReason($0) }, apnsID: id, fault: decision, delayMilliseconds: delay)
+        response.isChannelRequest = true
+        return response
     }
 
     /// What an injected fault does to a request that passed every check.
