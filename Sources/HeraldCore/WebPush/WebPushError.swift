@@ -24,6 +24,10 @@ extension ErrorCode where Domain == WebPushError {
     public static let malformedBody = Self("malformedBody")
     /// The body does not open with the subscription's keys (wrong keys, or altered on the way).
     public static let decryptionFailed = Self("decryptionFailed")
+    /// A notification a browser cannot show: no text, or only localization keys.
+    public static let notRenderable = Self("notRenderable")
+    /// A `navigate` that is not an https URL.
+    public static let invalidNavigate = Self("invalidNavigate")
     /// A VAPID key is not a P-256 private key.
     public static let invalidVAPIDKey = Self("invalidVAPIDKey")
     /// The VAPID `sub` is not a `mailto:` or `https:` URL (Apple answers `403 BadJwtToken`).
