@@ -14,7 +14,7 @@ import Synchronization
 /// policy ran out; nothing is lost silently and retries keep the same `apns-id`.
 public final class APNSClient: Service, Sendable {
     public let configuration: APNSClientConfiguration
-    private let pool: ConnectionPool
+    let pool: ConnectionPool
     /// Connections to the broadcast host and to the channel-management host: one each, opened on first use.
     let broadcastPool: ConnectionPool
     let channelManagementPool: ConnectionPool
@@ -94,7 +94,7 @@ public final class APNSClient: Service, Sendable {
         }
         do {
             switch configuration.credentials.kind {
-            case .token:
+            case .token, .none:
                 break
             case .certificate(let chainPEM, let keyPEM):
                 tls.certificateChain = try NIOSSLCertificate.fromPEMBytes(Array(chainPEM.utf8)).map { .certificate($0) }
@@ -130,6 +130,14 @@ public final class APNSClient: Service, Sendable {
     /// Every pool: device pushes, broadcasts, channel management. The last two open nothing until first used.
     private var pools: [ConnectionPool] { [pool, broadcastPool, channelManagementPool] }
 
+    /// Runs every pool until ``shutdown()``, for an owner that runs the client inside its own task group (the Web Push
+    /// client, one APNs-style client per push service).
+    func runPools() async {
+        await withTaskGroup(of: Void.self) { group in
+            for pool in pools { group.addTask { await pool.run() } }
+        }
+    }
+
     /// Runs a client for the duration of `body`, then shuts it down.
     public static func withClient<Result: Sendable>(
         configuration: APNSClientConfiguration, clock: any Clock<Duration> = ContinuousClock(),
@@ -139,19 +147,7 @@ public final class APNSClient: Service, Sendable {
     ) async throws -> Result {
         let client = try APNSClient(
             configuration: configuration, clock: clock, wallClock: wallClock, randomSeed: randomSeed, logger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            for pool in client.pools { group.addTask { await pool.run() } }
-            do {
-                let result = try await body(client)
-                await client.shutdown()
-                try await group.waitForAll()
-                return result
-            } catch {
-                await client.shutdown()
-                try? await group.waitForAll()
-                throw error
-            }
-        }
+        return try await withRunning(client.runPools, shutdown: client.shutdown) { try await body(client) }
     }
 
     /// Stops taking work and closes every connection.

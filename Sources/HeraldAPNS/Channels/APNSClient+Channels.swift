@@ -131,54 +131,80 @@ extension APNSClient {
             return APNSHeaderTemplate(fields: fields + extraHeaders)
         }
         let id = requestID?.headerValue ?? ids.next()
-        let buffer = ByteBuffer(bytes: body)
+        let answer = await retriedRequest(
+            on: pool, template: template, target: .resource(method, path: path), requestID: id, body: ByteBuffer(bytes: body),
+            expiration: nil)
+        let (result, progress, history) = (answer.result, answer.progress, answer.history)
+        switch answer.interruption {
+        case .cancelled?:
+            throw APNSChannelError(
+                .cancelled,
+                "\(operation) was cancelled while it waited to be sent again; APNs may or may not have acted on an earlier attempt.",
+                requestID: id, attempts: progress.attempts)
+        case .shuttingDown?:
+            throw APNSChannelError(
+                .failed,
+                "\(operation) was not sent again: the server began to shut down while it waited to be retried; APNs may or may not have acted on an earlier attempt. Try again once a server runs.",
+                requestID: id, attempts: progress.attempts)
+        case .elapsed?, nil:
+            break
+        }
+        switch result {
+        case .success(let response) where (200...299).contains(response.status):
+            return ChannelAnswer(response: response, requestID: response.requestID ?? id, attempts: progress.attempts)
+        case .success(let response):
+            let rejection = Self.rejection(from: response, apnsID: response.requestID ?? id)
+            logger.notice("\(operation) was refused", metadata: [
+                "herald.request_id": "\(rejection.apnsID)", "herald.reason": "\(rejection.reason)", "herald.status": "\(rejection.status)",
+            ])
+            throw APNSChannelError(
+                .rejected, "\(operation) was refused: \(rejection.status) \(rejection.reason)\(history). \(rejection.reason.explanation)",
+                rejection: rejection, requestID: rejection.apnsID, attempts: progress.attempts)
+        case .failure(let error) where error.code == .cancelled:
+            throw APNSChannelError(.cancelled, "\(operation): \(error.message)", requestID: id, attempts: progress.attempts)
+        case .failure(let error):
+            logger.warning("\(operation) got no answer", metadata: ["herald.request_id": "\(id)", "herald.error": "\(error)"])
+            throw APNSChannelError(
+                .failed, "\(operation) got no answer after \(progress.attempts) attempt\(progress.attempts == 1 ? "" : "s")\(history): \(error.message) Check that \(destination) is reachable.",
+                requestID: id, attempts: progress.attempts)
+        }
+    }
+
+    /// What ``retriedRequest(on:template:target:requestID:body:expiration:)`` ended with.
+    struct RetriedAnswer {
+        /// The last attempt's result.
+        let result: Result<APNSResponse, APNSClientError>
+        let progress: RetryProgress
+        /// What the retries went through when the policy stopped them (" (Gave up after …)"), else empty.
+        let history: String
+        /// Set when a pause before a retry ended otherwise than elapsed: the last result is not the end.
+        let interruption: RetryPause?
+    }
+
+    /// Sends one request under the retry policy, with the header template made again when the provider token is
+    /// refreshed; returns the last attempt's result and what the retries went through. Channel management, broadcasts
+    /// and Web Push share it.
+    func retriedRequest(
+        on pool: ConnectionPool, template: (ProviderToken?) -> APNSHeaderTemplate, target: APNSRequestTarget,
+        requestID: String, body: ByteBuffer, expiration: APNSExpiration?
+    ) async -> RetriedAnswer {
         var progress = RetryProgress(providerToken: configuration.credentials.tokenCache?.currentToken())
         var headers = template(progress.providerToken)
         while true {
             let result = await attempt(
-                on: pool, template: headers, target: .resource(method, path: path), requestID: id, body: buffer, progress: &progress)
-            // What the retries went through, when the policy stopped them.
-            var history = ""
-            switch judgeAttempt(result, &progress, expiration: nil) {
+                on: pool, template: headers, target: target, requestID: requestID, body: body, progress: &progress)
+            switch judgeAttempt(result, &progress, expiration: expiration) {
             case .retry(let delay, let refreshed):
                 if let refreshed { headers = template(refreshed) }
-                switch await pause(delay) {
-                case .elapsed:
-                    continue
-                case .cancelled:
-                    throw APNSChannelError(
-                        .cancelled,
-                        "\(operation) was cancelled while it waited to be sent again; APNs may or may not have acted on an earlier attempt.",
-                        requestID: id, attempts: progress.attempts)
-                case .shuttingDown:
-                    throw APNSChannelError(
-                        .failed,
-                        "\(operation) was not sent again: the server began to shut down while it waited to be retried; APNs may or may not have acted on an earlier attempt. Try again once a server runs.",
-                        requestID: id, attempts: progress.attempts)
+                let paused = await pause(delay)
+                guard paused == .elapsed else {
+                    return RetriedAnswer(result: result, progress: progress, history: "", interruption: paused)
                 }
             case .gaveUp(let stop):
-                history = " (\(gaveUpSummary(stop, progress)))"
+                return RetriedAnswer(
+                    result: result, progress: progress, history: " (\(gaveUpSummary(stop, progress)))", interruption: nil)
             case .final:
-                break
-            }
-            switch result {
-            case .success(let response) where (200...299).contains(response.status):
-                return ChannelAnswer(response: response, requestID: response.requestID ?? id, attempts: progress.attempts)
-            case .success(let response):
-                let rejection = Self.rejection(from: response, apnsID: response.requestID ?? id)
-                logger.notice("\(operation) was refused", metadata: [
-                    "herald.request_id": "\(rejection.apnsID)", "herald.reason": "\(rejection.reason)", "herald.status": "\(rejection.status)",
-                ])
-                throw APNSChannelError(
-                    .rejected, "\(operation) was refused: \(rejection.status) \(rejection.reason)\(history). \(rejection.reason.explanation)",
-                    rejection: rejection, requestID: rejection.apnsID, attempts: progress.attempts)
-            case .failure(let error) where error.code == .cancelled:
-                throw APNSChannelError(.cancelled, "\(operation): \(error.message)", requestID: id, attempts: progress.attempts)
-            case .failure(let error):
-                logger.warning("\(operation) got no answer", metadata: ["herald.request_id": "\(id)", "herald.error": "\(error)"])
-                throw APNSChannelError(
-                    .failed, "\(operation) got no answer after \(progress.attempts) attempt\(progress.attempts == 1 ? "" : "s")\(history): \(error.message) Check that \(destination) is reachable.",
-                    requestID: id, attempts: progress.attempts)
+                return RetriedAnswer(result: result, progress: progress, history: "", interruption: nil)
             }
         }
     }

@@ -134,9 +134,14 @@ public struct APNSCredentials: Sendable {
         case token(ProviderTokenCache)
         case certificate(chainPEM: String, privateKeyPEM: String)
         case pkcs12(data: [UInt8], passphrase: String?)
+        case none
     }
 
     let kind: Kind
+
+    /// No connection credentials: a Web Push service's connections, where each request carries its own VAPID
+    /// authorization.
+    public static let none = APNSCredentials(kind: .none)
 
     /// Token-based authentication: every request carries the cache's current provider token, one JWT per key for
     /// the whole process. Share the cache between clients of the same key.

@@ -72,9 +72,12 @@ extension APNSClient {
             metrics.accept()
             return .final
         case .success(let response):
-            let reason = Self.reason(in: response) ?? APNSReason(rawValue: "HTTP\(response.status)")
+            let stated = Self.reason(in: response)
+            let reason = stated ?? APNSReason(rawValue: "HTTP\(response.status)")
             metrics.reject(reason: reason.rawValue)
-            switch reason.retry {
+            // A 429 or 5xx without a reason (a push service's, a proxy's) is as transient as APNs's with one.
+            let transient = stated == nil && (response.status == 429 || response.status >= 500)
+            switch transient ? .withBackoff : reason.retry {
             case .afterRefreshingProviderToken:
                 // Not a delivery attempt but a credential to renew: once, at once, whatever the window.
                 guard !progress.refreshedProviderToken, progress.attempts < configuration.retry.attemptCap,
