@@ -308,7 +308,7 @@ let package = Package(
         .testTarget(
             name: "HeraldCLITests",
             dependencies: [
-                "HeraldCLI", "HeraldAPNS", "HeraldCore", "HeraldTesting", "HeraldStore", "HeraldStoreSQLite",
+                "HeraldCLI", "HeraldAPNS", "HeraldCore", "HeraldEmulator", "HeraldTesting", "HeraldStore", "HeraldStoreSQLite",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: upcomingFeatures

@@ -153,8 +153,9 @@ public func buildApplication(
         )
         let senders = try APNSSenders.make(
             apps: configuration.apps, destinations: destination.destinations, emulatorKey: destination.emulatorKey,
-            sending: configuration.sending, backoffClock: dependencies.sleepClock)
-        let apps = AppDirectory(configuration.apps, pushServices: configuration.webPushHosts)
+            sending: configuration.sending, backoffClock: dependencies.sleepClock, wallClock: dependencies.clock,
+            logger: logger)
+        let apps = AppDirectory(configuration.apps, pushServices: destination.registrationHosts)
         let metrics = ServerMetrics(registry: dependencies.metrics)
         let storeReady = Gate()
         let sending = SendingAssembly(
@@ -356,6 +357,9 @@ struct APNSDestination {
     let destinations: APNSSenders.Destinations
     let emulator: APNSEmulator?
     let emulatorKey: ProviderSigningKey?
+    /// The push services a subscription's endpoint may name at registration: the configured list, and the in-process
+    /// emulator's when pushes go to it.
+    let registrationHosts: PushServiceHosts
 
     static func resolve(_ configuration: ServerConfiguration, logger: Logger) async throws -> APNSDestination {
         let withCredentials = configuration.apps.filter { $0.credentials != nil }.count
@@ -369,9 +373,9 @@ struct APNSDestination {
                     "Some apps have APNs credentials and some do not: give every app a key or certificate, or send to the emulator with HERALD_APNS=emulator."
                 )
             }
-            return apple(logger: logger)
+            return apple(configuration, logger: logger)
         case .apple:
-            return apple(logger: logger)
+            return apple(configuration, logger: logger)
         case .emulator(let settings):
             return try await startEmulator(settings, configuration: configuration, logger: logger)
         case .custom(let custom):
@@ -388,16 +392,19 @@ struct APNSDestination {
                     destination: on(custom.productionPort, custom.developmentPort),
                     broadcast: on(custom.broadcastProductionPort, custom.broadcastDevelopmentPort),
                     channelManagement: on(custom.channelsProductionPort, custom.channelsDevelopmentPort),
-                    trust: custom.trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system),
-                emulator: nil, emulatorKey: nil)
+                    trust: custom.trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system,
+                    webPushHosts: configuration.webPushHosts,
+                    webPushTrust: custom.trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system),
+                emulator: nil, emulatorKey: nil, registrationHosts: configuration.webPushHosts)
         }
     }
 
-    private static func apple(logger: Logger) -> APNSDestination {
+    private static func apple(_ configuration: ServerConfiguration, logger: Logger) -> APNSDestination {
         logger.notice(
             "APNs: pushes go to Apple (\(APNSEnvironment.production.host) and \(APNSEnvironment.development.host))")
         return APNSDestination(
-            destinations: .init(destination: { .apple($0) }, trust: .system), emulator: nil, emulatorKey: nil)
+            destinations: .init(destination: { .apple($0) }, trust: .system, webPushHosts: configuration.webPushHosts),
+            emulator: nil, emulatorKey: nil, registrationHosts: configuration.webPushHosts)
     }
 
     private static func startEmulator(
@@ -412,7 +419,7 @@ struct APNSDestination {
                 tls: .generated(caFile: settings.caFile.map { URL(fileURLWithPath: $0) }),
                 trustedKeys: trusted.map { ProviderTokenVerifier.TrustedKey($0) },
                 inbox: settings.countingOnly ? .countingOnly : .recording(capacity: 100)
-            ).servingChannels())
+            ).servingChannels().servingWebPush())
         do {
             try await emulator.start()
         } catch {
@@ -426,10 +433,13 @@ struct APNSDestination {
             await emulator.shutdown()
             throw ConfigurationError("The in-process APNs emulator started without ports.")
         }
+        // Subscriptions are sent to the emulator's push service only: never to a real one from here.
+        let webPushHosts = PushServiceHosts(
+            emulator.port(for: .production, service: .webPush).map { ["127.0.0.1:\($0)"] } ?? [])
         let admin = emulator.adminPort.map { "; inboxes at http://127.0.0.1:\($0)/devices/<token>/inbox" } ?? ""
         let caNote = settings.caFile.map { ", CA \($0)" } ?? ""
         logger.notice(
-            "APNs emulator in this process (no APNs key configured): pushes go to it, not to Apple — production https://127.0.0.1:\(production), development https://127.0.0.1:\(development)\(caNote)\(admin)\(settings.countingOnly ? "; counting only" : "")"
+            "APNs emulator in this process (no APNs key configured): pushes go to it, not to Apple — production https://127.0.0.1:\(production), development https://127.0.0.1:\(development)\(caNote)\(admin)\(settings.countingOnly ? "; counting only" : ""); Web Push to its push service at \(webPushHosts), to no other"
         )
         // The channel listeners are on free ports too; a client never reaches Apple's channel hosts from here.
         func local(_ service: EmulatorService) -> (APNSEnvironment) -> APNSClientConfiguration.Destination? {
@@ -445,7 +455,8 @@ struct APNSDestination {
                     .custom(host: "127.0.0.1", port: $0.isDevelopment ? development : production, environment: $0)
                 },
                 broadcast: local(.broadcast), channelManagement: local(.channelManagement),
-                trust: .only(certificatesPEM: ca)),
-            emulator: emulator, emulatorKey: key)
+                trust: .only(certificatesPEM: ca), webPushHosts: webPushHosts, webPushTrust: .only(certificatesPEM: ca)),
+            emulator: emulator, emulatorKey: key,
+            registrationHosts: PushServiceHosts(configuration.webPushHosts.patterns + webPushHosts.patterns))
     }
 }

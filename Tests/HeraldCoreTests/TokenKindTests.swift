@@ -24,7 +24,7 @@ struct TokenKindTests {
             (.controls, [.controls]), (.location, [.location]), (.pushToTalk, [.pushtotalk]),
             (.complication, [.complication]), (.fileProvider, [.fileprovider]),
             // A web subscription is reached through its push service, never by an APNs push type.
-            (.webPush, []),
+            (.webPush, [.alert]),
         ])
     func pushTypes(kind: TokenKind, types: [APNSPushType]) {
         #expect(kind.pushTypes == types)

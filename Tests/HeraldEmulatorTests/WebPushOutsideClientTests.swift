@@ -67,6 +67,14 @@ extension OutsideClientTests {
             #expect(try await curl(["-X", "DELETE", "\(admin)/subscriptions/\(id)"]).status == 204)
             #expect(try await push().status == 404, "a subscription the service never knew")
 
+            // Many at once, for load tests: one key pair, the endpoints listed.
+            let many = try await curl(["-X", "POST", "-d", #"{"count": 3, "applicationServerKey": "\#(vapid.publicKeyText)"}"#, "\(admin)/subscriptions"])
+            let manyJSON = try JSONValue(parsing: Array(many.body.utf8))
+            #expect(many.status == 201 && manyJSON["endpoints"]?.arrayValue?.count == 3, "\(many)")
+            #expect(manyJSON["keys"]?["p256dh"]?.stringValue?.isEmpty == false && manyJSON["keys"]?["auth"] != nil)
+            let tooMany = try await curl(["-X", "POST", "-d", #"{"count": 0}"#, "\(admin)/subscriptions"])
+            #expect(tooMany.status == 400 && tooMany.body.contains("1 to 1,000,000"), "\(tooMany)")
+
             let counters = try JSONValue(parsing: Array(try await curl(["\(admin)/counters"]).body.utf8))
             #expect(counters["webPush"]?["accepted"] == 1, "\(counters)")
             #expect(counters["webPush"]?["rejected"]?["BadJwtToken"] == 2 && counters["webPush"]?["rejected"]?["Unsubscribed"] == 1)

@@ -2,6 +2,7 @@ import Foundation
 public import HeraldCore
 public import Logging
 import NIOCore
+public import ServiceLifecycle
 import Synchronization
 
 /// How one Web Push message ended.
@@ -13,11 +14,16 @@ public struct WebPushDelivery: Sendable {
         case rejected(status: Int, reason: String)
         /// No answer within the retry policy, or nothing could be sent; says why.
         case failed(message: String)
+        /// Given up unanswered because the send was cancelled or the client began to shut down: the push service may
+        /// or may not have taken an earlier attempt.
+        case cancelled(message: String)
     }
 
     public let result: Result
     /// Attempts made (1 unless retried).
     public let attempts: Int
+    /// Every attempt, once there was a second one (the delivery trace); empty when the first decided.
+    public var trail: [APNSAttempt] = []
 
     /// Whether the subscription is gone (`404`, `410`): it should leave the registry, as a token APNs answered `410`.
     public var subscriptionGone: Bool {
@@ -30,7 +36,7 @@ public struct WebPushDelivery: Sendable {
 /// connections per push service (Apple's, Google's, …), the same retry policy, deadlines and metrics as APNs, each
 /// message encrypted for its subscription (RFC 8291) and signed with the app's VAPID key (RFC 8292), whose JWT is
 /// made once per push service and key and reused for hours, as APNs provider tokens are.
-public final class WebPushClient: Sendable {
+public final class WebPushClient: Service, Sendable {
     public struct Configuration: Sendable {
         /// The push services an endpoint may name: checked again at sending, as the list may have changed since the
         /// subscription was registered.
@@ -82,8 +88,19 @@ public final class WebPushClient: Sendable {
         (newClients, madeContinuation) = AsyncStream.makeStream()
     }
 
+    /// Runs the push services' connection pools until a graceful shutdown, then closes them: the service a server's
+    /// service group runs.
+    public func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.runPools() }
+            try? await gracefulShutdown()
+            await shutdown()
+            await group.waitForAll()
+        }
+    }
+
     /// Runs the push services' connection pools until ``shutdown()``; sends need it running.
-    public func run() async {
+    func runPools() async {
         await withTaskGroup(of: Void.self) { group in
             for await client in newClients { group.addTask { await client.runPools() } }
         }
@@ -95,7 +112,7 @@ public final class WebPushClient: Sendable {
         _ body: (WebPushClient) async throws -> Result
     ) async throws -> Result {
         let client = WebPushClient(configuration: configuration, wallClock: wallClock)
-        return try await withRunning(client.run, shutdown: client.shutdown) { try await body(client) }
+        return try await withRunning(client.runPools, shutdown: client.shutdown) { try await body(client) }
     }
 
     /// Encrypts, signs and sends one message; never throws: the delivery says how it ended.
@@ -142,23 +159,27 @@ public final class WebPushClient: Sendable {
             requestID: UUID().uuidString.lowercased(), body: ByteBuffer(bytes: body),
             expiration: message.ttl == 0 ? .immediately : nil)
         let attempts = answer.progress.attempts
+        let trail = answer.progress.trail
         if answer.interruption == .cancelled || answer.interruption == .shuttingDown {
             return WebPushDelivery(
-                result: .failed(
+                result: .cancelled(
                     message: "The push was not sent again: the send was cancelled or the server began to shut down while it waited; the push service may or may not have taken an earlier attempt."
-                ), attempts: attempts)
+                ), attempts: attempts, trail: trail)
         }
         switch answer.result {
         case .success(let response) where (200...299).contains(response.status):
-            return WebPushDelivery(result: .accepted, attempts: attempts)
+            return WebPushDelivery(result: .accepted, attempts: attempts, trail: trail)
         case .success(let response):
             let reason = APNSClient.reason(in: response)?.rawValue ?? "HTTP\(response.status)"
-            return WebPushDelivery(result: .rejected(status: response.status, reason: reason), attempts: attempts)
+            return WebPushDelivery(
+                result: .rejected(status: response.status, reason: reason), attempts: attempts, trail: trail)
+        case .failure(let error) where error.code == .cancelled:
+            return WebPushDelivery(result: .cancelled(message: error.message), attempts: attempts, trail: trail)
         case .failure(let error):
             return WebPushDelivery(
                 result: .failed(
                     message: "No answer from \(host) after \(attempts) attempt\(attempts == 1 ? "" : "s")\(answer.history): \(error.message)"
-                ), attempts: attempts)
+                ), attempts: attempts, trail: trail)
         }
     }
 

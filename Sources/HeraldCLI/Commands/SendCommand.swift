@@ -79,15 +79,8 @@ struct SendCommand: AsyncParsableCommand {
         } catch let error as APNSClientError {
             throw ValidationError(error.description)
         }
-        let elapsed = started.duration(to: .now)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let (ok, failed) = results.withLock { ($0.ok, $0.failed) }
-        if summaryJSON {
-            Output.line(#"{"ok": \#(ok), "failed": \#(failed), "seconds": \#(seconds), "rate": \#(Double(ok) / max(seconds, 1e-9))}"#)
-        } else if quiet {
-            Output.line("\(ok) accepted, \(failed) not, in \(String(format: "%.2f", seconds)) s (\(Int(Double(ok) / max(seconds, 1e-9)))/s).")
-        }
-        if failed > 0 { throw ExitCode(1) }
+        try Output.loadSummary(ok: ok, failed: failed, since: started, json: summaryJSON, quiet: quiet)
     }
 
     private func report(_ delivery: APNSDelivery, environment: APNSEnvironment) {

@@ -88,8 +88,9 @@ public struct TokenKind: Sendable, Hashable, CustomStringConvertible {
         case .pushToTalk: [.pushtotalk]
         case .complication: [.complication]
         case .fileProvider: [.fileprovider]
-        // Not an APNs address: no APNs push type reaches it. Sends reach it through its push service.
-        case .webPush: []
+        // Not an APNs address: an alert send reaches it through its push service, as a web notification
+        // (docs/web-push.md); nothing else has a web equivalent.
+        case .webPush: [.alert]
         }
     }
 }

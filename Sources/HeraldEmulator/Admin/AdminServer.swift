@@ -139,10 +139,23 @@ struct AdminAPI: Sendable {
                 return (200, budget())
             case "POST /subscriptions":
                 let fields = try Self.object(body, allowEmpty: true)
-                guard fields.keys.allSatisfy({ $0 == "applicationServerKey" }) else {
-                    throw EmulatorError(#"POST /subscriptions takes {} or {"applicationServerKey": "<VAPID public key, base64url>"}."#)
+                guard fields.keys.allSatisfy({ $0 == "applicationServerKey" || $0 == "count" }) else {
+                    throw EmulatorError(#"POST /subscriptions takes {} or {"applicationServerKey": "<VAPID public key, base64url>"}, and "count" for many at once."#)
                 }
-                return (201, Self.json(try emulator.webPush.subscribe(applicationServerKey: fields["applicationServerKey"]?.stringValue)))
+                let key = fields["applicationServerKey"]?.stringValue
+                guard let count = fields["count"] else {
+                    return (201, Self.json(try emulator.webPush.subscribe(applicationServerKey: key)))
+                }
+                guard let number = count.intValue else { throw EmulatorError(#""count" must be a whole number."#) }
+                // Many at once share one key pair: the keys once, then the endpoints.
+                let made = try emulator.webPush.subscribe(applicationServerKey: key, count: number)
+                return (
+                    201,
+                    .object([
+                        "keys": .object(["p256dh": .string(made[0].p256dh), "auth": .string(made[0].auth)]),
+                        "endpoints": .array(made.map { .string($0.endpoint) }),
+                    ])
+                )
             case "GET /subscriptions":
                 return (200, .array(emulator.webPush.subscriptions().map(Self.json)))
             case "GET /subscriptions/:id":

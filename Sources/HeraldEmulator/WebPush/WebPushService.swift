@@ -77,6 +77,16 @@ public final class WebPushService: Sendable {
     /// - Parameter applicationServerKey: The VAPID public key (base64url) pushes must be signed with; `nil`: any.
     /// - Throws: ``EmulatorError`` while the service is not listening, or for a key that is not a P-256 public key.
     public func subscribe(applicationServerKey: String? = nil) throws(EmulatorError) -> Subscription {
+        try subscribe(applicationServerKey: applicationServerKey, count: 1)[0]
+    }
+
+    /// Makes `count` subscriptions at once, sharing one key pair and `auth` secret: for load tests, where a key per
+    /// subscription would only cost the emulator time (each message is still encrypted with a key of its own).
+    /// - Throws: as ``subscribe(applicationServerKey:)``, and for a count outside 1...1,000,000.
+    public func subscribe(applicationServerKey: String?, count: Int) throws(EmulatorError) -> [Subscription] {
+        guard (1...1_000_000).contains(count) else {
+            throw EmulatorError("\(count) subscriptions cannot be made at once: ask for 1 to 1,000,000.")
+        }
         if let applicationServerKey {
             guard let bytes = Base64URL.decode(applicationServerKey),
                 (try? P256.Signing.PublicKey(x963Representation: bytes)) != nil
@@ -92,12 +102,15 @@ public final class WebPushService: Sendable {
             guard let origin = state.origin else {
                 throw EmulatorError("The web push service is off: start the emulator with a web push port.")
             }
-            state.nextID += 1
-            // Long and unguessable, as a push service's are: an endpoint is a capability.
-            let id = "s\(state.nextID)-" + Base64URL.encode((0..<12).map { _ in UInt8.random(in: 0...255) })
-            state.entries[id] = Entry(key: key, auth: auth, applicationServerKey: applicationServerKey)
-            state.order.append(id)
-            return Self.subscription(id, state.entries[id]!, origin: origin)
+            return (0..<count).map { _ in
+                state.nextID += 1
+                // Long and unguessable, as a push service's are: an endpoint is a capability.
+                let id = "s\(state.nextID)-" + Base64URL.encode((0..<12).map { _ in UInt8.random(in: 0...255) })
+                let entry = Entry(key: key, auth: auth, applicationServerKey: applicationServerKey)
+                state.entries[id] = entry
+                state.order.append(id)
+                return Self.subscription(id, entry, origin: origin)
+            }
         }
     }
 

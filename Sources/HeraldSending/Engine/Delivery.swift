@@ -57,7 +57,14 @@ package struct Delivery: Sendable {
 
     /// Sends one notification to one device, and applies APNs's verdict to the registry.
     package func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
-        await settle(await sender.send(notification, to: device.token, in: device.environment), notification, device)
+        await settle(await push(notification, to: device), notification, device)
+    }
+
+    /// Sends one notification to one device without applying the answer: through APNs to a device token, through its
+    /// push service to a Web Push subscription.
+    func push(_ notification: PreparedNotification, to device: DeviceRegistration) async -> PushResult {
+        if let subscription = device.registration.webPush { return await sender.send(notification, to: subscription) }
+        return await sender.send(notification, to: device.token, in: device.environment)
     }
 
     /// The outcome of an answer that needs nothing from the registry (accepted, failed), at once; `nil` for a
@@ -104,9 +111,17 @@ package struct Delivery: Sendable {
         let token = device.token
         let environment = device.environment
         let result = pushed.result
-        guard case .rejected(_, let reason, let timestamp) = result else { return settle(pushed, device) }
+        guard case .rejected(let status, let reason, let timestamp) = result else { return settle(pushed, device) }
         var reported = ReportedOutcome(outcome: outcome(pushed, token, environment), action: nil)
-        if reason == .badDeviceToken {
+        if device.registration.webPush != nil {
+            // A push service's 404 and 410 say the subscription is gone (unsubscribed, expired): it leaves the registry
+            // as a token APNs answered 410 does. It has no timestamp: a browser that subscribes again gets a new
+            // endpoint, so a new token.
+            if status == 404 || status == 410 {
+                reported.action = await invalidate(
+                    token, reason: reason, at: nil, environment: environment, storing: storing)
+            }
+        } else if reason == .badDeviceToken {
             let other = environment.other
             let second = await sender.send(notification, to: token, in: other)
             if second.isCancelled {

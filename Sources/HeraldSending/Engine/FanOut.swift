@@ -239,13 +239,13 @@ package struct FanOut: Sendable {
                 var bulk = Bulk(
                     permits: .max,
                     start: { push, cancellation, answered in
-                        sender.start(
-                            push.notification, to: push.device.token, in: push.device.environment,
-                            cancellation: cancellation, answered: answered)
+                        // A subscription's push service has no task-free start: it is sent from a task.
+                        push.device.registration.webPush == nil
+                            && sender.start(
+                                push.notification, to: push.device.token, in: push.device.environment,
+                                cancellation: cancellation, answered: answered)
                     },
-                    send: { push in
-                        await sender.send(push.notification, to: push.device.token, in: push.device.environment)
-                    },
+                    send: { push in await delivery.push(push.notification, to: push.device) },
                     answered: { events.push(.answered($0)) })
                 // However the run ends (a store error, its task cancelled), no request it wrote keeps a stream.
                 defer { bulk.cancelInFlight() }

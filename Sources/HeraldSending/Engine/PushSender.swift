@@ -34,6 +34,11 @@ package protocol PushSender: Sendable {
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
         cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool
+
+    /// Sends a notification to a Web Push subscription (a `webpush` device) through its push service, as the web
+    /// message the notification makes (docs/web-push.md); a `404` or `410` answer is a rejection whose status says
+    /// the subscription is gone. The default implementation sends no Web Push and says so.
+    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription) async -> PushResult
 }
 
 extension PushSender {
@@ -41,6 +46,10 @@ extension PushSender {
         _ notification: PreparedNotification, to token: DeviceToken, in environment: APNSEnvironment,
         cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool { false }
+
+    package func send(_ notification: PreparedNotification, to subscription: WebPushSubscription) async -> PushResult {
+        PushResult(.failed(message: "This sender has no Web Push: the subscription was not sent to."))
+    }
 }
 
 /// How one notification to one device ended, with what the delivery trace keeps of it.

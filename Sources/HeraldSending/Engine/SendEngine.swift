@@ -184,6 +184,12 @@ package struct SendEngine: Sendable {
         return (targetCount, suppressed)
     }
 
+    /// How many of the send's target are Web Push subscriptions (before quiet hours and caps), for a dry run.
+    package func webSubscriptionCount(of plan: SendPlan) async throws -> Int {
+        guard plan.query.tokenKinds?.contains(.webPush) ?? true else { return 0 }
+        return try await store.count(matching: plan.query.kinds([.webPush]))
+    }
+
     /// What became of a broadcast.
     package enum Broadcast: Sendable {
         /// Sent: APNs's outcome, and the send recorded whole (`completed`, or `failed` with why).

@@ -16,19 +16,24 @@ final class APNSSenders: PushSender {
     private let clients: [String: [APNSEnvironment: APNSClient]]
     /// One cache per signing key, for sharing provider tokens through the store.
     let tokenCaches: [ProviderTokenCache]
+    /// Where `webpush` devices are sent: their push services.
+    let webPush: WebPushSenders
 
-    private init(clients: [String: [APNSEnvironment: APNSClient]], tokenCaches: [ProviderTokenCache]) {
+    private init(
+        clients: [String: [APNSEnvironment: APNSClient]], tokenCaches: [ProviderTokenCache], webPush: WebPushSenders
+    ) {
         self.clients = clients
         self.tokenCaches = tokenCaches
+        self.webPush = webPush
     }
 
-    /// Every client, to run as services, named by app and environment.
+    /// Every client, to run as services, named by app and environment, and the Web Push client.
     var namedServices: [(name: String, service: any Service)] {
         clients.sorted { $0.key < $1.key }.flatMap { app, perEnvironment in
             APNSEnvironment.all.compactMap { environment in
                 perEnvironment[environment].map { (name: "APNs client \(app) (\(environment))", service: $0 as any Service) }
             }
-        }
+        } + [(name: "Web Push client", service: webPush.client)]
     }
 
     /// Each client's latency over the last 24 hours and open connections, by app and then environment.
@@ -64,6 +69,10 @@ final class APNSSenders: PushSender {
         }
     }
 
+    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription) async -> PushResult {
+        await webPush.send(notification, to: subscription)
+    }
+
     /// The client of an app in an environment: for broadcast channels, which name the bare bundle id.
     func client(bundleID: String, environment: APNSEnvironment) -> APNSClient? { clients[bundleID]?[environment] }
 
@@ -80,12 +89,7 @@ final class APNSSenders: PushSender {
         case .rejected(let rejection): uniqueID = rejection.uniqueID
         case .failed(let error): uniqueID = error.rejection?.uniqueID
         }
-        let attempts = delivery.trail.map { attempt in
-            DeliveryAttempt(
-                number: attempt.number, at: attempt.at, environment: environment, connection: attempt.connection,
-                status: attempt.status, reason: attempt.reason?.rawValue ?? attempt.error.map { "\($0.code)" },
-                message: attempt.error?.message, apnsUniqueID: attempt.uniqueID, retryAfter: attempt.retryAfter)
-        }
+        let attempts = delivery.trail.map { DeliveryAttempt($0, in: environment) }
         if case .failed(let error) = delivery.outcome, error.code == .cancelled {
             return .cancelled(error.message, attempts: attempts)
         }
@@ -122,7 +126,8 @@ final class APNSSenders: PushSender {
     ///   set up (unreadable certificate).
     static func make(
         apps: [AppConfiguration], destinations: Destinations, emulatorKey: ProviderSigningKey?,
-        sending: ServerConfiguration.Sending, backoffClock: any Clock<Duration>
+        sending: ServerConfiguration.Sending, backoffClock: any Clock<Duration>, wallClock: any WallClock,
+        logger: Logger
     ) throws(ConfigurationError) -> APNSSenders {
         var caches: [String: ProviderTokenCache] = [:]
         func cache(for key: ProviderSigningKey) -> ProviderTokenCache {
@@ -167,7 +172,14 @@ final class APNSSenders: PushSender {
             }
             clients[app.bundleID] = perEnvironment
         }
-        return APNSSenders(clients: clients, tokenCaches: Array(caches.values))
+        let webPush = WebPushClient(
+            configuration: WebPushClient.Configuration(
+                hosts: destinations.webPushHosts, trust: destinations.webPushTrust,
+                connectionsPerService: sending.connectionsPerClient, retry: sending.retry),
+            wallClock: wallClock, logger: logger)
+        return APNSSenders(
+            clients: clients, tokenCaches: Array(caches.values),
+            webPush: WebPushSenders(client: webPush, apps: apps, clock: wallClock))
     }
 
     /// Where each environment's hosts are.
@@ -178,5 +190,9 @@ final class APNSSenders: PushSender {
         /// Where channel-management requests go; `nil` is Apple's channel-management host.
         var channelManagement: (APNSEnvironment) -> APNSClientConfiguration.Destination? = { _ in nil }
         let trust: APNSClientConfiguration.Trust
+        /// The push services subscriptions are sent to.
+        var webPushHosts: PushServiceHosts = .default
+        /// Whom the push services' connections trust.
+        var webPushTrust: APNSClientConfiguration.Trust = .system
     }
 }

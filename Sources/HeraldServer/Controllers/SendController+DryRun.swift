@@ -19,8 +19,9 @@ extension SendController {
         }
     }
 
-    /// The dry run's answer: what would be sent, to how many devices, and how.
-    func dryRunAnswer(_ plan: SendPlan, count: Int, suppressed: SuppressedCounts) -> Response {
+    /// The dry run's answer: what would be sent, to how many devices (and how many of them are Web Push
+    /// subscriptions), and how.
+    func dryRunAnswer(_ plan: SendPlan, count: Int, webSubscriptions: Int, suppressed: SuppressedCounts) -> Response {
         let notifications = plan.preparedVariants.sorted { $0.key < $1.key }.map { language, notification in
             var headers: [String: JSONValue] = [
                 "apns-push-type": .string(notification.pushType.rawValue), "apns-topic": .string(notification.topic),
@@ -43,6 +44,7 @@ extension SendController {
                 "target": .string(plan.targetDescription),
                 "summary": .string(plan.summary),
                 "targetCount": .integer(count),
+                "webSubscriptionCount": .integer(webSubscriptions),
                 "suppressed": Self.suppressedJSON(suppressed),
                 "background": .bool(count > engine.inlineLimit),
                 "notifications": .array(notifications),

@@ -51,7 +51,9 @@ struct SendController: Sendable {
         if dryRun {
             try await engine.checkSingleToken(of: plan)
             let (count, suppressed) = try await engine.preview(plan, at: clock.now())
-            return dryRunAnswer(plan, count: count, suppressed: suppressed)
+            return dryRunAnswer(
+                plan, count: count, webSubscriptions: try await engine.webSubscriptionCount(of: plan),
+                suppressed: suppressed)
         }
         // The audit entry is written with the send's record, in one write.
         let entry = audit.entry(

@@ -91,7 +91,22 @@ extension SendPlan {
         }
 
         // Headers.
-        var query = selection.kinds(Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) }))
+        var kinds = Set(TokenKind.all.filter { $0.pushTypes.contains(pushType) })
+        if request.encrypt {
+            // Herald's content encryption is opened by the app's service extension, which a browser has not; a web
+            // message is end-to-end encrypted to its browser anyway (RFC 8291).
+            kinds = kinds.filter { !$0.isWebPush }
+        }
+        if app.webPush != nil, pushType == .alert, let link = payload.custom[WebPushSenders.navigateKey] {
+            guard let text = link.stringValue, let url = URL(string: text), url.scheme == "https",
+                url.host?.isEmpty == false
+            else {
+                throw APIError.invalidField(
+                    (rawObject == nil ? "data." : "payload.") + WebPushSenders.navigateKey,
+                    "it is the https URL a web notification opens, such as https://example.com/orders/42")
+            }
+        }
+        var query = selection.kinds(kinds)
         if let activityType = request.activityType {
             guard pushType == .liveactivity else {
                 throw APIError.invalidField(
