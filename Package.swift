@@ -180,7 +180,9 @@ let package = Package(
             ],
             // The console's templates, style sheet, scripts and icon, and docs/openapi.yaml (through a link in
             // OpenAPI/), embedded in the binary as bytes: no resource bundle to ship, no generated copy to keep in step.
-            resources: [.embedInCode("Console/Assets"), .embedInCode("OpenAPI/openapi.yaml")],
+            resources: [
+                .embedInCode("Console/Assets"), .embedInCode("OpenAPI/openapi.yaml"), .embedInCode("WebClient/Assets"),
+            ],
             swiftSettings: upcomingFeatures
         ),
         // The `herald` command: thin commands over the libraries.
@@ -351,7 +353,7 @@ let package = Package(
             ],
             // The console's browser flows (Playwright), run by ConsoleBrowserTests.
             exclude: [
-                "Console/browser_flows.py", "Console/trace_flows.py", "Console/viewer_walk.py", "Console/quiet_flows.py",
+                "Console/browser_flows.py", "Console/trace_flows.py", "Console/viewer_walk.py", "Console/quiet_flows.py", "Console/web_push_flow.py",
             ],
             swiftSettings: upcomingFeatures
         ),

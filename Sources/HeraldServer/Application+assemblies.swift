@@ -103,6 +103,7 @@ struct RouteAssembly {
             store: store, apps: apps, rateLimiter: access.registrationLimiter, metrics: metrics, audit: audit
         ).addRoutes(to: router)
         EventsController(store: store, apps: apps, rateLimiter: access.eventLimiter, metrics: metrics).addRoutes(to: router)
+        WebClientController().addRoutes(to: router)
         let sends = Sends(apps: apps, clock: clock)
         SendController(
             store: store, keys: keys, idempotency: idempotency, apps: apps, sends: sends, engine: engine, limits: configuration.limits,

@@ -188,6 +188,9 @@ public func buildApplication(
             interval: dependencies.shutdownReportInterval, clock: dependencies.shutdownReportClock, logger: logger)
         let router = Router(context: ServerRequestContext.self)
         router.add(middleware: watch.requestsAtShutdown())
+        // Outside the error middleware: a page reads the reason of an error too.
+        router.add(
+            middleware: WebOriginMiddleware(origins: Set(configuration.apps.compactMap { $0.webPush?.origin })))
         router.add(
             middleware: ErrorMiddleware(
                 routes: RouteTable(listing.routes.map { (method: $0.method.rawValue, path: "\($0.path)") }),

@@ -135,6 +135,18 @@ struct WebPushSendTests {
                 #expect(try await app.store.device(token)?.isActive == false, "a gone subscription leaves the sends")
             }
             #expect(try await app.store.device(keptToken)?.isActive == true)
+            let metrics = try await client.call(.get, "/metrics").body
+            for line in [
+                #"herald_web_push_outcomes_total{outcome="accepted",reason=""} 1"#,
+                #"herald_web_push_outcomes_total{outcome="rejected",reason="410 Unsubscribed"} 1"#,
+                #"herald_web_push_outcomes_total{outcome="rejected",reason="404 NotFound"} 1"#,
+                #"herald_token_removals_total{reason="Unsubscribed"} 1"#,
+            ] {
+                #expect(metrics.contains(line), "web messages are counted apart: \(line)")
+            }
+            #expect(
+                metrics.contains(#"herald_send_outcomes_total{outcome="accepted",reason=""} 0"#),
+                "APNs's counter has none of them")
             let again = try await client.call(
                 .post, "/api/send", body: #"{"target": {"user": "ada"}, "alert": {"title": "Again"}}"#, bearer: key)
             #expect(again.json["targetCount"] == 1, "\(again)")

@@ -79,7 +79,7 @@ package struct Delivery: Sendable {
 
     /// The outcome of an answer that needs nothing from the registry (accepted, failed).
     private func settle(_ pushed: PushResult, _ device: DeviceRegistration) -> ReportedOutcome {
-        if pushed.isCancelled { countCancelled() } else { metrics.outcome(pushed.result) }
+        if pushed.isCancelled { countCancelled() } else { count(pushed.result, device) }
         var reported = ReportedOutcome(outcome: outcome(pushed, device.token, device.environment), action: nil)
         reported.isCancelled = pushed.isCancelled
         return reported
@@ -164,8 +164,13 @@ package struct Delivery: Sendable {
                 "APNs says a token is not for this app's topic: kept, check that it was registered with the right topic",
                 metadata: [LogKey.tokenSuffix: "\(token.redacted)", LogKey.topic: "\(notification.topic)"])
         }
-        metrics.outcome(result)
+        count(result, device)
         return reported
+    }
+
+    /// Counts an outcome under its transport: APNs's, or Web Push's.
+    private func count(_ result: DeliveryOutcome.Result, _ device: DeviceRegistration) {
+        if device.registration.webPush != nil { metrics.webPushOutcome(result) } else { metrics.outcome(result) }
     }
 
     private func invalidate(

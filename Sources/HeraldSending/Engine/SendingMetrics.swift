@@ -8,6 +8,8 @@ package import HeraldStore
 package protocol SendingMetrics: Sendable {
     /// One notification's outcome, after the sender's retries.
     func outcome(_ result: DeliveryOutcome.Result)
+    /// One Web Push message's outcome (a `webpush` device's), after the sender's retries: counted apart from APNs's.
+    func webPushOutcome(_ result: DeliveryOutcome.Result)
     /// A notification whose send was cancelled (by `DELETE /api/sends/{id}`, or by a shutdown past its grace) before
     /// APNs answered: it has no outcome, and a resumed send sends it again.
     func cancelled()

@@ -25,6 +25,9 @@ struct ServerMetrics: SendingMetrics {
         static let registrations = ("registrations", "Token registrations, by whether the token was new.")
         static let unregistrations = ("unregistrations", "Tokens the apps unregistered (DELETE /api/token).")
         static let outcomes = ("send_outcomes", "Notification outcomes, by outcome and APNs reason.")
+        static let webPushOutcomes = (
+            "web_push_outcomes", "Web Push message outcomes, by outcome and the push service's status and reason."
+        )
         static let removals = ("token_removals", "Tokens taken out of sends after APNs rejected them, by reason.")
         static let cancelled = (
             "notifications_cancelled",
@@ -109,6 +112,19 @@ struct ServerMetrics: SendingMetrics {
         case .failed: failed.increment()
         case .rejected(_, let reason, _):
             Self.counter(registry, Name.outcomes, [("outcome", "rejected"), ("reason", reason.rawValue)]).increment()
+        }
+    }
+
+    func webPushOutcome(_ result: DeliveryOutcome.Result) {
+        switch result {
+        case .accepted:
+            Self.counter(registry, Name.webPushOutcomes, [("outcome", "accepted"), ("reason", "")]).increment()
+        case .failed:
+            Self.counter(registry, Name.webPushOutcomes, [("outcome", "failed"), ("reason", "")]).increment()
+        case .rejected(let status, let reason, _):
+            Self.counter(
+                registry, Name.webPushOutcomes, [("outcome", "rejected"), ("reason", "\(status) \(reason.rawValue)")]
+            ).increment()
         }
     }
 

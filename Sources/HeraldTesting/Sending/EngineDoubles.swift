@@ -53,6 +53,7 @@ package enum EngineTesting {
 package struct UncountedMetrics: SendingMetrics {
     package init() {}
     package func outcome(_ result: DeliveryOutcome.Result) {}
+    package func webPushOutcome(_ result: DeliveryOutcome.Result) {}
     package func cancelled() {}
     package func removal(_ reason: APNSReason) {}
     package func environmentCorrected() {}
