@@ -5,11 +5,17 @@ public import Foundation
 /// (`applicationServerKey`) and its push requests are signed with. Never described with its private half.
 public struct VAPIDKey: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     let privateKey: P256.Signing.PrivateKey
+    /// The public key as subscriptions take it (`applicationServerKey`) and VAPID's `k=`: 65 bytes, base64url. Kept:
+    /// the sender names its cached JWT by it at every message.
+    public let publicKeyText: String
 
     /// A new key pair (`herald vapid generate`).
     public static func generate() -> VAPIDKey { VAPIDKey(privateKey: P256.Signing.PrivateKey()) }
 
-    public init(privateKey: P256.Signing.PrivateKey) { self.privateKey = privateKey }
+    public init(privateKey: P256.Signing.PrivateKey) {
+        self.privateKey = privateKey
+        publicKeyText = Base64URL.encode(privateKey.publicKey.x963Representation)
+    }
 
     /// Reads a private key in PEM (`-----BEGIN PRIVATE KEY-----` or `EC PRIVATE KEY`), or as the 32 raw bytes in
     /// base64url that web-push tools print.
@@ -17,11 +23,11 @@ public struct VAPIDKey: Sendable, CustomStringConvertible, CustomDebugStringConv
     public init(text: String) throws(WebPushError) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         if trimmed.hasPrefix("-----BEGIN"), let key = try? P256.Signing.PrivateKey(pemRepresentation: trimmed) {
-            privateKey = key
+            self.init(privateKey: key)
         } else if let raw = Base64URL.decode(trimmed), raw.count == 32,
             let key = try? P256.Signing.PrivateKey(rawRepresentation: raw)
         {
-            privateKey = key
+            self.init(privateKey: key)
         } else {
             throw WebPushError(
                 .invalidVAPIDKey,
@@ -29,8 +35,6 @@ public struct VAPIDKey: Sendable, CustomStringConvertible, CustomDebugStringConv
         }
     }
 
-    /// The public key as subscriptions take it (`applicationServerKey`) and VAPID's `k=`: 65 bytes, base64url.
-    public var publicKeyText: String { Base64URL.encode(privateKey.publicKey.x963Representation) }
     /// The private key as 32 raw bytes in base64url, to store as a secret.
     public var privateKeyText: String { Base64URL.encode(privateKey.rawRepresentation) }
     /// The private key in PEM (PKCS #8), for a key file (`HERALD_VAPID_KEY_FILE`).

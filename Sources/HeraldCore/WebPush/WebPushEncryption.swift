@@ -30,7 +30,8 @@ public enum WebPushEncryption {
                 "The message has \(plaintext.count) bytes: one Web Push record carries at most \(maximumPlaintextBytes) once encrypted. Shorten it, or send a link to fetch the rest.")
         }
         let sender = senderKey ?? P256.KeyAgreement.PrivateKey()
-        let salt = salt ?? (0..<16).map { _ in UInt8.random(in: 0...255) }
+        // Two draws rather than one per byte: each is a getrandom call on Linux.
+        let salt = salt ?? Self.randomSalt()
         let senderPublic = Array(sender.publicKey.x963Representation)
         guard let shared = try? sender.sharedSecretFromKeyAgreement(with: keys.publicKey) else {
             throw WebPushError(.invalidSubscriptionKey, "The subscription's p256dh key does not agree a secret: it is not a usable P-256 key.")
@@ -48,6 +49,11 @@ public enum WebPushEncryption {
         body += sealed.ciphertext
         body += sealed.tag
         return body
+    }
+
+    private static func randomSalt() -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return withUnsafeBytes(of: (generator.next() as UInt64, generator.next() as UInt64)) { Array($0) }
     }
 
     /// Opens a body encrypted for a subscription: what a browser does, and the emulator's push service for its inbox.

@@ -15,7 +15,7 @@ struct WebPushBrowserTests {
     }
 
     @Test(
-        "a page registers a subscription through herald-web.js (CORS from its origin only), a send reaches its service worker, which shows it and reports it received",
+        "a page registers a subscription through herald-web.js (CORS from its origin only), a send reaches its service worker, which shows it and reports it received; the console's compose page previews it for the browser",
         BrowserHarness.needsBrowser, .timeLimit(.minutes(3)))
     func pageToServiceWorker() async throws {
         try await BrowserHarness.requireBrowser()
@@ -33,11 +33,12 @@ struct WebPushBrowserTests {
                 ]
             }
         ) { server in
+            let link = try await BrowserHarness.signInLink(server)
             let run = try await ProcessRunner.run(
                 "python3",
                 [
                     BrowserHarness.script("web_push_flow.py").path, "http://127.0.0.1:\(server.port)",
-                    "http://127.0.0.1:\(adminPort)", "\(sitePort)", vapid.publicKeyText, secret,
+                    "http://127.0.0.1:\(adminPort)", "\(sitePort)", vapid.publicKeyText, secret, link,
                 ])
             #expect(run.status == 0, "web_push_flow.py: \(run.standardOutput)\n\(run.standardError)")
         }

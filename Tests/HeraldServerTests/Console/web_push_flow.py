@@ -3,13 +3,14 @@
 
 Run by WebPushBrowserTests (swift test) against a `herald serve` in emulator mode whose app has a VAPID key and
 HERALD_WEB_ORIGIN=http://127.0.0.1:<site port>:
-    web_push_flow.py <Herald URL> <emulator admin URL> <site port> <VAPID public key> <API key>
+    web_push_flow.py <Herald URL> <emulator admin URL> <site port> <VAPID public key> <API key> <console sign-in path>
 
 A website on the site port serves a page that loads herald-web.js from Herald, and a service worker that imports
 herald-sw.js. The browser cannot reach a push service here, so the page registers a subscription made at the
 emulator's push service (as pushManager.subscribe() would have made one); a send through Herald's API reaches it,
 the emulator decrypts it, and the message is delivered to the service worker through the DevTools protocol
-(ServiceWorker.deliverPushMessage). The worker shows it and reports it received; the send's receipts count it.
+(ServiceWorker.deliverPushMessage). The worker shows it and reports it received; the send's receipts count it. The
+console's compose page counts the subscription and previews the notification as a browser shows it.
 Exits non-zero with a message on the first check that fails.
 """
 import functools
@@ -22,9 +23,10 @@ import time
 import urllib.error
 import urllib.request
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import expect, sync_playwright
 
-HERALD, ADMIN, SITE_PORT, VAPID_PUBLIC, API_KEY = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+HERALD, ADMIN, SITE_PORT, VAPID_PUBLIC, API_KEY, SIGN_IN = (
+    sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])
 SITE = f"http://127.0.0.1:{SITE_PORT}"
 CHROMIUM = os.environ.get("HERALD_CHROMIUM", "/usr/bin/chromium")
 TOPIC = "com.example.app"
@@ -179,6 +181,23 @@ def main():
         wait_for("the opened receipt", lambda: call(
             "GET", f"{HERALD}/api/sends/{sent['id']}",
             headers={"Authorization": f"Bearer {API_KEY}"})[1]["receipts"]["opened"] == 1)
+
+        step("The console's compose page counts the subscription and previews it for a browser")
+        console = browser.new_context().new_page()
+        console.set_default_timeout(20_000)
+        console.goto(HERALD + SIGN_IN)
+        console.goto(HERALD + "/console/compose")
+        console.select_option("#target-kind", "user")
+        console.fill("#target-value", "ada")
+        console.fill("#title", "Back in stock")
+        console.fill("#body", "Your size is back")
+        console.fill("#data", '{"navigate": "https://example.com/p/7"}')
+        expect(console.locator("#validity")).to_contain_text("Ready to send to 1 device")
+        expect(console.locator("#target-count")).to_contain_text("1 of them in browsers")
+        expect(console.locator("#web-preview-card")).to_be_visible()
+        expect(console.locator("#web-title")).to_have_text("Back in stock")
+        expect(console.locator("#web-body")).to_have_text("Your size is back")
+        expect(console.locator("#web-site")).to_have_text("Opens https://example.com/p/7")
         browser.close()
     server.shutdown()
     step("done")

@@ -185,6 +185,19 @@
     $("preview-body").textContent = alert.body || (request.contentAvailable ? "(silent: nothing is shown)" : "");
   }
 
+  // What the target's web subscriptions show (docs/web-push.md): a body alone becomes the title; a click opens the
+  // send's data.navigate, else the app's web origin.
+  function showWebPreview(request, count) {
+    $("web-preview-card").hidden = count === 0;
+    if (count === 0) return;
+    const alert = request.alert || {};
+    $("web-count").textContent = "(" + count + " web subscription" + (count === 1 ? "" : "s") + ")";
+    $("web-title").textContent = alert.title || alert.body || "";
+    $("web-body").textContent = alert.title ? (alert.body || "") : "";
+    const link = request.data && typeof request.data.navigate === "string" ? request.data.navigate : null;
+    $("web-site").textContent = "Opens " + (link || "the app's web origin");
+  }
+
   async function check() {
     const mine = ++generation;
     showWhen();
@@ -207,7 +220,10 @@
     }
     const first = answer.notifications[0];
     const queued = answer.background || request.sendAt || request.localTime || request.rate;
-    $("target-count").textContent = String(answer.targetCount) + (queued ? " (sent in the background)" : "");
+    const web = answer.webSubscriptionCount || 0;
+    $("target-count").textContent = String(answer.targetCount) + (web ? ", " + web + " of them in browsers" : "") +
+      (queued ? " (sent in the background)" : "");
+    showWebPreview(request, web);
     showSuppressed(answer.suppressed);
     $("headers").textContent = Object.keys(first.headers).sort().map((k) => k + ": " + first.headers[k]).join("\n");
     $("payload").textContent = answer.notifications.map((n) =>
