@@ -23,6 +23,13 @@
 #       HERALD_BENCH_PERF=/tmp/perf.data records a perf profile of the server during the send (and during wrk in
 #       the transactional and register modes); HERALD_BENCH_PERF_CALL_GRAPH=dwarf,16384 unwinds with DWARF, through
 #       libraries built without frame pointers (Debian's SQLite).
+#   scripts/bench-server.sh webfanout [sqlite|postgres] [SUBSCRIPTIONS]          defaults: sqlite 100000
+#       Web Push: SUBSCRIPTIONS subscriptions made at `herald emulator --counting-only`'s push service (one key pair,
+#       POST /subscriptions {"count"}) and seeded as one app's webpush registrations, then one alert to the whole app:
+#       each message made declarative, encrypted (RFC 8291) and VAPID-signed, posted to the emulator, which checks the
+#       JWT and decrypts it. Prints the wall time, the CPU of the server, the emulator and PostgreSQL per message; then,
+#       as the ceiling, `herald webpush send` alone sends as many to one subscription of the same emulator (1,000 in
+#       flight, 4 connections, as the server), and the ratio of the two rates.
 #   scripts/bench-server.sh transactional [sqlite|postgres] [SECONDS] [CONNECTIONS]   defaults: sqlite 30 64
 #       A backend's push per event: wrk posts `POST /api/send` to one registered token (scripts/bench/send.lua), each
 #       answered inline with the APNs outcome, against `herald emulator --counting-only`. As the ceiling, `herald send`
@@ -213,14 +220,17 @@ server_env() {  # DATABASE_URL PORT VAR=VALUE… COMMAND…: replaces the callin
 }
 
 if [ "$backend" = postgres ] && [ -z "${HERALD_BENCH_DATABASE_URL:-}" ]; then start_postgres; fi
+server_extra=()
 
 start_emulator() {
     log "Starting herald emulator --counting-only${LATENCY:+ --latency $LATENCY}"
     emulator_production=$(free_port)
     emulator_development=$(free_port)
     emulator_admin=$(free_port)
+    emulator_webpush=$(free_port)
     "$herald" emulator --production-port "$emulator_production" --development-port "$emulator_development" \
-        --admin-port "$emulator_admin" --ca-file "$work/ca.pem" --counting-only ${LATENCY:+--latency "$LATENCY"} \
+        --admin-port "$emulator_admin" --web-push-port "$emulator_webpush" --ca-file "$work/ca.pem" --counting-only \
+        ${LATENCY:+--latency "$LATENCY"} \
         >"$work/emulator.log" 2>&1 &
     pids+=($!)
     wait_for "http://127.0.0.1:$emulator_admin/health"
@@ -303,12 +313,50 @@ PY
     esac
 }
 
+# Seeds the web push subscriptions of a POST /subscriptions {"count"} answer (FILE) as webpush registrations of TOPIC,
+# each under the SHA-256 of its endpoint, as registration stores them; migrates the database first.
+seed_subscriptions() {  # DATABASE_URL FILE TOPIC
+    local url=$1 file=$2 topic=$3 now schema
+    log "Seeding the subscriptions of $file as $topic's webpush registrations"
+    "$herald" tokens add "$(printf 'ff%.0s' $(seq 1 32))" --debug --database-url "$url" >/dev/null  # migrates
+    "$herald" tokens remove "$(printf 'ff%.0s' $(seq 1 32))" --database-url "$url" >/dev/null
+    now=$(($(date +%s) * 1000000))
+    python3 - "$file" "$topic" "$now" "$work/subscriptions.csv" <<'PY'
+import csv, hashlib, json, sys
+made, topic, now = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+keys = made["keys"]
+with open(sys.argv[4], "w", newline="") as out:
+    rows = csv.writer(out)
+    for endpoint in made["endpoints"]:
+        rows.writerow([hashlib.sha256(endpoint.encode()).hexdigest(), topic, "production", "webpush", endpoint,
+                       keys["p256dh"], keys["auth"], now, now, now])
+PY
+    local columns="token, topic, environment, token_kind, push_endpoint, push_p256dh, push_auth, registered_at, created_at, updated_at"
+    case "$backend" in
+        sqlite)
+            python3 - "$work/herald.sqlite" "$work/subscriptions.csv" "$columns" <<'PY'
+import csv, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = [row[:7] + [int(value) for value in row[7:]] for row in csv.reader(open(sys.argv[2]))]
+db.executemany(f"INSERT INTO devices ({sys.argv[3]}) VALUES ({', '.join('?' * 10)})", rows)
+db.commit()
+PY
+            ;;
+        postgres)
+            schema=$(sed -n 's/.*schema=\([a-z0-9_]*\).*/\1/p' <<<"$url")
+            psql "${HERALD_BENCH_DATABASE_URL}" -q -c "SET search_path TO $schema" \
+                -c "\\copy devices ($columns) FROM '$work/subscriptions.csv' CSV" \
+                -c "VACUUM ANALYZE devices"
+            ;;
+    esac
+}
+
 start_server() {  # DATABASE_URL: herald serve pushing to the emulator; sets port and server_pid
     port=$(free_port)
     (cd "$work" && server_env "$1" "$port" HERALD_APNS=custom HERALD_APNS_PRODUCTION_PORT="$emulator_production" \
         HERALD_APNS_DEVELOPMENT_PORT="$emulator_development" HERALD_APNS_CA_FILE="$work/ca.pem" \
         HERALD_KEY_FILE="$work/AuthKey_$key_id.p8" HERALD_TEAM_ID="$team_id" HERALD_API_KEYS="bench:send:$secret" \
-        ${server_config:+HERALD_CONFIG="$server_config"} "$herald" serve >"$work/serve.log" 2>&1) &
+        ${server_config:+HERALD_CONFIG="$server_config"} "${server_extra[@]}" "$herald" serve >"$work/serve.log" 2>&1) &
     pids+=($!)
     server_pid=${pids[-1]}
     wait_for "http://127.0.0.1:$port/ready"
@@ -336,6 +384,18 @@ send_and_wait() {  # PORT BODY
         sleep 1
     done
     printf '%s\n' "$record"
+}
+
+# send_and_wait, with the CPU the server, what answers the pushes and PostgreSQL spent meanwhile: sets record,
+# server_cpu, emulator_cpu and db_cpu (microseconds).
+measured_send() {  # PORT BODY
+    server_cpu=$(cpu_micros "$server_pid")
+    emulator_cpu=$(sink_cpu_micros)
+    db_cpu=$(database_cpu_micros)
+    record=$(send_and_wait "$1" "$2")
+    server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
+    emulator_cpu=$(( $(sink_cpu_micros) - emulator_cpu ))
+    db_cpu=$(( $(database_cpu_micros) - db_cpu ))
 }
 
 # Signs in to the console with the benchmark's key: the session cookie goes to $work/console.jar, which send_and_wait
@@ -464,16 +524,10 @@ fanout)
     console_sign_in "$port"
     start_perf "$server_pid"
     log "One send to every device of the app"
-    server_cpu=$(cpu_micros "$server_pid")
-    emulator_cpu=$(sink_cpu_micros)
-    db_cpu=$(database_cpu_micros)
     wal=$(database_wal_bytes)
-    record=$(send_and_wait "$port" '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}')
-    server_cpu=$(( $(cpu_micros "$server_pid") - server_cpu ))
-    server_cpu_per_notification=$(python3 -c "print($server_cpu / $devices)")
-    emulator_cpu=$(( $(sink_cpu_micros) - emulator_cpu ))
-    db_cpu=$(( $(database_cpu_micros) - db_cpu ))
+    measured_send "$port" '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}'
     wal=$(( $(database_wal_bytes) - wal ))
+    server_cpu_per_notification=$(python3 -c "print($server_cpu / $devices)")
     stop_perf
     peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
     ended_reads=$(ended_send_reads "$port" "$(cat "$work/send-id.txt")" "$devices")
@@ -558,6 +612,67 @@ if len(bare_cpu) == 2 and summary["ok"]:
     print(f"CPU per notification, herald send alone: {per:.1f} µs{ratio}")
 if h2load:
     print(f"The sink's limit, h2load: {h2load:,.0f} requests/s; fan-out / h2load = {devices / seconds / h2load:.2f}")
+PY
+    ;;
+webfanout)
+    devices=${3:-100000}
+    url=$(database_url)
+    start_emulator
+    read -r vapid_private vapid_public < <("$herald" vapid generate --json |
+        python3 -c 'import json, sys; k = json.load(sys.stdin); print(k["privateKey"], k["publicKey"])')
+    log "Making $devices subscriptions at the emulator's push service"
+    curl -sf -X POST "http://127.0.0.1:$emulator_admin/subscriptions" \
+        -d "{\"count\": $devices, \"applicationServerKey\": \"$vapid_public\"}" >"$work/subscriptions.json"
+    seed_subscriptions "$url" "$work/subscriptions.json" com.example.app
+
+    secret="bench-secret-$(date +%s%N)-0123456789abcdef"
+    server_extra=(HERALD_VAPID_PRIVATE_KEY="$vapid_private" HERALD_VAPID_SUBJECT=mailto:bench@example.com
+        HERALD_WEB_ORIGIN=https://example.com HERALD_WEB_PUSH_HOSTS="127.0.0.1:$emulator_webpush")
+    start_server "$url"
+    start_perf "$server_pid"
+    log "One alert to every subscription of the app"
+    measured_send "$port" '{"target": {"topic": "com.example.app"}, "alert": {"title": "Hello", "body": "to everyone"}}'
+    stop_perf
+    peak=$(awk '/VmHWM/ { printf "%.0f", $2 / 1024 }' "/proc/$server_pid/status")
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    counters=$(curl -s "http://127.0.0.1:$emulator_admin/counters")
+
+    read -r endpoint p256dh auth < <(python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); print(m["endpoints"][0], m["keys"]["p256dh"], m["keys"]["auth"])' "$work/subscriptions.json")
+    log "Ceiling: herald webpush send alone, $devices messages to one subscription of the same emulator (1000 in flight, 4 connections)"
+    bare_emulator_cpu=$(sink_cpu_micros)
+    timed=()
+    if [ -x /usr/bin/time ]; then timed=(/usr/bin/time -f '%U %S' -o "$work/bare-sender.cpu"); fi
+    summary=$("${timed[@]}" "$herald" webpush send --endpoint="$endpoint" --p256dh="$p256dh" --auth="$auth" \
+        --vapid-key="$vapid_private" --subject mailto:bench@example.com --title Hello --body "to everyone" \
+        --navigate https://example.com --ca-file "$work/ca.pem" --repeat "$devices" --concurrency 1000 --connections 4 \
+        --summary-json | tail -n 1 || true)
+    bare_emulator_cpu=$(( $(sink_cpu_micros) - bare_emulator_cpu ))
+    python3 - "$record" "$summary" "$devices" "$backend" "$server_cpu" "$emulator_cpu" "$db_cpu" "$peak" \
+        "$(cat "$work/bare-sender.cpu" 2>/dev/null)" "$bare_emulator_cpu" "$counters" <<'PY'
+import json, sys
+from datetime import datetime
+record, summary, devices, backend = json.loads(sys.argv[1]), json.loads(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+server_cpu, emulator_cpu, db_cpu, peak = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7]), sys.argv[8]
+bare_cpu, bare_emulator_cpu, counters = sys.argv[9].split(), int(sys.argv[10]), json.loads(sys.argv[11])
+parse = lambda text: datetime.fromisoformat(text.replace("Z", "+00:00"))
+seconds = (parse(record["updatedAt"]) - parse(record["createdAt"])).total_seconds()
+counts = record["counts"]
+rate = devices / seconds
+print("| Web Push fan-out | Subscriptions | Wall time | Messages/s | Peak RSS (server) | Accepted | Rejected | Failed |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+print(f"| {backend}, emulator | {devices:,} | {seconds:.1f} s | {rate:,.0f} | {peak} MB | {counts['accepted']:,} | {counts['rejected']:,} | {counts['failed']:,} |")
+print()
+database = f", PostgreSQL {db_cpu / devices:.1f} µs" if db_cpu > 0 else ""
+print(f"CPU per message: server {server_cpu / devices:.1f} µs ({server_cpu / 1e6 / seconds:.2f} cores), "
+      f"emulator {emulator_cpu / devices:.1f} µs ({emulator_cpu / 1e6 / seconds:.2f} cores){database}")
+print(f"The emulator's push service: {counters.get('webPush')}")
+print(f"Ceiling, herald webpush send alone: {summary['rate']:,.0f} messages/s ({summary['ok']:,} ok, {summary['failed']} failed); "
+      f"fan-out / ceiling = {rate / summary['rate']:.2f}")
+if len(bare_cpu) == 2 and summary["ok"]:
+    per = (float(bare_cpu[0]) + float(bare_cpu[1])) * 1e6 / summary["ok"]
+    print(f"CPU per message, herald webpush send alone: {per:.1f} µs (emulator {bare_emulator_cpu / summary['ok']:.1f} µs); "
+          f"server / bare sender = {server_cpu / devices / per:.2f}")
 PY
     ;;
 transactional)
