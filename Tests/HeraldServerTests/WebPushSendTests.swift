@@ -74,6 +74,17 @@ struct WebPushSendTests {
             #expect(
                 outcomes.contains { $0["token"]?.stringValue == webToken.hex && $0["status"] == "accepted" }, "\(outcomes)")
 
+            // A localized variant carries its language as lang; the default variant none.
+            let (french, _) = try await Self.subscribe(client, emulator, user: "claire", extra: #", "preferredLanguages": ["fr-FR", "en"]"#)
+            let localized = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"user": "claire"}, "alert": {"title": "Hello"}, "localizations": {"fr": {"title": "Bonjour"}}}"#,
+                bearer: key)
+            #expect(localized.json["counts"]?["accepted"] == 1, "\(localized)")
+            let frenchMessage = try #require(try Self.messages(emulator, french).first)
+            #expect(frenchMessage["notification"]?["title"] == "Bonjour" && frenchMessage["notification"]?["lang"] == "fr")
+            #expect(message["notification"]?["lang"] == nil, "the default variant's language is not known")
+
             // Without a link of its own, the notification opens the app's web origin.
             let plain = try await client.call(
                 .post, "/api/send", body: #"{"target": {"user": "ada"}, "alert": {"title": "Hi"}}"#, bearer: key)

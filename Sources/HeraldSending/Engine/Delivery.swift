@@ -56,14 +56,19 @@ package struct Delivery: Sendable {
     }
 
     /// Sends one notification to one device, and applies APNs's verdict to the registry.
-    package func deliver(_ notification: PreparedNotification, to device: DeviceRegistration) async -> ReportedOutcome {
-        await settle(await push(notification, to: device), notification, device)
+    /// - Parameter language: The language of the notification's text (``SendPlan/variant(for:)``), for a web message.
+    package func deliver(
+        _ notification: PreparedNotification, to device: DeviceRegistration, language: String? = nil
+    ) async -> ReportedOutcome {
+        await settle(await push(notification, to: device, language: language), notification, device)
     }
 
     /// Sends one notification to one device without applying the answer: through APNs to a device token, through its
     /// push service to a Web Push subscription.
-    func push(_ notification: PreparedNotification, to device: DeviceRegistration) async -> PushResult {
-        if let subscription = device.registration.webPush { return await sender.send(notification, to: subscription) }
+    func push(_ notification: PreparedNotification, to device: DeviceRegistration, language: String?) async -> PushResult {
+        if let subscription = device.registration.webPush {
+            return await sender.send(notification, to: subscription, language: language)
+        }
         return await sender.send(notification, to: device.token, in: device.environment)
     }
 

@@ -103,11 +103,14 @@ package struct FanOut: Sendable {
         let page: Int
         let device: DeviceRegistration
         let notification: PreparedNotification
+        /// The language of the notification's text, for a web message (``SendPlan/variant(for:)``).
+        let language: String?
 
-        init(page: Int, device: DeviceRegistration, notification: PreparedNotification) {
+        init(page: Int, device: DeviceRegistration, notification: PreparedNotification, language: String?) {
             self.page = page
             self.device = device
             self.notification = notification
+            self.language = language
         }
     }
 
@@ -245,7 +248,7 @@ package struct FanOut: Sendable {
                                 push.notification, to: push.device.token, in: push.device.environment,
                                 cancellation: cancellation, answered: answered)
                     },
-                    send: { push in await delivery.push(push.notification, to: push.device) },
+                    send: { push in await delivery.push(push.notification, to: push.device, language: push.language) },
                     answered: { events.push(.answered($0)) })
                 // However the run ends (a store error, its task cancelled), no request it wrote keeps a stream.
                 defer { bulk.cancelInFlight() }
@@ -262,9 +265,11 @@ package struct FanOut: Sendable {
                         run.granted(budget.update(flow, inUse: demand.inUse, wanted: demand.wanted))
                     }
                     while let next = run.nextStart() {
-                        let notification = plan.notification(for: next.device).with(
-                            apnsID: Self.apnsID(send: id, token: next.device.token))
-                        bulk.start(Push(page: next.page, device: next.device, notification: notification), in: &sends)
+                        let variant = plan.variant(for: next.device)
+                        let notification = variant.notification.with(apnsID: Self.apnsID(send: id, token: next.device.token))
+                        bulk.start(
+                            Push(page: next.page, device: next.device, notification: notification, language: variant.language),
+                            in: &sends)
                     }
                     let followUps = run.followUps()
                     if let period = followUps.tick {
@@ -422,14 +427,18 @@ package struct FanOut: Sendable {
 
     /// Sends to a few devices at once (an inline send) and returns their outcomes as they came; records nothing.
     package func deliver(_ plan: SendPlan, send id: SendID, to devices: [DeviceRegistration]) async -> [ReportedOutcome] {
-        func notification(for device: DeviceRegistration) -> PreparedNotification {
-            plan.notification(for: device).with(apnsID: Self.apnsID(send: id, token: device.token))
+        func prepared(for device: DeviceRegistration) -> (notification: PreparedNotification, language: String?) {
+            let variant = plan.variant(for: device)
+            return (variant.notification.with(apnsID: Self.apnsID(send: id, token: device.token)), variant.language)
         }
-        if devices.count == 1 { return [await delivery.deliver(notification(for: devices[0]), to: devices[0])] }
+        if devices.count == 1 {
+            let (notification, language) = prepared(for: devices[0])
+            return [await delivery.deliver(notification, to: devices[0], language: language)]
+        }
         return await withTaskGroup { group in
             for device in devices {
-                let notification = notification(for: device)
-                group.addTask { await delivery.deliver(notification, to: device) }
+                let (notification, language) = prepared(for: device)
+                group.addTask { await delivery.deliver(notification, to: device, language: language) }
             }
             var outcomes: [ReportedOutcome] = []
             outcomes.reserveCapacity(devices.count)

@@ -38,7 +38,9 @@ package protocol PushSender: Sendable {
     /// Sends a notification to a Web Push subscription (a `webpush` device) through its push service, as the web
     /// message the notification makes (docs/web-push.md); a `404` or `410` answer is a rejection whose status says
     /// the subscription is gone. The default implementation sends no Web Push and says so.
-    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription) async -> PushResult
+    /// - Parameter language: The language of the notification's text (its variant's), the message's `lang`.
+    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription, language: String?) async
+        -> PushResult
 }
 
 extension PushSender {
@@ -47,7 +49,9 @@ extension PushSender {
         cancellation: APNSCancellation, answered: @escaping @Sendable (APNSStarted<PushResult>) -> Void
     ) -> Bool { false }
 
-    package func send(_ notification: PreparedNotification, to subscription: WebPushSubscription) async -> PushResult {
+    package func send(
+        _ notification: PreparedNotification, to subscription: WebPushSubscription, language: String?
+    ) async -> PushResult {
         PushResult(.failed(message: "This sender has no Web Push: the subscription was not sent to."))
     }
 }

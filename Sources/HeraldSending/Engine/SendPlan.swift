@@ -113,15 +113,24 @@ package struct SendPlan: Sendable {
     /// The notification a device gets: the variant of its first preferred language that the send carries
     /// (`fr-CA` takes `fr-ca`, then `fr`), else the default.
     package func notification(for device: DeviceRegistration) -> PreparedNotification {
+        variant(for: device).notification
+    }
+
+    /// The variant a device gets (``notification(for:)``) and the language of its text: the variant's key (`fr`,
+    /// `fr-ca`), `nil` for the default, whose language the send does not say. A web notification carries it as `lang`.
+    package func variant(for device: DeviceRegistration) -> (language: String?, notification: PreparedNotification) {
         let variants = device.frequentPushesEnabled == false ? infrequentVariants ?? job.notifications : job.notifications
         if variants.count > 1 {
             for language in device.preferredLanguages {
                 let tag = language.lowercased()
-                if let exact = variants[tag] { return exact }
-                if let dash = tag.firstIndex(of: "-"), let primary = variants[String(tag[..<dash])] { return primary }
+                if let exact = variants[tag] { return (tag, exact) }
+                if let dash = tag.firstIndex(of: "-") {
+                    let primary = String(tag[..<dash])
+                    if let variant = variants[primary] { return (primary, variant) }
+                }
             }
         }
-        return variants[""]!
+        return (nil, variants[""]!)
     }
 
     /// Every prepared notification by language key (`""` is the default): what a dry run shows.

@@ -69,8 +69,10 @@ final class APNSSenders: PushSender {
         }
     }
 
-    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription) async -> PushResult {
-        await webPush.send(notification, to: subscription)
+    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription, language: String?) async
+        -> PushResult
+    {
+        await webPush.send(notification, to: subscription, language: language)
     }
 
     /// The client of an app in an environment: for broadcast channels, which name the bare bundle id.

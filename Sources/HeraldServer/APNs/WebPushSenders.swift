@@ -27,7 +27,10 @@ final class WebPushSenders: Sendable {
     static let navigateKey = "navigate"
 
     /// Sends a notification to a subscription as its web message; never throws: the result says how it ended.
-    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription) async -> PushResult {
+    /// - Parameter language: The language of the notification's text, the message's `lang`.
+    func send(_ notification: PreparedNotification, to subscription: WebPushSubscription, language: String?) async
+        -> PushResult
+    {
         let bundleID = notification.pushType.bundleID(fromTopic: notification.topic) ?? notification.topic
         guard let app = apps[bundleID] else {
             return PushResult(
@@ -37,7 +40,7 @@ final class WebPushSenders: Sendable {
         }
         let now = clock.now()
         var message: WebPushMessage
-        switch self.message(for: notification, app: app, now: now) {
+        switch self.message(for: notification, language: language, app: app, now: now) {
         case .success(let made): message = made
         case .failure(let error): return PushResult(.failed(message: error.message))
         }
@@ -65,13 +68,15 @@ final class WebPushSenders: Sendable {
     /// The web message of a notification variant: made at its first device, reused for a minute (its `timestamp` is
     /// the time it was made).
     private func message(
-        for notification: PreparedNotification, app: AppConfiguration.WebPush, now: Date
+        for notification: PreparedNotification, language: String?, app: AppConfiguration.WebPush, now: Date
     ) -> Result<WebPushMessage, WebPushError> {
-        let key = MessageCache.Key(body: notification.body, priority: notification.priority, collapseID: notification.collapseID)
+        let key = MessageCache.Key(
+            body: notification.body, priority: notification.priority, collapseID: notification.collapseID,
+            language: language)
         if let cached = messages.withLock({ $0.message(for: key, at: now) }) { return cached }
         let made: Result<WebPushMessage, WebPushError>
         do {
-            made = .success(try Self.makeMessage(for: notification, app: app, now: now))
+            made = .success(try Self.makeMessage(for: notification, language: language, app: app, now: now))
         } catch {
             made = .failure(error)
         }
@@ -80,7 +85,7 @@ final class WebPushSenders: Sendable {
     }
 
     private static func makeMessage(
-        for notification: PreparedNotification, app: AppConfiguration.WebPush, now: Date
+        for notification: PreparedNotification, language: String?, app: AppConfiguration.WebPush, now: Date
     ) throws(WebPushError) -> WebPushMessage {
         let payload: Payload
         do {
@@ -96,7 +101,7 @@ final class WebPushSenders: Sendable {
         }
         return try WebPushMessage.declarative(
             from: payload, navigate: link, priority: notification.priority, expiration: notification.expiration,
-            collapseID: notification.collapseID, now: now)
+            collapseID: notification.collapseID, language: language, now: now)
     }
 
     /// The web messages made lately, by variant: a send has a handful, and a minute's reuse spares a parse per device.
@@ -105,6 +110,7 @@ final class WebPushSenders: Sendable {
             let body: [UInt8]
             let priority: APNSPriority?
             let collapseID: String?
+            let language: String?
         }
 
         static let capacity = 64
