@@ -15,6 +15,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "herald", path: ".."),
+        // The Web Push encryption's baseline calls swift-crypto directly: the same version as Herald's.
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
         // Naming the trait drops the default RuntimeInterposer trait, whose package is not available on our machines.
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
@@ -22,7 +24,9 @@ let package = Package(
         // The plugin runs every executable target whose folder sits in Benchmarks/Benchmarks/.
         .executableTarget(
             name: "CoreBenchmarks",
-            dependencies: heraldUnderTest + [.product(name: "Benchmark", package: "benchmark")],
+            dependencies: heraldUnderTest + [
+                .product(name: "Benchmark", package: "benchmark"), .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Benchmarks/CoreBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),

@@ -40,5 +40,6 @@ awk '
         ratio("Payload.decode+validate", "Baseline.JSONDecoder.decode")
         ratio("Payload.decode+validate", "Baseline.JSONSerialization.decode")
         ratio("ProviderTokenCache.hit", "ProviderTokenCache.miss")
+        ratio("WebPush.encrypt", "Baseline.swift-crypto.aes128gcm")
     }
 ' "$log"

@@ -1,5 +1,6 @@
 import Benchmark
 import CoreFixtures
+import Crypto
 import Foundation
 import HeraldCore
 import HeraldTesting
@@ -114,6 +115,46 @@ let benchmarks: @Sendable () -> Void = {
     // A miss is one ES256 signature, thousands of times slower than a hit, so it runs one per sample.
     Benchmark("ProviderTokenCache.miss", configuration: .init(scalingFactor: .one, maxIterations: 2_000)) { _ in
         blackHole(key.signToken(issuedAt: Date()))
+    }
+
+    // MARK: Web Push
+
+    // One message's encryption for one subscription (RFC 8291): Herald's, and the same swift-crypto operations called
+    // directly — a fresh P-256 key, ECDH, two HKDF rounds (three derivations), AES-128-GCM over one record — as the
+    // floor. The subscription is a browser's: its own key pair and a 16-byte auth secret.
+    let browser = P256.KeyAgreement.PrivateKey()
+    let auth = (0..<16).map { _ in UInt8.random(in: 0...255) }
+    let subscriptionKeys = try! WebPushSubscriptionKeys(
+        p256dh: Base64URL.encode(browser.publicKey.x963Representation), auth: Base64URL.encode(auth))
+    let webMessage = try! WebPushMessage.declarative(
+        from: payload, navigate: "https://example.com/orders/A-1042", priority: .immediate, now: Date())
+    Benchmark("WebPush.encrypt", configuration: .init(scalingFactor: .one, maxIterations: 5_000)) { _ in
+        blackHole(try WebPushEncryption.encrypt(webMessage.payload, for: subscriptionKeys))
+    }
+    let uaPublic = Array(browser.publicKey.x963Representation)
+    let recordInfo = Array("Content-Encoding: aes128gcm".utf8) + [0]
+    let nonceInfo = Array("Content-Encoding: nonce".utf8) + [0]
+    Benchmark("Baseline.swift-crypto.aes128gcm", configuration: .init(scalingFactor: .one, maxIterations: 5_000)) { _ in
+        let sender = P256.KeyAgreement.PrivateKey()
+        let senderPublic = Array(sender.publicKey.x963Representation)
+        let shared = try sender.sharedSecretFromKeyAgreement(with: browser.publicKey)
+        let ikm = shared.hkdfDerivedSymmetricKey(
+            using: SHA256.self, salt: auth, sharedInfo: Array("WebPush: info".utf8) + [0] + uaPublic + senderPublic,
+            outputByteCount: 32)
+        var random = SystemRandomNumberGenerator()
+        let salt = withUnsafeBytes(of: (random.next() as UInt64, random.next() as UInt64)) { Array($0) }
+        let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: ikm, salt: salt, info: recordInfo, outputByteCount: 16)
+        let nonce = HKDF<SHA256>.deriveKey(inputKeyMaterial: ikm, salt: salt, info: nonceInfo, outputByteCount: 12)
+        let sealed = try AES.GCM.seal(
+            webMessage.payload + [0x02], using: key, nonce: try nonce.withUnsafeBytes { try AES.GCM.Nonce(data: Array($0)) })
+        blackHole(sealed)
+    }
+    Benchmark("WebPushMessage.declarative") { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(
+                try WebPushMessage.declarative(
+                    from: payload, navigate: "https://example.com/orders/A-1042", priority: .immediate, now: Date()))
+        }
     }
 
     // MARK: Device tokens
