@@ -71,3 +71,81 @@ struct WebPushMessageTests {
         #expect(error?.code == .payloadTooLarge)
     }
 }
+
+@Suite("Web Push: buttons, text direction and the classic format")
+struct WebPushMessageOptionsTests {
+    static let now = WebPushMessageTests.now
+
+    @Test("the payload's navigate, dir and actions become the notification's, and leave the top level")
+    func options() throws {
+        let payload = try WebPushMessageTests.payload(
+            #"{"aps":{"alert":{"title":"Order shipped"}},"navigate":"https://example.com/orders/1","dir":"ltr","actions":[{"action":"track","title":"Track","navigate":"https://example.com/track/1"},{"action":"help","title":"Help","navigate":"https://example.com/help"}],"order":1}"#)
+        let message = try WebPushMessage.declarative(from: payload, navigate: "https://example.com", now: Self.now)
+        let json = try JSONValue(parsing: message.payload)
+        let notification = try #require(json["notification"])
+        #expect(notification["navigate"] == "https://example.com/orders/1", "the payload's link wins over the origin")
+        #expect(notification["dir"] == "ltr")
+        let actions = try #require(notification["actions"]?.arrayValue)
+        #expect(actions.count == 2 && actions[0]["action"] == "track" && actions[0]["title"] == "Track")
+        #expect(actions[1]["navigate"] == "https://example.com/help")
+        #expect(json["navigate"] == nil && json["dir"] == nil && json["actions"] == nil && json["order"] == 1)
+    }
+
+    @Test("a variant in a language written right to left is dir rtl; others none, unless the send says", arguments: [
+        ("ar", "rtl"), ("he-IL", "rtl"), ("fa", "rtl"), ("en-GB", nil), ("fr", nil), ("ur-PK", "rtl"),
+    ] as [(String, String?)])
+    func direction(language: String, expected: String?) throws {
+        let payload = try WebPushMessageTests.payload(#"{"aps":{"alert":"Hi"}}"#)
+        let message = try WebPushMessage.declarative(
+            from: payload, navigate: "https://example.com", language: language, now: Self.now)
+        #expect(try JSONValue(parsing: message.payload)["notification"]?["dir"]?.stringValue == expected)
+        let given = try WebPushMessage.declarative(
+            from: try WebPushMessageTests.payload(#"{"aps":{"alert":"Hi"},"dir":"auto"}"#), navigate: "https://example.com",
+            language: language, now: Self.now)
+        #expect(try JSONValue(parsing: given.payload)["notification"]?["dir"] == "auto")
+    }
+
+    @Test("the classic format has no web_push member, and its link and buttons' links are optional")
+    func classic() throws {
+        let payload = try WebPushMessageTests.payload(
+            #"{"aps":{"alert":{"title":"New message"},"badge":2},"actions":[{"action":"reply","title":"Reply"}]}"#)
+        let message = try WebPushMessage.make(.classic, from: payload, navigate: nil, now: Self.now)
+        let json = try JSONValue(parsing: message.payload)
+        #expect(json["web_push"] == nil && json["app_badge"] == 2)
+        #expect(json["notification"]?["title"] == "New message" && json["notification"]?["navigate"] == nil)
+        #expect(json["notification"]?["actions"]?.arrayValue?.first?["navigate"] == nil)
+        // The declarative format requires both.
+        let error = #expect(throws: WebPushError.self) {
+            try WebPushMessage.make(.declarative, from: payload, navigate: "https://example.com", now: Self.now)
+        }
+        #expect(error?.code == .invalidActions)
+        let noLink = #expect(throws: WebPushError.self) {
+            try WebPushMessage.make(
+                .declarative, from: try WebPushMessageTests.payload(#"{"aps":{"alert":"Hi"}}"#), navigate: nil,
+                now: Self.now)
+        }
+        #expect(noLink?.code == .invalidNavigate)
+    }
+
+    @Test("buttons and directions a browser would not take are refused with the reason", arguments: [
+        (#""actions":[]"#, WebPushError.Code.invalidActions),
+        (#""actions":{"action":"a"}"#, .invalidActions),
+        (#""actions":[{"action":"a","title":"A","navigate":"https://x.example"},{"action":"b","title":"B","navigate":"https://x.example"},{"action":"c","title":"C","navigate":"https://x.example"}]"#, .invalidActions),
+        (#""actions":[{"title":"A","navigate":"https://x.example"}]"#, .invalidActions),
+        (#""actions":[{"action":"a","title":"","navigate":"https://x.example"}]"#, .invalidActions),
+        (#""actions":[{"action":"a","title":"A","navigate":"http://x.example"}]"#, .invalidActions),
+        (#""dir":"up""#, .invalidDirection),
+        (#""dir":1"#, .invalidDirection),
+        (#""navigate":"ftp://x.example""#, .invalidNavigate),
+        (#""navigate":42"#, .invalidNavigate),
+    ])
+    func refused(member: String, code: WebPushError.Code) throws {
+        let payload = try WebPushMessageTests.payload(#"{"aps":{"alert":"Hi"},\#(member)}"#)
+        for format in WebPushMessage.Format.allCases {
+            let error = #expect(throws: WebPushError.self, "\(format)") {
+                try WebPushMessage.make(format, from: payload, navigate: "https://example.com", now: Self.now)
+            }
+            #expect(error?.code == code, "\(member) in \(format)")
+        }
+    }
+}

@@ -124,6 +124,86 @@ struct WebPushSendTests {
     }
 
     @Test(
+        "what a browser cannot show is refused at acceptance with the way to leave subscriptions out; transports narrows a send to devices or subscriptions; a send to named tokens is checked at each",
+        arguments: Backend.available)
+    func checkedAtAcceptance(backend: Backend) async throws {
+        try await ServerHarness.withServer(backend, configure: WebPushRegistrationTests.withWebApp) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let phone = testToken(0xb2)
+            try await client.register(phone, debug: false, extra: #", "userId": "ada""#)
+            let (web, webToken) = try await Self.subscribe(client, emulator, user: "ada")
+            let big = String(repeating: "x", count: 3_930)
+            let refusals: [(String, String, String)] = [
+                (#""payload": {"aps": {"alert": {"title-loc-key": "SHIPPED"}}}"#, "webNotRenderable", "localization key"),
+                (#""alert": {"title": "Hi", "body": "\#(big)"}"#, "webPayloadTooLarge", "3993"),
+                (#""alert": {"title": "Hi"}, "localizations": {"de": {"title": "Hallo", "body": "\#(big)"}}"#, "webPayloadTooLarge", "its de variant"),
+                (#""alert": {"title": "Hi"}, "data": {"actions": [{"action": "a", "title": "A"}]}"#, "invalidField", "data.actions"),
+                (#""alert": {"title": "Hi"}, "data": {"dir": "sideways"}"#, "invalidField", "data.dir"),
+                (#""alert": {"title": "Hi"}, "transports": ["fax"]"#, "invalidField", "transports"),
+                (#""alert": {"title": "Hi"}, "transports": []"#, "invalidField", "transports"),
+            ]
+            for (fields, reason, mention) in refusals {
+                let answer = try await client.call(
+                    .post, "/api/send", body: #"{"target": {"user": "ada"}, \#(fields)}"#, bearer: key)
+                #expect(answer.status == .badRequest && answer.json["reason"]?.stringValue == reason, "\(fields): \(answer)")
+                let text = answer.json["error"]?.stringValue?.replacingOccurrences(of: ",", with: "") ?? ""
+                #expect(text.contains(mention), "\(answer)")
+                if reason.hasPrefix("web") { #expect(text.contains(#""transports": ["apns"]"#), "\(answer)") }
+            }
+            #expect((try? emulator.inbox(for: phone))?.isEmpty ?? true, "nothing sent")
+            #expect(try Self.messages(emulator, web).isEmpty)
+
+            // Leaving subscriptions out, the same send reaches the phone; and the other way round.
+            let devicesOnly = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"user": "ada"}, "payload": {"aps": {"alert": {"title-loc-key": "SHIPPED"}}}, "transports": ["apns"]}"#,
+                bearer: key)
+            #expect(devicesOnly.json["targetCount"] == 1 && devicesOnly.json["counts"]?["accepted"] == 1, "\(devicesOnly)")
+            let webOnly = try await client.call(
+                .post, "/api/send?dryRun=true",
+                body: #"{"target": {"user": "ada"}, "alert": {"title": "Hi"}, "transports": ["webpush"]}"#, bearer: key)
+            #expect(webOnly.json["targetCount"] == 1 && webOnly.json["webSubscriptionCount"] == 1, "\(webOnly)")
+
+            // Named tokens are not refused for a browser: the subscription among them fails with the reason.
+            let named = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"tokens": ["\#(phone.hex)", "\#(webToken.hex)"]}, "payload": {"aps": {"alert": {"title-loc-key": "SHIPPED"}}}}"#,
+                bearer: key)
+            #expect(named.json["counts"]?["accepted"] == 1 && named.json["counts"]?["failed"] == 1, "\(named)")
+            let failed = named.json["outcomes"]?.arrayValue?.first { $0["token"]?.stringValue == webToken.hex }
+            #expect(failed?["message"]?.stringValue?.contains("localization key") == true, "\(named)")
+            #expect(try Self.messages(emulator, web).isEmpty)
+        }
+    }
+
+    @Test(
+        "an app with the classic format sends its subscriptions the notification without web_push, its buttons and an rtl variant's direction",
+        arguments: Backend.available)
+    func classicFormat(backend: Backend) async throws {
+        try await ServerHarness.withServer(backend, configure: {
+            WebPushRegistrationTests.withWebApp(&$0)
+            $0.apps[0].webPush?.format = .classic
+            $0.apps[0].webPush?.origin = nil
+        }) { client, app in
+            let emulator = try #require(app.emulator)
+            let key = try await SendTests.key(app)
+            let (web, _) = try await Self.subscribe(
+                client, emulator, user: "ada", extra: #", "preferredLanguages": ["ar-EG"]"#)
+            let answer = try await client.call(
+                .post, "/api/send",
+                body: #"{"target": {"user": "ada"}, "alert": {"title": "Hi"}, "localizations": {"ar": {"title": "مرحبا"}}, "data": {"actions": [{"action": "reply", "title": "Reply"}]}}"#,
+                bearer: key)
+            #expect(answer.json["counts"]?["accepted"] == 1, "\(answer)")
+            let message = try #require(try Self.messages(emulator, web).first)
+            #expect(message["web_push"] == nil, "a classic message is the service worker's to show")
+            #expect(message["notification"]?["title"] == "مرحبا" && message["notification"]?["dir"] == "rtl")
+            #expect(message["notification"]?["lang"] == "ar" && message["notification"]?["navigate"] == nil)
+            #expect(message["notification"]?["actions"]?.arrayValue?.first?["action"] == "reply")
+        }
+    }
+
+    @Test(
         "a subscription the push service answers 410 or 404 leaves the registry, its outcome saying so; the others are sent",
         arguments: Backend.available)
     func goneSubscriptionsLeave(backend: Backend) async throws {

@@ -28,6 +28,10 @@ extension ErrorCode where Domain == WebPushError {
     public static let notRenderable = Self("notRenderable")
     /// A `navigate` that is not an https URL.
     public static let invalidNavigate = Self("invalidNavigate")
+    /// A `dir` that is not `auto`, `ltr` or `rtl`.
+    public static let invalidDirection = Self("invalidDirection")
+    /// `actions` that are not up to two buttons of an id, a title and an https link.
+    public static let invalidActions = Self("invalidActions")
     /// A VAPID key is not a P-256 private key.
     public static let invalidVAPIDKey = Self("invalidVAPIDKey")
     /// The VAPID `sub` is not a `mailto:` or `https:` URL (Apple answers `403 BadJwtToken`).

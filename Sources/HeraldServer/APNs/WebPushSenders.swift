@@ -22,10 +22,6 @@ final class WebPushSenders: Sendable {
         self.clock = clock
     }
 
-    /// The custom key of a send's payload whose `https` URL a web notification opens (`notification.navigate`);
-    /// without it the app's web origin opens.
-    static let navigateKey = "navigate"
-
     /// Sends a notification to a subscription as its web message; never throws: the result says how it ended.
     /// - Parameter language: The language of the notification's text, the message's `lang`.
     func send(_ notification: PreparedNotification, to subscription: WebPushSubscription, language: String?) async
@@ -94,14 +90,20 @@ final class WebPushSenders: Sendable {
             throw WebPushError(
                 .notRenderable, "The notification's payload cannot be read as a web notification: \(error.description)")
         }
-        guard let link = payload.custom[navigateKey]?.stringValue ?? app.origin else {
-            throw WebPushError(
-                .invalidNavigate,
-                "A web notification opens a page, and this one names none: put its https URL in the send's \"data\": {\"navigate\": …}, or configure the app's web origin (HERALD_WEB_ORIGIN).")
-        }
-        return try WebPushMessage.declarative(
-            from: payload, navigate: link, priority: notification.priority, expiration: notification.expiration,
-            collapseID: notification.collapseID, language: language, now: now)
+        return try message(
+            for: payload, priority: notification.priority, expiration: notification.expiration,
+            collapseID: notification.collapseID, language: language, app: app, now: now)
+    }
+
+    /// The web message an app's subscriptions get for a notification: what the sender sends, and what a send is
+    /// checked against when it is accepted.
+    static func message(
+        for payload: Payload, priority: APNSPriority?, expiration: APNSExpiration?, collapseID: String?,
+        language: String?, app: AppConfiguration.WebPush, now: Date
+    ) throws(WebPushError) -> WebPushMessage {
+        try WebPushMessage.make(
+            app.format, from: payload, navigate: app.origin, priority: priority, expiration: expiration,
+            collapseID: collapseID, language: language, now: now)
     }
 
     /// The web messages made lately, by variant: a send has a handful, and a minute's reuse spares a parse per device.

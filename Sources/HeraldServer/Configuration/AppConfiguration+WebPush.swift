@@ -13,9 +13,14 @@ extension AppConfiguration {
         /// a browser (CORS), and where a notification without a link of its own opens. `nil`: registrations come from
         /// the site's own backend only.
         public var origin: String?
+        /// How its web messages are written: Declarative Web Push (the default), or classic for a site whose service
+        /// worker shows every message itself.
+        public var format: WebPushMessage.Format
 
         /// - Throws: ``ConfigurationError`` for a subject or origin push services and browsers would refuse.
-        public init(vapidKey: VAPIDKey, subject: String, origin: String? = nil) throws(ConfigurationError) {
+        public init(
+            vapidKey: VAPIDKey, subject: String, origin: String? = nil, format: WebPushMessage.Format = .declarative
+        ) throws(ConfigurationError) {
             do {
                 try VAPID.check(subject: subject)
             } catch {
@@ -31,6 +36,7 @@ extension AppConfiguration {
             self.vapidKey = vapidKey
             self.subject = subject
             self.origin = origin
+            self.format = format
         }
 
         /// `https://host[:port]` (or `http://localhost…` for a developer's machine), lowercase, no path.
@@ -42,6 +48,6 @@ extension AppConfiguration {
         }
 
         /// Never the private key.
-        public var description: String { "WebPush(\(vapidKey), \(subject), \(origin ?? "no origin"))" }
+        public var description: String { "WebPush(\(vapidKey), \(subject), \(origin ?? "no origin"), \(format))" }
     }
 }

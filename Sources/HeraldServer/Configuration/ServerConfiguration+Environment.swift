@@ -41,6 +41,7 @@ extension ServerConfiguration {
     /// | `HERALD_VAPID_PRIVATE_KEY` or `HERALD_VAPID_KEY_FILE` [`vapidPrivateKey`, `vapidKeyFile`] | the app's website's VAPID key (`herald vapid generate`), base64url or PEM | none: no web subscriptions |
     /// | `HERALD_VAPID_SUBJECT` [`vapidSubject`] | with a VAPID key: `mailto:` or `https:` URL push services can reach you at | none |
     /// | `HERALD_WEB_ORIGIN` [`webOrigin`] | the website's origin, `https://example.com`: pages that may register from a browser, and where a notification opens by default | none |
+    /// | `HERALD_WEB_PUSH_FORMAT` [`webPushFormat`] | `declarative` (Safari shows it without a service worker) or `classic` (every browser hands it to the site's service worker) | `declarative` |
     /// | `HERALD_RECEIPTS` [`receipts`] | Boolean: the send id in a `herald` key, for delivery receipts | `true` |
     /// | `HERALD_SEND_WEIGHT` [`sendWeight`] | the app's share of the in-flight budget against other apps, 1–1000 | 1 |
     /// | `HERALD_SEND_PRIORITY` [`sendPriority`] | `high`, `normal` or `low`: the app's sends are claimed and given the budget before (after) other apps' of their lane | `normal` |
@@ -296,6 +297,7 @@ extension ServerConfiguration {
             "HERALD_FREQUENCY_CAPS",
             "HERALD_QUIET_HOURS", "HERALD_QUIET_HOURS_TIME_ZONE",
             "HERALD_VAPID_PRIVATE_KEY", "HERALD_VAPID_KEY_FILE", "HERALD_VAPID_SUBJECT", "HERALD_WEB_ORIGIN",
+            "HERALD_WEB_PUSH_FORMAT",
         ]
         let environmentOnly = SettingReader(environment: reader.environment, file: [:])
         if perAppVariables.contains(where: { reader.environment[$0].map { !$0.isEmpty } ?? false }) || apps.isEmpty {
@@ -445,11 +447,12 @@ extension ServerConfiguration {
         let keyFile = try reader.string("HERALD_VAPID_KEY_FILE", "vapidKeyFile")
         let subject = try reader.string("HERALD_VAPID_SUBJECT", "vapidSubject")
         let origin = try reader.string("HERALD_WEB_ORIGIN", "webOrigin")
+        let formatName = try reader.string("HERALD_WEB_PUSH_FORMAT", "webPushFormat")
         let keyName = reader.name("HERALD_VAPID_PRIVATE_KEY", "vapidPrivateKey")
         guard keyText != nil || keyFile != nil else {
-            if subject != nil || origin != nil {
+            if subject != nil || origin != nil || formatName != nil {
                 throw ConfigurationError(
-                    "A VAPID subject or web origin is set without a VAPID key: set \(keyName) (make one with `herald vapid generate`), or remove them."
+                    "A VAPID subject, web origin or web push format is set without a VAPID key: set \(keyName) (make one with `herald vapid generate`), or remove them."
                 )
             }
             return nil
@@ -478,7 +481,15 @@ extension ServerConfiguration {
                 "\(reader.name("HERALD_VAPID_SUBJECT", "vapidSubject")) is missing: with a VAPID key, push services need a mailto: or https: URL to reach you, such as mailto:push@example.com."
             )
         }
-        return try AppConfiguration.WebPush(vapidKey: key, subject: subject, origin: origin)
+        var format = WebPushMessage.Format.declarative
+        if let formatName {
+            guard let named = WebPushMessage.Format(rawValue: formatName.lowercased()) else {
+                throw ConfigurationError(
+                    "\(reader.name("HERALD_WEB_PUSH_FORMAT", "webPushFormat")) is \"\(formatName)\": use declarative (Safari shows the message itself) or classic (the site's service worker shows every message).")
+            }
+            format = named
+        }
+        return try AppConfiguration.WebPush(vapidKey: key, subject: subject, origin: origin, format: format)
     }
 
     /// `name` (on unless turned off), `name:off` (off unless turned on) or `name:mandatory`, each name once.

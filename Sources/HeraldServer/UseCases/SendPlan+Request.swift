@@ -97,15 +97,7 @@ extension SendPlan {
             // message is end-to-end encrypted to its browser anyway (RFC 8291).
             kinds = kinds.filter { !$0.isWebPush }
         }
-        if app.webPush != nil, pushType == .alert, let link = payload.custom[WebPushSenders.navigateKey] {
-            guard let text = link.stringValue, let url = URL(string: text), url.scheme == "https",
-                url.host?.isEmpty == false
-            else {
-                throw APIError.invalidField(
-                    (rawObject == nil ? "data." : "payload.") + WebPushSenders.navigateKey,
-                    "it is the https URL a web notification opens, such as https://example.com/orders/42")
-            }
-        }
+        kinds = kinds.filter { request.transports.contains($0.isWebPush ? .webPush : .apns) }
         var query = selection.kinds(kinds)
         if let activityType = request.activityType {
             guard pushType == .liveactivity else {
@@ -151,16 +143,27 @@ extension SendPlan {
             }
         }
         var prepared = ["": try prepare(payload)]
+        var variants = ["": payload]
         for (language, alert) in request.localizations {
             var localized = payload
             localized.aps.alert = alert
             prepared[language] = try prepare(localized)
+            variants[language] = localized
         }
-        let variants = request.localizations.isEmpty ? "" : " in \(request.localizations.count + 1) variants"
+        // A send to named tokens is checked at each subscription among them (its outcome says why one failed): an
+        // APNs token's send should not be refused for what a browser cannot show.
+        if let web = app.webPush, kinds.contains(where: \.isWebPush), !request.target.namesTokens {
+            for (language, payload) in variants {
+                try Self.checkWebMessage(
+                    payload, language: language.isEmpty ? nil : language, request: request, web: web,
+                    fieldPrefix: rawObject == nil ? "data." : "payload.", now: now)
+            }
+        }
+        let variantCount = request.localizations.isEmpty ? "" : " in \(request.localizations.count + 1) variants"
         var job = SendJob(
             bundleID: app.bundleID, query: query, pushType: pushType, schedule: request.schedule, rate: request.rate,
             targetDescription: targetDescription,
-            summary: "\(pushType) push" + variants + (request.encrypt ? ", encrypted" : ""),
+            summary: "\(pushType) push" + variantCount + (request.encrypt ? ", encrypted" : ""),
             notifications: prepared, stampsTimestamp: stampsTimestamp,
             quietHours: Self.quietHoursRule(
                 request.quietHours, app: app, category: category, pushType: pushType,
@@ -169,6 +172,41 @@ extension SendPlan {
             job.frequencyCaps = FrequencyCap.applying(app.frequencyCaps, category: category, pushType: pushType)
         }
         self.init(validated: job, sendID: sendID, singleToken: single)
+    }
+
+    /// Checks that a variant makes a web message the app's subscriptions can be sent, as the sender will make it, so
+    /// that a send a browser cannot show fails with `400` before anything is sent rather than at each subscription.
+    /// - Throws: ``APIError`` `400`: `invalidField` naming `data.navigate`, `data.dir` or `data.actions`,
+    ///   `webNotRenderable` or `webPayloadTooLarge`, each saying how to leave subscriptions out.
+    private static func checkWebMessage(
+        _ payload: Payload, language: String?, request: SendRequest, web: AppConfiguration.WebPush,
+        fieldPrefix: String, now: Date
+    ) throws(APIError) {
+        do {
+            _ = try WebPushSenders.message(
+                for: payload, priority: request.priority, expiration: request.expiration,
+                collapseID: request.collapseID, language: language, app: web, now: now)
+        } catch {
+            let variant = language.map { " (its \($0) variant)" } ?? ""
+            let field: String? =
+                switch error.code {
+                case .invalidNavigate: WebPushMessage.navigateKey
+                case .invalidDirection: WebPushMessage.directionKey
+                case .invalidActions: WebPushMessage.actionsKey
+                default: nil
+                }
+            if let field {
+                throw APIError(
+                    .badRequest, reason: "invalidField",
+                    "The field \"\(fieldPrefix + field)\" is invalid for the app's web subscriptions\(variant): \(error.message)")
+            }
+            let explanation =
+                "The notification cannot be sent to the app's web subscriptions\(variant): \(error.message) To reach only the app's devices, send with \"transports\": [\"apns\"]."
+            guard error.code == .payloadTooLarge else {
+                throw APIError(.badRequest, reason: "webNotRenderable", explanation)
+            }
+            throw APIError(.badRequest, reason: "webPayloadTooLarge", explanation)
+        }
     }
 
     /// A raw payload, checked.

@@ -22,6 +22,14 @@ struct SendRequest: Sendable, Hashable {
         case activity(String)
         /// Every device of the request's ``topic``.
         case everyDevice
+
+        /// Whether the target lists its registrations by token.
+        var namesTokens: Bool {
+            switch self {
+            case .token, .tokens: true
+            case .user, .tag, .activity, .everyDevice: false
+            }
+        }
     }
 
     /// What the notification says.
@@ -58,6 +66,16 @@ struct SendRequest: Sendable, Hashable {
     /// `false` waives the app's frequency caps: an admin's choice (``Sends``).
     var frequencyCap = true
     var quietHours: QuietHoursMode = .defer
+    /// The kinds of registration the send reaches: APNs device tokens, web push subscriptions, or both.
+    var transports: Set<Transport> = Set(Transport.allCases)
+
+    /// How a registration is reached.
+    enum Transport: String, Sendable, Hashable, CaseIterable {
+        /// APNs: the app's device tokens (and Live Activity tokens).
+        case apns
+        /// Web Push: the app's browser subscriptions.
+        case webPush = "webpush"
+    }
 
     /// The highest `rate`.
     static let maximumRate = 1_000_000
@@ -104,6 +122,17 @@ extension SendRequest {
             quietHours = mode
         }
         localizations = try Self.localizations(fields)
+        if fields["transports"] != nil {
+            let names = try fields.strings("transports", maximumCount: Transport.allCases.count)
+            transports = []
+            for name in names {
+                guard let transport = Transport(rawValue: name) else {
+                    throw APIError.invalidField("transports", "list apns, webpush or both, not \(name.prefix(40))")
+                }
+                transports.insert(transport)
+            }
+            guard !transports.isEmpty else { throw APIError.invalidField("transports", "list apns, webpush or both") }
+        }
         encrypt = try fields.bool("encrypt") ?? false
         pushType = try fields.string("pushType").map { name throws(APIError) in
             guard let type = APNSPushType(headerValue: name), type != .mdm else {

@@ -143,7 +143,9 @@ def main():
         step("A send to the user reaches the subscription at the emulator, decrypted")
         status, sent, _ = call("POST", HERALD + "/api/send", {
             "target": {"user": "ada"}, "alert": {"title": "Order shipped", "body": "It leaves today"},
-            "data": {"navigate": "https://example.com/orders/42"}}, headers={"Authorization": f"Bearer {API_KEY}"})
+            "data": {"navigate": "https://example.com/orders/42", "actions": [
+                {"action": "track", "title": "Track it", "navigate": "https://example.com/track/42"}]}},
+            headers={"Authorization": f"Bearer {API_KEY}"})
         if status != 200 or sent["counts"]["accepted"] != 1:
             fail(f"the send: {status} {sent}")
         status, inbox, _ = call("GET", f"{ADMIN}/subscriptions/{made['id']}/messages")
@@ -161,12 +163,15 @@ def main():
         shown = wait_for("the notification", lambda: page.evaluate("""async () => {
             const registration = await navigator.serviceWorker.ready;
             const shown = await registration.getNotifications();
-            return shown.map(n => ({title: n.title, body: n.body, tag: n.tag, data: n.data}));
+            return shown.map(n => ({title: n.title, body: n.body, tag: n.tag, data: n.data, actions: n.actions}));
         }""") or None)
         if shown[0]["title"] != "Order shipped" or shown[0]["body"] != "It leaves today":
             fail(f"the notification shown: {shown}")
         if shown[0]["data"]["navigate"] != "https://example.com/orders/42":
             fail(f"where a click goes: {shown}")
+        if [a["title"] for a in shown[0]["actions"]] != ["Track it"] or \
+                shown[0]["data"]["links"].get("track") != "https://example.com/track/42":
+            fail(f"the notification's button and where it goes: {shown}")
 
         def received():
             status, record, _ = call("GET", f"{HERALD}/api/sends/{sent['id']}",

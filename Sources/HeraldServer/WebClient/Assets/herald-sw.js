@@ -4,9 +4,9 @@
  * In the site's own service worker:   importScripts("https://push.example.com/herald-sw.js");
  *
  * Shows what Herald sends — Declarative Web Push ({"web_push": 8030, "notification": {…}}) in browsers that do not
- * show it themselves, and the same fields otherwise — sets the app badge, opens the notification's page when it is
- * clicked, and reports `received` and `opened` to Herald (POST /api/events) for the send the message names, as the iOS
- * SDK does. The page's herald-web.js left the server, registration key and token in the Cache API for it.
+ * show it themselves, and the classic format (the same "notification" without "web_push") everywhere — sets the app
+ * badge, opens the notification's page (or its button's) when it is clicked, and reports `received` and `opened` to
+ * Herald (POST /api/events) for the send the message names, as the iOS SDK does. The page's herald-web.js left the server, registration key and token in the Cache API for it.
  */
 (function () {
   "use strict";
@@ -53,9 +53,15 @@
     if (!message || !message.notification || !message.notification.title) return;
     var shown = message.notification;
     var sendId = message.herald && message.herald.send;
+    var links = {};
+    var actions = (Array.isArray(shown.actions) ? shown.actions : []).map(function (button) {
+      if (button.navigate) links[button.action] = button.navigate;
+      return {action: button.action, title: button.title};
+    });
     var options = {
-      body: shown.body, tag: shown.tag, lang: shown.lang, dir: shown.dir, silent: shown.silent === true,
-      timestamp: shown.timestamp, data: {navigate: shown.navigate, sendId: sendId}
+      body: shown.body, tag: shown.tag, lang: shown.lang, dir: shown.dir || "auto", silent: shown.silent === true,
+      timestamp: shown.timestamp, actions: actions,
+      data: {navigate: shown.navigate, links: links, sendId: sendId}
     };
     var work = [self.registration.showNotification(shown.title, options), report("received", sendId)];
     if (typeof message.app_badge === "number" && self.navigator && self.navigator.setAppBadge) {
@@ -68,7 +74,9 @@
     var data = event.notification.data || {};
     event.notification.close();
     var work = [report("opened", data.sendId)];
-    if (data.navigate) work.push(self.clients.openWindow(data.navigate));
+    // A button opens its own page; the notification its link, or (classic messages may have none) the site.
+    var link = (event.action && data.links && data.links[event.action]) || data.navigate || self.registration.scope;
+    work.push(self.clients.openWindow(link));
     event.waitUntil(Promise.all(work));
   });
 })();
