@@ -390,14 +390,15 @@ struct APNSDestination {
             func on(_ production: Int, _ development: Int) -> (APNSEnvironment) -> APNSClientConfiguration.Destination {
                 { .custom(host: custom.host, port: $0.isDevelopment ? development : production, environment: $0) }
             }
+            // Its push services (a test's emulator, say) are trusted as the APNs host is.
+            let trust: APNSClientConfiguration.Trust =
+                custom.trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system
             return APNSDestination(
                 destinations: .init(
                     destination: on(custom.productionPort, custom.developmentPort),
                     broadcast: on(custom.broadcastProductionPort, custom.broadcastDevelopmentPort),
                     channelManagement: on(custom.channelsProductionPort, custom.channelsDevelopmentPort),
-                    trust: custom.trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system,
-                    webPushHosts: configuration.webPushHosts,
-                    webPushTrust: custom.trustPEM.map { .systemAnd(additionalCertificatesPEM: $0) } ?? .system),
+                    trust: trust, webPushHosts: configuration.webPushHosts, webPushTrust: trust),
                 emulator: nil, emulatorKey: nil, registrationHosts: configuration.webPushHosts)
         }
     }

@@ -66,7 +66,7 @@ public final class WebPushClient: Service, Sendable {
 
     private struct State {
         var clients: [String: APNSClient] = [:]
-        var authorizations: [String: (header: String, expiresAt: Date)] = [:]
+        var authorizations: [AuthorizationKey: (header: String, expiresAt: Date)] = [:]
         var closed = false
     }
 
@@ -195,9 +195,16 @@ public final class WebPushClient: Service, Sendable {
     }
 
     /// The VAPID header for a push service and key: made once, reused until an hour before it expires.
+    /// What one VAPID header is for: a push service, a key and a subject.
+    private struct AuthorizationKey: Hashable {
+        let audience: String
+        let publicKey: String
+        let subject: String
+    }
+
     private func authorization(audience: String, key: VAPIDKey, subject: String) throws(WebPushError) -> String {
         let now = wallClock.now()
-        let cacheKey = audience + "|" + key.publicKeyText + "|" + subject
+        let cacheKey = AuthorizationKey(audience: audience, publicKey: key.publicKeyText, subject: subject)
         if let cached = state.withLock({ $0.authorizations[cacheKey] }),
             cached.expiresAt.timeIntervalSince(now) > Self.jwtRenewal
         {

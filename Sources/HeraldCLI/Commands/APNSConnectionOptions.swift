@@ -48,7 +48,7 @@ struct APNSConnectionOptions: ParsableArguments {
         let chosen = APNSClientConfiguration.Destination.custom(
             host: host ?? apple.host, port: port ?? apple.port, environment: environment)
         return APNSClientConfiguration(
-            destination: service == .devicePush ? chosen : .apple(environment), credentials: try credentials(), trust: try trust(),
+            destination: service == .devicePush ? chosen : .apple(environment), credentials: try credentials(), trust: try Self.trust(caFile: caFile),
             maximumConnections: connections, requestTimeout: .seconds(timeout),
             broadcastDestination: service == .broadcast ? chosen : nil,
             channelManagementDestination: service == .channelManagement ? chosen : nil)
@@ -80,12 +80,13 @@ struct APNSConnectionOptions: ParsableArguments {
         return .certificate(chainPEM: pem, privateKeyPEM: keyPEM)
     }
 
-    private func trust() throws -> APNSClientConfiguration.Trust {
+    /// The system's roots, and a `--ca-file`'s certificates beside them (an emulator's, say).
+    static func trust(caFile: String?) throws -> APNSClientConfiguration.Trust {
         guard let caFile else { return .system }
         do {
             return try .adding(caFile: URL(fileURLWithPath: caFile))
         } catch {
-            throw ValidationError("\(error)")
+            throw ValidationError("--ca-file \(caFile): \(error)")
         }
     }
 }

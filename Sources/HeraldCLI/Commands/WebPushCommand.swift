@@ -75,13 +75,8 @@ struct WebPushCommand: AsyncParsableCommand {
             } catch let error as NotificationValidationError {
                 throw ValidationError("The notification would be refused: \(error)")
             }
-            let trust: APNSClientConfiguration.Trust
-            do {
-                trust = try caFile.map { try .adding(caFile: URL(fileURLWithPath: $0)) } ?? .system
-            } catch {
-                throw ValidationError("--ca-file \(caFile ?? ""): \(error)")
-            }
-            let configuration = WebPushClient.Configuration(hosts: hosts, trust: trust, connectionsPerService: connections)
+            let configuration = WebPushClient.Configuration(
+                hosts: hosts, trust: try APNSConnectionOptions.trust(caFile: caFile), connectionsPerService: connections)
             let results = Mutex((ok: 0, failed: 0))
             let quiet = summaryJSON || `repeat` > 20
             let started = ContinuousClock.now

@@ -15,7 +15,7 @@ struct WebOriginMiddleware<Context: RequestContext>: RouterMiddleware {
 
     /// The paths browsers may call: the registration API's.
     static func isBrowserPath(_ path: String) -> Bool {
-        path == "/api/token" || path == "/api/events" || (path.hasPrefix("/api/token/") && !path.dropFirst(11).contains("/"))
+        path == "/api/token" || path == "/api/events" || (path.hasPrefix("/api/token/") && !path.dropFirst("/api/token/".count).contains("/"))
     }
 
     static var allowedHeaders: String { "content-type, x-herald-registration-key" }
