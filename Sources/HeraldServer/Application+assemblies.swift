@@ -98,7 +98,11 @@ struct RouteAssembly {
     let servesMetrics: Bool
 
     func addRoutes(to router: Router<ServerRequestContext>) {
-        let (keys, idempotency, audit, engine) = (access.keys, access.idempotency, access.audit, sending.engine)
+        let (keys, audit, engine) = (access.keys, access.audit, sending.engine)
+        // Each scope's key check is made here, once, for every route of the scope.
+        let sendScope = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
+            .add(middleware: access.idempotency)
+        let adminScope = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .admin))
         RegistrationController(
             store: store, apps: apps, rateLimiter: access.registrationLimiter, metrics: metrics, audit: audit
         ).addRoutes(to: router)
@@ -106,30 +110,27 @@ struct RouteAssembly {
         WebClientController().addRoutes(to: router)
         let sends = Sends(apps: apps, clock: clock)
         SendController(
-            store: store, keys: keys, idempotency: idempotency, apps: apps, sends: sends, engine: engine, limits: configuration.limits,
-            clock: clock, audit: audit
-        ).addRoutes(to: router)
+            store: store, apps: apps, sends: sends, engine: engine, limits: configuration.limits, clock: clock, audit: audit
+        ).addRoutes(to: sendScope)
         let activities = ActivityOperations(
             store: store, sends: sends, engine: engine, clock: clock, metrics: metrics, audit: audit,
             updateBudget: configuration.liveActivities.updateBudget,
             checksStarts: configuration.liveActivities.startCheckAfter > 0)
-        ActivityController(
-            store: store, keys: keys, idempotency: idempotency, apps: apps, operations: activities,
-            limits: configuration.limits
-        ).addRoutes(to: router)
+        ActivityController(store: store, apps: apps, operations: activities, limits: configuration.limits)
+            .addRoutes(to: sendScope)
         let channels = ChannelOperations(store: store, apps: apps, senders: senders, audit: audit)
         ChannelController(
-            store: store, keys: keys, idempotency: idempotency, apps: apps, operations: channels, engine: engine,
-            limits: configuration.limits, clock: clock, audit: audit
-        ).addRoutes(to: router)
-        DeviceController(store: store, apps: apps, keys: keys).addRoutes(to: router)
+            store: store, apps: apps, operations: channels, engine: engine, limits: configuration.limits, clock: clock,
+            audit: audit
+        ).addRoutes(to: sendScope)
+        DeviceController(store: store, apps: apps).addRoutes(to: adminScope)
         let preferences = PreferenceChanges(store: store, clock: clock, audit: audit)
         PreferenceController(
-            store: store, apps: apps, keys: keys, rateLimiter: access.registrationLimiter, preferences: preferences
-        ).addRoutes(to: router)
+            store: store, apps: apps, rateLimiter: access.registrationLimiter, preferences: preferences
+        ).addRoutes(to: router, admin: adminScope)
         let webhooks = WebhookEndpoints(
             store: store, apps: apps, settings: configuration.webhooks, clock: clock, audit: audit)
-        WebhookController(store: store, keys: keys, endpoints: webhooks).addRoutes(to: router)
+        WebhookController(store: store, endpoints: webhooks).addRoutes(to: adminScope)
         let apiKeys = APIKeys(store: store, apps: apps, verifier: keys, clock: clock, audit: audit)
         AccessController(store: store, keys: keys, apps: apps, apiKeys: apiKeys, clock: clock).addRoutes(to: router)
         OperationsController(store: store, metricsEndpoint: metricsEndpoint, servesMetrics: servesMetrics)

@@ -80,12 +80,10 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "One endpoint: its state, queue and recent deliveries.")
 
-        @Argument(help: "The endpoint's id.") var id: String
-        @OptionGroup var options: AdministrationOptions
+        @OptionGroup var endpoint: EndpointArguments
 
         func run() async throws {
-            let uuid = try WebhooksCommand.uuid(id)
-            let (endpoint, queue, deliveries) = try await options.withAdministration { administration in
+            let (endpoint, queue, deliveries) = try await self.endpoint.withEndpoint { administration, uuid in
                 (
                     try await administration.webhook(uuid), try await administration.webhookQueues()[uuid],
                     try await administration.webhookDeliveries(of: uuid, limit: 20)
@@ -114,30 +112,22 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Pause an endpoint: its events wait until resumed.")
 
-        @Argument(help: "The endpoint's id.") var id: String
-        @OptionGroup var options: AdministrationOptions
+        @OptionGroup var endpoint: EndpointArguments
 
         func run() async throws {
-            let uuid = try WebhooksCommand.uuid(id)
-            _ = try await options.withAdministration { administration in
-                try await administration.setWebhook(uuid, paused: true)
-            }
-            Output.line("paused \(id)")
+            _ = try await endpoint.withEndpoint { try await $0.setWebhook($1, paused: true) }
+            Output.line("paused \(endpoint.id)")
         }
     }
 
     struct Resume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Resume an endpoint: its failures are forgotten and its events go.")
 
-        @Argument(help: "The endpoint's id.") var id: String
-        @OptionGroup var options: AdministrationOptions
+        @OptionGroup var endpoint: EndpointArguments
 
         func run() async throws {
-            let uuid = try WebhooksCommand.uuid(id)
-            _ = try await options.withAdministration { administration in
-                try await administration.setWebhook(uuid, paused: false)
-            }
-            Output.line("resumed \(id)")
+            _ = try await endpoint.withEndpoint { try await $0.setWebhook($1, paused: false) }
+            Output.line("resumed \(endpoint.id)")
         }
     }
 
@@ -145,19 +135,17 @@ struct WebhooksCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate-secret", abstract: "Make a new secret and print it, once; the old one signs beside it for the overlap.")
 
-        @Argument(help: "The endpoint's id.") var id: String
+        @OptionGroup var endpoint: EndpointArguments
         @Option(help: "Seconds the previous secret keeps signing.") var overlap = Int(WebhookSettings().secretOverlap.components.seconds)
-        @OptionGroup var options: AdministrationOptions
 
         func validate() throws {
             guard (0...2_592_000).contains(overlap) else { throw ValidationError("--overlap: 0 to 2592000 seconds.") }
         }
 
         func run() async throws {
-            let uuid = try WebhooksCommand.uuid(id)
             let overlap = Duration.seconds(overlap)
-            let (secret, until) = try await options.withAdministration { administration in
-                try await administration.rotateWebhookSecret(of: uuid, overlap: overlap)
+            let (secret, until) = try await endpoint.withEndpoint {
+                try await $0.rotateWebhookSecret(of: $1, overlap: overlap)
             }
             Output.line("The new signing secret, shown only now: \(secret)")
             Output.line("The previous secret signs beside it until \(RFC3339.string(until)).")
@@ -167,48 +155,49 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct Test: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Queue a webhook.test event for an endpoint.")
 
-        @Argument(help: "The endpoint's id.") var id: String
-        @OptionGroup var options: AdministrationOptions
+        @OptionGroup var endpoint: EndpointArguments
 
         func run() async throws {
-            let uuid = try WebhooksCommand.uuid(id)
-            try await options.withAdministration { administration in try await administration.sendTestEvent(to: uuid) }
-            Output.line("queued a webhook.test event for \(id); a running herald serve delivers it")
+            try await endpoint.withEndpoint { try await $0.sendTestEvent(to: $1) }
+            Output.line("queued a webhook.test event for \(endpoint.id); a running herald serve delivers it")
         }
     }
 
     struct Replay: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Send an endpoint's dead letter again, and resume it.")
 
-        @Argument(help: "The endpoint's id.") var id: String
-        @OptionGroup var options: AdministrationOptions
+        @OptionGroup var endpoint: EndpointArguments
 
         func run() async throws {
-            let uuid = try WebhooksCommand.uuid(id)
-            let count = try await options.withAdministration { administration in
-                try await administration.replayDeadLetter(of: uuid)
-            }
-            Output.line("replayed \(count) events of \(id)")
+            let count = try await endpoint.withEndpoint { try await $0.replayDeadLetter(of: $1) }
+            Output.line("replayed \(count) events of \(endpoint.id)")
         }
     }
 
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete an endpoint with its outbox and deliveries.")
 
-        @Argument(help: "The endpoint's id.") var id: String
-        @OptionGroup var options: AdministrationOptions
+        @OptionGroup var endpoint: EndpointArguments
 
         func run() async throws {
-            let uuid = try WebhooksCommand.uuid(id)
-            try await options.withAdministration { administration in try await administration.deleteWebhook(uuid) }
-            Output.line("deleted \(id)")
+            try await endpoint.withEndpoint { try await $0.deleteWebhook($1) }
+            Output.line("deleted \(endpoint.id)")
         }
     }
 
-    static func uuid(_ id: String) throws -> UUID {
-        guard let uuid = UUID(uuidString: id) else {
-            throw ValidationError("\(id) is not an endpoint id: copy it from herald webhooks list.")
+    /// The endpoint a command acts on, and where its database is.
+    struct EndpointArguments: ParsableArguments {
+        @Argument(help: "The endpoint's id.") var id: String
+        @OptionGroup var options: AdministrationOptions
+
+        /// Runs `body` with the server's use cases and the endpoint's id.
+        func withEndpoint<Result: Sendable>(
+            _ body: @Sendable (CommandLineAdministration, UUID) async throws -> Result
+        ) async throws -> Result {
+            guard let uuid = UUID(uuidString: id) else {
+                throw ValidationError("\(id) is not an endpoint id: copy it from herald webhooks list.")
+            }
+            return try await options.withAdministration { try await body($0, uuid) }
         }
-        return uuid
     }
 }

@@ -18,16 +18,12 @@ import Logging
 /// ActivityKit does not budget; an update with an alert, a start and an end default to 10 (docs/live-activities.md).
 struct ActivityController: Sendable {
     let store: any Store
-    let keys: APIKeyVerifier
-    /// Replays the answer of a retried write that carries an `Idempotency-Key`.
-    let idempotency: IdempotencyMiddleware
     let apps: AppDirectory
     let operations: ActivityOperations
     let limits: ServerConfiguration.Limits
 
-    func addRoutes(to router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
-            .add(middleware: idempotency)
+    /// - Parameter group: The routes of the `send` scope, behind its key check and idempotency keys.
+    func addRoutes(to group: RouterGroup<ServerRequestContext>) {
         group.post("/api/activities", use: start)
         group.get("/api/activities", use: list)
         group.get("/api/activities/{id}", use: show)

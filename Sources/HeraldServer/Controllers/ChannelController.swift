@@ -18,9 +18,6 @@ import Logging
 /// A key scoped to apps or an environment sees its own channels only: another's is `404 unknownChannel`.
 struct ChannelController: Sendable {
     let store: any Store
-    let keys: APIKeyVerifier
-    /// Replays the answer of a retried write that carries an `Idempotency-Key`.
-    let idempotency: IdempotencyMiddleware
     let apps: AppDirectory
     let operations: ChannelOperations
     let engine: SendEngine
@@ -31,9 +28,8 @@ struct ChannelController: Sendable {
     /// The largest page `GET /api/channels` gives.
     static let maximumPageSize = 1_000
 
-    func addRoutes(to router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
-            .add(middleware: idempotency)
+    /// - Parameter group: The routes of the `send` scope, behind its key check and idempotency keys.
+    func addRoutes(to group: RouterGroup<ServerRequestContext>) {
         group.post("/api/channels", use: create)
         group.get("/api/channels", use: list)
         group.get("/api/channels/{id}", use: show)

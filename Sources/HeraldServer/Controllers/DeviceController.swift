@@ -8,10 +8,9 @@ import Hummingbird
 struct DeviceController: Sendable {
     let store: any Store
     let apps: AppDirectory
-    let keys: APIKeyVerifier
 
-    func addRoutes(to router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .admin))
+    /// - Parameter group: The routes of the `admin` scope, behind its key check.
+    func addRoutes(to group: RouterGroup<ServerRequestContext>) {
         group.get("/api/devices", use: list)
         group.get("/api/devices/{token}", use: show)
     }

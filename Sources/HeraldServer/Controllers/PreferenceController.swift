@@ -15,17 +15,18 @@ import Logging
 struct PreferenceController: Sendable {
     let store: any Store
     let apps: AppDirectory
-    let keys: APIKeyVerifier
     let rateLimiter: RateLimiter?
     let preferences: PreferenceChanges
 
     /// The body's fields: category choices, and the person's own quiet hours.
     private static let fields: Set<String> = ["categories", "quietHours"]
 
-    func addRoutes(to router: Router<ServerRequestContext>) {
+    /// - Parameters:
+    ///   - router: The app's routes (a registration key's).
+    ///   - admin: The routes of the `admin` scope, behind its key check.
+    func addRoutes(to router: Router<ServerRequestContext>, admin: RouterGroup<ServerRequestContext>) {
         router.get("/api/preferences/{token}") { try await show($0, context: $1, asAdmin: false) }
         router.put("/api/preferences/{token}") { try await update($0, context: $1, asAdmin: false) }
-        let admin = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .admin))
         admin.get("/api/devices/{token}/preferences") { try await show($0, context: $1, asAdmin: true) }
         admin.put("/api/devices/{token}/preferences") { try await update($0, context: $1, asAdmin: true) }
     }

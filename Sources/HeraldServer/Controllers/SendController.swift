@@ -17,9 +17,6 @@ import Logging
 /// cancels its apps' sends only (``KeyAccess``).
 struct SendController: Sendable {
     let store: any Store
-    let keys: APIKeyVerifier
-    /// Replays the answer of a retried write that carries an `Idempotency-Key`.
-    let idempotency: IdempotencyMiddleware
     let apps: AppDirectory
     let sends: Sends
     let engine: SendEngine
@@ -27,9 +24,8 @@ struct SendController: Sendable {
     let clock: any WallClock
     let audit: AuditTrail
 
-    func addRoutes(to router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .send))
-            .add(middleware: idempotency)
+    /// - Parameter group: The routes of the `send` scope, behind its key check and idempotency keys.
+    func addRoutes(to group: RouterGroup<ServerRequestContext>) {
         group.post("/api/send", use: send)
         group.get("/api/sends", use: list)
         group.get("/api/sends/{id}", use: status)

@@ -14,7 +14,6 @@ import Logging
 /// `GET …/deliveries` lists its deliveries, and `POST …/replay` sends its dead letter again.
 struct WebhookController: Sendable {
     let store: any Store
-    let keys: APIKeyVerifier
     let endpoints: WebhookEndpoints
 
     static let createFields: Set<String> = ["topic", "url", "events", "description"]
@@ -23,8 +22,8 @@ struct WebhookController: Sendable {
     /// The largest page of deliveries.
     static let maximumDeliveries = 200
 
-    func addRoutes(to router: Router<ServerRequestContext>) {
-        let group = router.group().add(middleware: APIKeyAuthenticator(keys: keys, scope: .admin))
+    /// - Parameter group: The routes of the `admin` scope, behind its key check.
+    func addRoutes(to group: RouterGroup<ServerRequestContext>) {
         group.post("/api/webhooks", use: create)
         group.get("/api/webhooks", use: list)
         group.get("/api/webhooks/{id}", use: show)

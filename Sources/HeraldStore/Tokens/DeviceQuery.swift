@@ -111,89 +111,54 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
     /// Every registration of a topic.
     public static func topic(_ topic: String) -> DeviceQuery { DeviceQuery(.topic, topic: topic) }
 
-    /// The same query, narrowed to a topic.
-    public func inTopic(_ topic: String) -> DeviceQuery {
+    /// The same query with one of its narrowings changed: what each of the methods below is.
+    private func with<Value>(_ narrowing: WritableKeyPath<DeviceQuery, Value>, _ value: Value) -> DeviceQuery {
         var copy = self
-        copy.topic = topic
+        copy[keyPath: narrowing] = value
         return copy
     }
+
+    /// The same query, narrowed to a topic.
+    public func inTopic(_ topic: String) -> DeviceQuery { with(\.topic, topic) }
 
     /// The same query, narrowed to one environment.
-    public func environment(_ environment: APNSEnvironment?) -> DeviceQuery {
-        var copy = self
-        copy.environment = environment
-        return copy
-    }
+    public func environment(_ environment: APNSEnvironment?) -> DeviceQuery { with(\.environment, environment) }
 
     /// The same query, narrowed to some token kinds (`nil`: every kind).
-    public func kinds(_ kinds: Set<TokenKind>?) -> DeviceQuery {
-        var copy = self
-        copy.tokenKinds = kinds
-        return copy
-    }
+    public func kinds(_ kinds: Set<TokenKind>?) -> DeviceQuery { with(\.tokenKinds, kinds) }
 
     /// The same query, narrowed to registrations in some time zones (`nil`: every zone, and none).
-    public func timeZones(_ filter: TimeZoneFilter?) -> DeviceQuery {
-        var copy = self
-        copy.timeZones = filter
-        return copy
-    }
+    public func timeZones(_ filter: TimeZoneFilter?) -> DeviceQuery { with(\.timeZones, filter) }
 
     /// The same query, grouping registrations by time zone and their person's own quiet hours
     /// (``groupsByOwnQuietHours``).
-    public func groupingByOwnQuietHours(_ group: Bool = true) -> DeviceQuery {
-        var copy = self
-        copy.groupsByOwnQuietHours = group
-        return copy
-    }
+    public func groupingByOwnQuietHours(_ group: Bool = true) -> DeviceQuery { with(\.groupsByOwnQuietHours, group) }
 
     /// The same query, narrowed to the push-to-start tokens of one activity attributes type.
-    public func activityType(_ type: String?) -> DeviceQuery {
-        var copy = self
-        copy.activityType = type
-        return copy
-    }
+    public func activityType(_ type: String?) -> DeviceQuery { with(\.activityType, type) }
 
     /// The same query, narrowed to the registrations after a position of its order (exclusive; `nil`: from the
     /// start): what one shard of a large send holds, with ``through(_:)``, for a statement over the shard's range
     /// other than its pages (which walk from a cursor).
-    public func after(_ bound: DeviceCursor?) -> DeviceQuery {
-        var copy = self
-        copy.lowerBound = bound
-        return copy
-    }
+    public func after(_ bound: DeviceCursor?) -> DeviceQuery { with(\.lowerBound, bound) }
 
     /// The same query, narrowed to the registrations up to a position of its order (inclusive; `nil`: to the end):
     /// one shard of a large send walks from its start cursor through its end.
-    public func through(_ bound: DeviceCursor?) -> DeviceQuery {
-        var copy = self
-        copy.upperBound = bound
-        return copy
-    }
+    public func through(_ bound: DeviceCursor?) -> DeviceQuery { with(\.upperBound, bound) }
 
     /// The same query, narrowed to the registrations created at or before `date` (`nil`: whenever): the devices a
     /// send accepted at `date` targets, however long it runs.
-    public func registered(through date: Date?) -> DeviceQuery {
-        var copy = self
-        copy.registeredThrough = date
-        return copy
-    }
+    public func registered(through date: Date?) -> DeviceQuery { with(\.registeredThrough, date) }
 
     /// The same query, narrowed to the registrations whose subject (``PreferenceSubject``) lets a category through:
     /// chose it on, or made no choice and the category is on by default (`nil`: no preference rule).
-    public func preference(_ filter: PreferenceFilter?) -> DeviceQuery {
-        var copy = self
-        copy.preference = filter
-        return copy
-    }
+    public func preference(_ filter: PreferenceFilter?) -> DeviceQuery { with(\.preference, filter) }
 
     /// The same query, narrowed to the registrations whose subject has had as many notifications as one of `caps`
     /// allows in its window holding `date`: what a send's caps would leave out if it ran now (an estimate: other
     /// sends may claim or windows roll over before it runs).
     public func exhaustingFrequencyCaps(_ caps: [FrequencyCap], at date: Date) -> DeviceQuery {
-        var copy = self
-        copy.exhaustedCaps = caps.map { CapWindow(cap: $0, windowStart: $0.window(at: date).start) }
-        return copy
+        with(\.exhaustedCaps, caps.map { CapWindow(cap: $0, windowStart: $0.window(at: date).start) })
     }
 
     /// Whether the query leaves out the tokens whose device reported Live Activities off
@@ -206,17 +171,11 @@ public struct DeviceQuery: Sendable, Hashable, CustomStringConvertible {
 
     /// The same query, keeping the tokens whose device reported Live Activities off: what a send counts them with.
     public func includingActivitiesDisabled(_ include: Bool = true) -> DeviceQuery {
-        var copy = self
-        copy.includesActivitiesDisabled = include
-        return copy
+        with(\.includesActivitiesDisabled, include)
     }
 
     /// The same query, with invalidated and stale tokens included (admin lookups).
-    public func includingInvalidated(_ include: Bool = true) -> DeviceQuery {
-        var copy = self
-        copy.includesInvalidated = include
-        return copy
-    }
+    public func includingInvalidated(_ include: Bool = true) -> DeviceQuery { with(\.includesInvalidated, include) }
 
     /// Whether pages are ordered by environment, then token, rather than by token alone.
     ///
