@@ -64,7 +64,9 @@ extension PostgresStore {
                     StoreSQL.recordOutcomes(recording, checkpoint: checkpoint, at: now)
                 }
             guard let row = try await session.rows(record).first else { throw SendRecord.notFound(id) }
-            try await session.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
+            // Events only for what is recorded now: a batch recorded again must not announce its devices twice.
+            try await session.writeWebhookEvents(
+                recording.recordedNow.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             try await self.insertAttempts(outcomes, of: id, in: session)
             return try OutcomeCounts(stored: row)
         }

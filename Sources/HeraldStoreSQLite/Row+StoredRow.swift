@@ -62,9 +62,8 @@ extension Database {
 
     /// Records a batch of outcomes (``OutcomeRecording``): reads what the send has among them, inserts the rows and the
     /// batches of what is left, and counts them.
-    func record(_ recording: OutcomeRecording) throws -> OutcomeCounts {
+    func record(_ recording: inout OutcomeRecording) throws -> OutcomeCounts {
         guard let read = recording.priorRead(.sqlite) else { return OutcomeCounts() }
-        var recording = recording
         try recording.resolve(try rows(read))
         var counts = try insertOutcomes(recording.rows, of: recording.send, firstSequence: recording.firstSequence)
         if let batches = recording.insertBatches(.sqlite) {

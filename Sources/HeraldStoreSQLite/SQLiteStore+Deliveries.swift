@@ -43,8 +43,10 @@ extension SQLiteStore {
         let now = clock.now()
         return try await write("record delivery outcomes") { db in
             guard try db.rows(StoreSQL.lockSend(id, .sqlite)).first != nil else { throw SendRecord.notFound(id) }
-            let batch = try db.record(OutcomeRecording(outcomes, of: id, shard: shard))
-            try db.writeWebhookEvents(outcomes.flatMap { WebhookEventDraft.events(of: $0, in: id) })
+            var recording = OutcomeRecording(outcomes, of: id, shard: shard)
+            let batch = try db.record(&recording)
+            // Events only for what is recorded now: a batch recorded again must not announce its devices twice.
+            try db.writeWebhookEvents(recording.recordedNow.flatMap { WebhookEventDraft.events(of: $0, in: id) })
             let update = StoreSQL.addCounts(batch, to: id, checkpoint: shard == nil ? checkpoint : nil, at: now, .sqlite)
             guard let row = try db.rows(update).first else { throw SendRecord.notFound(id) }
             if let shard {

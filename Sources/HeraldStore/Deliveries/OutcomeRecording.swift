@@ -21,6 +21,9 @@ package struct OutcomeRecording: Sendable {
     package private(set) var batches: [(sequence: Int64, batch: AcceptedBatch)] = []
     /// The sequence number of the first row.
     package private(set) var firstSequence: Int64 = 1
+    /// The outcomes recorded now, in rows or batches: not those of devices the send had already recorded (a batch
+    /// recorded again after its commit's answer was lost, or a resumed send's). What their webhook events are for.
+    package private(set) var recordedNow: [DeliveryOutcome] = []
 
     package init(_ outcomes: [DeliveryOutcome], of send: SendID, shard: Int? = nil) {
         var seen = Set<DeviceToken>()
@@ -64,8 +67,10 @@ package struct OutcomeRecording: Sendable {
         let last = try read.first { try $0.integer(0) == 0 }?.integer(1) ?? 0
         var grouped: [BatchKey: [(outcome: DeliveryOutcome, member: AcceptedBatch.Member)]] = [:]
         rows = []
+        recordedNow = []
         for (outcome, bytes) in zip(outcomes, tokenBytes) {
             guard !recorded.contains(bytes) else { continue }
+            recordedNow.append(outcome)
             guard let member = AcceptedBatch.member(outcome, bytes: bytes, of: send) else {
                 rows.append(outcome)
                 continue

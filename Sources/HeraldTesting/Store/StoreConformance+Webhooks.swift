@@ -25,7 +25,31 @@ extension StoreConformance {
             Case(
                 "an endpoint created through the same instance gets the next inline send's events, one created through another instance within a second",
                 webhookEndpointsSeen),
+            Case(
+                "a batch of outcomes recorded again (its commit's answer lost, a shard run again) writes events only for the devices it had not recorded",
+                webhookEventsOncePerDevice),
         ]
+    }
+
+    static func webhookEventsOncePerDevice(_ context: Context) async throws {
+        let store = context.store
+        for n in 1...4 { _ = try await store.upsert(registration(n, topic: webhookTopic)) }
+        let hook = try await endpoint(store, events: [.notificationAccepted, .notificationRejected])
+        let send = try await store.createSend(
+            NewSend(target: "tag t", summary: "alert", status: .running, topic: webhookTopic))
+        let now = context.clock.now()
+        let batch = [
+            outcome(1, .accepted(apnsID: APNSID()), at: now),
+            outcome(2, .rejected(status: 400, reason: .badDeviceToken, timestamp: nil), at: now),
+            outcome(3, .accepted(apnsID: APNSID()), at: now),
+        ]
+        _ = try await store.recordOutcomes(batch, for: send.id, checkpoint: nil)
+        #expect(try await store.webhookQueues()[hook.id]?.pending == 3)
+        // The same batch again, with one device more: only that one is new.
+        let again = try await store.recordOutcomes(
+            batch + [outcome(4, .accepted(apnsID: APNSID()), at: now)], for: send.id, checkpoint: nil)
+        #expect(again.accepted == 3 && again.rejected == 1, "the send's counts: \(again)")
+        #expect(try await store.webhookQueues()[hook.id]?.pending == 4, "one event per device, not per recording")
     }
 
     static func webhookEndpointsSeen(_ context: Context) async throws {
