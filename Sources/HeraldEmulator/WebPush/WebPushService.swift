@@ -187,10 +187,7 @@ public final class WebPushService: Sendable {
         let prefix = "/push/"
         guard request.path.hasPrefix(prefix) else { return (404, "NotFound") }
         let id = String(request.path.dropFirst(prefix.count))
-        var headers = [String: String]()
-        for (name, value) in request.headers {
-            guard headers.updateValue(value, forKey: name) == nil else { return (400, "DuplicateHeaders") }
-        }
+        guard let headers = RequestProcessor.uniqueHeaders(request) else { return (400, "DuplicateHeaders") }
         guard let (entry, origin) = state.withLock({ state in state.entries[id].map { ($0, state.origin ?? "") } })
         else { return (404, "NotFound") }
         // Authorization first: a push service tells a stranger nothing about the subscription.

@@ -52,9 +52,8 @@ struct RegistrationBody {
                 )
             }
             // A subscription belongs to no APNs environment; one named is kept, for sends that name one.
-            environment =
-                (fields["debug"] == nil && fields["environment"] == nil)
-                ? .production : try Self.parseEnvironment(debug: fields.bool("debug"), name: fields.string("environment"))
+            environment = try Self.parseEnvironment(
+                debug: fields.bool("debug"), name: fields.string("environment"), unnamed: .production)
         } else {
             guard fields["subscription"] == nil else {
                 throw APIError.invalidField(
@@ -162,7 +161,10 @@ struct RegistrationBody {
         }
     }
 
-    private static func parseEnvironment(debug: Bool?, name: String?) throws(APIError) -> APNSEnvironment {
+    /// - Parameter unnamed: The environment when the body names none; `nil`: the body must name one.
+    private static func parseEnvironment(debug: Bool?, name: String?, unnamed: APNSEnvironment? = nil)
+        throws(APIError) -> APNSEnvironment
+    {
         let named = try name.map { text throws(APIError) in
             guard let environment = APNSEnvironment(name: text) else {
                 throw APIError.invalidField("environment", "use \"development\" or \"production\"")
@@ -171,6 +173,7 @@ struct RegistrationBody {
         }
         switch (debug, named) {
         case (nil, nil):
+            if let unnamed { return unnamed }
             throw APIError(
                 .badRequest, reason: "missingEnvironment",
                 "The body says neither \"debug\" nor \"environment\": send \"debug\": true for a development (sandbox) token, false for production. There is no default, because a wrong environment makes APNs reject the token."
