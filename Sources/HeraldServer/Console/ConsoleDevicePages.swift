@@ -206,7 +206,7 @@ struct ConsoleDevicePages: ConsolePages {
         let view = DeviceView(
             row: DeviceRow(device), languages: registration.preferredLanguages.joined(separator: ", "),
             appVersion: registration.appVersion ?? "—", installation: registration.installationID?.lowercasedText ?? "—",
-            createdAt: Self.display(device.createdAt),
+            pushService: registration.webPush?.audience, createdAt: Self.display(device.createdAt),
             deliveries: deliveries.map { delivery in
                 DeviceView.Delivery(
                     at: Self.display(delivery.outcome.at), sendID: delivery.sendID.description,
@@ -240,6 +240,8 @@ struct ConsoleDevicePages: ConsolePages {
         let languages: String
         let appVersion: String
         let installation: String
+        /// A web subscription's push service (`https://web.push.apple.com`); `nil` for an APNs token.
+        let pushService: String?
         let createdAt: String
         let deliveries: [Delivery]
         let hasDeliveries: Bool

@@ -203,6 +203,12 @@ def main():
         expect(console.locator("#web-title")).to_have_text("Back in stock")
         expect(console.locator("#web-body")).to_have_text("Your size is back")
         expect(console.locator("#web-site")).to_have_text("Opens https://example.com/p/7")
+
+        step("The console's device page names the subscription's push service")
+        console.goto(f"{HERALD}/console/devices/{token}")
+        expect(console.locator("dl.record")).to_contain_text("Push service")
+        expect(console.locator("dl.record")).to_contain_text("https://127.0.0.1:")
+        expect(console.locator("dl.record")).to_contain_text("webpush")
         browser.close()
     server.shutdown()
     step("done")
