@@ -48,11 +48,6 @@ package struct HTTP2Limits: Sendable {
     package struct Rate: Sendable {
         package var maximumCount: Int
         package var window: TimeAmount
-
-        package init(maximumCount: Int, window: TimeAmount) {
-            self.maximumCount = maximumCount
-            self.window = window
-        }
     }
 
     /// The largest decoded header list this endpoint accepts (its `SETTINGS_MAX_HEADER_LIST_SIZE`). A list over it

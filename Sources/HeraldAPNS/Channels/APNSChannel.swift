@@ -51,11 +51,6 @@ public struct APNSChannel: Sendable, Hashable, CustomStringConvertible {
     public let id: APNSChannelID
     public let storagePolicy: APNSMessageStoragePolicy
 
-    public init(id: APNSChannelID, storagePolicy: APNSMessageStoragePolicy) {
-        self.id = id
-        self.storagePolicy = storagePolicy
-    }
-
     public var description: String { "\(id), message-storage-policy \(storagePolicy)" }
 }
 

@@ -16,18 +16,6 @@ public struct APNSDelivery: Sendable, CustomStringConvertible {
     /// Every attempt, when there was more than one (``APNSAttempt``); empty when the first attempt decided.
     public let trail: [APNSAttempt]
 
-    public init(
-        token: DeviceToken, apnsID: String, outcome: APNSOutcome, attempts: Int, unprocessedAttempts: Int = 0,
-        trail: [APNSAttempt] = []
-    ) {
-        self.token = token
-        self.apnsID = apnsID
-        self.outcome = outcome
-        self.attempts = attempts
-        self.unprocessedAttempts = unprocessedAttempts
-        self.trail = trail
-    }
-
     public var description: String { "\(token.redacted) \(apnsID): \(outcome) after \(attempts) attempt\(attempts == 1 ? "" : "s")" }
 }
 

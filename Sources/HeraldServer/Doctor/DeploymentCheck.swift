@@ -48,26 +48,13 @@ public struct CertificateExpiry: Sendable, Hashable {
     public var environment: String
     /// The certificate's `notAfter`.
     public var notAfter: Date
-
-    /// - Parameters: see the properties.
-    public init(app: String, environment: String, notAfter: Date) {
-        self.app = app
-        self.environment = environment
-        self.notAfter = notAfter
-    }
 }
 
 /// What a run of the checks found, in the order they ran.
 public struct DeploymentReport: Sendable, Hashable {
     public var checks: [DeploymentCheck]
     /// The certificates' expiry dates, for the metric.
-    public var certificates: [CertificateExpiry]
-
-    /// - Parameters: see the properties.
-    public init(checks: [DeploymentCheck], certificates: [CertificateExpiry] = []) {
-        self.checks = checks
-        self.certificates = certificates
-    }
+    public var certificates: [CertificateExpiry] = []
 
     /// Whether any check failed: `herald doctor` then exits 1. Warnings alone do not count.
     public var hasFailure: Bool { checks.contains { $0.status == .failure } }

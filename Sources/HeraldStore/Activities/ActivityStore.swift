@@ -73,21 +73,6 @@ public struct ActivityRecord: Sendable, Hashable {
     public var endedAt: Date?
     /// What became of its push-to-start notifications, once they were checked.
     public var startCheck: ActivityStartCheck?
-
-    public init(
-        topic: String, id: String, activityType: String, isActive: Bool, updates: Int, createdAt: Date,
-        updatedAt: Date, endedAt: Date?, startCheck: ActivityStartCheck? = nil
-    ) {
-        self.topic = topic
-        self.id = id
-        self.activityType = activityType
-        self.isActive = isActive
-        self.updates = updates
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-        self.endedAt = endedAt
-        self.startCheck = startCheck
-    }
 }
 
 /// How many devices an activity's push-to-start notifications started, as checked once its start send had ended and
@@ -134,9 +119,4 @@ public struct ActivityPage: Sendable, Hashable {
     public var activities: [ActivityRecord]
     /// Where the next page starts, or `nil` on the last page.
     public var next: ActivityCursor?
-
-    public init(activities: [ActivityRecord], next: ActivityCursor?) {
-        self.activities = activities
-        self.next = next
-    }
 }

@@ -146,9 +146,4 @@ public struct AuditPage: Sendable, Hashable {
     public var entries: [AuditEntry]
     /// Where the next page starts; `nil` on the last page.
     public var next: AuditCursor?
-
-    public init(entries: [AuditEntry], next: AuditCursor?) {
-        self.entries = entries
-        self.next = next
-    }
 }

@@ -64,17 +64,6 @@ public struct ChannelRecord: Sendable, Hashable {
     /// When it was deleted through the server; `nil` while live.
     public var deletedAt: Date?
 
-    public init(
-        id: String, topic: String, environment: APNSEnvironment, storagePolicy: Int, createdAt: Date, deletedAt: Date?
-    ) {
-        self.id = id
-        self.topic = topic
-        self.environment = environment
-        self.storagePolicy = storagePolicy
-        self.createdAt = createdAt
-        self.deletedAt = deletedAt
-    }
-
     /// Whether it takes broadcasts: not deleted.
     public var isLive: Bool { deletedAt == nil }
 }

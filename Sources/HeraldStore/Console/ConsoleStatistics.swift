@@ -30,11 +30,6 @@ public struct DayCount: Sendable, Hashable {
     /// The day's midnight, UTC.
     public var day: Date
     public var count: Int
-
-    public init(day: Date, count: Int) {
-        self.day = day
-        self.count = count
-    }
 }
 
 /// The sends created on a UTC day and their outcomes.
@@ -43,12 +38,6 @@ public struct DaySends: Sendable, Hashable {
     public var day: Date
     public var sends: Int
     public var counts: OutcomeCounts
-
-    public init(day: Date, sends: Int, counts: OutcomeCounts) {
-        self.day = day
-        self.sends = sends
-        self.counts = counts
-    }
 }
 
 /// Sends over a period: how many, their outcomes, the tokens removed, the most frequent rejection reasons.
@@ -131,9 +120,4 @@ public struct SendListPage: Sendable, Hashable {
     public var sends: [SendRecord]
     /// Where the next page starts, or `nil` on the last page.
     public var next: SendListCursor?
-
-    public init(sends: [SendRecord], next: SendListCursor?) {
-        self.sends = sends
-        self.next = next
-    }
 }

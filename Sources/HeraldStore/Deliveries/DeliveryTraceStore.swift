@@ -43,11 +43,4 @@ public struct TracedReceipt: Sendable, Hashable {
     public var at: Date
     /// When Herald recorded it.
     public var recordedAt: Date
-
-    public init(kind: ReceiptEvent.Kind, action: String?, at: Date, recordedAt: Date) {
-        self.kind = kind
-        self.action = action
-        self.at = at
-        self.recordedAt = recordedAt
-    }
 }

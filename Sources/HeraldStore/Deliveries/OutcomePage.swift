@@ -4,11 +4,6 @@ public struct OutcomePage: Sendable, Hashable {
     public var outcomes: [DeliveryOutcome]
     /// Where the next page starts, or `nil` when this is the last page.
     public var next: OutcomeCursor?
-
-    public init(outcomes: [DeliveryOutcome], next: OutcomeCursor?) {
-        self.outcomes = outcomes
-        self.next = next
-    }
 }
 
 extension OutcomePage {

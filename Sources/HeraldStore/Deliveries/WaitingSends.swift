@@ -7,10 +7,4 @@ public struct WaitingSends: Sendable, Hashable {
     /// Since when the longest-waiting one waits: its due time (`sendAt`, else its creation), or when its worker's
     /// lease ran out.
     public var oldest: Date
-
-    /// - Parameters: see the properties.
-    public init(count: Int, oldest: Date) {
-        self.count = count
-        self.oldest = oldest
-    }
 }

@@ -63,11 +63,6 @@ public struct FrequencyCapCounter: Sendable, Hashable {
     public var count: Int
     /// The send that counted last.
     public var lastSend: SendID?
-
-    public init(count: Int, lastSend: SendID?) {
-        self.count = count
-        self.lastSend = lastSend
-    }
 }
 
 /// Counts the notifications each person got per app, cap and window, for every instance: a send claims a batch of

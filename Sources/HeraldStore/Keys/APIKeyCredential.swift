@@ -81,9 +81,4 @@ public struct APIKeyCredential: Sendable, Hashable {
 public struct StoredAPIKey: Sendable, Hashable {
     public var key: APIKey
     public var credential: APIKeyCredential
-
-    public init(key: APIKey, credential: APIKeyCredential) {
-        self.key = key
-        self.credential = credential
-    }
 }

@@ -4,9 +4,4 @@ public struct CreatedAPIKey: Sendable {
     public var key: APIKey
     /// The secret to give to the key's user. The store keeps only its hash, so it cannot be shown again.
     public var secret: APIKeySecret
-
-    public init(key: APIKey, secret: APIKeySecret) {
-        self.key = key
-        self.secret = secret
-    }
 }

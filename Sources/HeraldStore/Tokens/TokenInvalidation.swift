@@ -14,10 +14,4 @@ public struct TokenInvalidation: Sendable, Hashable {
     /// The `timestamp` of APNs's 410 answer: the last moment APNs confirmed the token was invalid. `nil` when APNs
     /// gave none.
     public var apnsTimestamp: Date?
-
-    public init(reason: APNSReason, recordedAt: Date, apnsTimestamp: Date?) {
-        self.reason = reason
-        self.recordedAt = recordedAt
-        self.apnsTimestamp = apnsTimestamp
-    }
 }

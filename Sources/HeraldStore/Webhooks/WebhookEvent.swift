@@ -40,18 +40,6 @@ public struct WebhookEvent: Sendable, Hashable {
     /// Deliveries tried so far.
     public var attempts: Int
 
-    public init(
-        id: Int64, type: WebhookEventType, app: String, sendID: SendID?, data: String, createdAt: Date, attempts: Int
-    ) {
-        self.id = id
-        self.type = type
-        self.app = app
-        self.sendID = sendID
-        self.data = data
-        self.createdAt = createdAt
-        self.attempts = attempts
-    }
-
     /// The event as delivered: `{"createdAt", "data", "id", "topic", "type"}` (keys in that order).
     public var json: JSONValue {
         .object([
@@ -126,20 +114,6 @@ public struct WebhookDelivery: Sendable, Hashable {
     public var error: String?
     public var latency: Duration
     public var delivered: Bool
-
-    public init(
-        id: Int64, endpointID: UUID, at: Date, eventCount: Int, statusCode: Int?, error: String?, latency: Duration,
-        delivered: Bool
-    ) {
-        self.id = id
-        self.endpointID = endpointID
-        self.at = at
-        self.eventCount = eventCount
-        self.statusCode = statusCode
-        self.error = error
-        self.latency = latency
-        self.delivered = delivered
-    }
 }
 
 /// What waits in an endpoint's outbox.
