@@ -11,7 +11,7 @@ public import HeraldCore
 ///     deviceToken: tokenData, environment: .development, topic: "com.example.app",
 ///     userID: "42", preferredLanguages: Locale.preferredLanguages)
 /// ```
-public struct Registration: Sendable, Hashable {
+public struct Registration: Sendable, Hashable, RegistrationRuleFields {
     /// The push address. Sent as lowercase hex under `token`.
     public var token: DeviceToken
     /// Which APNs the token belongs to. Sent twice, consistently: `environment` and the book's `debug` flag.
@@ -245,11 +245,7 @@ extension Registration {
     /// - Throws: ``RegistrationError`` (`invalidRegistration`) naming the field at fault.
     public func validate() throws(RegistrationError) {
         do {
-            try RegistrationRules.check(
-                RegistrationRules.Fields(
-                    topic: topic, userID: userID, appVersion: appVersion, preferredLanguages: preferredLanguages,
-                    tags: tags, timeZone: timeZone, tokenKind: tokenKind, activityType: activityType,
-                    activityID: activityID))
+            try checkRegistrationRules()
         } catch {
             throw RegistrationError.invalidRegistration(field: error.field, error.description)
         }

@@ -196,3 +196,28 @@ public enum RegistrationRules {
         try checkText(value, field: field, maximumBytes: maximumBytes, allowsWhitespace: allowsWhitespace, rule: rule)
     }
 }
+
+/// A registration's fields as the SDK sends them and the registration API reads them: what ``RegistrationRules``
+/// checks, so that the SDK never sends what the server would refuse.
+public protocol RegistrationRuleFields {
+    var topic: String? { get }
+    var userID: String? { get }
+    var appVersion: String? { get }
+    var preferredLanguages: [String] { get }
+    var tags: [String] { get }
+    var timeZone: String? { get }
+    var tokenKind: TokenKind { get }
+    var activityType: String? { get }
+    var activityID: String? { get }
+}
+
+extension RegistrationRuleFields {
+    /// Checks the fields against every rule, the kind's own fields required.
+    /// - Throws: the first ``RegistrationRules/Violation``.
+    public func checkRegistrationRules() throws(RegistrationRules.Violation) {
+        try RegistrationRules.check(
+            RegistrationRules.Fields(
+                topic: topic, userID: userID, appVersion: appVersion, preferredLanguages: preferredLanguages, tags: tags,
+                timeZone: timeZone, tokenKind: tokenKind, activityType: activityType, activityID: activityID))
+    }
+}

@@ -6,7 +6,7 @@ import HeraldStore
 /// The body of `POST /api/token`, parsed and checked against docs/api-registration.md.
 ///
 /// Parsing never touches the store: a body that fails here changes nothing.
-struct RegistrationBody {
+struct RegistrationBody: RegistrationRuleFields {
     var token: DeviceToken
     var environment: APNSEnvironment
     /// `nil` when the body names no topic: the server's only app then applies.
@@ -138,11 +138,7 @@ struct RegistrationBody {
 
     private func checkRules() throws(APIError) {
         do {
-            try RegistrationRules.check(
-                RegistrationRules.Fields(
-                    topic: topic, userID: userID, appVersion: appVersion, preferredLanguages: preferredLanguages,
-                    tags: tags, timeZone: timeZone, tokenKind: tokenKind, activityType: activityType,
-                    activityID: activityID))
+            try checkRegistrationRules()
         } catch {
             throw APIError.invalidField(error.field, error.rule)
         }
