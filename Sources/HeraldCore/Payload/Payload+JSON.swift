@@ -113,24 +113,11 @@ extension APS {
         contentAvailable = try reader.flag("content-available")
         mutableContent = try reader.flag("mutable-content")
         targetContentID = try reader.string("target-content-id")
-        if let level = try reader.string("interruption-level") {
-            guard let parsed = InterruptionLevel(rawValue: level) else {
-                throw NotificationValidationError(
-                    .invalidField, field: "aps.interruption-level", reason: nil,
-                    message: "\"\(level)\" is not an interruption level: use passive, active, time-sensitive or critical.")
-            }
-            interruptionLevel = parsed
-        }
+        interruptionLevel = try reader.choice(
+            "interruption-level", InterruptionLevel.self, "an interruption level: use passive, active, time-sensitive or critical")
         relevanceScore = try reader.number("relevance-score")
         filterCriteria = try reader.string("filter-criteria")
-        if let name = try reader.string("event") {
-            guard let parsed = LiveActivityEvent(rawValue: name) else {
-                throw NotificationValidationError(
-                    .invalidField, field: "aps.event", reason: nil,
-                    message: "\"\(name)\" is not a Live Activity event: use start, update or end.")
-            }
-            event = parsed
-        }
+        event = try reader.choice("event", LiveActivityEvent.self, "a Live Activity event: use start, update or end")
         timestamp = try reader.integer("timestamp")
         contentState = try reader.object("content-state")
         staleDate = try reader.integer("stale-date")
@@ -262,6 +249,19 @@ struct FieldReader {
         guard let value = take(key) else { return nil }
         guard case .string(let text) = value else { throw Self.typeError("\(path).\(key)", expected: "a string", got: value) }
         return text
+    }
+
+    /// A string naming one of a type's cases.
+    /// - Parameter what: What the value must be, after "is not ", with the choices.
+    mutating func choice<Choice: RawRepresentable<String>>(
+        _ key: String, _ type: Choice.Type, _ what: String
+    ) throws(NotificationValidationError) -> Choice? {
+        guard let name = try string(key) else { return nil }
+        guard let choice = Choice(rawValue: name) else {
+            throw NotificationValidationError(
+                .invalidField, field: "\(path).\(key)", reason: nil, message: "\"\(name)\" is not \(what).")
+        }
+        return choice
     }
 
     mutating func integer(_ key: String) throws(NotificationValidationError) -> Int? {
