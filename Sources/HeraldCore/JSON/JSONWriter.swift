@@ -115,11 +115,16 @@ struct JSONWriter {
             endArray()
         case .object(let members):
             beginObject()
-            for (name, member) in members {
-                key(name)
-                write(member)
-            }
+            self.members(members)
             endObject()
+        }
+    }
+
+    /// An object's members, inside an object begun by the caller (which may write members of its own beside them).
+    mutating func members(_ members: [String: JSONValue]) {
+        for (name, member) in members {
+            key(name)
+            write(member)
         }
     }
 

@@ -7,10 +7,7 @@ extension Payload {
             writer.key("aps")
             aps.write(to: &writer)
         }
-        for (key, value) in custom {
-            writer.key(key)
-            writer.write(value)
-        }
+        writer.members(custom)
         writer.endObject()
         return writer.bytes
     }
@@ -89,10 +86,7 @@ extension APS {
         if let inputPushChannel { writer.key("input-push-channel"); writer.string(inputPushChannel) }
         if let contentChanged { writer.key("content-changed"); writer.bool(contentChanged) }
         if let urlArgs { writer.key("url-args"); writer.stringArray(urlArgs) }
-        for (key, value) in additional {
-            writer.key(key)
-            writer.write(value)
-        }
+        writer.members(additional)
         writer.endObject()
     }
 
@@ -146,10 +140,7 @@ extension AlertContent {
         if let locKey { writer.key("loc-key"); writer.string(locKey) }
         if let locArgs { writer.key("loc-args"); writer.stringArray(locArgs) }
         if let sound { writer.key("sound"); sound.write(to: &writer) }
-        for (key, value) in additional {
-            writer.key(key)
-            writer.write(value)
-        }
+        writer.members(additional)
         writer.endObject()
     }
 
