@@ -24,6 +24,32 @@ package enum EngineTesting {
         Broadcaster(store: store, client: { _, _ in nil }, metrics: metrics)
     }
 
+    /// A worker over `store` as `herald serve` builds one, serving `apps`, whose polls never come during a test: it
+    /// runs what ``queueAlert(_:to:of:count:in:)`` stores when it is woken.
+    package static func worker(
+        _ store: any Store, fanOut: FanOut, apps: Set<String>, pageSize: Int = 50, maximumInFlight: Int,
+        shutdownGrace: Duration = .seconds(5), instance: String = "engine-test"
+    ) -> SendWorker {
+        var sending = SendingSettings(pageSize: pageSize, maximumInFlight: maximumInFlight)
+        sending.pollInterval = .seconds(3600)
+        sending.shutdownGrace = shutdownGrace
+        let ready = Gate()
+        ready.open()
+        return SendWorker(
+            store: store, servedApps: apps, legacyJobs: NoLegacyJobs(), fanOut: fanOut,
+            broadcaster: noBroadcasts(store), sending: sending, instance: instance, clock: ContinuousClock(),
+            wallClock: SystemWallClock(), storeReady: ready, logger: Logger(label: "herald.test.worker"))
+    }
+
+    /// Queues a send of one alert to the devices of `app` a query selects, as the engine stores a background send.
+    package static func queueAlert(
+        _ text: String = "hi", to query: DeviceQuery, of app: String, count: Int, in store: any Store
+    ) async throws -> SendRecord {
+        let job = try alertJob(text, to: query.inTopic(app), of: app, target: "\(query)")
+        return try await store.createSend(
+            NewSend(target: "\(query)", summary: "alert push", job: job.jsonText, targetCount: count, topic: app))
+    }
+
     /// Registers production devices of `app` with the tokens ``StoreConformance/token(_:)`` numbers.
     @discardableResult
     package static func registerDevices(_ numbers: ClosedRange<Int>, of app: String, in store: any Store) async throws
@@ -38,14 +64,31 @@ package enum EngineTesting {
 
     /// A plan that sends one alert to every device of `app`, as a stored job would run it.
     package static func alertToEveryDevice(of app: String, send: SendID, text: String = "hi") throws -> SendPlan {
+        SendPlan(
+            job: try alertJob(text, to: .topic(app), of: app, target: "every device of \(app)"), sendID: send, at: Date())
+    }
+
+    /// The job of one alert to the devices a query selects.
+    private static func alertJob(_ text: String, to query: DeviceQuery, of app: String, target: String) throws
+        -> SendJob
+    {
         let notification = try PushNotification(
             Payload(aps: APS(alert: .body(text))), pushType: .alert, topic: app
         ).prepare()
-        let job = SendJob(
-            bundleID: app, query: DeviceQuery.topic(app), pushType: .alert, schedule: nil, rate: nil,
-            targetDescription: "every device of \(app)", summary: "alert push", notifications: ["": notification],
-            stampsTimestamp: false)
-        return SendPlan(job: job, sendID: send, at: Date())
+        return SendJob(
+            bundleID: app, query: query, pushType: .alert, schedule: nil, rate: nil, targetDescription: target,
+            summary: "alert push", notifications: ["": notification], stampsTimestamp: false)
+    }
+}
+
+/// Reads no version-1 job: engine tests store only today's jobs.
+package struct NoLegacyJobs: LegacyJobReader {
+    package init() {}
+
+    package func job(fromRequestBody body: JSONValue, sendID: SendID, at now: Date) async throws(SendJobError)
+        -> StoredJob
+    {
+        throw .noLongerValid("Engine tests store no version-1 jobs.", sendID: sendID)
     }
 }
 
