@@ -29,6 +29,22 @@ struct WebPushSendTests {
         return (made.id, WebPushSubscription.token(ofEndpoint: made.endpoint))
     }
 
+    /// A server whose test app has a website, with its in-process emulator and an API key that sends.
+    static func withWebServer(
+        _ backend: Backend, configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: @escaping @Sendable (ServerClient, HeraldApplication, APNSEmulator, String) async throws -> Void
+    ) async throws {
+        try await ServerHarness.withServer(
+            backend,
+            configure: {
+                WebPushRegistrationTests.withWebApp(&$0)
+                configure(&$0)
+            }
+        ) { client, app in
+            try await body(client, app, try #require(app.emulator), try await SendTests.key(app))
+        }
+    }
+
     /// The decrypted JSON of each message in a subscription's inbox.
     static func messages(_ emulator: APNSEmulator, _ id: String) throws -> [JSONValue] {
         try emulator.webPush.messages(id).map { try JSONValue(parsing: $0.payload) }
@@ -38,9 +54,7 @@ struct WebPushSendTests {
         "a send to a user with an iPhone token and a Safari subscription puts one notification in each inbox: the web one decrypted, declarative, with the send's link and receipt key; the dry run counts the subscription",
         arguments: Backend.available)
     func reachesBoth(backend: Backend) async throws {
-        try await ServerHarness.withServer(backend, configure: WebPushRegistrationTests.withWebApp) { client, app in
-            let emulator = try #require(app.emulator)
-            let key = try await SendTests.key(app)
+        try await Self.withWebServer(backend) { client, app, emulator, key in
             let phone = testToken(0xb1)
             try await client.register(phone, debug: false, extra: #", "userId": "ada""#)
             let (web, webToken) = try await Self.subscribe(client, emulator, user: "ada")
@@ -97,12 +111,9 @@ struct WebPushSendTests {
         "a link that is not https is refused with 400 before anything is sent; background and encrypted sends leave subscriptions out",
         arguments: Backend.available)
     func whatReachesTheWeb(backend: Backend) async throws {
-        try await ServerHarness.withServer(backend, configure: {
-            WebPushRegistrationTests.withWebApp(&$0)
+        try await Self.withWebServer(backend, configure: {
             $0.apps[0].contentKey = try! ContentEncryptionKey.generate(id: "k1")
-        }) { client, app in
-            let emulator = try #require(app.emulator)
-            let key = try await SendTests.key(app)
+        }) { client, app, emulator, key in
             let (web, _) = try await Self.subscribe(client, emulator, user: "ada")
 
             let badLink = try await client.call(
@@ -127,9 +138,7 @@ struct WebPushSendTests {
         "what a browser cannot show is refused at acceptance with the way to leave subscriptions out; transports narrows a send to devices or subscriptions; a send to named tokens is checked at each",
         arguments: Backend.available)
     func checkedAtAcceptance(backend: Backend) async throws {
-        try await ServerHarness.withServer(backend, configure: WebPushRegistrationTests.withWebApp) { client, app in
-            let emulator = try #require(app.emulator)
-            let key = try await SendTests.key(app)
+        try await Self.withWebServer(backend) { client, app, emulator, key in
             let phone = testToken(0xb2)
             try await client.register(phone, debug: false, extra: #", "userId": "ada""#)
             let (web, webToken) = try await Self.subscribe(client, emulator, user: "ada")
@@ -181,13 +190,10 @@ struct WebPushSendTests {
         "an app with the classic format sends its subscriptions the notification without web_push, its buttons and an rtl variant's direction",
         arguments: Backend.available)
     func classicFormat(backend: Backend) async throws {
-        try await ServerHarness.withServer(backend, configure: {
-            WebPushRegistrationTests.withWebApp(&$0)
+        try await Self.withWebServer(backend, configure: {
             $0.apps[0].webPush?.format = .classic
             $0.apps[0].webPush?.origin = nil
-        }) { client, app in
-            let emulator = try #require(app.emulator)
-            let key = try await SendTests.key(app)
+        }) { client, app, emulator, key in
             let (web, _) = try await Self.subscribe(
                 client, emulator, user: "ada", extra: #", "preferredLanguages": ["ar-EG"]"#)
             let answer = try await client.call(
@@ -207,9 +213,7 @@ struct WebPushSendTests {
         "a subscription the push service answers 410 or 404 leaves the registry, its outcome saying so; the others are sent",
         arguments: Backend.available)
     func goneSubscriptionsLeave(backend: Backend) async throws {
-        try await ServerHarness.withServer(backend, configure: WebPushRegistrationTests.withWebApp) { client, app in
-            let emulator = try #require(app.emulator)
-            let key = try await SendTests.key(app)
+        try await Self.withWebServer(backend) { client, app, emulator, key in
             let (unsubscribed, unsubscribedToken) = try await Self.subscribe(client, emulator, user: "ada")
             let (removed, removedToken) = try await Self.subscribe(client, emulator, user: "ada")
             let (kept, keptToken) = try await Self.subscribe(client, emulator, user: "ada")
@@ -249,13 +253,10 @@ struct WebPushSendTests {
         "under 429, 503 and reset streams at the push service a background send reaches every subscription: none lost, none twice",
         arguments: Backend.available)
     func faultsLoseNothing(backend: Backend) async throws {
-        try await ServerHarness.withServer(backend, configure: {
-            WebPushRegistrationTests.withWebApp(&$0)
+        try await Self.withWebServer(backend, configure: {
             $0.sending.retry = RetryPolicy(initialBackoff: .milliseconds(5), maximumBackoff: .milliseconds(50))
             $0.limits.inlineSendLimit = 10
-        }) { client, app in
-            let emulator = try #require(app.emulator)
-            let key = try await SendTests.key(app)
+        }) { client, app, emulator, key in
             var ids: [String] = []
             for n in 0..<60 { ids.append(try await Self.subscribe(client, emulator, user: "u\(n)", extra: #", "tags": ["news"]"#).id) }
             var faults = FaultConfiguration()

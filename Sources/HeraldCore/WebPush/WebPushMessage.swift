@@ -147,7 +147,7 @@ public struct WebPushMessage: Sendable, Hashable {
     }
 
     /// Whether a text is an `https` URL with a host: what a notification or an action may open.
-    public static func isLink(_ text: String) -> Bool {
+    static func isLink(_ text: String) -> Bool {
         guard let url = URL(string: text), url.scheme == "https", let host = url.host else { return false }
         return !host.isEmpty
     }
