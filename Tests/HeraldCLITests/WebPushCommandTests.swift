@@ -19,12 +19,18 @@ struct WebPushCommandTests {
             let key = VAPIDKey.generate()
             let made = try emulator.webPush.subscribe(applicationServerKey: key.publicKeyText, count: 3)
             #expect(Set(made.map(\.endpoint)).count == 3 && Set(made.map(\.p256dh)).count == 1, "one key pair, three endpoints")
+            // Base64url values are given with `=`: one that starts with "-" would otherwise read as an option.
             let arguments = [
-                "webpush", "send", "--endpoint", made[1].endpoint, "--p256dh", made[1].p256dh, "--auth", made[1].auth,
-                "--vapid-key", key.privateKeyText, "--subject", "mailto:push@example.com", "--title", "Hello",
+                "webpush", "send", "--endpoint", made[1].endpoint, "--p256dh=\(made[1].p256dh)", "--auth=\(made[1].auth)",
+                "--vapid-key=\(key.privateKeyText)", "--subject", "mailto:push@example.com", "--title", "Hello",
                 "--body", "From the CLI", "--navigate", "https://example.com/", "--badge", "2", "--ca-file", ca.path,
                 "--repeat", "25", "--concurrency", "10", "--summary-json",
             ]
+            var dashed = arguments
+            dashed[dashed.firstIndex { $0.hasPrefix("--auth=") }!] = "--auth=-BZ1kGfGzbXcdBwBIjn3lw"
+            #expect(
+                (try Herald.parseAsRoot(dashed) as? WebPushCommand.Send)?.auth == "-BZ1kGfGzbXcdBwBIjn3lw",
+                "a key that begins with - (one in 64 does) is read as the value")
             var command = try #require(try Herald.parseAsRoot(arguments) as? WebPushCommand.Send)
             try await command.run()
             let messages = try emulator.webPush.messages(made[1].id)
